@@ -1,0 +1,97 @@
+"""Request bodies (pydantic). Field names follow DESIGN.md's HTTP API, which uses the editor's camelCase."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ServiceError
+
+ID_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
+
+
+class SelectedFlow(BaseModel):
+    """The tab (or subflow) the user has open in the editor."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(pattern=ID_PATTERN)
+    label: str | None = Field(None, max_length=500)
+
+
+class SelectedNode(BaseModel):
+    """A node selected in the editor."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(pattern=ID_PATTERN)
+    type: str | None = Field(None, max_length=200)
+    name: str | None = Field(None, max_length=500)
+
+
+class HistoryTurn(BaseModel):
+    """An earlier turn the client sends along (the service's own memory comes later and wins)."""
+
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=50_000)
+
+
+class DynamicData(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    flowId: str | None = Field(None, pattern=ID_PATTERN)
+
+
+class StreamChatRequest(BaseModel):
+    """Body of ``POST /ai-sidebar/stream-chat``.
+
+    ``message`` length is checked by the handler against ``Settings.max_message_chars`` (413 ``message_too_long``),
+    everything else here (400 ``invalid_request``).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+    message: str = Field(min_length=1)
+    scenario: str | None = Field(None, max_length=64)
+    sessionId: str | None = Field(None, pattern=ID_PATTERN)
+    nodeId: str | None = Field(None, pattern=ID_PATTERN)
+    selectedFlow: SelectedFlow | None = None
+    selectedNodes: list[SelectedNode] = Field(default_factory=list, max_length=1000)
+    flowData: list[dict[str, Any]] | None = Field(None, max_length=20_000)
+    history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
+    silent: bool = False
+    dynamicData: DynamicData | None = None
+    language: str | None = Field(None, max_length=35)
+
+    @property
+    def flow_id(self) -> str | None:
+        """The flow the request is about: ``selectedFlow.id``, else ``dynamicData.flowId``."""
+        if self.selectedFlow is not None:
+            return self.selectedFlow.id
+        if self.dynamicData is not None:
+            return self.dynamicData.flowId
+        return None
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+async def parse_body(request: web.Request, model: type[Model]) -> Model:
+    """Read a JSON body into ``model``.
+
+    Raises:
+        ServiceError: 400 ``invalid_json`` (not JSON or not an object) or ``invalid_request`` (naming the field).
+    """
+    raw = await request.read()
+    try:
+        data = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise ServiceError("invalid_json", "The request body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise ServiceError("invalid_json", "The request body must be a JSON object.")
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise ServiceError("invalid_request", f"Field '{where}': {first['msg']}.") from None

@@ -1,0 +1,227 @@
+"""Client for the Node-RED Admin HTTP API, shared by the service and the MCP server.
+
+Facts this module relies on (Node-RED docs, "Admin HTTP API", https://nodered.org/docs/api/admin/):
+
+* Every route lives under ``httpAdminRoot``; ``base_url`` must include it (``http://host:1880/admin``).
+* ``Node-RED-API-Version: v2`` makes ``GET /flows`` answer ``{"rev", "flows": [...]}``.
+* ``GET /nodes`` answers JSON only when ``Accept`` is exactly ``application/json`` (HTML otherwise).
+* With ``adminAuth`` on, ``GET /auth/login`` tells the login scheme, ``POST /auth/token`` with
+  ``client_id=node-red-admin``, ``grant_type=password`` and ``scope=*`` returns a bearer token; wrong
+  credentials answer 403 ``invalid_grant``; a missing or insufficient token answers 401 (never 403).
+* ``GET /diagnostics`` exists from Node-RED 3.0 (404 before) and answers 403 ``diagnostics.disabled`` when
+  turned off in settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from pydantic import SecretStr
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "v2"
+CLIENT_ID = "node-red-admin"
+
+
+class NodeRedError(Exception):
+    """A failed Admin API call.
+
+    Attributes:
+        status: HTTP status from Node-RED, or ``None`` when it could not be reached.
+        code: stable snake_case code: ``nodered_unreachable``, ``nodered_timeout``, ``nodered_unauthorized``
+            (401: no or insufficient token), ``nodered_login_failed`` (403 ``invalid_grant``),
+            ``diagnostics_disabled``, ``not_found``, ``flow_not_found``, ``node_not_found``, ``nodered_error``.
+        message: a sentence for a user, naming what to check next.
+    """
+
+    def __init__(self, status: int | None, code: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class NodeRedCredentials:
+    """How to authenticate against the Admin API; secrets never appear in ``repr``.
+
+    Precedence (DESIGN.md): a token forwarded from the editor user, else ``token`` (``NODE_RED_TOKEN``),
+    else ``username`` + ``password`` through the password grant.
+    """
+
+    token: SecretStr | None = None
+    username: str | None = None
+    password: SecretStr | None = field(default=None, repr=False)
+
+    @property
+    def can_login(self) -> bool:
+        return bool(self.username and self.password)
+
+
+class NodeRedClient:
+    """One method per Admin API endpoint; raises :class:`NodeRedError` on every failure.
+
+    Args:
+        base_url: Node-RED admin root, including ``httpAdminRoot`` (``http://127.0.0.1:1880`` or ``.../admin``).
+        session: an open ``aiohttp.ClientSession`` owned by the caller.
+        credentials: see :class:`NodeRedCredentials`.
+        timeout: seconds for one request, connection included.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        session: aiohttp.ClientSession,
+        credentials: NodeRedCredentials | None = None,
+        timeout: float = 10.0,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self._session = session
+        self._credentials = credentials or NodeRedCredentials()
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._login_token: str | None = None
+        self._login_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"NodeRedClient(base_url={self.base_url!r})"
+
+    def for_user(self, user_token: str | None) -> NodeRedClient:
+        """A client that reads with the editor user's own token (never widened to the service's rights).
+
+        Returns ``self`` when ``user_token`` is empty, so the configured credentials apply.
+        """
+        if not user_token:
+            return self
+        return NodeRedClient(
+            self.base_url,
+            self._session,
+            NodeRedCredentials(token=SecretStr(user_token)),
+            timeout=self._timeout.total or 10.0,
+        )
+
+    # -- endpoints -------------------------------------------------------------------------------
+
+    async def get_flows(self) -> dict[str, Any]:
+        """``GET /flows`` (v2): ``{"rev": str, "flows": [node, ...]}`` with every tab, subflow and node."""
+        data = await self._request("GET", "/flows")
+        if isinstance(data, list):  # a v1 answer from an old runtime
+            return {"rev": None, "flows": data}
+        return data
+
+    async def get_nodes(self) -> list[dict[str, Any]]:
+        """``GET /nodes``: the installed node sets, ``[{id, name, types[], enabled, module, version}]``."""
+        return await self._request("GET", "/nodes")
+
+    async def get_settings(self) -> dict[str, Any]:
+        """``GET /settings``: the runtime settings the editor sees (``version``, ``httpNodeRoot``, ...)."""
+        return await self._request("GET", "/settings")
+
+    async def get_diagnostics(self) -> dict[str, Any]:
+        """``GET /diagnostics`` (Node-RED >= 3.0): runtime, OS and module report.
+
+        Raises:
+            NodeRedError: ``diagnostics_disabled`` (403) or ``not_found`` (404, Node-RED older than 3.0).
+        """
+        return await self._request("GET", "/diagnostics")
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    async def login(self) -> str:
+        """Password grant: ``GET /auth/login`` then ``POST /auth/token``; returns the access token.
+
+        Raises:
+            NodeRedError: ``nodered_login_failed`` when the credentials are refused or adminAuth is not the
+                credentials scheme.
+        """
+        creds = self._credentials
+        if not creds.can_login:
+            raise NodeRedError(401, "nodered_unauthorized", "Node-RED asks for a login: set NODE_RED_TOKEN, or "
+                               "NODE_RED_USERNAME and NODE_RED_PASSWORD.")
+        scheme = await self._send("GET", "/auth/login", auth=False)
+        if not isinstance(scheme, dict) or scheme.get("type") != "credentials":
+            raise NodeRedError(None, "nodered_login_failed", "Node-RED does not offer a username/password login "
+                               "(adminAuth type is not 'credentials'); use NODE_RED_TOKEN instead.")
+        form = {
+            "client_id": CLIENT_ID,
+            "grant_type": "password",
+            "scope": "*",
+            "username": creds.username,
+            "password": creds.password.get_secret_value(),
+        }
+        try:
+            data = await self._send("POST", "/auth/token", form=form, auth=False)
+        except NodeRedError as err:
+            if err.status in (401, 403):
+                raise NodeRedError(err.status, "nodered_login_failed",
+                                   f"Node-RED refused the login of user {creds.username!r}: check "
+                                   "NODE_RED_USERNAME and NODE_RED_PASSWORD.") from None
+            raise
+        return data["access_token"]
+
+    async def _request(self, method: str, path: str) -> Any:
+        try:
+            return await self._send(method, path, auth=True)
+        except NodeRedError as err:
+            if err.status != 401 or not self._credentials.can_login or self._credentials.token:
+                raise
+        # The login token expired or was revoked: log in again once and retry.
+        async with self._login_lock:
+            self._login_token = await self.login()
+        return await self._send(method, path, auth=True)
+
+    async def _bearer(self) -> str | None:
+        if self._credentials.token:
+            return self._credentials.token.get_secret_value()
+        if self._credentials.can_login:
+            async with self._login_lock:
+                if self._login_token is None:
+                    self._login_token = await self.login()
+            return self._login_token
+        return None
+
+    async def _send(self, method: str, path: str, *, auth: bool, form: dict | None = None) -> Any:
+        headers = {"Accept": "application/json", "Node-RED-API-Version": API_VERSION}
+        if auth:
+            token = await self._bearer()
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+        url = self.base_url + path
+        try:
+            async with self._session.request(method, url, headers=headers, data=form,
+                                             timeout=self._timeout) as resp:
+                if resp.status >= 400:
+                    raise await _error_from(resp, path)
+                return await resp.json(content_type=None)
+        except asyncio.TimeoutError:
+            raise NodeRedError(None, "nodered_timeout",
+                               f"Node-RED at {self.base_url} did not answer {path} in time.") from None
+        except aiohttp.ClientError as err:
+            raise NodeRedError(None, "nodered_unreachable",
+                               f"Node-RED at {self.base_url} is not reachable ({type(err).__name__}); "
+                               "check that it runs and that NODE_RED_URL includes httpAdminRoot.") from None
+
+
+async def _error_from(resp: aiohttp.ClientResponse, path: str) -> NodeRedError:
+    """Turn a Node-RED 4xx/5xx answer into a NodeRedError (Node-RED errors are ``{code, message}``)."""
+    body: Any = None
+    try:
+        body = await resp.json(content_type=None)
+    except (ValueError, aiohttp.ContentTypeError):
+        pass
+    nr_code = body.get("code") if isinstance(body, dict) else None
+    nr_message = body.get("message") if isinstance(body, dict) else None
+    if resp.status == 401:
+        return NodeRedError(401, "nodered_unauthorized",
+                            f"Node-RED refused {path}: the token is missing or lacks the permission.")
+    if resp.status == 403 and nr_code == "diagnostics.disabled":
+        return NodeRedError(403, "diagnostics_disabled",
+                            "Diagnostics are turned off in this Node-RED (settings.js: diagnostics.enabled).")
+    if resp.status == 404:
+        return NodeRedError(404, "not_found", f"Node-RED has no {path}.")
+    return NodeRedError(resp.status, "nodered_error",
+                        f"Node-RED answered {resp.status} to {path}: {nr_message or nr_code or resp.reason}.")

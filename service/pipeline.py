@@ -1,0 +1,209 @@
+"""The chat pipeline (DESIGN.md, "The chat pipeline"): direct trigger, keyword-forced tool, pure chat.
+
+Every run emits events through ``emit`` and always ends with exactly one ``done``; each fault gives exactly one
+``error`` event. A client that goes away raises ``ConnectionResetError`` out of ``emit``; the run stops there.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from .compact import bounded
+from .errors import ServiceError
+from .models import StreamChatRequest
+from .nodered import NodeRedClient, NodeRedError
+from .prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
+from .providers import ChatModelFactory, ProviderConfig, provider_error
+from .scenarios import ScenarioCatalog
+from .settings import Settings
+from .tools import BUILTIN_TOOLS, ToolContext, ToolFailure, ToolOutput
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+DIRECT_TRIGGER = re.compile(r"^\s*@tools:([A-Za-z0-9_\-]+)\s*(?:\|(.*))?$", re.S)
+PREVIEW_LIMIT = 8_000      # characters of a tool result shown to the user in a tool_result event
+MODEL_TOOL_LIMIT = 60_000  # characters of a tool result sent to the model
+# Tool failures after which answering makes no sense: the user must change the request.
+FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
+                              "invalid_params", "unknown_tool"})
+
+
+@dataclass
+class ChatDeps:
+    """What one chat run uses; built per request by the route."""
+
+    settings: Settings
+    nodered: NodeRedClient
+    models: ChatModelFactory
+    scenarios: ScenarioCatalog
+
+
+@dataclass
+class ToolRun:
+    name: str
+    params: dict[str, Any]
+    output: ToolOutput | None = None
+    failure: ToolFailure | None = None
+
+
+@dataclass
+class ChatResult:
+    """What a run produced: the full answer text, tools used, token usage (for memory and ``done``)."""
+
+    session_id: str
+    answer: str = ""
+    tools: list[str] = field(default_factory=list)
+    usage: dict[str, int] | None = None
+
+
+def parse_direct_trigger(message: str) -> tuple[str, Any] | None:
+    """``@tools:<name>`` or ``@tools:<name>|<params>`` → ``(name, params)``; params is a list/dict or ``None``.
+
+    Params may be JSON or a Python literal (``['a','b']``), never evaluated as code.
+
+    Raises:
+        ServiceError: ``invalid_params`` when the part after ``|`` is not a list or object literal.
+    """
+    match = DIRECT_TRIGGER.match(message)
+    if not match:
+        return None
+    name, raw = match.group(1), (match.group(2) or "").strip()
+    if not raw:
+        return name, None
+    try:
+        params = json.loads(raw)
+    except ValueError:
+        try:
+            params = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            raise ServiceError("invalid_params", f"@tools:{name}: the parameters after '|' must be a list such "
+                                                 "as ['id1','id2'] or a JSON object.") from None
+    if not isinstance(params, (list, dict)):
+        params = [params]
+    return name, params
+
+
+async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> ChatResult:
+    """Answer one chat request, emitting ``tool_call``/``tool_result``/``token``/``error`` events (not ``done``).
+
+    Returns the :class:`ChatResult`; the caller sends ``done``. Raises ``ConnectionResetError`` when the client
+    is gone.
+    """
+    result = ChatResult(session_id=request.sessionId or uuid.uuid4().hex)
+    catalog = deps.scenarios.get(request.language)
+    scenario_key, scenario = catalog.scenario(request.scenario)
+    context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
+                          node_ids=[n.id for n in request.selectedNodes] or ([request.nodeId] if request.nodeId else []))
+
+    tool_run: ToolRun | None = None
+    task = ""
+    try:
+        direct = parse_direct_trigger(request.message)
+    except ServiceError as err:
+        await emit({"type": "error", **err.as_dict()})
+        return result
+    if direct is not None:
+        name, params = direct
+        tool = BUILTIN_TOOLS.get(name)
+        if tool is None:
+            await emit({"type": "error", "code": "unknown_tool",
+                        "message": f"There is no tool {name!r}. Tools: {', '.join(sorted(BUILTIN_TOOLS))}."})
+            return result
+        tool_run = ToolRun(name, {})
+        try:
+            tool_run.params = tool.parse(params)
+        except ToolFailure as failure:
+            await emit({"type": "error", "code": failure.code, "message": failure.message})
+            return result
+    else:
+        match = catalog.match_keywords(request.message)
+        if match is not None:
+            scenario_key, scenario = catalog.scenario(match.group.scenario)
+            task = match.group.newHumanPrompt
+            if match.group.tool in BUILTIN_TOOLS:
+                tool_run = ToolRun(match.group.tool, {})
+
+    if tool_run is not None:
+        await _run_tool(tool_run, context, emit)
+        result.tools.append(tool_run.name)
+        if tool_run.failure is not None and tool_run.failure.code in FATAL_TOOL_CODES:
+            return result
+
+    values = {"selectedFlow": describe_flow(request.flow_id, request.selectedFlow and request.selectedFlow.label),
+              "selectedNodes": describe_nodes(request.selectedNodes),
+              "nodeRedVersion": await _nodered_version(deps.nodered)}
+    messages: list[BaseMessage] = [system_message(catalog, scenario, values)]
+    messages += history_messages([turn.model_dump() for turn in request.history])
+    if tool_run is not None:
+        messages.append(tool_answer_prompt(
+            request.message, task, tool_run.name,
+            bounded(tool_run.output.text, MODEL_TOOL_LIMIT) if tool_run.output else None,
+            tool_run.failure.message if tool_run.failure else None,
+            catalog.data.answerInstruction))
+    else:
+        messages.append(HumanMessage(request.message))
+    await _stream_answer(messages, deps, emit, result)
+    log.info("chat session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id, scenario_key,
+             catalog.language, result.tools, len(result.answer))
+    return result
+
+
+async def _run_tool(run: ToolRun, context: ToolContext, emit: Emit) -> None:
+    """Emit ``tool_call``, run the tool, emit ``tool_result`` (and one ``error`` when it failed)."""
+    tool = BUILTIN_TOOLS[run.name]
+    shown = {k: v for k, v in run.params.items() if v is not None}
+    if run.name == "get-flow" and not shown.get("flow_id") and context.flow_id:
+        shown["flow_id"] = context.flow_id
+    if run.name == "get-node-info" and not shown.get("node_ids") and context.node_ids:
+        shown["node_ids"] = context.node_ids
+    await emit({"type": "tool_call", "tool": run.name, "params": shown})
+    try:
+        run.output = await tool.run(context, **run.params)
+    except ToolFailure as failure:
+        run.failure = failure
+        await emit({"type": "tool_result", "tool": run.name, "result": failure.message, "ok": False})
+        await emit({"type": "error", "code": failure.code, "message": failure.message})
+        return
+    await emit({"type": "tool_result", "tool": run.name, "result": bounded(run.output.text, PREVIEW_LIMIT),
+                "ok": True})
+
+
+async def _nodered_version(client: NodeRedClient) -> str:
+    try:
+        return str((await client.get_settings()).get("version") or "unknown")
+    except NodeRedError:
+        return "unknown"
+
+
+async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
+    """Stream the model's answer as ``token`` events; a provider fault becomes one ``error`` event."""
+    try:
+        model = deps.models.get(ProviderConfig.from_settings(deps.settings))
+    except ServiceError as err:
+        await emit({"type": "error", **err.as_dict()})
+        return
+    try:
+        async for chunk in model.astream(messages):
+            text = chunk.text if isinstance(chunk.text, str) else chunk.text()
+            if text:
+                result.answer += text
+                await emit({"type": "token", "content": text})
+            usage = getattr(chunk, "usage_metadata", None)
+            if usage:
+                result.usage = {"inputTokens": usage.get("input_tokens", 0),
+                                "outputTokens": usage.get("output_tokens", 0)}
+    except ConnectionResetError:
+        raise
+    except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
+        err = provider_error(exc)
+        log.warning("model request failed: %s (%s: %s)", err.code, type(exc).__name__, err.message)
+        await emit({"type": "error", **err.as_dict()})

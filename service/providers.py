@@ -1,0 +1,190 @@
+"""Chat models (LangChain) for each provider, cached, and provider faults mapped once to the design's codes."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from langchain_core.language_models import BaseChatModel
+from pydantic import SecretStr
+
+from .errors import ServiceError
+from .settings import Settings
+
+# Enough connections for hundreds of simultaneous streams to one provider.
+HTTP_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+DEFAULT_MODELS = {
+    "openai": "gpt-4o-mini",
+    "deepseek": "deepseek-chat",
+    "google": "gemini-2.5-flash",
+    "anthropic": "claude-sonnet-4-5",
+    "openai-compatible": None,  # the server decides which models exist: AI_MODEL is required
+}
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """Which model to talk to and how; ``api_key`` never appears in ``repr`` or in a cache key.
+
+    ``temperature`` is 0..2, ``max_tokens`` counts output tokens, ``timeout`` is seconds per model request.
+    """
+
+    provider: str
+    model: str | None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout: float = 60.0
+
+    def __repr__(self) -> str:
+        return f"ProviderConfig(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r})"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ProviderConfig:
+        """The environment's provider: key and base URL picked by ``AI_PROVIDER``."""
+        provider = settings.provider
+        key, base = {
+            "openai": (settings.openai_api_key, settings.openai_base_url),
+            "openai-compatible": (settings.openai_api_key, settings.openai_base_url),
+            "deepseek": (settings.deepseek_api_key, settings.deepseek_api_base),
+            "google": (settings.google_api_key, None),
+            "anthropic": (settings.anthropic_api_key, None),
+        }[provider]
+        return cls(provider=provider, model=settings.model or DEFAULT_MODELS[provider], api_key=key,
+                   base_url=base, timeout=settings.llm_timeout)
+
+    def cache_key(self) -> tuple:
+        """Identity of a model instance; the key enters only as a SHA-256 digest."""
+        digest = hashlib.sha256(self.api_key.get_secret_value().encode()).hexdigest() if self.api_key else None
+        return (self.provider, self.model, self.base_url, self.temperature, self.max_tokens, self.timeout, digest)
+
+
+class ChatModelFactory:
+    """Builds LangChain chat models and reuses them per :meth:`ProviderConfig.cache_key`.
+
+    OpenAI-style models get an HTTP client owned by this factory (closed by :meth:`aclose`) rather than
+    langchain-openai's process-wide default client, which stays bound to the event loop that first used it.
+    """
+
+    def __init__(self, max_size: int = 32):
+        self._cache: dict[tuple, BaseChatModel] = {}
+        self._clients: dict[tuple, httpx.AsyncClient] = {}
+        self._pending_close: list[httpx.AsyncClient] = []
+        self._max_size = max_size
+
+    async def aclose(self) -> None:
+        """Close every HTTP client the factory opened; idempotent."""
+        clients, self._clients = list(self._clients.values()) + self._pending_close, {}
+        self._pending_close = []
+        self._cache.clear()
+        for client in clients:
+            await client.aclose()
+
+    def get(self, config: ProviderConfig) -> BaseChatModel:
+        """A streaming chat model for ``config``.
+
+        Raises:
+            ServiceError: ``provider_not_configured`` (400) when the key, base URL or model is missing.
+        """
+        key = config.cache_key()
+        model = self._cache.get(key)
+        if model is None:
+            client = httpx.AsyncClient(timeout=config.timeout, limits=HTTP_LIMITS)
+            try:
+                model = _build(config, client)
+            except ServiceError:
+                self._pending_close.append(client)
+                raise
+            if len(self._cache) >= self._max_size:
+                oldest = next(iter(self._cache))
+                self._cache.pop(oldest)
+                self._pending_close.append(self._clients.pop(oldest))
+            self._cache[key] = model
+            self._clients[key] = client
+        return model
+
+
+def _missing(config: ProviderConfig, what: str) -> ServiceError:
+    return ServiceError("provider_not_configured",
+                        f"The {config.provider} provider is not configured: {what}. Set it in the environment of "
+                        "the assistant service or in an ai-config node.", 400)
+
+
+def _build(config: ProviderConfig, client: httpx.AsyncClient) -> BaseChatModel:
+    common: dict[str, Any] = {}
+    if config.temperature is not None:
+        common["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        common["max_tokens"] = config.max_tokens
+    provider = config.provider
+    if provider in ("openai", "openai-compatible"):
+        if provider == "openai-compatible" and not config.base_url:
+            raise _missing(config, "OPENAI_BASE_URL is not set")
+        if not config.api_key and not config.base_url:
+            raise _missing(config, "OPENAI_API_KEY is not set")
+        if not config.model:
+            raise _missing(config, "AI_MODEL is not set")
+        from langchain_openai import ChatOpenAI
+
+        # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one.
+        key = config.api_key or SecretStr("not-needed")
+        return ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
+                          stream_usage=True, timeout=config.timeout, max_retries=2, http_async_client=client,
+                          **common)
+    if provider == "deepseek":
+        if not config.api_key:
+            raise _missing(config, "DEEPSEEK_API_KEY is not set")
+        from langchain_deepseek import ChatDeepSeek
+
+        extra = {"api_base": config.base_url} if config.base_url else {}
+        return ChatDeepSeek(model=config.model, api_key=config.api_key, streaming=True, stream_usage=True,
+                            timeout=config.timeout, max_retries=2, http_async_client=client, **extra,
+                            **common)
+    if provider == "google":
+        if not config.api_key:
+            raise _missing(config, "GOOGLE_API_KEY is not set")
+        from langchain_google_genai import ChatGoogleGenerativeAI
+
+        return ChatGoogleGenerativeAI(model=config.model, google_api_key=config.api_key, timeout=config.timeout,
+                                      max_retries=2, **common)
+    raise _missing(config, f"the {provider} provider is not available in this installation "
+                           "(supported: openai, deepseek, google, openai-compatible)")
+
+
+def provider_error(exc: BaseException) -> ServiceError:
+    """Map a provider client's exception to the design's codes, without the provider's stack or any key.
+
+    ``invalid_api_key`` (401/403), ``rate_limited`` (429, after the client's own retries), ``llm_timeout``,
+    ``llm_unreachable`` (no connection), ``llm_error`` (anything else, with the provider's sentence).
+    """
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
+        return ServiceError("llm_timeout", "The model did not answer in time; try again or raise AI_LLM_TIMEOUT.", 504)
+    if "APIConnectionError" in type(exc).__name__ or "ConnectError" in type(exc).__name__:
+        return ServiceError("llm_unreachable", "The model server cannot be reached; check the base URL and the "
+                                               "network.", 502)
+    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+    if status in (401, 403):
+        return ServiceError("invalid_api_key", "The model provider refused the API key; check the key in the "
+                                               "ai-config node or the service environment.", 401)
+    if status == 429:
+        return ServiceError("rate_limited", "The model provider is rate limiting requests; wait a moment and "
+                                            "try again.", 429)
+    detail = _provider_sentence(exc)
+    return ServiceError("llm_error", f"The model provider answered with an error: {detail}", 502)
+
+
+def _provider_sentence(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        message = body.get("message") or (body.get("error") or {}).get("message") if isinstance(
+            body.get("error", {}), dict) else body.get("message")
+        if message:
+            return str(message)[:300]
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]

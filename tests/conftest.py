@@ -1,0 +1,93 @@
+"""Shared fixtures: a real Node-RED, the scripted model server, the service app and the service as a process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from service.app import create_app
+from service.settings import Settings
+from tests.support.model_server import ScriptedModelServer
+from tests.support.nodered import REPO, NodeRed, example_flows, free_port, project_flows
+
+TEST_API_KEY = "sk-test-key-for-scripted-server-0001"
+SERVICE_TOKEN = "test-service-token-0123456789"
+
+
+@pytest.fixture(scope="session")
+def model_server():
+    server = ScriptedModelServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def model(model_server):
+    """The scripted model server, emptied for this test."""
+    model_server.reset()
+    yield model_server
+    model_server.reset()
+
+
+@pytest.fixture(scope="session")
+def service_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def nodered(tmp_path_factory, service_port):
+    """Node-RED 4.1 from npm with example flows and the palette package, pointed at the service port."""
+    instance = NodeRed(
+        userdir=tmp_path_factory.mktemp("nodered"), port=free_port(),
+        flows=example_flows() + project_flows(),
+        env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def settings(nodered, model, tmp_path) -> Settings:
+    return Settings(nodered_url=nodered.url, openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
+                    memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
+
+
+@pytest.fixture
+async def client(aiohttp_client, settings):
+    """An aiohttp test client for the service app built from ``settings``."""
+    return await aiohttp_client(create_app(settings))
+
+
+@pytest.fixture(scope="session")
+def service_process(nodered, model_server, service_port, tmp_path_factory):
+    """The service started as its console script would be, on ``service_port`` behind ``SERVICE_TOKEN``."""
+    log_path = tmp_path_factory.mktemp("service") / "service.log"
+    env = {**os.environ, "AI_SIDEBAR_PORT": str(service_port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN,
+           "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
+           "MEMORY_DB_PATH": str(log_path.parent / "memory.db"), "MCP_TOOLS_ENABLED": "false"}
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=REPO)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{service_port}/healthz", timeout=1)
+            break
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError(log_path.read_text())
+            time.sleep(0.2)
+    else:
+        process.kill()
+        raise RuntimeError(f"service did not start:\n{log_path.read_text()}")
+    process.log_path = log_path
+    yield process
+    process.terminate()
+    process.wait(10)

@@ -1,0 +1,174 @@
+"""A scripted OpenAI-compatible chat completions server for tests and benchmarks.
+
+It speaks ``POST /v1/chat/completions`` the way the OpenAI API does (https://platform.openai.com/docs/api-reference/
+chat-streaming): with ``stream: true`` it answers ``text/event-stream`` chunks ``chat.completion.chunk`` whose
+``delta`` holds ``content`` pieces or ``tool_calls`` fragments (id, name, then argument pieces), a last chunk with
+``finish_reason``, a usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``.
+
+Tests queue replies with :meth:`ScriptedModelServer.script` and read what the client sent in ``requests``.
+The server runs on its own event loop in a thread, so a service in another process can use it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    """One scripted answer.
+
+    Attributes:
+        text: assistant text, sent in ``chunks`` pieces (split on spaces when ``chunks`` is None).
+        tool_calls: ``[{"name": str, "arguments": dict}]`` to stream as tool calls.
+        status: an HTTP error status to answer instead (with an OpenAI-shaped error body).
+        delay: seconds to wait before answering (to test timeouts); ``token_delay`` between chunks.
+    """
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    error_message: str = "scripted error"
+    delay: float = 0.0
+    token_delay: float = 0.0
+    chunks: list[str] | None = None
+
+    def pieces(self) -> list[str]:
+        if self.chunks is not None:
+            return self.chunks
+        words = self.text.split(" ")
+        return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words) if w or i == 0]
+
+
+DEFAULT_REPLY = Reply(text="This is a scripted answer from the test model server.")
+
+
+class ScriptedModelServer:
+    """Start with :meth:`start` (returns the base URL ending in ``/v1``), stop with :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.default = DEFAULT_REPLY
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Replace the queue of replies; when it runs out, ``default`` answers."""
+        with self._lock:
+            self._queue = list(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue = []
+            self.requests.clear()
+            self.headers.clear()
+            self.default = DEFAULT_REPLY
+
+    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            return self._queue.pop(0) if self._queue else self.default
+
+    def start(self, port: int = 0) -> str:
+        ready = threading.Event()
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self._loop)
+            app = web.Application()
+            app.router.add_post("/v1/chat/completions", self._handle)
+            self._runner = web.AppRunner(app)
+            self._loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, "127.0.0.1", port)
+            self._loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]
+            ready.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="scripted-model-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("scripted model server did not start")
+        return self.base_url
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        reply = self._next(body, dict(request.headers))
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.status != 200:
+            return web.json_response({"error": {"message": reply.error_message, "type": "scripted",
+                                                "code": str(reply.status)}}, status=reply.status)
+        model = body.get("model", "scripted")
+        created = int(time.time())
+        base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": created, "model": model}
+        if not body.get("stream"):
+            return web.json_response(_completion(reply, model, created))
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+
+        async def send(payload: Any) -> None:
+            await response.write(f"data: {json.dumps(payload)}\n\n".encode())
+
+        await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                         "finish_reason": None}]})
+        for piece in (reply.pieces() if reply.text else []):
+            if reply.token_delay:
+                await asyncio.sleep(reply.token_delay)
+            await send({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        for index, call in enumerate(reply.tool_calls):
+            arguments = json.dumps(call.get("arguments", {}))
+            head = {"index": index, "id": f"call_{index}_{call['name']}", "type": "function",
+                    "function": {"name": call["name"], "arguments": ""}}
+            await send({**base, "choices": [{"index": 0, "delta": {"tool_calls": [head]}, "finish_reason": None}]})
+            half = len(arguments) // 2
+            for part in (arguments[:half], arguments[half:]):
+                delta = {"tool_calls": [{"index": index, "function": {"arguments": part}}]}
+                await send({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        await send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            prompt_tokens = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", []))
+            completion_tokens = max(1, len(reply.text) // 4)
+            await send({**base, "choices": [], "usage": {"prompt_tokens": prompt_tokens,
+                                                        "completion_tokens": completion_tokens,
+                                                        "total_tokens": prompt_tokens + completion_tokens}})
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def _completion(reply: Reply, model: str, created: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.tool_calls:
+        message["tool_calls"] = [{"id": f"call_{i}_{c['name']}", "type": "function",
+                                  "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+                                 for i, c in enumerate(reply.tool_calls)]
+    return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": created, "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}

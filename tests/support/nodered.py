@@ -1,0 +1,172 @@
+"""Start a real Node-RED (the project-local install from npm) on a free loopback port, with real flows.
+
+Flows come from Node-RED's own examples (``@node-red/nodes/examples``, each file placed on its own tab) and from
+the project's ``examples/flows.json``. The palette package is installed into the user dir as a symlink, the way
+``make run`` installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+NODERED_HOME = Path(os.environ.get("NODE_RED_HOME", REPO / ".nodered" / "node_modules" / "node-red"))
+EXAMPLES_DIR = NODERED_HOME.parent / "@node-red" / "nodes" / "examples"
+PALETTE = REPO / "node-red-contrib-ai-sidebar"
+
+# A spread of Node-RED's own examples: simple chains, function code, switch/change rules, config nodes.
+DEFAULT_EXAMPLES = (
+    "common/catch/01 - Catch error.json",
+    "common/inject/02 - Trigger a flow at regular intervals.json",
+    "function/change/02 - Set any property value.json",
+    "function/switch/01 - Select output port.json",
+    "function/function/02 - Send multiple messages.json",
+    "function/template/01 - Use mustache syntax.json",
+    "function/delay/01 - Delay message.json",
+    "function/trigger/02 - Trigger a flow if message is not received after defined time.json",
+    "sequence/split/01 - Split message payload.json",
+    "parser/json/01 - Convert JSON string to JavaScript object.json",
+    "network/http/02 - Handle query parameters.json",
+    "network/tcp/03 - Send reply to client of TCP connection.json",
+)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def hash_password(password: str) -> str:
+    """A bcrypt hash for ``adminAuth`` users, made with the bcryptjs that Node-RED ships."""
+    script = "process.stdout.write(require('bcryptjs').hashSync(process.argv[1], 8))"
+    return subprocess.run(["node", "-e", script, password], check=True, capture_output=True, text=True,
+                          cwd=NODERED_HOME.parent.parent).stdout
+
+
+def example_flows(names: tuple[str, ...] = DEFAULT_EXAMPLES) -> list[dict[str, Any]]:
+    """Node-RED example files as one flow configuration, each on a tab labelled after its file."""
+    flows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for name in names:
+        path = EXAMPLES_DIR / name
+        nodes = json.loads(path.read_text(encoding="utf-8"))
+        ids = {n["id"] for n in nodes}
+        if ids & seen:
+            continue
+        seen |= ids
+        tab_ids = {n["z"] for n in nodes if n.get("z")} - ids
+        for tab_id in sorted(tab_ids):
+            flows.append({"id": tab_id, "type": "tab", "label": path.stem, "disabled": False,
+                          "info": f"Node-RED example {path.relative_to(EXAMPLES_DIR)}"})
+            seen.add(tab_id)
+        flows.extend(nodes)
+    return flows
+
+
+def project_flows() -> list[dict[str, Any]]:
+    path = REPO / "examples" / "flows.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+
+
+@dataclass
+class NodeRed:
+    """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``)."""
+
+    userdir: Path
+    port: int
+    admin_root: str = ""
+    admin_auth: dict[str, Any] | None = None
+    diagnostics: bool = True
+    flows: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    with_palette: bool = True
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.admin_root}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.userdir / "node-red.log"
+
+    def start(self, timeout: float = 60.0) -> NodeRed:
+        self.userdir.mkdir(parents=True, exist_ok=True)
+        (self.userdir / "flows.json").write_text(json.dumps(self.flows), encoding="utf-8")
+        settings = {
+            "uiHost": "127.0.0.1",
+            "uiPort": self.port,
+            "flowFile": "flows.json",
+            "credentialSecret": "test-credential-secret",
+            "httpAdminRoot": self.admin_root or "/",
+            "diagnostics": {"enabled": self.diagnostics, "ui": self.diagnostics},
+            "logging": {"console": {"level": "info", "metrics": False, "audit": False}},
+            "editorTheme": {"tours": False, "projects": {"enabled": False}},
+            "telemetry": {"enabled": False},
+        }
+        if self.admin_auth:
+            settings["adminAuth"] = self.admin_auth
+        (self.userdir / "settings.js").write_text(f"module.exports = {json.dumps(settings, indent=2)};\n")
+        if self.with_palette:
+            modules = self.userdir / "node_modules"
+            modules.mkdir(exist_ok=True)
+            link = modules / PALETTE.name
+            if not link.exists():
+                link.symlink_to(PALETTE, target_is_directory=True)
+        env = {**os.environ, **self.env}
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            ["node", str(NODERED_HOME / "red.js"), "--userDir", str(self.userdir),
+             "--settings", str(self.userdir / "settings.js"), "--no-telemetry"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.userdir)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Node-RED exited with {self.process.returncode}:\n{self.log_tail()}")
+            if self._answers() and "Started flows" in self.log_path.read_text(errors="replace"):
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"Node-RED did not start in {timeout} s:\n{self.log_tail()}")
+
+    def _answers(self) -> bool:
+        try:
+            urllib.request.urlopen(f"{self.url}/auth/login", timeout=2).read()
+            return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            return False
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.process = None
+
+    def tabs(self) -> list[dict[str, Any]]:
+        return [n for n in self.flows if n.get("type") == "tab"]
+
+    def nodes_of(self, tab_id: str) -> list[dict[str, Any]]:
+        return [n for n in self.flows if n.get("z") == tab_id]

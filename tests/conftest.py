@@ -88,6 +88,7 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
         process.kill()
         raise RuntimeError(f"service did not start:\n{log_path.read_text()}")
     process.log_path = log_path
+    process.service_port = service_port
     yield process
     process.terminate()
     process.wait(10)

@@ -1,0 +1,44 @@
+# node-red-ai-sidebar: `make run` starts Node-RED with the assistant and its service; `make test` runs every test.
+# Both install what is missing first (Python venv, Node-RED from npm, the palette package's npm packages).
+
+NODE_RED_VERSION ?= 4.1.15
+PYTHON ?= python3
+VENV := .venv
+NODERED_DIR := .nodered
+NODERED := $(NODERED_DIR)/node_modules/node-red/red.js
+PALETTE := node-red-contrib-ai-sidebar
+USERDIR ?= $(NODERED_DIR)/userdir
+
+.PHONY: run test test-python test-node install clean
+
+run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
+	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
+
+test: install ## run the Python and the palette package's tests
+	$(VENV)/bin/pytest -q
+	cd $(PALETTE) && npm test
+
+test-python: install
+	$(VENV)/bin/pytest -q
+
+test-node: install
+	cd $(PALETTE) && npm test
+
+install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $@
+
+$(NODERED):
+	mkdir -p $(NODERED_DIR)
+	cd $(NODERED_DIR) && npm install --no-audit --no-fund --loglevel=error node-red@$(NODE_RED_VERSION)
+
+$(PALETTE)/node_modules/.installed: $(PALETTE)/package.json
+	cd $(PALETTE) && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+clean: ## remove everything `make install` made (not your Node-RED user dir)
+	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(PALETTE)/node_modules

@@ -2,12 +2,13 @@
 
 One line per node::
 
-    [a1] inject "every 5 s" repeat=5 payloadType=date → a2
-    [a3] switch "range" property=payload rules=[{"t":"gt","v":"30"}] outputs=2 → [1] a4 [2] a5,a6
+    [a1] inject: "every 5 s" repeat=5 payloadType=date → a2
+    [a3] switch: "range" property=payload rules=[{"t":"gt","v":"30"}] outputs=2 → [1] a4 [2] a5,a6
         func:
         | const t = Number(msg.payload);
 
-Single-output wires read ``→ id,id``; several outputs read ``→ [1] ids [2] ids`` with ``-`` for an unwired
+The type ends at the first colon followed by a space (types such as ``mqtt in`` hold spaces, ``subflow:<id>``
+holds a colon). Single-output wires read ``→ id,id``; several outputs read ``→ [1] ids [2] ids`` with ``-`` for an unwired
 output. Config nodes a node references appear as ``broker=@b1`` and are listed under "Config nodes". Secrets are
 redacted before anything is formatted (:func:`service.flows.strip_secrets`).
 """
@@ -36,7 +37,7 @@ def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None) -> str:
         head += ", disabled"
     lines = [head]
     if tab.get("info"):
-        lines.append(f"info: {_shorten(str(tab['info']), VALUE_LIMIT)}")
+        lines.append(f"info: {_inline(str(tab['info']), VALUE_LIMIT)}")
     if tab.get("type") == "subflow":
         lines.append(f"in: {_wire_targets(tab.get('in'))}  out: {_wire_targets(tab.get('out'))}")
     lines.append("Nodes:")
@@ -59,9 +60,9 @@ def compact_nodes(nodes: list[dict[str, Any]], config_ids: set[str] | None = Non
 def compact_node(node: dict[str, Any], config_ids: set[str]) -> list[str]:
     """The line (plus code blocks) for one node."""
     node = strip_secrets(node)
-    parts = [f"[{node.get('id')}] {node.get('type')}"]
+    parts = [f"[{node.get('id')}] {node.get('type')}:"]
     if node.get("name"):
-        parts.append(json.dumps(str(node["name"]), ensure_ascii=False))
+        parts.append(json.dumps(_inline(str(node["name"]), VALUE_LIMIT), ensure_ascii=False))
     if node.get("d"):
         parts.append("(disabled)")
     if node.get("g"):
@@ -98,17 +99,22 @@ def _value(value: Any, config_ids: set[str]) -> str:
         if value in config_ids:
             return f"@{value}"
         if value and not any(ch.isspace() for ch in value) and '"' not in value:
-            return _shorten(value, VALUE_LIMIT)
-        return json.dumps(_shorten(value, VALUE_LIMIT), ensure_ascii=False)
+            return _inline(value, VALUE_LIMIT)
+        return json.dumps(_inline(value, VALUE_LIMIT), ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return str(value)
-    return _shorten(json.dumps(value, ensure_ascii=False, separators=(",", ":")), VALUE_LIMIT)
+    return _inline(json.dumps(value, ensure_ascii=False, separators=(",", ":")), VALUE_LIMIT)
 
 
 def _empty(value: Any) -> bool:
     return value is None or value is False or value == "" or value == [] or value == {}
+
+
+def _inline(text: str, limit: int) -> str:
+    # "→" introduces the wires; in names and values it is written "->" so a line has one arrow at most.
+    return _shorten(text.replace("→", "->"), limit)
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -58,10 +58,10 @@ async def test_model_receives_every_node_id_and_wire_of_the_selected_tab(client,
     nodes = nodered.nodes_of(tab["id"])
     for node in nodes:
         line = next(line for line in prompt.splitlines() if line.startswith(f"[{node['id']}] "))
-        assert line.split()[1] == node["type"]
+        assert line.startswith(f"[{node['id']}] {node['type']}:")
         targets = [t for out in node.get("wires", []) for t in out]
         for target in targets:
-            assert target in line.split("→", 1)[1]
+            assert target in line.rsplit("→", 1)[1]
     # compacted, not pretty-printed raw JSON
     assert '"x":' not in prompt and '"wires"' not in prompt
 

@@ -102,7 +102,8 @@ class Catalog:
             for group in scenario.keywords:
                 for phrase in group.key:
                     norm = re.escape(normalize(phrase).strip())
-                    pattern = rf"(?<!\w){norm}(?!\w)" if _needs_word_boundary(phrase) else norm
+                    # "current node" must not fire inside "current Node-RED version" or "this Node.js".
+                    pattern = rf"(?<!\w){norm}(?!\w|[-.]\w)" if _needs_word_boundary(phrase) else norm
                     self._patterns.append((re.compile(pattern), group, phrase))
 
     @property

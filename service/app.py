@@ -10,12 +10,14 @@ import aiohttp
 from aiohttp import web
 
 from .errors import error_middleware, error_response
-from .keys import HTTP_SESSION, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS
+from .keys import HTTP_SESSION, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .mcp_client import McpTools
 from .nodered import NodeRedClient, NodeRedCredentials
 from .providers import ChatModelFactory
 from .routes import routes
 from .scenarios import ScenarioCatalog
 from .settings import Settings
+from .toolbox import Toolbox
 
 OPEN_PATHS = frozenset({"/healthz"})
 
@@ -48,6 +50,16 @@ async def _http_session(app: web.Application) -> AsyncIterator[None]:
     await session.close()
 
 
+async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
+    """Start the MCP server child with the service, stop it with the service; a failed start is only logged."""
+    mcp = app[TOOLS].mcp
+    if mcp is not None:
+        await mcp.start()
+    yield
+    if mcp is not None:
+        await mcp.close()
+
+
 async def _close_models(app: web.Application) -> None:
     await app[MODELS].aclose()
 
@@ -71,7 +83,9 @@ def create_app(settings: Settings) -> web.Application:
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
     app[MODELS] = ChatModelFactory()
     app[STREAMS] = weakref.WeakSet()
+    app[TOOLS] = Toolbox(McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app.cleanup_ctx.append(_http_session)
+    app.cleanup_ctx.append(_mcp_child)
     app.on_shutdown.append(_close_streams)
     app.on_cleanup.append(_close_models)
     app.add_routes(routes)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .providers import ChatModelFactory
     from .scenarios import ScenarioCatalog
     from .settings import Settings
+    from .toolbox import Toolbox
 
 SETTINGS = web.AppKey("settings", "Settings")
 HTTP_SESSION = web.AppKey("http_session", aiohttp.ClientSession)
@@ -20,3 +21,4 @@ NODERED = web.AppKey("nodered", "NodeRedClient")
 MODELS = web.AppKey("models", "ChatModelFactory")
 SCENARIOS = web.AppKey("scenarios", "ScenarioCatalog")
 STREAMS = web.AppKey("streams", weakref.WeakSet)
+TOOLS = web.AppKey("tools", "Toolbox")

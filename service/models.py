@@ -73,6 +73,15 @@ class StreamChatRequest(BaseModel):
         return None
 
 
+class ExecuteToolRequest(BaseModel):
+    """Body of ``POST /ai-sidebar/execute-tool``: a tool name and its parameters (an object, or a list of
+    positional values as in ``@tools:name|[...]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: str = Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    params: dict[str, Any] | list[Any] | None = None
+
+
 Model = TypeVar("Model", bound=BaseModel)
 
 

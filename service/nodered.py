@@ -217,7 +217,9 @@ async def _error_from(resp: aiohttp.ClientResponse, path: str) -> NodeRedError:
     nr_message = body.get("message") if isinstance(body, dict) else None
     if resp.status == 401:
         return NodeRedError(401, "nodered_unauthorized",
-                            f"Node-RED refused {path}: the token is missing or lacks the permission.")
+                            f"Node-RED refused {path} (401): the token is missing or expired, or its user lacks "
+                            "the permission. Log in again in the editor, or set NODE_RED_TOKEN, or "
+                            "NODE_RED_USERNAME and NODE_RED_PASSWORD of a user with read permission.")
     if resp.status == 403 and nr_code == "diagnostics.disabled":
         return NodeRedError(403, "diagnostics_disabled",
                             "Diagnostics are turned off in this Node-RED (settings.js: diagnostics.enabled).")

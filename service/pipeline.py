@@ -24,7 +24,8 @@ from .prompts import describe_flow, describe_nodes, history_messages, system_mes
 from .providers import ChatModelFactory, ProviderConfig, provider_error
 from .scenarios import ScenarioCatalog
 from .settings import Settings
-from .tools import BUILTIN_TOOLS, ToolContext, ToolFailure, ToolOutput
+from .toolbox import Toolbox
+from .tools import ToolContext, ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class ChatDeps:
     nodered: NodeRedClient
     models: ChatModelFactory
     scenarios: ScenarioCatalog
+    tools: Toolbox = field(default_factory=Toolbox)
+    user_token: str | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -102,7 +105,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> Ch
     catalog = deps.scenarios.get(request.language)
     scenario_key, scenario = catalog.scenario(request.scenario)
     context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
-                          node_ids=[n.id for n in request.selectedNodes] or ([request.nodeId] if request.nodeId else []))
+                          node_ids=[n.id for n in request.selectedNodes] or ([request.nodeId] if request.nodeId else []),
+                          user_token=deps.user_token)
 
     tool_run: ToolRun | None = None
     task = ""
@@ -113,14 +117,9 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> Ch
         return result
     if direct is not None:
         name, params = direct
-        tool = BUILTIN_TOOLS.get(name)
-        if tool is None:
-            await emit({"type": "error", "code": "unknown_tool",
-                        "message": f"There is no tool {name!r}. Tools: {', '.join(sorted(BUILTIN_TOOLS))}."})
-            return result
         tool_run = ToolRun(name, {})
         try:
-            tool_run.params = tool.parse(params)
+            tool_run.params = deps.tools.parse(name, params)
         except ToolFailure as failure:
             await emit({"type": "error", "code": failure.code, "message": failure.message})
             return result
@@ -129,11 +128,11 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> Ch
         if match is not None:
             scenario_key, scenario = catalog.scenario(match.group.scenario)
             task = match.group.newHumanPrompt
-            if match.group.tool in BUILTIN_TOOLS:
+            if deps.tools.has(match.group.tool):
                 tool_run = ToolRun(match.group.tool, {})
 
     if tool_run is not None:
-        await _run_tool(tool_run, context, emit)
+        await _run_tool(tool_run, deps.tools, context, emit)
         result.tools.append(tool_run.name)
         if tool_run.failure is not None and tool_run.failure.code in FATAL_TOOL_CODES:
             return result
@@ -157,9 +156,9 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> Ch
     return result
 
 
-async def _run_tool(run: ToolRun, context: ToolContext, emit: Emit) -> None:
-    """Emit ``tool_call``, run the tool, emit ``tool_result`` (and one ``error`` when it failed)."""
-    tool = BUILTIN_TOOLS[run.name]
+async def _run_tool(run: ToolRun, tools: Toolbox, context: ToolContext, emit: Emit) -> None:
+    """Emit ``tool_call``, run the tool (built-in or through the MCP child), emit ``tool_result`` (and one
+    ``error`` when it failed)."""
     shown = {k: v for k, v in run.params.items() if v is not None}
     if run.name == "get-flow" and not shown.get("flow_id") and context.flow_id:
         shown["flow_id"] = context.flow_id
@@ -167,7 +166,7 @@ async def _run_tool(run: ToolRun, context: ToolContext, emit: Emit) -> None:
         shown["node_ids"] = context.node_ids
     await emit({"type": "tool_call", "tool": run.name, "params": shown})
     try:
-        run.output = await tool.run(context, **run.params)
+        run.output = await tools.run(run.name, run.params, context)
     except ToolFailure as failure:
         run.failure = failure
         await emit({"type": "tool_result", "tool": run.name, "result": failure.message, "ok": False})

@@ -9,10 +9,12 @@ from aiohttp import web
 
 from . import __version__
 from .errors import ServiceError
-from .keys import MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS
-from .models import StreamChatRequest, parse_body
+from .keys import MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .models import ExecuteToolRequest, StreamChatRequest, parse_body
 from .pipeline import ChatDeps, run_chat
 from .sse import EventStream
+from .toolbox import failure_status
+from .tools import ToolContext, ToolFailure
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -34,6 +36,23 @@ async def scenarios(request: web.Request) -> web.Response:
     return web.json_response(catalog.public())
 
 
+@routes.post("/ai-sidebar/execute-tool")
+async def execute_tool(request: web.Request) -> web.Response:
+    """``{tool, params}`` → ``{tool, result}`` with the tool's structured data; any built-in or MCP tool.
+
+    Errors: 404 ``unknown_tool``, 400 ``invalid_params`` naming the parameter, 4xx/502 for a tool failure.
+    """
+    body = await parse_body(request, ExecuteToolRequest)
+    tools = request.app[TOOLS]
+    user_token = request.headers.get(USER_TOKEN_HEADER) or None
+    context = ToolContext(nodered=request.app[NODERED].for_user(user_token), user_token=user_token)
+    try:
+        output = await tools.run(body.tool, tools.parse(body.tool, body.params), context)
+    except ToolFailure as failure:
+        raise ServiceError(failure.code, failure.message, failure_status(failure.code)) from None
+    return web.json_response({"tool": body.tool, "result": output.data})
+
+
 @routes.post("/ai-sidebar/stream-chat")
 async def stream_chat(request: web.Request) -> web.StreamResponse:
     """Answer a chat message as a server-sent event stream; bad input is a JSON 4xx before the stream opens."""
@@ -42,9 +61,10 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
     if len(body.message) > settings.max_message_chars:
         raise ServiceError("message_too_long", f"The message has {len(body.message)} characters; the limit is "
                                                f"{settings.max_message_chars}.", 413)
-    deps = ChatDeps(settings=settings,
-                    nodered=request.app[NODERED].for_user(request.headers.get(USER_TOKEN_HEADER)),
-                    models=request.app[MODELS], scenarios=request.app[SCENARIOS])
+    user_token = request.headers.get(USER_TOKEN_HEADER) or None
+    deps = ChatDeps(settings=settings, nodered=request.app[NODERED].for_user(user_token),
+                    models=request.app[MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
+                    user_token=user_token)
     stream = EventStream()
     await stream.prepare(request)
     request.app[STREAMS].add(stream)

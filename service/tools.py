@@ -28,11 +28,13 @@ class ToolFailure(Exception):
 
 @dataclass
 class ToolContext:
-    """What a tool may use: the Admin API client (with the editor user's rights) and the request's selection."""
+    """What a tool may use: the Admin API client (with the editor user's rights), the request's selection, and the
+    editor user's own token (passed on to MCP tools, which must not read with more rights either)."""
 
     nodered: NodeRedClient
     flow_id: str | None = None
     node_ids: list[str] = field(default_factory=list)
+    user_token: str | None = field(default=None, repr=False)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import pytest
 from service.app import create_app
 from service.settings import Settings
 from tests.support.model_server import ScriptedModelServer
-from tests.support.nodered import REPO, NodeRed, example_flows, free_port, project_flows
+from tests.support.nodered import REPO, NodeRed, example_flows, free_port, hash_password, project_flows
 
 TEST_API_KEY = "sk-test-key-for-scripted-server-0001"
 SERVICE_TOKEN = "test-service-token-0123456789"
@@ -92,3 +92,30 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
     yield process
     process.terminate()
     process.wait(10)
+
+
+ADMIN_USER, ADMIN_PASSWORD = "admin", "admin-password-for-tests"
+
+
+@pytest.fixture(scope="session")
+def nodered_without_diagnostics(tmp_path_factory):
+    """Node-RED with ``diagnostics.enabled: false`` and one example tab."""
+    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-nodiag"), port=free_port(), diagnostics=False,
+                       flows=example_flows(("common/inject/02 - Trigger a flow at regular intervals.json",)),
+                       with_palette=False)
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture(scope="session")
+def nodered_with_auth(tmp_path_factory):
+    """Node-RED with ``adminAuth`` (user ``admin``, permissions ``*``) and ``httpAdminRoot: "/admin"``."""
+    instance = NodeRed(
+        userdir=tmp_path_factory.mktemp("nodered-auth"), port=free_port(), admin_root="/admin",
+        admin_auth={"type": "credentials",
+                    "users": [{"username": ADMIN_USER, "password": hash_password(ADMIN_PASSWORD), "permissions": "*"}]},
+        flows=example_flows(), with_palette=False)
+    instance.start()
+    yield instance
+    instance.stop()

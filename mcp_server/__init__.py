@@ -1,0 +1,1 @@
+"""MCP server exposing a Node-RED instance (settings, diagnostics, flows, nodes, node types) read-only."""

@@ -1,0 +1,94 @@
+"""``nodered-mcp``: run the Node-RED MCP server over stdio (default) or streamable HTTP.
+
+On stdio, stdout carries the protocol: everything else is logged to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import logging
+import os
+import sys
+
+from service.settings import is_loopback
+
+from .server import NodeRedConfig, build_server
+
+log = logging.getLogger("mcp_server")
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``; lifespan events pass through.
+
+    FastMCP's own ``token_verifier`` hook needs OAuth ``AuthSettings`` (an issuer URL) and publishes
+    protected-resource metadata, which would send clients into OAuth discovery for what is a static shared secret.
+    """
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                from starlette.responses import JSONResponse
+
+                response = JSONResponse(
+                    {"error": {"code": "unauthorized",
+                               "message": "Missing or wrong bearer token (MCP_HTTP_TOKEN of the MCP server)."}},
+                    status_code=401, headers={"WWW-Authenticate": 'Bearer realm="nodered-mcp"'})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="nodered-mcp",
+        description="Read-only MCP server for a Node-RED instance. Node-RED is reached through NODE_RED_URL "
+                    "(including httpAdminRoot) with NODE_RED_TOKEN or NODE_RED_USERNAME + NODE_RED_PASSWORD.")
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                        help="stdio (default) or streamable HTTP at http://HOST:PORT/mcp")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
+    parser.add_argument("--token", default=None,
+                        help="bearer token HTTP clients must send (prefer the MCP_HTTP_TOKEN environment variable: "
+                             "command lines are visible to other local users)")
+    parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``nodered-mcp`` console script."""
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = NodeRedConfig.from_env()
+    except ValueError as err:
+        print(f"nodered-mcp: NODE_RED_TIMEOUT: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.transport == "stdio":
+        build_server(config).run("stdio")
+        return
+
+    token = args.token or os.environ.get("MCP_HTTP_TOKEN") or None
+    if token is None and not is_loopback(args.host):
+        print(f"nodered-mcp: --host {args.host} is not a loopback address: set MCP_HTTP_TOKEN (or --token) so that "
+              "only your MCP clients can read Node-RED.", file=sys.stderr)
+        raise SystemExit(2)
+    import uvicorn
+
+    server = build_server(config, host=args.host, port=args.port)
+    app = server.streamable_http_app()
+    if token is not None:
+        app = BearerAuth(app, token)
+    log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s%s", args.host, args.port,
+                config.url, "" if token else " (no bearer token: loopback only)")
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The work behind the MCP tools: plain async functions of a :class:`NodeRedClient`, returning a
+:class:`service.tools.ToolOutput` (structured ``data`` and a ``text`` for a model).
+
+``get-flow`` and ``get-node-info`` are not here: the server wraps :mod:`service.tools` so that the service and any
+MCP client get the same answers. Every failure is a :class:`service.tools.ToolFailure` whose message a user
+understands (Admin API facts: https://nodered.org/docs/api/admin/).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from service.nodered import NodeRedClient, NodeRedError
+from service.tools import ToolFailure, ToolOutput
+
+
+class SettingsResult(BaseModel):
+    """What ``GET /settings`` shows: the subset of settings.js the editor may see."""
+
+    nodeRedVersion: str = Field(description="Node-RED version of the runtime, e.g. 4.1.2")
+    settings: dict[str, Any] = Field(description="the runtime settings exactly as GET /settings answers them")
+
+
+class DiagnosticsResult(BaseModel):
+    """The diagnostics report of ``GET /diagnostics`` (Node-RED 3.0 and later)."""
+
+    nodeRedVersion: str = Field(description="Node-RED version of the runtime")
+    report: dict[str, Any] = Field(description="the report: report, scope, time, intl, nodejs, os, runtime, "
+                                               "modules, settings")
+
+
+class FlowSummary(BaseModel):
+    id: str
+    type: str = Field(description="'tab' or 'subflow'")
+    label: str
+    disabled: bool
+    nodeCount: int = Field(description="nodes placed on this tab or inside this subflow")
+    nodeTypes: list[str] = Field(description="distinct node types used, sorted")
+
+
+class FlowsResult(BaseModel):
+    rev: str | None = Field(description="revision of the deployed flows")
+    flows: list[FlowSummary]
+    globalConfigNodeCount: int = Field(description="config nodes not scoped to a tab (brokers, TLS, ...)")
+
+
+class NodeType(BaseModel):
+    type: str
+    module: str = Field(description="npm module that provides the type, e.g. node-red for core nodes")
+    version: str | None
+    enabled: bool
+
+
+class NodeTypesResult(BaseModel):
+    nodeTypes: list[NodeType]
+    modules: dict[str, str | None] = Field(description="installed module name → version")
+
+
+def failure(err: NodeRedError) -> ToolFailure:
+    """A Node-RED error as a tool failure; the message already names what to check next."""
+    return ToolFailure(err.code, err.message)
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1, default=str)
+
+
+async def get_settings(client: NodeRedClient) -> ToolOutput:
+    """``GET /settings``. Raises :class:`ToolFailure` on any Node-RED error."""
+    try:
+        settings = await client.get_settings()
+    except NodeRedError as err:
+        raise failure(err) from None
+    result = SettingsResult(nodeRedVersion=str(settings.get("version", "unknown")), settings=settings)
+    return ToolOutput(data=result.model_dump(), text=f"Node-RED {result.nodeRedVersion} runtime settings:\n"
+                                                      + _json(settings))
+
+
+async def get_diagnostics(client: NodeRedClient) -> ToolOutput:
+    """``GET /diagnostics``.
+
+    Raises:
+        ToolFailure: ``diagnostics_disabled`` (diagnostics.enabled is false), ``not_found`` (Node-RED older than
+            3.0 has no such endpoint), or another Node-RED error.
+    """
+    try:
+        report = await client.get_diagnostics()
+    except NodeRedError as err:
+        if err.code == "not_found":
+            raise ToolFailure("not_found", "This Node-RED has no diagnostics report: GET /diagnostics exists from "
+                                           "Node-RED 3.0 on. Use get-settings for its version instead.") from None
+        if err.code == "diagnostics_disabled":
+            raise ToolFailure(err.code, "Diagnostics are turned off in this Node-RED (diagnostics.enabled is false "
+                                        "in settings.js). Use get-settings instead, or ask an administrator to "
+                                        "enable diagnostics and restart Node-RED.") from None
+        raise failure(err) from None
+    version = str((report.get("runtime") or {}).get("version") or "unknown")
+    result = DiagnosticsResult(nodeRedVersion=version, report=report)
+    return ToolOutput(data=result.model_dump(), text=f"Node-RED {version} diagnostics report:\n" + _json(report))
+
+
+def summarize_flows(flows: list[dict[str, Any]], rev: str | None) -> FlowsResult:
+    """A summary of every tab and subflow of a flow configuration (pure)."""
+    containers = [n for n in flows if n.get("type") in ("tab", "subflow")]
+    members: dict[str, list[dict[str, Any]]] = {c["id"]: [] for c in containers}
+    global_configs = 0
+    for node in flows:
+        owner = node.get("z")
+        if owner in members:
+            members[owner].append(node)
+        elif not owner and node.get("type") not in ("tab", "subflow", "group"):
+            global_configs += 1
+    summaries = [
+        FlowSummary(id=c["id"], type=c["type"], label=c.get("label") or c.get("name") or "",
+                    disabled=bool(c.get("disabled")), nodeCount=len(members[c["id"]]),
+                    nodeTypes=sorted({n.get("type", "?") for n in members[c["id"]]}))
+        for c in containers
+    ]
+    return FlowsResult(rev=rev, flows=summaries, globalConfigNodeCount=global_configs)
+
+
+async def get_flows(client: NodeRedClient) -> ToolOutput:
+    """``GET /flows`` summarized per tab and subflow. Raises :class:`ToolFailure` on any Node-RED error."""
+    try:
+        config = await client.get_flows()
+    except NodeRedError as err:
+        raise failure(err) from None
+    result = summarize_flows(config["flows"], config.get("rev"))
+    lines = [f"{len(result.flows)} tabs and subflows, {result.globalConfigNodeCount} global config nodes:"]
+    for flow in result.flows:
+        state = " (disabled)" if flow.disabled else ""
+        lines.append(f"[{flow.id}] {flow.type} \"{flow.label}\"{state}: {flow.nodeCount} nodes; "
+                     f"types {', '.join(flow.nodeTypes) or 'none'}")
+    return ToolOutput(data=result.model_dump(), text="\n".join(lines))
+
+
+def node_types(node_sets: list[dict[str, Any]], module: str | None = None) -> NodeTypesResult:
+    """Installed node types from ``GET /nodes`` node sets, optionally of one module only (pure)."""
+    entries = []
+    modules: dict[str, str | None] = {}
+    for node_set in node_sets:
+        name = node_set.get("module") or "?"
+        if module and name != module:
+            continue
+        modules[name] = node_set.get("version")
+        entries += [NodeType(type=t, module=name, version=node_set.get("version"),
+                             enabled=bool(node_set.get("enabled", True))) for t in node_set.get("types", [])]
+    entries.sort(key=lambda entry: (entry.module, entry.type))
+    return NodeTypesResult(nodeTypes=entries, modules=modules)
+
+
+async def list_node_types(client: NodeRedClient, module: str | None = None) -> ToolOutput:
+    """``GET /nodes`` as node types with module and version.
+
+    Raises:
+        ToolFailure: a Node-RED error, or ``module_not_found`` when ``module`` is not installed.
+    """
+    try:
+        node_sets = await client.get_nodes()
+    except NodeRedError as err:
+        raise failure(err) from None
+    result = node_types(node_sets, module)
+    if module and not result.modules:
+        installed = sorted({s.get("module") for s in node_sets if s.get("module")})
+        raise ToolFailure("module_not_found", f"The module {module!r} is not installed in this Node-RED. "
+                                              f"Installed modules: {', '.join(installed)}.")
+    per_module = Counter(entry.module for entry in result.nodeTypes)
+    lines = [f"{len(result.nodeTypes)} node types from {len(result.modules)} modules:"]
+    for name, version in result.modules.items():
+        types = [e.type + ("" if e.enabled else " (disabled)") for e in result.nodeTypes if e.module == name]
+        lines.append(f"{name} {version or ''} ({per_module[name]}): {', '.join(types)}")
+    return ToolOutput(data=result.model_dump(), text="\n".join(lines))

@@ -1,0 +1,300 @@
+"""The service's MCP client: runs the MCP server as a stdio child and calls its tools.
+
+The SDK's ``stdio_client`` and ``ClientSession`` are anyio context managers that must be entered and left in one
+task, so each child lives in a supervisor task that owns both and waits until it is told to stop or the child's
+stdout ends. A call races the answer against that end: a call to a dead child never hangs, the child is started
+again and the call retried once (every MCP tool here is read-only, so a retry is safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Mapping
+
+import anyio
+import jsonschema
+from mcp import ClientSession, McpError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import Tool
+
+from .settings import Settings
+from .tools import ToolFailure, ToolOutput
+
+log = logging.getLogger(__name__)
+
+# Must match mcp_server.server.USER_TOKEN_META: the ``_meta`` key the server reads the editor user's token from.
+USER_TOKEN_META = "ai-sidebar/nodeRedToken"
+# Tools the bundled MCP server offers; used for routing until a child has listed its own.
+EXPECTED_TOOLS = ("get-settings", "get-diagnostics", "get-flows", "get-flow", "get-node-info", "list-node-types")
+# Environment handed to the child: the Node-RED connection, nothing else of the service's secrets.
+PASS_THROUGH_ENV = ("PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "NODE_RED_TIMEOUT")
+
+
+def server_command(settings: Settings) -> list[str]:
+    """``MCP_SERVER_PATH`` split as a command line, default ``<this python> -m mcp_server``."""
+    if settings.mcp_server_path:
+        return shlex.split(settings.mcp_server_path)
+    return [sys.executable, "-m", "mcp_server"]
+
+
+def server_env(settings: Settings, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's extra environment: NODE_RED_* from the service settings (SDK adds HOME, PATH, ...)."""
+    base = os.environ if base is None else base
+    env = {name: base[name] for name in PASS_THROUGH_ENV if base.get(name)}
+    env["NODE_RED_URL"] = settings.nodered_url
+    if settings.nodered_token:
+        env["NODE_RED_TOKEN"] = settings.nodered_token.get_secret_value()
+    if settings.nodered_username and settings.nodered_password:
+        env["NODE_RED_USERNAME"] = settings.nodered_username
+        env["NODE_RED_PASSWORD"] = settings.nodered_password.get_secret_value()
+    return env
+
+
+class _ChildGone(Exception):
+    """The child died before or while answering."""
+
+
+@dataclass(eq=False)
+class _Child:
+    """One run of the MCP server process, owned by its supervisor ``task``."""
+
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    session: ClientSession | None = None
+    tools: dict[str, Tool] = field(default_factory=dict)
+    error: str | None = None
+    task: asyncio.Task | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.ready.is_set() and not self.ended.is_set()
+
+
+class McpTools:
+    """The MCP server as a child process: ``start()``, ``call(name, params)``, ``close()``.
+
+    Args:
+        command: the server's command line.
+        env: extra environment for it.
+        start_timeout: seconds for the child to start and list its tools.
+        call_timeout: seconds for one tool call.
+    """
+
+    def __init__(self, command: list[str], env: dict[str, str], start_timeout: float = 30.0,
+                 call_timeout: float = 60.0):
+        self.command = command
+        self._env = env
+        self._start_timeout = start_timeout
+        self._call_timeout = call_timeout
+        self._child: _Child | None = None
+        self._tools: dict[str, Tool] = {}
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self.starts = 0
+
+    def __repr__(self) -> str:
+        return f"McpTools(command={self.command!r})"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> McpTools:
+        return cls(server_command(settings), server_env(settings))
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names of the last child that listed them (the bundled server's names before that)."""
+        return sorted(self._tools) if self._tools else list(EXPECTED_TOOLS)
+
+    def tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    async def start(self) -> bool:
+        """Start the child and list its tools; a failure is logged, never raised (MCP tools then fail per call)."""
+        try:
+            await self._live_child()
+            return True
+        except _ChildGone as gone:
+            log.error("MCP server %s did not start: %s; MCP tools are unavailable until it does", self.command,
+                      gone)
+            return False
+
+    async def close(self) -> None:
+        """Stop the child (closing its stdin, as the MCP stdio shutdown says); idempotent."""
+        self._closed = True
+        child, self._child = self._child, None
+        if child is not None and child.task is not None:
+            child.stop.set()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(child.task, 10)
+
+    def parse(self, name: str, params: Any) -> dict[str, Any]:
+        """Validate ``params`` (dict, or list of positional values) against the tool's input schema.
+
+        Raises:
+            ToolFailure: ``invalid_params`` naming the parameter that is wrong.
+        """
+        tool = self._tools.get(name)
+        schema = tool.inputSchema if tool else {"type": "object"}
+        properties = list(schema.get("properties", {}))
+        if isinstance(params, list):
+            if len(properties) == 1 and schema["properties"][properties[0]].get("type") == "array":
+                params = {properties[0]: params}
+            elif len(params) > len(properties):
+                raise ToolFailure("invalid_params", f"{name}: takes {len(properties)} parameter(s) "
+                                                    f"({', '.join(properties) or 'none'}), got {len(params)}.")
+            else:
+                params = dict(zip(properties, params))
+        params = params or {}
+        if not isinstance(params, dict):
+            raise ToolFailure("invalid_params", f"{name}: parameters must be an object.")
+        if tool is not None:
+            unknown = sorted(set(params) - set(properties))
+            if unknown:
+                raise ToolFailure("invalid_params", f"{name}: parameter '{unknown[0]}' is not known; parameters: "
+                                                    f"{', '.join(properties) or 'none'}.")
+            errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(params), key=lambda e: e.path)
+            if errors:
+                first = errors[0]
+                where = ".".join(str(p) for p in first.path) or _required_name(first) or "params"
+                raise ToolFailure("invalid_params", f"{name}: parameter '{where}': {first.message}.")
+        return params
+
+    async def call(self, name: str, params: dict[str, Any], user_token: str | None = None) -> ToolOutput:
+        """Run tool ``name``; ``user_token`` (the editor user's) is passed in ``_meta`` and used by the server
+        instead of its own credentials.
+
+        Raises:
+            ToolFailure: ``tool_failed`` with the server's sentence, or when the child cannot be reached.
+        """
+        meta = {USER_TOKEN_META: user_token} if user_token else None
+        for attempt in (1, 2):
+            try:
+                child = await self._live_child()
+                return await self._call(child, name, params, meta)
+            except _ChildGone as gone:
+                if attempt == 2 or self._closed:
+                    raise ToolFailure("tool_failed", f"The MCP server is not available ({gone}); {name} could not "
+                                                     "run. Check the service log.") from None
+                log.warning("MCP server died (%s); starting it again for %s", gone, name)
+        raise AssertionError("unreachable")
+
+    async def _call(self, child: _Child, name: str, params: dict[str, Any], meta: dict | None) -> ToolOutput:
+        assert child.session is not None
+        request = asyncio.ensure_future(child.session.call_tool(
+            name, params, read_timeout_seconds=timedelta(seconds=self._call_timeout), meta=meta))
+        ended = asyncio.ensure_future(child.ended.wait())
+        try:
+            await asyncio.wait({request, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+        if not request.done():
+            request.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await request
+            raise _ChildGone(child.error or "the MCP server exited")
+        try:
+            result = request.result()
+        except McpError as err:
+            if child.ended.is_set():
+                raise _ChildGone(err.error.message) from None
+            raise ToolFailure("tool_failed", f"{name} failed in the MCP server: {err.error.message}") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as err:
+            raise _ChildGone(type(err).__name__) from None
+        text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+        if result.isError:
+            raise ToolFailure("tool_failed", _tool_error_sentence(name, text))
+        data = result.structuredContent if result.structuredContent is not None else {"text": text}
+        return ToolOutput(data=data, text=text)
+
+    async def _live_child(self) -> _Child:
+        """The running child, started (again) when there is none or it died."""
+        async with self._lock:
+            if self._closed:
+                raise _ChildGone("the service is shutting down")
+            child = self._child
+            if child is None or child.ended.is_set():
+                child = _Child()
+                child.task = asyncio.create_task(self._supervise(child), name="mcp-child")
+                self._child = child
+                self.starts += 1
+            ready = asyncio.ensure_future(child.ready.wait())
+            ended = asyncio.ensure_future(child.ended.wait())
+            try:
+                await asyncio.wait({ready, ended}, timeout=self._start_timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ready.cancel()
+                ended.cancel()
+            if child.alive:
+                return child
+            if not child.ended.is_set():
+                child.error = f"no answer in {self._start_timeout:g} s"
+                child.task.cancel()  # it may hang before ``stop`` is watched; cancelling ends the process too
+                child.ended.set()
+            raise _ChildGone(child.error or "the MCP server exited")
+
+    async def _supervise(self, child: _Child) -> None:
+        command, *args = self.command
+        params = StdioServerParameters(command=command, args=args, env=self._env)
+        try:
+            async with stdio_client(params, errlog=sys.stderr) as (read, write):
+                # Relay the child's messages so that the end of its stdout (the child died) is seen at once,
+                # not only by a request that happens to be waiting.
+                relay_send, relay_read = anyio.create_memory_object_stream(0)
+
+                async def relay() -> None:
+                    async with relay_send:
+                        async for message in read:
+                            await relay_send.send(message)
+                    child.ended.set()
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(relay)
+                    async with ClientSession(relay_read, write) as session:
+                        await session.initialize()
+                        listed = await session.list_tools()
+                        child.tools = {tool.name: tool for tool in listed.tools}
+                        self._tools = dict(child.tools)
+                        child.session = session
+                        child.ready.set()
+                        log.info("MCP server started (%s): tools %s", " ".join(self.command), sorted(child.tools))
+                        stop = asyncio.ensure_future(child.stop.wait())
+                        ended = asyncio.ensure_future(child.ended.wait())
+                        try:
+                            await asyncio.wait({stop, ended}, return_when=asyncio.FIRST_COMPLETED)
+                        finally:
+                            stop.cancel()
+                            ended.cancel()
+                    group.cancel_scope.cancel()
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # the SDK raises exception groups of transport and process errors
+            child.error = _describe(err)
+            log.warning("MCP server %s stopped: %s", " ".join(self.command), child.error)
+        finally:
+            child.session = None
+            child.ended.set()
+
+
+def _describe(err: Exception) -> str:
+    while isinstance(err, ExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+def _required_name(error: jsonschema.ValidationError) -> str | None:
+    if error.validator == "required" and error.message.startswith("'"):
+        return error.message.split("'")[1]
+    return None
+
+
+def _tool_error_sentence(name: str, text: str) -> str:
+    """FastMCP prefixes a tool's error with ``Error executing tool <name>: ``; the user needs the sentence only."""
+    prefix = f"Error executing tool {name}: "
+    return (text[len(prefix):] if text.startswith(prefix) else text) or f"{name} failed in the MCP server."

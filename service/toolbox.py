@@ -1,0 +1,58 @@
+"""All tools the service can run, by name: built-in ones in-process, the others through the MCP child."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .mcp_client import McpTools
+from .tools import BUILTIN_TOOLS, ToolContext, ToolFailure, ToolOutput
+
+
+class Toolbox:
+    """Built-in tools (:data:`service.tools.BUILTIN_TOOLS`) win over MCP tools of the same name, because they use
+    the editor's selection; ``mcp`` is ``None`` when ``MCP_TOOLS_ENABLED`` is false."""
+
+    def __init__(self, mcp: McpTools | None = None):
+        self.mcp = mcp
+
+    def names(self) -> list[str]:
+        return sorted(set(BUILTIN_TOOLS) | set(self.mcp.names if self.mcp else ()))
+
+    def has(self, name: str | None) -> bool:
+        return bool(name) and (name in BUILTIN_TOOLS or (self.mcp is not None and name in self.mcp.names))
+
+    def parse(self, name: str, params: Any) -> dict[str, Any]:
+        """Validate ``params`` for tool ``name``.
+
+        Raises:
+            ToolFailure: ``unknown_tool``, or ``invalid_params`` naming the wrong parameter.
+        """
+        if name in BUILTIN_TOOLS:
+            return BUILTIN_TOOLS[name].parse(params)
+        if self.has(name):
+            return self.mcp.parse(name, params)
+        raise ToolFailure("unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self.names())}.")
+
+    async def run(self, name: str, params: dict[str, Any], context: ToolContext) -> ToolOutput:
+        """Run tool ``name`` with parsed ``params``; MCP tools read with the context's user token when present.
+
+        Raises:
+            ToolFailure: the tool's failure (``tool_failed`` for any MCP tool failure).
+        """
+        if name in BUILTIN_TOOLS:
+            return await BUILTIN_TOOLS[name].run(context, **params)
+        if not self.has(name):
+            raise ToolFailure("unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self.names())}.")
+        return await self.mcp.call(name, params, context.user_token)
+
+
+# HTTP status of a tool failure outside a stream (execute-tool); anything else is an upstream fault (502).
+FAILURE_STATUS = {
+    "unknown_tool": 404, "flow_not_found": 404, "node_not_found": 404, "module_not_found": 404,
+    "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
+    "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
+}
+
+
+def failure_status(code: str) -> int:
+    return FAILURE_STATUS.get(code, 502)

@@ -8,17 +8,20 @@ NODERED_DIR := .nodered
 NODERED := $(NODERED_DIR)/node_modules/node-red/red.js
 PALETTE := node-red-contrib-ai-sidebar
 USERDIR ?= $(NODERED_DIR)/userdir
+# Browser tests drive Debian's Chromium (never a browser download).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test test-python test-node install clean
 
 run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
 
-test: install ## run the Python and the palette package's tests
+test: install $(CHROMIUM) ## run the Python and the palette package's tests
 	$(VENV)/bin/pytest -q
 	cd $(PALETTE) && npm test
 
-test-python: install
+test-python: install $(CHROMIUM)
 	$(VENV)/bin/pytest -q
 
 test-node: install
@@ -39,6 +42,10 @@ $(NODERED):
 $(PALETTE)/node_modules/.installed: $(PALETTE)/package.json
 	cd $(PALETTE) && npm install --no-audit --no-fund --loglevel=error
 	touch $@
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
 clean: ## remove everything `make install` made (not your Node-RED user dir)
 	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(PALETTE)/node_modules

@@ -1,0 +1,430 @@
+/**
+ * Forwarding of editor requests to the node-red-ai-sidebar service.
+ *
+ * The Node-RED runtime never talks to a language model itself: each `/ai-sidebar/*` admin route hands its
+ * request to the Python service (DESIGN.md, "HTTP API") and relays the answer. This module holds that relay so
+ * the sidebar plugin and the `ai-chat` / `ai-config` nodes share one implementation of the rules below.
+ *
+ * Headers sent to the service:
+ * - `Authorization: Bearer <serviceToken>` when a service token (AI_SIDEBAR_TOKEN) is configured. This is the
+ *   shared secret between Node-RED and the service; it is never taken from the browser.
+ * - `X-Node-RED-Token: <token>` when the editor request carried `Authorization: Bearer <token>` (adminAuth on),
+ *   so the service reads Node-RED with the rights of the user who asked, never more.
+ * - `X-Node-RED-User: <username>` when Node-RED authenticated the request (`req.user`), percent-encoded with
+ *   `encodeURIComponent` because HTTP header values cannot carry every character a username may hold.
+ * - `Content-Type: application/json` and `Accept`.
+ *
+ * Answers:
+ * - Streams (`stream: true`) are written to the browser chunk by chunk as they arrive, with buffering and
+ *   compression disabled; when the browser goes away the upstream request is destroyed, so the service sees the
+ *   disconnect and can stop generating.
+ * - Other routes relay the upstream status and JSON body.
+ * - A service that cannot be reached (refused, unresolvable, no connection within `connectTimeout`) yields
+ *   502 `{"error": {"code": "service_unreachable", "message", "serviceUrl"}}` (`serviceUrl` lets the editor
+ *   translate the message); a service answer that is not JSON yields 502 `service_bad_answer`; a service that
+ *   drops the connection yields 502 `service_disconnected`, or mid-stream an `error` event with that code
+ *   followed by `done`. No stack trace and no token ever reaches the browser or the log.
+ */
+"use strict";
+
+const http = require("http");
+const https = require("https");
+
+const DEFAULT_SERVICE_URL = "http://127.0.0.1:8765";
+const DEFAULT_CONNECT_TIMEOUT_MS = 10000;
+
+/**
+ * Read the relay configuration from environment variables (DESIGN.md, "Processes, ports, configuration").
+ *
+ * @param {object} [env=process.env] the environment to read
+ * @returns {{serviceUrl: string, serviceToken: (string|undefined)}}
+ */
+function configFromEnvironment(env) {
+    env = env || process.env;
+    return {
+        serviceUrl: env.AI_SIDEBAR_SERVICE_URL || DEFAULT_SERVICE_URL,
+        serviceToken: env.AI_SIDEBAR_TOKEN || undefined
+    };
+}
+
+/**
+ * Build an error body in the design's JSON error shape.
+ *
+ * @param {string} code stable snake_case code
+ * @param {string} message a human sentence naming what failed and what to do next
+ * @returns {{error: {code: string, message: string}}}
+ */
+function errorBody(code, message) {
+    return { error: { code: code, message: message } };
+}
+
+/**
+ * Take the bearer token the editor sent, if any.
+ *
+ * Node-RED's editor sends its access token as `Authorization: Bearer`; passport-http-bearer also accepts an
+ * `access_token` query parameter, so that is honoured too (and removed from the forwarded query string, so the
+ * token never lands in the service's access log).
+ *
+ * @param {import("http").IncomingMessage} req the editor request
+ * @returns {string|undefined}
+ */
+function editorToken(req) {
+    const header = req.headers && req.headers.authorization;
+    if (typeof header === "string") {
+        const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+        if (match) {
+            return match[1];
+        }
+    }
+    const query = new URLSearchParams(querySuffix(req).slice(1));
+    return query.get("access_token") || undefined;
+}
+
+/**
+ * The query string of a request including its leading `?`, or "".
+ *
+ * @param {import("http").IncomingMessage} req
+ * @returns {string}
+ */
+function querySuffix(req) {
+    const url = req.originalUrl || req.url || "";
+    const index = url.indexOf("?");
+    return index === -1 ? "" : url.slice(index);
+}
+
+/**
+ * The query string to forward: the editor's, less any `access_token`.
+ *
+ * @param {import("http").IncomingMessage} req
+ * @returns {string} "" or a string starting with "?"
+ */
+function forwardedQuery(req) {
+    const suffix = querySuffix(req);
+    if (!suffix) {
+        return "";
+    }
+    const query = new URLSearchParams(suffix.slice(1));
+    if (!query.has("access_token")) {
+        return suffix;
+    }
+    query.delete("access_token");
+    const rest = query.toString();
+    return rest ? "?" + rest : "";
+}
+
+/**
+ * The headers sent to the service for one editor request. See the module comment for the rules.
+ *
+ * @param {import("http").IncomingMessage} req the editor request (`req.user` set by Node-RED when adminAuth is on)
+ * @param {string|undefined} serviceToken the shared secret for the service
+ * @returns {Object<string, string>}
+ */
+function serviceHeaders(req, serviceToken) {
+    const headers = {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream, application/json"
+    };
+    if (serviceToken) {
+        headers["Authorization"] = "Bearer " + serviceToken;
+    }
+    const token = editorToken(req);
+    if (token) {
+        headers["X-Node-RED-Token"] = token;
+    }
+    if (req.user && typeof req.user.username === "string" && req.user.username) {
+        headers["X-Node-RED-User"] = encodeURIComponent(req.user.username);
+    }
+    return headers;
+}
+
+/**
+ * Join the service base URL (which may carry a path prefix) and a route path.
+ *
+ * @param {string} serviceUrl e.g. "http://127.0.0.1:8765" or "https://proxy.example/ai"
+ * @param {string} path e.g. "/ai-sidebar/scenarios"
+ * @param {string} query "" or "?..."
+ * @returns {URL}
+ */
+function targetUrl(serviceUrl, path, query) {
+    const base = new URL(serviceUrl);
+    const prefix = base.pathname.replace(/\/+$/, "");
+    base.pathname = prefix + path;
+    base.search = query;
+    return base;
+}
+
+/**
+ * Create a relay to the service.
+ *
+ * @param {object} options
+ * @param {string} options.serviceUrl base URL of the service
+ * @param {string} [options.serviceToken] shared secret sent as `Authorization: Bearer`
+ * @param {number} [options.connectTimeout=10000] milliseconds to wait for the TCP (and TLS) connection
+ * @param {{warn: function(string)}} [options.log] where to report faults (never given a token)
+ * @returns {{forward: function, serviceUrl: string}}
+ * @throws {TypeError} when serviceUrl is not an http(s) URL
+ */
+function createRelay(options) {
+    const serviceUrl = options.serviceUrl;
+    const serviceToken = options.serviceToken;
+    const connectTimeout = options.connectTimeout || DEFAULT_CONNECT_TIMEOUT_MS;
+    const log = options.log || { warn: function () {} };
+    const parsed = new URL(serviceUrl);
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+        throw new TypeError("AI_SIDEBAR_SERVICE_URL must be an http:// or https:// URL, got " + parsed.protocol);
+    }
+    // Shown to the user, so it must not carry credentials embedded in the URL.
+    const displayUrl = parsed.origin + parsed.pathname.replace(/\/+$/, "");
+    const transport = parsed.protocol === "https:" ? https : http;
+
+    function unreachable(res) {
+        const body = errorBody("service_unreachable",
+            "The AI assistant service at " + displayUrl + " is not reachable. " +
+            "Start it (make run) or check AI_SIDEBAR_SERVICE_URL.");
+        // Lets the editor translate the message and still name the URL.
+        body.error.serviceUrl = displayUrl;
+        sendJson(res, 502, body);
+    }
+
+    /**
+     * Forward one editor request to the service and relay the answer into `res`.
+     *
+     * @param {import("http").IncomingMessage} req the editor request; `req.body` (parsed JSON) is sent for POST
+     * @param {import("http").ServerResponse} res the editor response
+     * @param {object} route
+     * @param {string} route.path the service path, e.g. "/ai-sidebar/stream-chat" (already URL-encoded)
+     * @param {string} [route.method] defaults to `req.method`
+     * @param {boolean} [route.stream=false] relay chunk by chunk (Server-Sent Events)
+     * @returns {Promise<void>} settles when the editor response has ended or closed; never rejects
+     */
+    function forward(req, res, route) {
+        return new Promise(function (resolve) {
+            const method = (route.method || req.method || "GET").toUpperCase();
+            const headers = serviceHeaders(req, serviceToken);
+            let payload = null;
+            if (method !== "GET" && method !== "HEAD") {
+                payload = Buffer.from(JSON.stringify(req.body === undefined ? {} : req.body), "utf8");
+                headers["Content-Length"] = String(payload.length);
+            }
+            const url = targetUrl(serviceUrl, route.path, forwardedQuery(req));
+            let settled = false;
+            let browserGone = false;
+            function finish() {
+                if (!settled) {
+                    settled = true;
+                    clearTimeout(connectTimer);
+                    resolve();
+                }
+            }
+
+            const upstream = transport.request(url, { method: method, headers: headers });
+            let connectTimer = setTimeout(function () {
+                upstream.destroy(Object.assign(new Error("connect timeout"), { code: "ETIMEDOUT" }));
+            }, connectTimeout);
+            upstream.on("socket", function (socket) {
+                // A kept-alive socket is connected already; a fresh one reports "connect" (or
+                // "secureConnect" for TLS, which includes the handshake in the limit).
+                if (!socket.connecting && !socket.pending) {
+                    clearTimeout(connectTimer);
+                } else {
+                    socket.once(transport === https ? "secureConnect" : "connect", function () {
+                        clearTimeout(connectTimer);
+                    });
+                }
+            });
+
+            // The browser went away (Stop button, closed tab): abort the upstream request so the service sees
+            // the disconnect and stops generating. "close" fires after "finish" too, hence the check.
+            res.on("close", function () {
+                if (!res.writableFinished) {
+                    browserGone = true;
+                    upstream.destroy();
+                }
+                finish();
+            });
+
+            upstream.on("error", function (err) {
+                if (browserGone || res.headersSent) {
+                    // A browser that left is normal, not a fault; a failure after the answer started is
+                    // handled where the answer is relayed.
+                    finish();
+                    return;
+                }
+                log.warn("[ai-sidebar] service request " + method + " " + route.path + " failed: " +
+                    (err.code || err.message));
+                unreachable(res);
+                finish();
+            });
+
+            upstream.on("response", function (upstreamRes) {
+                clearTimeout(connectTimer);
+                if (res.destroyed) {
+                    upstreamRes.resume();
+                    upstream.destroy();
+                    return;
+                }
+                const contentType = String(upstreamRes.headers["content-type"] || "");
+                if (route.stream && /^text\/event-stream\b/i.test(contentType)) {
+                    relayStream(req, res, upstream, upstreamRes, finish);
+                } else {
+                    relayJson(res, upstreamRes, route, log, finish);
+                }
+            });
+
+            upstream.end(payload || undefined);
+        });
+    }
+
+    return { forward: forward, serviceUrl: displayUrl };
+}
+
+/**
+ * Copy an event stream to the browser as it arrives.
+ *
+ * @param {import("http").IncomingMessage} req the editor request (its body names the session for a final event)
+ * @param {import("http").ServerResponse} res
+ * @param {import("http").ClientRequest} upstream
+ * @param {import("http").IncomingMessage} upstreamRes
+ * @param {function()} finish
+ */
+function relayStream(req, res, upstream, upstreamRes, finish) {
+    res.statusCode = upstreamRes.statusCode;
+    res.setHeader("Content-Type", upstreamRes.headers["content-type"]);
+    // no-transform makes the `compression` middleware (if a user added it via httpAdminMiddleware) and
+    // transforming proxies leave the stream alone; X-Accel-Buffering turns off nginx buffering.
+    res.setHeader("Cache-Control", "no-cache, no-transform");
+    res.setHeader("X-Accel-Buffering", "no");
+    res.setHeader("Connection", "keep-alive");
+    if (res.socket && typeof res.socket.setNoDelay === "function") {
+        res.socket.setNoDelay(true);
+    }
+    res.flushHeaders();
+
+    upstreamRes.on("data", function (chunk) {
+        if (!res.write(chunk)) {
+            upstreamRes.pause();
+            res.once("drain", function () {
+                upstreamRes.resume();
+            });
+        }
+    });
+    upstreamRes.on("end", function () {
+        res.end();
+    });
+    // The service dropped the connection mid-answer. DESIGN.md promises that every stream ends with `done`,
+    // so the relay closes the stream on the service's behalf.
+    upstreamRes.on("close", function () {
+        if (upstreamRes.complete || res.writableEnded || res.destroyed) {
+            return;
+        }
+        const sessionId = req.body && typeof req.body.sessionId === "string" ? req.body.sessionId : undefined;
+        res.write("\n\n" + sseFrame({
+            type: "error",
+            code: "service_disconnected",
+            message: "The AI assistant service closed the connection before the answer was complete. Try again."
+        }));
+        res.end(sseFrame({ type: "done", sessionId: sessionId }));
+        finish();
+    });
+    upstreamRes.on("error", function () {
+        // Reported through "close" above; the listener keeps the error from becoming uncaught.
+    });
+}
+
+/**
+ * Relay a complete (non-stream) answer as JSON.
+ *
+ * @param {import("http").ServerResponse} res
+ * @param {import("http").IncomingMessage} upstreamRes
+ * @param {{path: string}} route
+ * @param {{warn: function(string)}} log
+ * @param {function()} finish
+ */
+function relayJson(res, upstreamRes, route, log, finish) {
+    const chunks = [];
+    upstreamRes.on("data", function (chunk) {
+        chunks.push(chunk);
+    });
+    upstreamRes.on("error", function () {});
+    upstreamRes.on("close", function () {
+        if (res.writableEnded || res.destroyed) {
+            return;
+        }
+        if (!upstreamRes.complete) {
+            log.warn("[ai-sidebar] service closed the connection during " + route.path);
+            sendJson(res, 502, errorBody("service_disconnected",
+                "The AI assistant service closed the connection before answering. Try again."));
+            finish();
+            return;
+        }
+        const body = Buffer.concat(chunks);
+        const contentType = String(upstreamRes.headers["content-type"] || "");
+        if (!/\bjson\b/i.test(contentType) || !isJson(body)) {
+            log.warn("[ai-sidebar] service answered " + route.path + " with status " + upstreamRes.statusCode +
+                " and no JSON body");
+            sendJson(res, 502, errorBody("service_bad_answer",
+                "The AI assistant service answered with status " + upstreamRes.statusCode +
+                " but no JSON. Check that AI_SIDEBAR_SERVICE_URL points at the AI assistant service."));
+            finish();
+            return;
+        }
+        res.statusCode = upstreamRes.statusCode;
+        res.setHeader("Content-Type", "application/json; charset=utf-8");
+        res.setHeader("Cache-Control", "no-store");
+        res.end(body);
+        finish();
+    });
+}
+
+/**
+ * @param {Buffer} body
+ * @returns {boolean} whether body parses as JSON
+ */
+function isJson(body) {
+    try {
+        JSON.parse(body.toString("utf8"));
+        return true;
+    } catch (err) {
+        return false;
+    }
+}
+
+/**
+ * One Server-Sent Events frame carrying `event` as JSON.
+ *
+ * @param {object} event
+ * @returns {string}
+ */
+function sseFrame(event) {
+    return "data: " + JSON.stringify(event) + "\n\n";
+}
+
+/**
+ * Send a JSON answer (used for the relay's own errors).
+ *
+ * @param {import("http").ServerResponse} res
+ * @param {number} status
+ * @param {object} body
+ */
+function sendJson(res, status, body) {
+    if (res.headersSent) {
+        res.end();
+        return;
+    }
+    const text = JSON.stringify(body);
+    res.statusCode = status;
+    res.setHeader("Content-Type", "application/json; charset=utf-8");
+    res.setHeader("Cache-Control", "no-store");
+    res.setHeader("Content-Length", String(Buffer.byteLength(text)));
+    res.end(text);
+}
+
+module.exports = {
+    DEFAULT_SERVICE_URL: DEFAULT_SERVICE_URL,
+    DEFAULT_CONNECT_TIMEOUT_MS: DEFAULT_CONNECT_TIMEOUT_MS,
+    configFromEnvironment: configFromEnvironment,
+    createRelay: createRelay,
+    errorBody: errorBody,
+    sendJson: sendJson,
+    serviceHeaders: serviceHeaders
+};

@@ -1,0 +1,279 @@
+"use strict";
+
+/**
+ * The plugin inside a real Node-RED: the package is symlinked into a temporary user directory (as the project's
+ * Makefile installs it) and Node-RED runs as a child process in front of a scripted fake AI service.
+ */
+
+const assert = require("assert");
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { spawn } = require("child_process");
+const helpers = require("./helpers");
+
+const packageRoot = path.join(__dirname, "..");
+
+function nodeRedHome() {
+    if (process.env.NODE_RED_HOME) {
+        return process.env.NODE_RED_HOME;
+    }
+    return path.dirname(require.resolve("node-red/package.json"));
+}
+
+/**
+ * Start Node-RED with this package installed and resolve once it serves requests.
+ *
+ * @param {object} settings the user settings (written to settings.js)
+ * @param {object} env extra environment variables
+ * @returns {Promise<{url: string, log: function(): string, stop: function(): Promise<void>}>}
+ */
+async function startNodeRed(settings, env) {
+    const userDir = fs.mkdtempSync(path.join(os.tmpdir(), "ai-sidebar-test-"));
+    fs.mkdirSync(path.join(userDir, "node_modules"));
+    fs.symlinkSync(packageRoot, path.join(userDir, "node_modules", "node-red-contrib-ai-sidebar"), "dir");
+    fs.writeFileSync(path.join(userDir, "settings.js"), "module.exports = " + JSON.stringify(Object.assign({
+        uiHost: "127.0.0.1",
+        flowFile: "flows.json",
+        telemetry: { enabled: false },
+        editorTheme: { tours: false, projects: { enabled: false } }
+    }, settings)) + ";\n");
+    const port = Number(new URL(await helpers.unusedUrl()).port);
+    const child = spawn(process.execPath, [path.join(nodeRedHome(), "red.js"), "-u", userDir, "-p", String(port)], {
+        env: Object.assign({}, process.env, env),
+        stdio: ["ignore", "pipe", "pipe"]
+    });
+    let output = "";
+    const exited = new Promise(function (resolve) {
+        child.on("exit", resolve);
+    });
+    await new Promise(function (resolve, reject) {
+        function onData(chunk) {
+            output += chunk;
+            if (/Server now running at/.test(output)) {
+                resolve();
+            }
+        }
+        child.stdout.on("data", onData);
+        child.stderr.on("data", onData);
+        exited.then(function (code) {
+            reject(new Error("Node-RED exited with " + code + ":\n" + output));
+        });
+    });
+    const root = settings.httpAdminRoot ? settings.httpAdminRoot.replace(/\/?$/, "/") : "/";
+    return {
+        url: "http://127.0.0.1:" + port + root,
+        log: function () {
+            return output;
+        },
+        stop: async function () {
+            child.kill();
+            await exited;
+            fs.rmSync(userDir, { recursive: true, force: true });
+        }
+    };
+}
+
+function postJson(url, body, headers) {
+    return helpers.request(url, {
+        method: "POST",
+        headers: Object.assign({ "Content-Type": "application/json" }, headers),
+        body: typeof body === "string" ? body : JSON.stringify(body)
+    });
+}
+
+async function json(response) {
+    const text = await helpers.readBody(response.res);
+    return { status: response.res.statusCode, type: response.res.headers["content-type"], body: JSON.parse(text) };
+}
+
+function sseAnswer(req, res) {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    res.end("data: {\"type\":\"token\",\"content\":\"ok\"}\n\ndata: {\"type\":\"done\",\"sessionId\":\"s\"}\n\n");
+}
+
+describe("ai-sidebar plugin in Node-RED", function () {
+    this.timeout(30000);
+
+    describe("without adminAuth", function () {
+        let service;
+        let nodeRed;
+
+        before(async function () {
+            service = await helpers.fakeService();
+            nodeRed = await startNodeRed({}, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "svc-token" });
+        });
+
+        after(async function () {
+            if (nodeRed) {
+                await nodeRed.stop();
+            }
+            await helpers.close(service.server);
+        });
+
+        it("loads the plugin without errors", async function () {
+            const { res } = await helpers.request(nodeRed.url + "plugins", { headers: { "Accept": "application/json" } });
+            const plugins = JSON.parse(await helpers.readBody(res));
+            const plugin = plugins.find(function (p) { return p.id === "node-red-contrib-ai-sidebar/ai-sidebar"; });
+            assert.ok(plugin, "plugin not listed: " + JSON.stringify(plugins));
+            assert.strictEqual(plugin.enabled, true);
+            assert.doesNotMatch(nodeRed.log(), /ai-sidebar[^\n]*(error|fail)/i);
+        });
+
+        it("serves the sidebar's message catalog under the plugin's namespace", async function () {
+            const { res } = await helpers.request(nodeRed.url + "plugins/messages?lng=de");
+            const catalogs = JSON.parse(await helpers.readBody(res));
+            assert.strictEqual(catalogs["node-red-contrib-ai-sidebar/ai-sidebar"].sidebar.name, "KI-Assistent");
+        });
+
+        it("serves the editor part and its vendored scripts", async function () {
+            const editor = await helpers.request(nodeRed.url + "plugins", { headers: { "Accept": "text/html" } });
+            assert.match(await helpers.readBody(editor.res), /RED\.plugins\.registerPlugin\("ai-sidebar"/);
+            const script = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/vendor/purify.js");
+            assert.strictEqual(script.res.statusCode, 200);
+            assert.match(await helpers.readBody(script.res), /NodeRedAiSidebar\.vendor\.DOMPurify/);
+        });
+
+        it("relays the chat stream from the service", async function () {
+            service.handler = sseAnswer;
+            const response = await postJson(nodeRed.url + "ai-sidebar/stream-chat", { message: "hi", sessionId: "s" });
+            const text = await helpers.readBody(response.res);
+            assert.strictEqual(response.res.statusCode, 200);
+            assert.match(response.res.headers["content-type"], /^text\/event-stream/);
+            assert.match(text, /"type":"done"/);
+            const sent = service.requests[service.requests.length - 1];
+            assert.strictEqual(sent.url, "/ai-sidebar/stream-chat");
+            assert.strictEqual(sent.headers["authorization"], "Bearer svc-token");
+            assert.deepStrictEqual(JSON.parse(sent.body), { message: "hi", sessionId: "s" });
+        });
+
+        it("answers malformed JSON with a JSON 400, not Node-RED's HTML error page", async function () {
+            const result = await json(await postJson(nodeRed.url + "ai-sidebar/stream-chat", "{\"message\": "));
+            assert.strictEqual(result.status, 400);
+            assert.match(result.type, /^application\/json/);
+            assert.strictEqual(result.body.error.code, "invalid_json");
+            assert.doesNotMatch(result.body.error.message, /\n\s+at /);
+        });
+
+        it("answers a body that is not JSON with a JSON 400", async function () {
+            const result = await json(await helpers.request(nodeRed.url + "ai-sidebar/search", {
+                method: "POST", headers: { "Content-Type": "text/plain" }, body: "mqtt"
+            }));
+            assert.strictEqual(result.status, 400);
+            assert.strictEqual(result.body.error.code, "invalid_json");
+        });
+
+        it("leaves Node-RED's own error handling of other admin routes alone", async function () {
+            const { res } = await postJson(nodeRed.url + "flows", "{\"broken\": ");
+            await helpers.readBody(res);
+            assert.strictEqual(res.statusCode, 400);
+            assert.doesNotMatch(res.headers["content-type"], /json/);
+        });
+
+        it("forwards every route to the same path on the service", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(200, { "Content-Type": "application/json" });
+                res.end(JSON.stringify({ path: req.url }));
+            };
+            const routes = [
+                ["GET", "ai-sidebar/scenarios?lang=ja", "/ai-sidebar/scenarios?lang=ja"],
+                ["GET", "ai-sidebar/memory-stats", "/ai-sidebar/memory-stats"],
+                ["GET", "ai-sidebar/history/a%20b?limit=5", "/ai-sidebar/history/a%20b?limit=5"],
+                ["POST", "ai-sidebar/search", "/ai-sidebar/search"],
+                ["GET", "ai-sidebar/templates", "/ai-sidebar/templates"],
+                ["POST", "ai-sidebar/execute-tool", "/ai-sidebar/execute-tool"]
+            ];
+            for (const [method, route, expected] of routes) {
+                const response = method === "GET" ? await helpers.request(nodeRed.url + route)
+                    : await postJson(nodeRed.url + route, {});
+                const result = await json(response);
+                assert.deepStrictEqual([result.status, result.body.path], [200, expected], route);
+            }
+        });
+
+        it("answers 502 service_unreachable when the service is down", async function () {
+            await helpers.close(service.server);
+            const result = await json(await postJson(nodeRed.url + "ai-sidebar/stream-chat", { message: "hi" }));
+            assert.strictEqual(result.status, 502);
+            assert.strictEqual(result.body.error.code, "service_unreachable");
+            assert.doesNotMatch(nodeRed.log(), /svc-token/);
+        });
+    });
+
+    describe("with adminAuth and a custom httpAdminRoot", function () {
+        let service;
+        let nodeRed;
+
+        async function token(username, scope) {
+            const { res } = await helpers.request(nodeRed.url + "auth/token", {
+                method: "POST",
+                headers: { "Content-Type": "application/x-www-form-urlencoded" },
+                body: "client_id=node-red-admin&grant_type=password&scope=" + scope +
+                    "&username=" + username + "&password=password123"
+            });
+            return JSON.parse(await helpers.readBody(res)).access_token;
+        }
+
+        before(async function () {
+            service = await helpers.fakeService();
+            service.handler = sseAnswer;
+            // bcrypt hash of "password123", cost 8.
+            const hash = "$2b$08$csiBv0OuTq/UfZKBKMGbZuSpnadzvqMh939k1ErqcB41dXLq/cl3q";
+            nodeRed = await startNodeRed({
+                httpAdminRoot: "/admin",
+                adminAuth: {
+                    type: "credentials",
+                    users: [
+                        { username: "admin", password: hash, permissions: "*" },
+                        { username: "viewer", password: hash, permissions: "read" }
+                    ]
+                }
+            }, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "" });
+        });
+
+        after(async function () {
+            if (nodeRed) {
+                await nodeRed.stop();
+            }
+            await helpers.close(service.server);
+        });
+
+        it("refuses every route without a token", async function () {
+            for (const [method, route] of [["POST", "stream-chat"], ["GET", "scenarios"], ["GET", "memory-stats"],
+                ["GET", "history/s"], ["POST", "search"], ["GET", "templates"], ["POST", "execute-tool"]]) {
+                const response = method === "GET" ? await helpers.request(nodeRed.url + "ai-sidebar/" + route)
+                    : await postJson(nodeRed.url + "ai-sidebar/" + route, {});
+                await helpers.readBody(response.res);
+                assert.strictEqual(response.res.statusCode, 401, route);
+            }
+            assert.strictEqual(service.requests.length, 0);
+        });
+
+        it("lets a read-only user chat, forwarding who they are", async function () {
+            const viewerToken = await token("viewer", "read");
+            const response = await postJson(nodeRed.url + "ai-sidebar/stream-chat", { message: "hi" },
+                { "Authorization": "Bearer " + viewerToken });
+            await helpers.readBody(response.res);
+            assert.strictEqual(response.res.statusCode, 200);
+            const sent = service.requests[service.requests.length - 1];
+            assert.strictEqual(sent.headers["x-node-red-token"], viewerToken);
+            assert.strictEqual(sent.headers["x-node-red-user"], "viewer");
+            assert.strictEqual(sent.headers["authorization"], undefined);
+        });
+
+        it("keeps execute-tool for users with write permission", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(200, { "Content-Type": "application/json" });
+                res.end("{\"tool\":\"get-flow\",\"result\":\"{}\"}");
+            };
+            const viewer = await postJson(nodeRed.url + "ai-sidebar/execute-tool", { tool: "get-flow" },
+                { "Authorization": "Bearer " + await token("viewer", "read") });
+            await helpers.readBody(viewer.res);
+            assert.strictEqual(viewer.res.statusCode, 401);
+            const admin = await json(await postJson(nodeRed.url + "ai-sidebar/execute-tool", { tool: "get-flow" },
+                { "Authorization": "Bearer " + await token("admin", "*") }));
+            assert.strictEqual(admin.status, 200);
+            assert.strictEqual(admin.body.tool, "get-flow");
+        });
+    });
+});

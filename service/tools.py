@@ -8,13 +8,16 @@ functions, so both give the same answers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .compact import compact_flow, compact_nodes
 from .flows import FlowNotFound, find_nodes, module_index, slice_flow, strip_secrets
 from .nodered import NodeRedClient, NodeRedError
+
+if TYPE_CHECKING:
+    from .memory import MemoryStore
 
 
 class ToolFailure(Exception):
@@ -35,6 +38,8 @@ class ToolContext:
     flow_id: str | None = None
     node_ids: list[str] = field(default_factory=list)
     user_token: str | None = field(default=None, repr=False)
+    user: str = "default"
+    memory: MemoryStore | None = None
 
 
 @dataclass

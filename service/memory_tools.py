@@ -1,0 +1,84 @@
+"""Built-in tools over the memory store: ``search_memory``, ``get_user_preferences``, ``get_flow_templates``.
+
+They read only what belongs to the requesting user (and shared entries such as flow templates).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .compact import bounded
+from .tools import BuiltinTool, ToolContext, ToolFailure, ToolOutput
+
+TEMPLATE_CATEGORY = "template"
+PREFERENCE_CATEGORY = "preference"
+
+
+def _store(ctx: ToolContext):
+    if ctx.memory is None:
+        raise ToolFailure("memory_unavailable", "Conversation memory is not available in this service.")
+    return ctx.memory
+
+
+async def search_memory(ctx: ToolContext, query: str, category: str | None = None, limit: int = 5) -> ToolOutput:
+    """BM25-ranked matches in the user's earlier conversations and in saved knowledge (templates, notes)."""
+    results = await _store(ctx).search(ctx.user, query, category, limit)
+    lines = [f"{i}. [{r['category']}] {r.get('key') or r.get('sessionId')}: {r['snippet']}"
+             for i, r in enumerate(results, 1)] or ["No match."]
+    return ToolOutput(data={"results": results}, text="\n".join(lines))
+
+
+async def get_user_preferences(ctx: ToolContext) -> ToolOutput:
+    """The preferences the user saved (category ``preference``)."""
+    entries = await _store(ctx).knowledge(PREFERENCE_CATEGORY, ctx.user)
+    prefs = {e["key"].split(":", 2)[-1]: e["value"] for e in entries}
+    return ToolOutput(data={"preferences": prefs},
+                      text="\n".join(f"{k}: {v}" for k, v in prefs.items()) or "No saved preferences.")
+
+
+async def get_flow_templates(ctx: ToolContext, name: str | None = None) -> ToolOutput:
+    """Saved flow templates: names and descriptions, or one template's flow JSON when ``name`` is given."""
+    templates = await _store(ctx).knowledge(TEMPLATE_CATEGORY, ctx.user)
+    if name:
+        chosen = [t for t in templates if t["metadata"].get("name") == name or t["key"] == name]
+        if not chosen:
+            raise ToolFailure("template_not_found", f"There is no flow template {name!r}; call get_flow_templates "
+                                                    "without a name to list them.")
+        template = chosen[0]
+        return ToolOutput(data=template, text=bounded(f"{template['metadata'].get('name')}: "
+                                                      f"{template['metadata'].get('description', '')}\n"
+                                                      f"{template['value']}", 20_000))
+    listing = [{"name": t["metadata"].get("name", t["key"]), "description": t["metadata"].get("description", ""),
+                "nodes": len(json.loads(t["value"])) if t["value"].startswith("[") else None} for t in templates]
+    return ToolOutput(data={"templates": listing},
+                      text="\n".join(f"- {t['name']}: {t['description']}" for t in listing) or "No templates.")
+
+
+class SearchMemoryArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=500, description="words to look for")
+    category: str | None = Field(None, max_length=40, description="'message', 'template', 'note', ...")
+    limit: int = Field(5, ge=1, le=20)
+
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TemplateArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(None, max_length=200, description="a template name; omit to list them")
+
+
+MEMORY_TOOLS: dict[str, BuiltinTool] = {
+    tool.name: tool
+    for tool in (
+        BuiltinTool("search_memory", "Search the user's earlier conversations and saved knowledge (BM25 ranked).",
+                    SearchMemoryArgs, search_memory),
+        BuiltinTool("get_user_preferences", "Read the preferences the user saved.", NoArgs, get_user_preferences),
+        BuiltinTool("get_flow_templates", "List saved Node-RED flow templates, or read one by name.",
+                    TemplateArgs, get_flow_templates),
+    )
+}

@@ -1,0 +1,220 @@
+"""Memory: the SQLite store, multi-turn history sent to the model, per-user isolation, routes and retention."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+import pytest
+
+from service.app import create_app
+from service.memory import HISTORY_WINDOW, MemoryStore, SessionNotFound
+from tests.support.model_server import Reply
+from tests.support.sse import read_events
+
+ALICE = {"X-Node-RED-User": "alice"}
+BOB = {"X-Node-RED-User": "bob"}
+
+
+@pytest.fixture
+async def store(tmp_path):
+    memory = await MemoryStore.open(tmp_path / "memory.db")
+    yield memory
+    await memory.close()
+
+
+async def chat(client, headers=None, **body):
+    response = await client.post("/ai-sidebar/stream-chat", json=body, headers=headers or {})
+    assert response.status == 200, await response.text()
+    return await read_events(response)
+
+
+async def test_store_uses_wal_and_migrates_once(tmp_path):
+    path = tmp_path / "sub" / "memory.db"
+    first = await MemoryStore.open(path)
+    assert await first.schema_version() == 1
+    await first.save_turn("s1", "alice", "q", "a", {})
+    await first.close()
+    await first.close()  # idempotent
+    again = await MemoryStore.open(path)
+    assert await again.schema_version() == 1
+    assert [t.content for t in await again.history("alice", "s1")] == ["q", "a"]
+    await again.close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"short_term_memory", "long_term_memory", "sessions", "messages_fts", "knowledge_fts"} <= tables
+
+
+async def test_history_gives_the_newest_messages_oldest_first(store):
+    for i in range(5):
+        await store.save_turn("s1", "alice", f"question {i}", f"answer {i}", {"scenario": "general"})
+    turns = await store.history("alice", "s1", limit=3)
+    assert [t.content for t in turns] == ["answer 3", "question 4", "answer 4"]
+    assert turns[0].metadata == {"scenario": "general"}
+
+
+async def test_window_is_bounded_by_count_and_size_and_starts_with_a_question(store):
+    for i in range(40):
+        await store.save_turn("s1", "alice", f"q{i}", f"a{i}", {})
+    window = await store.window("alice", "s1")
+    assert len(window) <= HISTORY_WINDOW and window[0].role == "user" and window[-1].content == "a39"
+    await store.save_turn("big", "alice", "q", "x" * 30_000, {})
+    await store.save_turn("big", "alice", "q2", "y" * 30_000, {})
+    window = await store.window("alice", "big")
+    assert [t.content for t in window] == ["q2", "y" * 30_000]
+
+
+async def test_a_user_never_reads_lists_searches_or_deletes_another_users_session(store):
+    await store.save_turn("s-alice", "alice", "my secret MQTT broker password idea", "noted", {})
+    with pytest.raises(SessionNotFound):
+        await store.history("bob", "s-alice")
+    with pytest.raises(SessionNotFound):
+        await store.delete_session("bob", "s-alice")
+    with pytest.raises(SessionNotFound):
+        await store.save_turn("s-alice", "bob", "hijack", "no", {})
+    assert await store.sessions("bob") == []
+    assert await store.search("bob", "MQTT broker") == []
+    assert await store.window("bob", "s-alice") == []
+    assert len(await store.search("alice", "MQTT broker")) == 1
+
+
+async def test_search_ranks_by_bm25_with_snippets_and_treats_operators_as_text(store):
+    await store.save_turn("s1", "alice", "How do I connect an MQTT broker with TLS?",
+                          "Use the mqtt-broker config node and a tls-config node for MQTT over TLS.", {})
+    await store.save_turn("s2", "alice", "What is a debug node?", "It shows messages in the sidebar.", {})
+    results = await store.search("alice", "MQTT TLS")
+    assert results and all(r["category"] == "message" for r in results)
+    assert "[" in results[0]["snippet"] and results[0]["sessionId"] == "s1"
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    assert await store.search("alice", 'debug" OR "mqtt') == []  # quotes and OR are text, not syntax
+    assert await store.search("alice", "NEAR( * ") == []
+
+
+async def test_search_finds_chinese_text(store):
+    await store.save_turn("s1", "alice", "如何连接 MQTT 服务器？", "使用 mqtt-broker 配置节点。", {})
+    assert (await store.search("alice", "配置节点"))[0]["role"] == "assistant"
+
+
+async def test_retention_removes_old_messages_but_keeps_pinned_sessions(store):
+    await store.save_turn("old", "alice", "old question", "old answer", {})
+    await store.save_turn("pinned", "alice", "pinned question", "pinned answer", {})
+    await store.update_session("alice", "pinned", pinned=True)
+    removed = await store.remove_expired(30, now=time.time() + 31 * 86_400)
+    assert removed == 2
+    assert [s["id"] for s in await store.sessions("alice")] == ["pinned"]
+    assert len(await store.history("alice", "pinned")) == 2
+    assert await store.remove_expired(0) == 0
+
+
+async def test_follow_up_question_is_answered_in_context(client, nodered, model):
+    tab = nodered.tabs()[0]
+    model.script(Reply(text="It catches the error thrown by the function node."), Reply(text="It is a debug node."))
+    await chat(client, ALICE, message="explain the current flow", selectedFlow={"id": tab["id"]}, sessionId="m1")
+    await chat(client, ALICE, message="and what does its second node do?", sessionId="m1")
+    messages = model.requests[-1]["messages"]
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"] == "explain the current flow"  # the user's words, not the internal prompt
+    assert messages[2]["content"] == "It catches the error thrown by the function node."
+    assert messages[3]["content"] == "and what does its second node do?"
+
+
+async def test_each_chat_stores_the_original_message_answer_and_metadata(client, nodered, model):
+    tab = nodered.tabs()[0]
+    model.script(Reply(text="Answer one."))
+    await chat(client, ALICE, message="explain the current flow", selectedFlow={"id": tab["id"]},
+               sessionId="m2", language="es-ES")
+    response = await client.get("/ai-sidebar/history/m2", headers=ALICE)
+    messages = (await response.json())["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[0]["content"] == "explain the current flow" and messages[1]["content"] == "Answer one."
+    assert messages[0]["metadata"] == {"scenario": "general", "flowId": tab["id"], "tools": ["get-flow"],
+                                       "language": "es-ES"}
+    response = await client.get("/ai-sidebar/history/m2", headers=BOB)
+    assert response.status == 404 and (await response.json())["error"]["code"] == "session_not_found"
+
+
+async def test_silent_requests_are_not_stored(client, model):
+    await chat(client, ALICE, message="hello", sessionId="quiet", silent=True)
+    assert (await client.get("/ai-sidebar/history/quiet", headers=ALICE)).status == 404
+
+
+async def test_sessions_can_be_created_renamed_pinned_listed_and_deleted(client):
+    response = await client.post("/ai-sidebar/sessions", json={"name": "MQTT work"}, headers=ALICE)
+    assert response.status == 201
+    session = await response.json()
+    response = await client.patch(f"/ai-sidebar/sessions/{session['id']}", json={"name": "MQTT", "pinned": True},
+                                  headers=ALICE)
+    assert (await response.json())["pinned"] is True
+    listed = (await (await client.get("/ai-sidebar/sessions", headers=ALICE)).json())["sessions"]
+    assert [(s["id"], s["name"], s["pinned"]) for s in listed] == [(session["id"], "MQTT", True)]
+    assert (await (await client.get("/ai-sidebar/sessions", headers=BOB)).json())["sessions"] == []
+    assert (await client.delete(f"/ai-sidebar/sessions/{session['id']}", headers=BOB)).status == 404
+    assert (await client.delete(f"/ai-sidebar/sessions/{session['id']}", headers=ALICE)).status == 200
+    assert (await (await client.get("/ai-sidebar/sessions", headers=ALICE)).json())["sessions"] == []
+
+
+async def test_bad_memory_requests_are_clear_4xx(client):
+    assert (await client.get("/ai-sidebar/history/s1?limit=zero", headers=ALICE)).status == 400
+    response = await client.post("/ai-sidebar/search", json={"query": ""}, headers=ALICE)
+    assert response.status == 400 and "query" in (await response.json())["error"]["message"]
+    response = await client.patch("/ai-sidebar/sessions/nope", json={"pinned": "maybe"}, headers=ALICE)
+    assert response.status == 400
+
+
+async def test_search_route_and_memory_stats(client, model):
+    model.script(Reply(text="Use a Catch node scoped to the function node."))
+    await chat(client, ALICE, message="How do I catch function node errors?", sessionId="m3")
+    response = await client.post("/ai-sidebar/search", json={"query": "catch node", "limit": 5}, headers=ALICE)
+    results = (await response.json())["results"]
+    assert results and results[0]["sessionId"] == "m3"
+    stats = await (await client.get("/ai-sidebar/memory-stats", headers=ALICE)).json()
+    assert stats["sessions"] == 1 and stats["shortTermMemory"] == 2 and stats["dbSizeBytes"] > 0
+    assert stats["longTermMemory"]["template"] >= 3
+
+
+async def test_templates_are_seeded_from_the_examples_and_can_be_saved(client):
+    templates = (await (await client.get("/ai-sidebar/templates", headers=ALICE)).json())["templates"]
+    assert {"Sensor telemetry", "Order webhook (has a bug)"} <= {t["name"] for t in templates}
+    flow = [{"id": "a1", "type": "inject", "x": 1, "y": 1, "wires": [["a2"]]},
+            {"id": "a2", "type": "debug", "x": 2, "y": 1, "wires": []}]
+    response = await client.post("/ai-sidebar/templates", json={"name": "tick", "description": "inject→debug",
+                                                                 "flow": flow}, headers=ALICE)
+    assert response.status == 201
+    mine = (await (await client.get("/ai-sidebar/templates", headers=ALICE)).json())["templates"]
+    assert next(t for t in mine if t["name"] == "tick")["flow"] == flow
+    theirs = (await (await client.get("/ai-sidebar/templates", headers=BOB)).json())["templates"]
+    assert "tick" not in {t["name"] for t in theirs}
+
+
+async def test_memory_tools_run_through_the_direct_trigger(client, model):
+    model.script(Reply(text="Saved."), Reply(text="Found it."))
+    await chat(client, ALICE, message="remember the word zeppelin for later", sessionId="m4")
+    events = await chat(client, ALICE, message='@tools:search_memory|{"query": "zeppelin"}', sessionId="m5")
+    assert events[0] == {"type": "tool_call", "tool": "search_memory", "params": {"query": "zeppelin", "limit": 5}}
+    assert events[1]["ok"] is True and "zeppelin" in events[1]["result"]
+    events = await chat(client, ALICE, message="@tools:get_flow_templates")
+    assert "Sensor telemetry" in events[1]["result"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+async def test_unwritable_database_leaves_chat_working(aiohttp_client, settings, tmp_path, model):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    client = await aiohttp_client(create_app(settings.model_copy(update={"memory_db_path": locked / "m.db"})))
+    events = await chat(client, message="hello", sessionId="x")
+    assert events[-1]["type"] == "done" and "token" in [e["type"] for e in events]
+    response = await client.get("/ai-sidebar/memory-stats")
+    assert response.status == 503 and (await response.json())["error"]["code"] == "memory_unavailable"
+
+
+async def test_a_database_path_that_cannot_be_a_file_leaves_chat_working(aiohttp_client, settings, tmp_path, model):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a folder should be")
+    client = await aiohttp_client(create_app(settings.model_copy(update={"memory_db_path": blocker / "m.db"})))
+    events = await chat(client, message="hello", sessionId="x")
+    assert events[-1]["type"] == "done" and "token" in [e["type"] for e in events]
+    response = await client.get("/ai-sidebar/memory-stats")
+    assert response.status == 503 and (await response.json())["error"]["code"] == "memory_unavailable"

@@ -144,3 +144,23 @@ def module_index(node_sets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             index[kind] = {"module": node_set.get("module"), "version": node_set.get("version"),
                            "enabled": node_set.get("enabled", True)}
     return index
+
+
+def diff_nodes(editor: list[dict[str, Any]], deployed: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Which node ids the editor's version adds, removes or changes against the deployed one.
+
+    Position and other layout properties are ignored (moving a node is not a change of behaviour); so are
+    ``credentials``, which the editor never exports. Returns ``{"added": [...], "removed": [...], "changed": [...]}``.
+    """
+    ignore = {"x", "y", "w", "h", "l", "credentials", "changed", "moved", "dirty", "valid", "selected", "_users"}
+
+    def behaviour(node: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in node.items() if k not in ignore}
+
+    before = {n["id"]: n for n in deployed}
+    after = {n["id"]: n for n in editor}
+    return {
+        "added": [i for i in after if i not in before],
+        "removed": [i for i in before if i not in after],
+        "changed": [i for i in after if i in before and behaviour(after[i]) != behaviour(before[i])],
+    }

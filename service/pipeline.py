@@ -145,7 +145,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     emit = _recording_errors(emit, result)
     context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
                           node_ids=[n.id for n in request.selectedNodes] or ([request.nodeId] if request.nodeId else []),
-                          user_token=deps.user_token, user=deps.user, memory=deps.memory)
+                          user_token=deps.user_token, user=deps.user, memory=deps.memory,
+                          flow_data=request.flowData)
 
     tool_run: ToolRun | None = None
     task = ""

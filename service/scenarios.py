@@ -87,9 +87,20 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _needs_word_boundary(phrase: str) -> bool:
-    # Scripts written without spaces (Han, Kana, Hangul) match as substrings; others as whole words.
-    return not any(unicodedata.name(ch, "").startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL")) for ch in phrase)
+def keyword_pattern(phrase: str) -> str:
+    """The regular expression (over :func:`normalize`d text) for one keyword phrase.
+
+    Han and Kana are written without spaces: substring. Korean separates words with spaces but attaches particles
+    (현재 노드**가**): a word must start where the phrase starts ("이 노드" not inside "파이 노드"), the end is open.
+    Other scripts match whole words; "current node" must not fire inside "current Node-RED version" or "Node.js".
+    """
+    norm = re.escape(normalize(phrase).strip())
+    names = [unicodedata.name(ch, "") for ch in phrase]
+    if any(name.startswith(("CJK", "HIRAGANA", "KATAKANA")) for name in names):
+        return norm
+    if any(name.startswith("HANGUL") for name in names):
+        return rf"(?<!\w){norm}"
+    return rf"(?<!\w){norm}(?!\w|[-.]\w)"
 
 
 class Catalog:
@@ -101,10 +112,7 @@ class Catalog:
         for scenario in data.scenarios.values():
             for group in scenario.keywords:
                 for phrase in group.key:
-                    norm = re.escape(normalize(phrase).strip())
-                    # "current node" must not fire inside "current Node-RED version" or "this Node.js".
-                    pattern = rf"(?<!\w){norm}(?!\w|[-.]\w)" if _needs_word_boundary(phrase) else norm
-                    self._patterns.append((re.compile(pattern), group, phrase))
+                    self._patterns.append((re.compile(keyword_pattern(phrase)), group, phrase))
 
     @property
     def language(self) -> str:
@@ -207,9 +215,10 @@ class ScenarioCatalog:
     def resolve(self, lang: str | None) -> str:
         """The shipped language for a requested tag: exact, then traditional/simplified Chinese by region, then
         same primary subtag, else ``en-US``. Anything that is not a language tag gives ``en-US``."""
-        if not lang or not LANGUAGE_TAG.match(lang):
+        lang = (lang or "").replace("_", "-")  # POSIX locale style (pt_BR) as sent by some clients
+        if not LANGUAGE_TAG.match(lang):
             return DEFAULT_LANGUAGE
-        lower = lang.lower().replace("_", "-")
+        lower = lang.lower()
         if lower in self._by_lower:
             return self._by_lower[lower]
         primary = lower.split("-")[0]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .compact import compact_flow, compact_nodes
-from .flows import FlowNotFound, find_nodes, module_index, slice_flow, strip_secrets
+from .flows import FlowNotFound, FlowSlice, diff_nodes, find_nodes, module_index, slice_flow, strip_secrets
 from .nodered import NodeRedClient, NodeRedError
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class ToolContext:
     user_token: str | None = field(default=None, repr=False)
     user: str = "default"
     memory: MemoryStore | None = None
+    flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -66,12 +67,21 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
     flow_id = flow_id or ctx.flow_id
     if not flow_id:
         raise ToolFailure("flow_not_selected", "No flow is selected: open a tab in the editor or give a flow id.")
-    flows = await _flows(ctx)
+    editor = _editor_version(ctx.flow_data, flow_id)
     try:
-        flow = slice_flow(flows, flow_id)
+        flows = await _flows(ctx)
+    except ToolFailure:
+        if editor is None:
+            raise
+        flows = None  # the editor's copy still answers; the deployed one is unknown
+    try:
+        flow = editor or slice_flow(flows, flow_id)
     except FlowNotFound as err:
         known = ", ".join(f'"{t["label"]}" ({t["id"]})' for t in err.known[:20]) or "none"
         raise ToolFailure("flow_not_found", f"There is no tab or subflow with id {flow_id}. Tabs: {known}.") from None
+    note, changes = "", None
+    if editor is not None:
+        note, changes = _compare_with_deployed(editor, flows, flow_id)
     data = {
         "id": flow.tab["id"],
         "type": flow.tab.get("type"),
@@ -82,8 +92,41 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
         "configs": [strip_secrets(n) for n in flow.configs],
         "subflows": [{"id": s.tab["id"], "name": s.tab.get("name"), "nodes": [strip_secrets(n) for n in s.nodes]}
                      for s in flow.subflows],
+        "source": "editor" if editor is not None else "deployed",
     }
-    return ToolOutput(data=data, text=compact_flow(flow))
+    if changes is not None:
+        data["undeployedChanges"] = changes
+    text = compact_flow(flow)
+    return ToolOutput(data=data, text=f"{note}\n{text}" if note else text)
+
+
+def _editor_version(flow_data: list[dict[str, Any]] | None, flow_id: str) -> FlowSlice | None:
+    """The tab as the editor has it (sent as ``flowData``), when the request carries that tab."""
+    if not flow_data:
+        return None
+    try:
+        return slice_flow(flow_data, flow_id)
+    except FlowNotFound:
+        return None
+
+
+def _compare_with_deployed(editor: FlowSlice, flows: list[dict[str, Any]] | None,
+                           flow_id: str) -> tuple[str, dict[str, list[str]] | None]:
+    """A sentence for the model on how the editor's version differs from the deployed one, and the diff."""
+    if flows is None:
+        return ("This is the editor's version of the tab; the deployed version could not be read, so undeployed "
+                "changes are unknown."), None
+    try:
+        deployed = slice_flow(flows, flow_id)
+    except FlowNotFound:
+        return "This tab exists only in the editor: it has not been deployed yet.", {
+            "added": editor.node_ids, "removed": [], "changed": []}
+    changes = diff_nodes(editor.nodes + editor.configs, deployed.nodes + deployed.configs)
+    if not any(changes.values()):
+        return "", changes
+    parts = [f"{len(ids)} {kind} ({', '.join(ids[:10])})" for kind, ids in changes.items() if ids]
+    return ("This is the editor's version of the tab, with changes not deployed yet: " + "; ".join(parts) +
+            ". Say so when it matters: the running flow still behaves as deployed."), changes
 
 
 async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> ToolOutput:

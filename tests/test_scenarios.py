@@ -78,7 +78,7 @@ def test_ordinary_sentences_force_no_tool(catalog, language, message):
 @pytest.mark.parametrize("requested,expected", [
     ("en-US", "en-US"), ("zh-CN", "zh-CN"), ("es-MX", "es-ES"), ("es", "es-ES"), ("ZH-cn", "zh-CN"),
     ("zh", "zh-CN"), ("xx", "en-US"), ("", "en-US"), (None, "en-US"), ("../../etc/passwd", "en-US"),
-    ("en-US/../../../etc", "en-US"), ("en_US", "en-US"),
+    ("en-US/../../../etc", "en-US"), ("en_US", "en-US"), ("pt_BR", "pt-BR"), ("zh_TW", "zh-TW"),
 ])
 def test_language_resolution_falls_back_and_never_leaves_locales(catalog, requested, expected):
     assert catalog.resolve(requested) == expected

@@ -175,3 +175,29 @@ async def test_unknown_route_is_a_json_404(client):
     response = await client.get("/ai-sidebar/nope")
     assert response.status == 404
     assert re.match(r"^[a-z_]+$", (await response.json())["error"]["code"])
+
+
+async def test_editor_version_with_undeployed_edits_is_used_and_the_difference_is_said(client, nodered, model):
+    tab = tab_with_most_wires(nodered)
+    nodes = [dict(n) for n in nodered.nodes_of(tab["id"])]
+    nodes[0]["name"] = "renamed in the editor"
+    added = {"id": "undeployed0001", "type": "debug", "z": tab["id"], "x": 900, "y": 900, "wires": []}
+    flow_data = [dict(tab)] + nodes + [added]
+    events = await chat(client, message="explain the current flow", selectedFlow={"id": tab["id"]},
+                        flowData=flow_data)
+    result = events[1]["result"]
+    assert events[1]["ok"] is True
+    assert "renamed in the editor" in result and "undeployed0001" in result
+    assert "not deployed yet" in result and nodes[0]["id"] in result.splitlines()[0]
+    assert "undeployed0001" in model.requests[-1]["messages"][-1]["content"]
+
+
+async def test_editor_version_answers_even_when_node_red_is_down(aiohttp_client, settings, nodered, model):
+    down = settings.model_copy(update={"nodered_url": f"http://127.0.0.1:{free_port()}"})
+    client = await aiohttp_client(create_app(down))
+    tab = nodered.tabs()[0]
+    events = await chat(client, message="explain the current flow", selectedFlow={"id": tab["id"]},
+                        flowData=[tab] + nodered.nodes_of(tab["id"]))
+    assert [e["type"] for e in events][:2] == ["tool_call", "tool_result"] and events[1]["ok"] is True
+    assert "could not be read" in events[1]["result"]
+    assert "error" not in types(events)

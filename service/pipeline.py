@@ -14,8 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from .agent import AgentLimits, agent_tools, run_agent
 from .compact import bounded
 from .errors import ServiceError
 from .models import StreamChatRequest
@@ -36,6 +37,9 @@ Emit = Callable[[dict[str, Any]], Awaitable[None]]
 DIRECT_TRIGGER = re.compile(r"^\s*@tools:([A-Za-z0-9_\-]+)\s*(?:\|(.*))?$", re.S)
 PREVIEW_LIMIT = 8_000      # characters of a tool result shown to the user in a tool_result event
 MODEL_TOOL_LIMIT = 60_000  # characters of a tool result sent to the model
+TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get-flow without flow_id reads the tab open in the editor; "
+                      "get-node-info without node_ids reads the selected nodes. Call a tool only when the answer "
+                      "needs the user's own flows, nodes, settings or memory.")
 # Tool failures after which answering makes no sense: the user must change the request.
 FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
                               "invalid_params", "unknown_tool"})
@@ -193,6 +197,11 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
             catalog.data.answerInstruction))
     else:
         messages.append(HumanMessage(request.message))
+        if scenario.tools:
+            await _agent_answer(messages, scenario.tools, deps, context, emit, result)
+            log.info("agent session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id,
+                     scenario_key, catalog.language, result.tools, len(result.answer))
+            return result
     await _stream_answer(messages, deps, emit, result)
     log.info("chat session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id, scenario_key,
              catalog.language, result.tools, len(result.answer))
@@ -245,6 +254,28 @@ async def _nodered_version(client: NodeRedClient) -> str:
         return str((await client.get_settings()).get("version") or "unknown")
     except NodeRedError:
         return "unknown"
+
+
+async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps: ChatDeps, context: ToolContext,
+                        emit: Emit, result: ChatResult) -> None:
+    """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event."""
+    try:
+        model = deps.models.get(ProviderConfig.from_settings(deps.settings))
+    except ServiceError as err:
+        await emit({"type": "error", **err.as_dict()})
+        return
+    settings = deps.settings
+    limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit)
+    tools = agent_tools(deps.tools, tool_names, context, emit, result)
+    messages[0] = SystemMessage(f"{messages[0].content}\n\n{TOOL_DEFAULTS_NOTE}")
+    try:
+        await run_agent(model, tools, messages, limits, emit, result)
+    except ConnectionResetError:
+        raise
+    except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
+        err = provider_error(exc)
+        log.warning("agent run failed: %s (%s: %s)", err.code, type(exc).__name__, err.message)
+        await emit({"type": "error", **err.as_dict()})
 
 
 async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit, result: ChatResult) -> None:

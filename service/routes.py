@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from aiohttp import web
@@ -53,6 +54,34 @@ async def execute_tool(request: web.Request) -> web.Response:
     return web.json_response({"tool": body.tool, "result": output.data})
 
 
+DISCONNECT_POLL = 0.2  # seconds between checks that the client is still connected
+
+
+async def _until_client_leaves(request: web.Request, work) -> None:
+    """Run ``work``; when the client disconnects (tab closed, Stop pressed) cancel it at once, so the model
+    request and any running tool stop, and raise ``ConnectionResetError``.
+
+    aiohttp does not cancel handlers on disconnect (``handler_cancellation`` is off), and a stream that is
+    waiting on a slow model or tool writes nothing that could fail, so the transport is watched instead.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=DISCONNECT_POLL)
+            transport = request.transport
+            if not task.done() and (transport is None or transport.is_closing()):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                raise ConnectionResetError("client disconnected")
+        task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 @routes.post("/ai-sidebar/stream-chat")
 async def stream_chat(request: web.Request) -> web.StreamResponse:
     """Answer a chat message as a server-sent event stream; bad input is a JSON 4xx before the stream opens."""
@@ -70,7 +99,7 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
     await stream.prepare(request)
     request.app[STREAMS].add(stream)
     try:
-        await run_chat(body, deps, stream.send, result)
+        await _until_client_leaves(request, run_chat(body, deps, stream.send, result))
         done = {"type": "done", "sessionId": result.session_id}
         if result.usage:
             done["usage"] = result.usage

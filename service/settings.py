@@ -37,6 +37,9 @@ ENV_FIELDS: dict[str, str] = {
     "MCP_SERVER_PATH": "mcp_server_path",
     "AI_SIDEBAR_LOCALES_DIR": "locales_dir",
     "AI_LLM_TIMEOUT": "llm_timeout",
+    "AI_AGENT_MAX_MODEL_CALLS": "agent_max_model_calls",
+    "AI_AGENT_MAX_TOOL_CALLS": "agent_max_tool_calls",
+    "AI_AGENT_TIME_LIMIT": "agent_time_limit",
 }
 
 
@@ -68,6 +71,9 @@ class Settings(BaseModel):
     google_api_key: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
     llm_timeout: float = Field(60.0, gt=0, description="seconds for one model request")
+    agent_max_model_calls: int = Field(8, ge=1, le=100)
+    agent_max_tool_calls: int = Field(12, ge=1, le=200)
+    agent_time_limit: float = Field(120.0, gt=0, description="seconds for one whole agent run")
 
     memory_db_path: Path = Path("./data/memory.db")
     memory_retention_days: int = Field(30, ge=0)

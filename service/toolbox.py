@@ -25,6 +25,16 @@ class Toolbox:
     def has(self, name: str | None) -> bool:
         return bool(name) and (name in LOCAL_TOOLS or (self.mcp is not None and name in self.mcp.names))
 
+    def describe(self, name: str) -> tuple[str, type | dict[str, Any]]:
+        """``(description, argument schema)`` of a tool, for a model: a pydantic model for in-process tools, the
+        MCP tool's JSON Schema for the others."""
+        if name in LOCAL_TOOLS:
+            return LOCAL_TOOLS[name].description, LOCAL_TOOLS[name].args
+        tool = self.mcp.tool(name) if self.mcp is not None else None
+        if tool is None:
+            raise ToolFailure("unknown_tool", f"There is no tool {name!r}.")
+        return tool.description or name, tool.inputSchema
+
     def parse(self, name: str, params: Any) -> dict[str, Any]:
         """Validate ``params`` for tool ``name``.
 

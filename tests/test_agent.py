@@ -1,0 +1,135 @@
+"""Agent mode: the scripted model calls tools through the real ChatOpenAI client and LangChain agent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import aiohttp
+
+from service.app import create_app
+from tests.conftest import SERVICE_TOKEN
+from tests.support.model_server import Reply
+from tests.support.sse import read_events
+
+
+async def chat(client, **body):
+    response = await client.post("/ai-sidebar/stream-chat", json=body)
+    assert response.status == 200, await response.text()
+    return await read_events(response)
+
+
+def busiest_tab(nodered):
+    return max(nodered.tabs(), key=lambda t: len(nodered.nodes_of(t["id"])))
+
+
+def tool_messages(request):
+    return [m for m in request["messages"] if m["role"] == "tool"]
+
+
+async def test_model_chooses_get_flow_then_get_node_info_then_answers(client, nodered, model):
+    tab = busiest_tab(nodered)
+    node = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] != "comment")
+    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {}}]),
+                 Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": [node["id"]]}}]),
+                 Reply(text="The flow starts with an inject node and ends in a debug node."))
+    events = await chat(client, message="What could go wrong in what I have open?", selectedFlow={"id": tab["id"]})
+
+    kinds = [e["type"] for e in events]
+    assert kinds[:4] == ["tool_call", "tool_result", "tool_call", "tool_result"]
+    assert events[0]["tool"] == "get-flow" and events[2] == {"type": "tool_call", "tool": "get-node-info",
+                                                               "params": {"node_ids": [node["id"]]}}
+    assert all(n["id"] in events[1]["result"] for n in nodered.nodes_of(tab["id"]))  # defaulted to the open tab
+    assert node["id"] in events[3]["result"] and "node-red" in events[3]["result"]
+    assert kinds[4:-1] == ["token"] * (len(kinds) - 5) and kinds[-1] == "done"
+    # The model was offered the scenario's tools with typed arguments, and got each result back.
+    offered = {t["function"]["name"]: t["function"]["parameters"] for t in model.requests[0]["tools"]}
+    assert {"get-flow", "get-node-info"} <= set(offered)
+    assert offered["get-node-info"]["properties"]["node_ids"]
+    assert len(model.requests) == 3
+    assert tab["id"] in tool_messages(model.requests[1])[0]["content"]
+    assert "<tool_result" in tool_messages(model.requests[2])[-1]["content"]
+
+
+async def test_two_tool_calls_in_one_turn_both_run_and_both_results_reach_the_model(client, nodered, model):
+    first, second = nodered.tabs()[:2]
+    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": first["id"]}},
+                                   {"name": "get-flow", "arguments": {"flow_id": second["id"]}}]),
+                 Reply(text="Both flows are small."))
+    events = await chat(client, message="Compare my first two tabs")
+    calls = [e for e in events if e["type"] == "tool_call"]
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert sorted(c["params"]["flow_id"] for c in calls) == sorted([first["id"], second["id"]])
+    assert len(results) == 2 and all(r["ok"] for r in results)
+    answered = tool_messages(model.requests[1])
+    assert len(answered) == 2
+    assert {first["id"], second["id"]} <= {tid for m in answered for tid in (first["id"], second["id"])
+                                           if tid in m["content"]}
+    assert [e["type"] for e in events][-1] == "done"
+
+
+async def test_a_model_that_calls_tools_forever_is_stopped_by_the_limit(aiohttp_client, settings, nodered, model):
+    limited = settings.model_copy(update={"agent_max_model_calls": 3})
+    client = await aiohttp_client(create_app(limited))
+    tab = nodered.tabs()[0]
+    model.default = Reply(text="Let me look again.", tool_calls=[{"name": "get-flow",
+                                                                  "arguments": {"flow_id": tab["id"]}}])
+    events = await chat(client, message="Keep checking my flow")
+    errors = [e for e in events if e["type"] == "error"]
+    assert len(errors) == 1 and errors[0]["code"] == "agent_limit" and "3 model calls" in errors[0]["message"]
+    assert events[-1]["type"] == "done"
+    assert len(model.requests) == 3
+    # the text said so far is kept before the error
+    assert [e["type"] for e in events].index("token") < [e["type"] for e in events].index("error")
+
+
+async def test_a_failing_tool_is_told_to_the_model_which_still_answers(client, model):
+    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": "no-such-tab"}}]),
+                 Reply(text="That tab does not exist."))
+    events = await chat(client, message="Look at tab no-such-tab for me")
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["ok"] is False and "no-such-tab" in result["result"]
+    assert "failed" in tool_messages(model.requests[1])[0]["content"]
+    assert [e["type"] for e in events][-2:] == ["token", "done"]
+
+
+async def test_provider_fault_in_agent_mode_is_one_mapped_error(client, model):
+    model.script(Reply(status=401, error_message="bad key"))
+    events = await chat(client, message="What do my flows do?")
+    assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "invalid_api_key"
+
+
+async def test_tool_arguments_from_the_model_are_validated(client, model):
+    model.script(Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": "not-a-list"}}]),
+                 Reply(text="Sorry."))
+    events = await chat(client, message="Which nodes are odd?")
+    assert [e["type"] for e in events][-1] == "done"
+    sent_back = json.dumps(model.requests[1]["messages"])
+    assert "node_ids" in sent_back
+
+
+
+async def test_client_going_away_cancels_the_model_request_and_keeps_what_was_said(service_process, model):
+    """Against the service as a process (aiohttp's run_app does not cancel handlers on disconnect)."""
+    model.script(Reply(text="one two three four five six", token_delay=2.0))
+    base = f"http://127.0.0.1:{service_process.service_port}"
+    headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "carol"}
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(f"{base}/ai-sidebar/stream-chat", headers=headers,
+                                   json={"message": "count slowly", "sessionId": "gone"})
+        async for line in response.content:
+            if b'"token"' in line:
+                break
+        left = time.monotonic()
+        response.close()  # the browser tab closes
+        for _ in range(100):
+            history = await http.get(f"{base}/ai-sidebar/history/gone", headers=headers)
+            if history.status == 200:
+                break
+            await asyncio.sleep(0.05)
+        waited = time.monotonic() - left
+        messages = (await history.json())["messages"]
+    assert waited < 1.0  # well before the model's next token, 2 s later
+    assert messages[0]["content"] == "count slowly"
+    assert messages[1]["content"] == "one "

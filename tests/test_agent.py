@@ -133,3 +133,35 @@ async def test_client_going_away_cancels_the_model_request_and_keeps_what_was_sa
     assert waited < 1.0  # well before the model's next token, 2 s later
     assert messages[0]["content"] == "count slowly"
     assert messages[1]["content"] == "one "
+
+
+# OpenAI's client honours retry-after-ms; a short one keeps the retry test fast while still backing off.
+QUICK_RETRY = {"retry-after-ms": "50"}
+
+
+async def test_rate_limit_is_retried_then_answered(client, model):
+    model.script(Reply(status=429, error_message="slow down", headers=QUICK_RETRY), Reply(text="Here you go."))
+    events = await chat(client, message="What do my flows do?")
+    assert [e["type"] for e in events][-2:] == ["token", "done"] and "error" not in [e["type"] for e in events]
+    assert len(model.requests) == 2
+
+
+async def test_rate_limit_that_persists_is_one_rate_limited_error(client, model):
+    model.default = Reply(status=429, error_message="slow down", headers=QUICK_RETRY)
+    events = await chat(client, message="What do my flows do?")
+    assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "rate_limited"
+    assert len(model.requests) == 3  # the first try and two retries
+
+
+async def test_model_timeout_is_llm_timeout(aiohttp_client, settings, model):
+    client = await aiohttp_client(create_app(settings.model_copy(update={"llm_timeout": 0.3})))
+    model.default = Reply(text="too late", delay=1.0)
+    events = await chat(client, message="hello")
+    assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "llm_timeout"
+
+
+async def test_server_error_is_llm_error_with_the_providers_sentence(client, model):
+    model.default = Reply(status=500, error_message="the GPU caught fire", headers=QUICK_RETRY)
+    events = await chat(client, message="hello")
+    assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "llm_error"
+    assert "the GPU caught fire" in events[0]["message"] and "Traceback" not in events[0]["message"]

@@ -39,6 +39,7 @@ class Reply:
     delay: float = 0.0
     token_delay: float = 0.0
     chunks: list[str] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     def pieces(self) -> list[str]:
         if self.chunks is not None:
@@ -122,7 +123,8 @@ class ScriptedModelServer:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
             return web.json_response({"error": {"message": reply.error_message, "type": "scripted",
-                                                "code": str(reply.status)}}, status=reply.status)
+                                                "code": str(reply.status)}}, status=reply.status,
+                                     headers=reply.headers)
         model = body.get("model", "scripted")
         created = int(time.time())
         base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": created, "model": model}

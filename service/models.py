@@ -6,7 +6,7 @@ import json
 from typing import Any, Literal, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from .errors import ServiceError
 
@@ -43,6 +43,23 @@ class DynamicData(BaseModel):
     flowId: str | None = Field(None, pattern=ID_PATTERN)
 
 
+class ProviderOverride(BaseModel):
+    """Settings of the ``ai-config`` node chosen in the editor or used by an ``ai-chat`` node. The Node-RED
+    plugin runtime adds them (key included) on the token-protected link; the editor never sees the key.
+    They win over the service's environment for this request."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+    model: str | None = Field(None, max_length=200)
+    baseUrl: str | None = Field(None, max_length=500, pattern=r"^https?://")
+    temperature: float | None = Field(None, ge=0, le=2)
+    maxTokens: int | None = Field(None, ge=1, le=1_000_000)
+    apiKey: SecretStr | None = Field(None, max_length=1000)
+    memory: bool = True
+    tools: bool = True
+    scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
+
+
 class StreamChatRequest(BaseModel):
     """Body of ``POST /ai-sidebar/stream-chat``.
 
@@ -62,6 +79,7 @@ class StreamChatRequest(BaseModel):
     silent: bool = False
     dynamicData: DynamicData | None = None
     language: str | None = Field(None, max_length=35)
+    provider: ProviderOverride | None = None
 
     @property
     def flow_id(self) -> str | None:

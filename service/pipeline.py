@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from .agent import AgentLimits, agent_tools, run_agent
 from .compact import bounded
 from .errors import ServiceError
-from .models import StreamChatRequest
+from .models import ProviderOverride, StreamChatRequest
 from .nodered import NodeRedClient, NodeRedError
 from .prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
 from .providers import ChatModelFactory, ProviderConfig, provider_error
@@ -57,6 +57,16 @@ class ChatDeps:
     user_token: str | None = field(default=None, repr=False)
     user: str = "default"
     memory: MemoryStore | None = None
+    provider: ProviderOverride | None = field(default=None, repr=False)
+
+    @property
+    def tools_enabled(self) -> bool:
+        """An ``ai-config`` node may turn tools off; the environment's provider always has them."""
+        return self.provider is None or self.provider.tools
+
+    def allowed(self, scenario: str | None) -> bool:
+        """Whether the ``ai-config`` node allows ``scenario`` (all are allowed without a list)."""
+        return self.provider is None or not self.provider.scenarios or scenario in self.provider.scenarios
 
 
 @dataclass
@@ -144,7 +154,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     The caller sends ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
     """
     catalog = deps.scenarios.get(request.language)
-    scenario_key, scenario = catalog.scenario(request.scenario)
+    wanted = request.scenario if deps.allowed(request.scenario) else deps.provider.scenarios[0]
+    scenario_key, scenario = catalog.scenario(wanted)
     result.scenario, result.language = scenario_key, catalog.language
     emit = _recording_errors(emit, result)
     context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
@@ -159,6 +170,10 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     except ServiceError as err:
         await emit({"type": "error", **err.as_dict()})
         return result
+    if direct is not None and not deps.tools_enabled:
+        await emit({"type": "error", "code": "tools_disabled",
+                    "message": "Tools are turned off in the selected ai-config node."})
+        return result
     if direct is not None:
         name, params = direct
         tool_run = ToolRun(name, {})
@@ -171,10 +186,11 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         # English phrases work in every language: many users write "current flow" whatever their editor says.
         match = catalog.match_keywords(request.message) or deps.scenarios.get(None).match_keywords(request.message)
         if match is not None:
-            scenario_key, scenario = catalog.scenario(match.group.scenario)
-            result.scenario = scenario_key
+            if deps.allowed(match.group.scenario):
+                scenario_key, scenario = catalog.scenario(match.group.scenario)
+                result.scenario = scenario_key
             task = match.group.newHumanPrompt
-            if deps.tools.has(match.group.tool):
+            if deps.tools_enabled and deps.tools.has(match.group.tool):
                 tool_run = ToolRun(match.group.tool, {})
 
     if tool_run is not None:
@@ -197,7 +213,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
             catalog.data.answerInstruction))
     else:
         messages.append(HumanMessage(request.message))
-        if scenario.tools:
+        if scenario.tools and deps.tools_enabled:
             await _agent_answer(messages, scenario.tools, deps, context, emit, result)
             log.info("agent session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id,
                      scenario_key, catalog.language, result.tools, len(result.answer))
@@ -260,7 +276,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                         emit: Emit, result: ChatResult) -> None:
     """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event."""
     try:
-        model = deps.models.get(ProviderConfig.from_settings(deps.settings))
+        model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
     except ServiceError as err:
         await emit({"type": "error", **err.as_dict()})
         return
@@ -281,7 +297,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
 async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
     """Stream the model's answer as ``token`` events; a provider fault becomes one ``error`` event."""
     try:
-        model = deps.models.get(ProviderConfig.from_settings(deps.settings))
+        model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
     except ServiceError as err:
         await emit({"type": "error", **err.as_dict()})
         return

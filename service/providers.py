@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from langchain_core.language_models import BaseChatModel
@@ -13,6 +13,9 @@ from pydantic import SecretStr
 
 from .errors import ServiceError
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .models import ProviderOverride
 
 # Enough connections for hundreds of simultaneous streams to one provider.
 HTTP_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
@@ -44,9 +47,10 @@ class ProviderConfig:
         return f"ProviderConfig(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r})"
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ProviderConfig:
-        """The environment's provider: key and base URL picked by ``AI_PROVIDER``."""
-        provider = settings.provider
+    def from_settings(cls, settings: Settings, override: ProviderOverride | None = None) -> ProviderConfig:
+        """The provider for a request: the ``ai-config`` node's settings when given (a missing key or base URL
+        falls back to the environment's for that provider), else ``AI_PROVIDER`` and its environment."""
+        provider = override.provider if override else settings.provider
         key, base = {
             "openai": (settings.openai_api_key, settings.openai_base_url),
             "openai-compatible": (settings.openai_api_key, settings.openai_base_url),
@@ -54,8 +58,13 @@ class ProviderConfig:
             "google": (settings.google_api_key, None),
             "anthropic": (settings.anthropic_api_key, None),
         }[provider]
-        return cls(provider=provider, model=settings.model or DEFAULT_MODELS[provider], api_key=key,
-                   base_url=base, timeout=settings.llm_timeout)
+        model = settings.model if provider == settings.provider else None
+        if override is None:
+            return cls(provider=provider, model=model or DEFAULT_MODELS[provider], api_key=key, base_url=base,
+                       timeout=settings.llm_timeout)
+        return cls(provider=provider, model=override.model or model or DEFAULT_MODELS[provider],
+                   api_key=override.apiKey or key, base_url=override.baseUrl or base,
+                   temperature=override.temperature, max_tokens=override.maxTokens, timeout=settings.llm_timeout)
 
     def cache_key(self) -> tuple:
         """Identity of a model instance; the key enters only as a SHA-256 digest."""

@@ -93,7 +93,8 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
     user_token = request_token(request)
     deps = ChatDeps(settings=settings, nodered=request.app[NODERED].for_user(user_token),
                     models=request.app[MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
-                    user_token=user_token, user=request_user(request), memory=request.app[MEMORY].store)
+                    user_token=user_token, user=request_user(request), provider=body.provider,
+                    memory=request.app[MEMORY].store if body.provider is None or body.provider.memory else None)
     result = new_result(body)
     stream = EventStream()
     await stream.prepare(request)

@@ -15,7 +15,8 @@ import aiohttp
 from aiohttp import web
 
 from .errors import ServiceError, error_middleware, error_response
-from .keys import HTTP_SESSION, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .keys import HTTP_SESSION, LIMITER, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .limits import StreamLimiter
 from .mcp_client import McpTools
 from .memory import MemorySlot, MemoryStore
 from .memory_routes import routes as memory_routes
@@ -132,6 +133,7 @@ def create_app(settings: Settings) -> web.Application:
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = Toolbox(McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app[MEMORY] = MemorySlot()
+    app[LIMITER] = StreamLimiter(settings.max_streams_per_user)
     app.cleanup_ctx.append(_http_session)
     app.cleanup_ctx.append(_memory)
     app.cleanup_ctx.append(_mcp_child)

@@ -123,14 +123,46 @@ def find_nodes(flows: list[dict[str, Any]], node_ids: Iterable[str]) -> tuple[li
     return found, missing
 
 
+# Secrets written inside text (function code, URLs, templates): the secret part is replaced, the rest kept.
+SECRET_PATTERNS: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),                         # OpenAI-style keys
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), REDACTED),                         # Google API keys
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),                       # GitHub tokens
+    (re.compile(r"\bxox[abpr]-[A-Za-z0-9\-]{10,}"), REDACTED),                     # Slack tokens
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), REDACTED),  # JWTs
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{12,}=*"), r"\1" + REDACTED),
+    (re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:)([^@\s/]+)(@)", re.I), r"\1" + REDACTED + r"\3"),
+    (re.compile(r"(?i)((?:pass(?:word|wd)?|secret|token|api[_\-]?key|apikey|private[_\-]?key|client[_\-]?secret)"
+                r"[\w\-]*[\"']?\s*[:=]\s*[\"'`])([^\"'`\n]{4,})([\"'`])"), r"\1" + REDACTED + r"\3"),
+)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with secret-looking parts (API keys, bearer tokens, JWTs, URL passwords, ``password = "..."``)
+    replaced by ``[redacted]``."""
+    for pattern, replacement in SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def strip_secrets(node: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``node`` without ``credentials`` and with secret-looking string properties redacted."""
-    clean = {}
+    """A copy of ``node`` safe to show or send to a model.
+
+    ``credentials`` is dropped; string properties named like secrets are replaced by ``[redacted]``; secrets
+    inside other text (code, URLs) are redacted in place; flow/subflow environment entries of type ``cred``
+    (Node-RED's secret env values) lose their value.
+    """
+    clean: dict[str, Any] = {}
     for key, value in node.items():
         if key == "credentials":
             continue
         if isinstance(value, str) and value and SECRET_NAME.search(key) and key not in ("authType",):
             clean[key] = REDACTED
+        elif isinstance(value, str):
+            clean[key] = redact_text(value)
+        elif key == "env" and isinstance(value, list):
+            clean[key] = [{**item, "value": REDACTED} if isinstance(item, dict) and item.get("type") == "cred"
+                          else item for item in value]
         else:
             clean[key] = value
     return clean

@@ -101,18 +101,20 @@ class ChatResult:
         return meta
 
 
-async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> None:
-    """Store the user's original message and the answer (as far as it went); never raises.
+async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> ServiceError | None:
+    """Store the user's original message and the answer (as far as it went); returns the fault, never raises.
 
     A ``silent`` request, or a service without memory, stores nothing.
     """
     if deps.memory is None or request.silent:
-        return
+        return None
     try:
         await deps.memory.save_turn(result.session_id, deps.user, request.message, result.answer,
                                     result.metadata(request), result.scenario)
     except ServiceError as err:
         log.warning("turn of session %s not saved: %s", result.session_id, err.code)
+        return err
+    return None
 
 
 def parse_direct_trigger(message: str) -> tuple[str, Any] | None:

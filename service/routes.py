@@ -11,7 +11,7 @@ from aiohttp import web
 from . import __version__
 from .errors import ServiceError
 from .identity import request_token, request_user
-from .keys import MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .keys import LIMITER, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from .models import ExecuteToolRequest, StreamChatRequest, parse_body
 from .pipeline import ChatDeps, new_result, run_chat, save_turn
 from .sse import EventStream
@@ -90,17 +90,28 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
     if len(body.message) > settings.max_message_chars:
         raise ServiceError("message_too_long", f"The message has {len(body.message)} characters; the limit is "
                                                f"{settings.max_message_chars}.", 413)
+    user = request_user(request)
+    with request.app[LIMITER].slot(user):
+        return await _stream_answer(request, body, user)
+
+
+async def _stream_answer(request: web.Request, body: StreamChatRequest, user: str) -> web.StreamResponse:
     user_token = request_token(request)
-    deps = ChatDeps(settings=settings, nodered=request.app[NODERED].for_user(user_token),
+    deps = ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(user_token),
                     models=request.app[MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
-                    user_token=user_token, user=request_user(request), provider=body.provider,
+                    user_token=user_token, user=user, provider=body.provider,
                     memory=request.app[MEMORY].store if body.provider is None or body.provider.memory else None)
     result = new_result(body)
     stream = EventStream()
     await stream.prepare(request)
     request.app[STREAMS].add(stream)
+    saved = False
     try:
         await _until_client_leaves(request, run_chat(body, deps, stream.send, result))
+        saved = True
+        fault = await asyncio.shield(save_turn(body, deps, result))
+        if fault is not None:
+            await stream.send({"type": "error", **fault.as_dict()})
         done = {"type": "done", "sessionId": result.session_id}
         if result.usage:
             done["usage"] = result.usage
@@ -118,7 +129,8 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
         except ConnectionResetError:
             pass
     finally:
-        # What was said is kept even when the client left or the handler is being cancelled.
-        await asyncio.shield(save_turn(body, deps, result))
+        if not saved:
+            # What was said is kept even when the client left or the handler is being cancelled.
+            await asyncio.shield(save_turn(body, deps, result))
         await stream.close()
     return stream.response

@@ -37,6 +37,7 @@ ENV_FIELDS: dict[str, str] = {
     "MCP_SERVER_PATH": "mcp_server_path",
     "AI_SIDEBAR_LOCALES_DIR": "locales_dir",
     "AI_LLM_TIMEOUT": "llm_timeout",
+    "AI_SIDEBAR_MAX_STREAMS_PER_USER": "max_streams_per_user",
     "AI_AGENT_MAX_MODEL_CALLS": "agent_max_model_calls",
     "AI_AGENT_MAX_TOOL_CALLS": "agent_max_tool_calls",
     "AI_AGENT_TIME_LIMIT": "agent_time_limit",
@@ -84,6 +85,7 @@ class Settings(BaseModel):
     locales_dir: Path = REPO_ROOT / "locales"
     templates_path: Path = REPO_ROOT / "examples" / "flows.json"
     max_message_chars: int = 10_000
+    max_streams_per_user: int = Field(4, ge=1, le=1000)
     max_body_bytes: int = 4 * 1024 * 1024
 
     @classmethod

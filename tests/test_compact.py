@@ -114,3 +114,24 @@ def test_unknown_tab_raises_flow_not_found_listing_known_tabs():
     with pytest.raises(FlowNotFound) as info:
         slice_flow([{"id": "t1", "type": "tab", "label": "Main"}], "zz")
     assert info.value.known == [{"id": "t1", "label": "Main", "disabled": False}]
+
+
+def test_secrets_written_inside_code_urls_and_env_are_redacted():
+    code = ('const token = "tok_live_4f9a8b7c6d";\n'
+            'msg.headers = {Authorization: "Bearer abcdefghijklmnop123"};\n'
+            'const key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUV";\n'
+            'return msg; // keep this comment')
+    tab = {"id": "t1", "type": "tab", "label": "T",
+           "env": [{"name": "DB_PASS", "value": "s3cr3t-env", "type": "cred"},
+                   {"name": "SITE", "value": "greenhouse", "type": "str"}]}
+    nodes = [tab,
+             {"id": "f1", "type": "function", "z": "t1", "x": 1, "y": 1, "func": code, "wires": [[]]},
+             {"id": "m1", "type": "mqtt-broker", "broker": "mqtt://bob:hunter22@broker.local:1883"},
+             {"id": "h1", "type": "http request", "z": "t1", "x": 2, "y": 1, "url": "http://x", "broker": "m1",
+              "wires": [[]]}]
+    text = compact_flow(slice_flow(nodes, "t1"))
+    for secret in ("tok_live_4f9a8b7c6d", "abcdefghijklmnop123", "sk-proj-ABCDEFGHIJKLMNOPQRSTUV", "hunter22"):
+        assert secret not in text
+    assert "return msg; // keep this comment" in text and "bob:[redacted]@broker.local" in text
+    clean_tab = strip_secrets(tab)
+    assert clean_tab["env"][0]["value"] == REDACTED and clean_tab["env"][1]["value"] == "greenhouse"

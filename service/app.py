@@ -28,12 +28,12 @@ from .settings import Settings
 from .toolbox import Toolbox
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
 RETENTION_INTERVAL = 86_400.0  # seconds between retention runs
 
 
 def token_middleware(token: str) -> Callable:
-    """Require ``Authorization: Bearer <AI_SIDEBAR_TOKEN>`` on every route but ``/healthz``."""
+    """Require ``Authorization: Bearer <AI_SIDEBAR_TOKEN>`` on every route but ``/healthz`` and ``/openapi.json``."""
     expected = f"Bearer {token}".encode()
 
     @web.middleware

@@ -13,6 +13,7 @@ from .errors import ServiceError
 from .identity import request_token, request_user
 from .keys import LIMITER, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from .models import ExecuteToolRequest, StreamChatRequest, parse_body
+from .openapi import openapi_document
 from .pipeline import ChatDeps, new_result, run_chat, save_turn
 from .sse import EventStream
 from .toolbox import failure_status
@@ -27,6 +28,12 @@ routes = web.RouteTableDef()
 async def healthz(request: web.Request) -> web.Response:
     """Liveness: ``{"status": "ok", "version"}``; the only route open without the service token."""
     return web.json_response({"status": "ok", "version": __version__})
+
+
+@routes.get("/openapi.json")
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI 3.1 description of this service."""
+    return web.json_response(openapi_document())
 
 
 @routes.get("/ai-sidebar/scenarios")

@@ -1,0 +1,112 @@
+"""The service's OpenAPI 3.1 description, served at ``/openapi.json``.
+
+Request bodies come from the pydantic models the handlers validate with, so the description cannot drift from
+what is enforced; a test compares the paths here with the routes the app registers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import __version__
+from .memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
+from .models import ExecuteToolRequest, StreamChatRequest
+
+ERROR = {"$ref": "#/components/schemas/Error"}
+ANY_OBJECT = {"type": "object"}
+
+
+def _body(model: type[BaseModel]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/"
+                                                                               f"{model.__name__}"}}}}
+
+
+def _json(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema or ANY_OBJECT}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    return {str(status): _json("error", ERROR) for status in statuses}
+
+
+def _operation(summary: str, ok: dict[str, Any], *errors: int, body: type[BaseModel] | None = None,
+               parameters: list[dict[str, Any]] | None = None, ok_status: str = "200",
+               secured: bool = True) -> dict[str, Any]:
+    operation: dict[str, Any] = {"summary": summary, "responses": {ok_status: ok, **_errors(*errors)}}
+    if body is not None:
+        operation["requestBody"] = _body(body)
+    if parameters:
+        operation["parameters"] = parameters
+    if not secured:
+        operation["security"] = []
+    return operation
+
+
+SESSION_ID = {"name": "sessionId", "in": "path", "required": True,
+              "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._:\-]{1,128}$"}}
+LIMIT = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}}
+LANG = {"name": "lang", "in": "query", "required": False, "schema": {"type": "string"}}
+EVENT_STREAM = {"description": "server-sent events, each `data: <json>` with `type` token, tool_call, tool_result, "
+                               "error or done (always last); `: ping` comments keep the stream open",
+                "content": {"text/event-stream": {"schema": {
+                    "type": "object", "required": ["data"],
+                    "properties": {"data": {"type": "string", "contentMediaType": "application/json"},
+                                   "event": {"type": "string"}}}}}}
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document (a dict ready for ``json.dumps``)."""
+    schemas: dict[str, Any] = {
+        "Error": {"type": "object", "required": ["error"], "properties": {"error": {
+            "type": "object", "required": ["code", "message"],
+            "properties": {"code": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}, "message": {"type": "string"}}}}},
+    }
+    for model in (StreamChatRequest, ExecuteToolRequest, SearchRequest, SessionCreate, SessionUpdate,
+                  TemplateCreate):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    paths = {
+        "/healthz": {"get": _operation("Liveness", _json("ok"), secured=False)},
+        "/openapi.json": {"get": _operation("This description", _json("OpenAPI document"), secured=False)},
+        "/ai-sidebar/stream-chat": {"post": _operation("Answer a message as an event stream", EVENT_STREAM,
+                                                       400, 401, 413, 429, body=StreamChatRequest)},
+        "/ai-sidebar/scenarios": {"get": _operation("Scenarios of a language (no system prompts)", _json("ok"),
+                                                    401, parameters=[LANG])},
+        "/ai-sidebar/execute-tool": {"post": _operation("Run a tool by name", _json("tool result"),
+                                                        400, 401, 403, 404, 502, body=ExecuteToolRequest)},
+        "/ai-sidebar/memory-stats": {"get": _operation("Memory counts for the user", _json("ok"), 401, 503)},
+        "/ai-sidebar/history/{sessionId}": {"get": _operation(
+            "Newest messages of a session, oldest first", _json("ok"), 400, 401, 404, 503,
+            parameters=[SESSION_ID, LIMIT])},
+        "/ai-sidebar/search": {"post": _operation("BM25-ranked search of messages and knowledge", _json("ok"),
+                                                  400, 401, 503, body=SearchRequest)},
+        "/ai-sidebar/templates": {
+            "get": _operation("Flow templates", _json("ok"), 401, 503),
+            "post": _operation("Save a flow template", _json("saved"), 400, 401, 503, body=TemplateCreate,
+                               ok_status="201"),
+        },
+        "/ai-sidebar/sessions": {
+            "get": _operation("The user's sessions", _json("ok"), 401, 503),
+            "post": _operation("Create a session", _json("created"), 400, 401, 409, 503, body=SessionCreate,
+                               ok_status="201"),
+        },
+        "/ai-sidebar/sessions/{sessionId}": {
+            "patch": _operation("Rename or pin a session", _json("ok"), 400, 401, 404, 503, body=SessionUpdate,
+                                parameters=[SESSION_ID]),
+            "delete": _operation("Delete a session", _json("ok"), 400, 401, 404, 503, parameters=[SESSION_ID]),
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "node-red-ai-sidebar service", "version": __version__,
+                 "description": "Companion service of the Node-RED AI sidebar. Every route but /healthz and "
+                                "/openapi.json needs `Authorization: Bearer <AI_SIDEBAR_TOKEN>` when a token is "
+                                "set. Errors are {\"error\": {\"code\", \"message\"}}."},
+        "components": {"schemas": schemas,
+                       "securitySchemes": {"serviceToken": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"serviceToken": []}],
+        "paths": paths,
+    }

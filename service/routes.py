@@ -140,4 +140,5 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, user: st
             # What was said is kept even when the client left or the handler is being cancelled.
             await asyncio.shield(save_turn(body, deps, result))
         await stream.close()
+        request.app[STREAMS].discard(stream)
     return stream.response

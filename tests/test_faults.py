@@ -1,0 +1,128 @@
+"""Faults: each ends the stream with exactly one error event and done, and leaks nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sqlite3
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from service.app import create_app
+from service.keys import LIMITER, STREAMS
+from tests.conftest import SERVICE_TOKEN
+from tests.support.model_server import Reply
+from tests.support.sse import read_events
+
+
+async def chat(client, **body):
+    response = await client.post("/ai-sidebar/stream-chat", json=body)
+    assert response.status == 200, await response.text()
+    return await read_events(response)
+
+
+def kinds(events):
+    return [e["type"] for e in events]
+
+
+@pytest.fixture
+async def slow_nodered(aiohttp_server):
+    """A Node-RED that accepts connections but answers nothing for 30 seconds."""
+    async def hang(request):
+        await asyncio.sleep(30)
+        return web.json_response({})
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", hang)
+    return await aiohttp_server(app)
+
+
+async def test_slow_node_red_times_out_with_one_error_and_the_model_still_answers(aiohttp_client, settings, model,
+                                                                                 slow_nodered):
+    slow = settings.model_copy(update={"nodered_url": str(slow_nodered.make_url("")), "nodered_timeout": 0.5})
+    client = await aiohttp_client(create_app(slow))
+    events = await chat(client, message="explain the current flow", selectedFlow={"id": "t1"})
+    assert kinds(events).count("error") == 1
+    assert next(e for e in events if e["type"] == "error")["code"] == "nodered_timeout"
+    assert "token" in kinds(events) and kinds(events)[-1] == "done"
+
+
+async def test_locked_database_gives_one_memory_error_before_done(aiohttp_client, settings, model):
+    client = await aiohttp_client(create_app(settings))
+    await chat(client, message="first", sessionId="lock")  # creates the database
+    holder = sqlite3.connect(settings.memory_db_path, timeout=0.1)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        events = await chat(client, message="second", sessionId="lock")
+    finally:
+        holder.rollback()
+        holder.close()
+    assert kinds(events)[-2:] == ["error", "done"] and events[-2]["code"] == "memory_unavailable"
+    assert "token" in kinds(events)
+    # the service keeps serving once the lock is gone
+    assert kinds(await chat(client, message="third", sessionId="lock"))[-1] == "done"
+
+
+async def test_a_hundred_faulted_streams_leave_no_task_stream_or_slot_behind(aiohttp_client, settings, model):
+    app = create_app(settings)
+    client = await aiohttp_client(app)
+    model.default = Reply(status=401, error_message="bad key")
+    await chat(client, message="warm up")
+    baseline = len([t for t in asyncio.all_tasks() if not t.done()])
+    for _ in range(100):
+        events = await chat(client, message="hello")
+        assert kinds(events) == ["error", "done"]
+    await asyncio.sleep(0.1)
+    gc.collect()
+    assert len([t for t in asyncio.all_tasks() if not t.done()]) <= baseline
+    assert len(app[STREAMS]) == 0
+    assert app[LIMITER].open_streams("default") == 0
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def test_a_hundred_disconnects_mid_stream_leave_no_connection_open(service_process, model):
+    """Against the service as a process: its open file descriptors (sockets included) come back to the baseline."""
+    base = f"http://127.0.0.1:{service_process.service_port}"
+    headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "leaver"}
+    model.default = Reply(text=" ".join(["word"] * 40), token_delay=0.05)
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{base}/ai-sidebar/stream-chat", headers=headers, json={"message": "warm up"}) as r:
+            await r.read()
+        before = open_fds(service_process.pid)
+        for _ in range(100):
+            response = await http.post(f"{base}/ai-sidebar/stream-chat", headers=headers, json={"message": "hi"})
+            async for line in response.content:
+                if b'"token"' in line:
+                    break
+            response.close()
+        after = before + 100
+        for _ in range(60):  # each cancelled run closes its model connection within the poll interval
+            after = open_fds(service_process.pid)
+            if after <= before + 2:
+                break
+            await asyncio.sleep(0.25)
+        async with http.get(f"{base}/healthz") as health:
+            assert health.status == 200
+    assert after <= before + 2
+
+
+async def test_per_user_stream_limit_is_a_clear_429_and_other_users_are_served(aiohttp_client, settings, model):
+    client = await aiohttp_client(create_app(settings.model_copy(update={"max_streams_per_user": 2})))
+    model.default = Reply(text="slow answer here", token_delay=0.5)
+    erin = {"X-Node-RED-User": "erin"}
+    open_streams = [await client.post("/ai-sidebar/stream-chat", json={"message": "hi"}, headers=erin)
+                    for _ in range(2)]
+    refused = await client.post("/ai-sidebar/stream-chat", json={"message": "hi"}, headers=erin)
+    assert refused.status == 429 and (await refused.json())["error"]["code"] == "too_many_requests"
+    other = await client.post("/ai-sidebar/stream-chat", json={"message": "hi"}, headers={"X-Node-RED-User": "finn"})
+    assert other.status == 200
+    for response in open_streams + [other]:
+        assert kinds(await read_events(response))[-1] == "done"
+    again = await client.post("/ai-sidebar/stream-chat", json={"message": "hi"}, headers=erin)
+    assert again.status == 200
+    await read_events(again)

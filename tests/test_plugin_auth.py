@@ -1,0 +1,90 @@
+"""Every admin route the palette plugin registers is gated: without a token 401, with a read-only token 401 on
+the routes that change state; read routes work for a read-only user (Node-RED adminAuth, httpAdminRoot /admin)."""
+
+from __future__ import annotations
+
+import re
+
+import aiohttp
+import pytest
+
+from tests.conftest import SERVICE_TOKEN
+from tests.support.nodered import PALETTE, NodeRed, example_flows, free_port, hash_password
+
+ROUTE = re.compile(r'RED\.httpAdmin\.(get|post|patch|put|delete)\("([^"]+)",\s*RED\.auth\.needsPermission\('
+                   r'"([^"]+)"\)')
+SOURCE = (PALETTE / "plugins" / "ai-sidebar.js").read_text()
+ROUTES = [(verb.upper(), path, permission) for verb, path, permission in ROUTE.findall(SOURCE)]
+
+
+def test_every_admin_route_in_the_plugin_source_is_permission_gated():
+    registered = re.findall(r"RED\.httpAdmin\.(get|post|patch|put|delete)\(", SOURCE)
+    assert len(ROUTES) == len(registered) >= 10
+    for verb, path, permission in ROUTES:
+        expected = "ai-sidebar.read" if verb == "GET" or path in ("/ai-sidebar/stream-chat", "/ai-sidebar/search") \
+            else "ai-sidebar.write"
+        assert permission == expected, (verb, path)
+
+
+@pytest.fixture(scope="module")
+def guarded_nodered(tmp_path_factory, service_process):
+    users = [{"username": "admin", "password": hash_password("admin-pass"), "permissions": "*"},
+             {"username": "reader", "password": hash_password("reader-pass"), "permissions": "read"}]
+    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-guarded"), port=free_port(), admin_root="/admin",
+                       admin_auth={"type": "credentials", "users": users},
+                       flows=example_flows(("common/catch/01 - Catch error.json",)),
+                       env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_process.service_port}",
+                            "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+async def login(http, nodered, user, password, scope="*"):
+    form = {"client_id": "node-red-admin", "grant_type": "password", "scope": scope, "username": user,
+            "password": password}
+    async with http.post(f"{nodered.url}/auth/token", data=form) as response:
+        assert response.status == 200
+        return (await response.json())["access_token"]
+
+
+def concrete(path: str) -> str:
+    return path.replace(":sessionId", "s-auth").replace(":id", "s-auth")
+
+
+BODIES = {"/ai-sidebar/stream-chat": {"message": "hi"}, "/ai-sidebar/search": {"query": "flow"},
+          "/ai-sidebar/templates": {"name": "t", "flow": [{"id": "a", "type": "inject"}]},
+          "/ai-sidebar/sessions": {"name": "s"}, "/ai-sidebar/sessions/:id": {"name": "s"},
+          "/ai-sidebar/execute-tool": {"tool": "get-flows"}}
+
+
+async def test_no_token_is_401_everywhere_and_read_only_is_401_on_writes(guarded_nodered):
+    async with aiohttp.ClientSession() as http:
+        reader = await login(http, guarded_nodered, "reader", "reader-pass", "read")
+        for verb, path, permission in ROUTES:
+            url = guarded_nodered.url + concrete(path)
+            body = BODIES.get(path)
+            async with http.request(verb, url, json=body) as response:
+                assert response.status == 401, (verb, path)
+            async with http.request(verb, url, json=body,
+                                    headers={"Authorization": f"Bearer {reader}"}) as response:
+                if permission == "ai-sidebar.write":
+                    assert response.status == 401, (verb, path)
+                else:
+                    assert response.status != 401, (verb, path, await response.text())
+                    await response.read()
+
+
+async def test_an_admin_reaches_write_routes_and_the_service_sees_who_asked(guarded_nodered):
+    async with aiohttp.ClientSession() as http:
+        admin = await login(http, guarded_nodered, "admin", "admin-pass")
+        headers = {"Authorization": f"Bearer {admin}"}
+        async with http.post(f"{guarded_nodered.url}/ai-sidebar/sessions", json={"id": "s-admin", "name": "mine"},
+                             headers=headers) as response:
+            assert response.status == 201
+        async with http.get(f"{guarded_nodered.url}/ai-sidebar/sessions", headers=headers) as response:
+            assert "s-admin" in {s["id"] for s in (await response.json())["sessions"]}
+        reader = await login(http, guarded_nodered, "reader", "reader-pass", "read")
+        async with http.get(f"{guarded_nodered.url}/ai-sidebar/sessions",
+                            headers={"Authorization": f"Bearer {reader}"}) as response:
+            assert "s-admin" not in {s["id"] for s in (await response.json())["sessions"]}

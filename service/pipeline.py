@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .agent import AgentLimits, agent_tools, run_agent
@@ -277,33 +278,16 @@ async def _nodered_version(client: NodeRedClient) -> str:
 async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps: ChatDeps, context: ToolContext,
                         emit: Emit, result: ChatResult) -> None:
     """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event."""
-    try:
-        model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
-    except ServiceError as err:
-        await emit({"type": "error", **err.as_dict()})
-        return
     settings = deps.settings
     limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit)
     tools = agent_tools(deps.tools, tool_names, context, emit, result)
     messages[0] = SystemMessage(f"{messages[0].content}\n\n{TOOL_DEFAULTS_NOTE}")
-    try:
-        await run_agent(model, tools, messages, limits, emit, result)
-    except ConnectionResetError:
-        raise
-    except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
-        err = provider_error(exc)
-        log.warning("agent run failed: %s (%s: %s)", err.code, type(exc).__name__, err.message)
-        await emit({"type": "error", **err.as_dict()})
+    await _with_model(deps, emit, lambda model: run_agent(model, tools, messages, limits, emit, result))
 
 
 async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
-    """Stream the model's answer as ``token`` events; a provider fault becomes one ``error`` event."""
-    try:
-        model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
-    except ServiceError as err:
-        await emit({"type": "error", **err.as_dict()})
-        return
-    try:
+    """Pure chat: stream the model's answer as ``token`` events."""
+    async def stream(model: BaseChatModel) -> None:
         async for chunk in model.astream(messages):
             text = chunk.text if isinstance(chunk.text, str) else chunk.text()
             if text:
@@ -313,6 +297,20 @@ async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit
             if usage:
                 result.usage = {"inputTokens": usage.get("input_tokens", 0),
                                 "outputTokens": usage.get("output_tokens", 0)}
+
+    await _with_model(deps, emit, stream)
+
+
+async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel], Awaitable[None]]) -> None:
+    """Run ``work`` with the request's chat model; a missing configuration or a provider fault becomes exactly one
+    ``error`` event (the provider's exception mapped once, never its stack)."""
+    try:
+        model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
+    except ServiceError as err:
+        await emit({"type": "error", **err.as_dict()})
+        return
+    try:
+        await work(model)
     except ConnectionResetError:
         raise
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack

@@ -1,4 +1,9 @@
-"""The AI sidebar tab in a real headless Chromium against a real Node-RED, service and scripted model."""
+"""The AI sidebar tab in a real headless Chromium against a real Node-RED, service and scripted model.
+
+The first test runs against the shared Node-RED without adminAuth. The others use their own stack, the way
+issue 7 asks for it: Node-RED with ``adminAuth`` on and ``httpAdminRoot: "/admin"`` (the browser logs in), the
+palette package, and the service as a process that the last test stops and starts again.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,37 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.model_server import Reply
-from tests.support.nodered import PALETTE, REPO
+from tests.support.model_server import Reply, ScriptedModelServer
+from tests.support.nodered import PALETTE, REPO, NodeRed, example_flows, free_port, hash_password, project_flows
 
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
+SERVICE_TOKEN = "browser-test-service-token-0123"
+API_KEY = "sk-test-key-for-scripted-server-0001"
+USERNAME, PASSWORD = "admin", "admin-password-for-browser-tests"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) or shutil.which("node") is None,
                                 reason="Debian chromium is installed by `make test`")
 
 
-def run_browser(script: str, env: dict[str, str]) -> dict:
+def browser_env(env: dict[str, str]) -> dict[str, str]:
     ARTIFACTS.mkdir(exist_ok=True)
-    completed = subprocess.run(
-        ["node", str(REPO / "tests" / "browser" / script)], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "NODE_PATH": os.environ.get("BROWSER_NODE_PATH", str(PALETTE / "node_modules")), "OUT_DIR": str(ARTIFACTS), **env})
+    return {**os.environ, "NODE_PATH": os.environ.get("BROWSER_NODE_PATH", str(PALETTE / "node_modules")),
+            "OUT_DIR": str(ARTIFACTS), **env}
+
+
+def run_browser(script: str, env: dict[str, str]) -> dict:
+    completed = subprocess.run(["node", str(REPO / "tests" / "browser" / script)], capture_output=True, text=True,
+                               timeout=180, env=browser_env(env))
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
@@ -46,3 +64,253 @@ def test_asking_about_the_current_tab_streams_the_answer_into_the_sidebar(nodere
     prompt = model.requests[-1]["messages"][-1]["content"]
     assert all(node["id"] in prompt for node in nodered.nodes_of(tab["id"]))
     assert os.path.getsize(seen["screenshot"]) > 10_000
+
+
+class ServiceProcess:
+    """The service started as its console script would be, on a fixed port; it can be stopped and restarted."""
+
+    def __init__(self, port: int, nodered_url: str, model_url: str, db_path: Path, log_path: Path) -> None:
+        self.port = port
+        self.env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN,
+                    "NODE_RED_URL": nodered_url, "OPENAI_BASE_URL": model_url, "OPENAI_API_KEY": API_KEY,
+                    "MEMORY_DB_PATH": str(db_path), "MCP_TOOLS_ENABLED": "false"}
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            return
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "service"], env=self.env, stdout=log,
+                                            stderr=subprocess.STDOUT, cwd=REPO)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1)
+                return
+            except OSError:
+                if self.process.poll() is not None:
+                    raise RuntimeError(self.log_path.read_text())
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"service did not start:\n{self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+
+
+@pytest.fixture(scope="module")
+def auth_stack(tmp_path_factory, model_server: ScriptedModelServer):
+    """Node-RED with adminAuth under /admin, the palette, and the service (running) behind it."""
+    service_port = free_port()
+    workdir = tmp_path_factory.mktemp("browser-auth")
+    nodered = NodeRed(
+        userdir=workdir / "nodered", port=free_port(), admin_root="/admin",
+        admin_auth={"type": "credentials",
+                    "users": [{"username": USERNAME, "password": hash_password(PASSWORD), "permissions": "*"}]},
+        flows=example_flows() + project_flows(),
+        env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    nodered.start()
+    service = ServiceProcess(service_port, nodered.url, model_server.base_url, workdir / "memory.db",
+                             workdir / "service.log")
+    try:
+        service.start()
+        yield nodered, service
+    finally:
+        service.stop()
+        nodered.stop()
+
+
+def run_feature(nodered: NodeRed, mode: str, tab_id: str, **env: str) -> dict[str, Any]:
+    result = run_browser("sidebar_features.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab_id, "MODE": mode,
+                                                 "USERNAME": USERNAME, "PASSWORD": PASSWORD, **env})
+    assert "failure" not in result, result["failure"]
+    assert result["pageErrors"] == []
+    for screenshot in result.get("screenshots", []):
+        assert os.path.getsize(screenshot) > 10_000, screenshot
+    return result
+
+
+def tab_named(nodered: NodeRed, label: str) -> dict[str, Any]:
+    return next(t for t in nodered.tabs() if t["label"] == label)
+
+
+def fenced(flow: list[dict[str, Any]]) -> str:
+    return "```json\n" + json.dumps(flow, indent=2) + "\n```"
+
+
+IMPORTED_FLOW = [
+    {"id": "ai-inject-1", "type": "inject", "z": "ai-tab", "name": "ai-import-inject", "props": [{"p": "payload"}],
+     "repeat": "", "once": False, "topic": "", "payload": "", "payloadType": "date", "x": 140, "y": 80,
+     "wires": [["ai-debug-1"]]},
+    {"id": "ai-debug-1", "type": "debug", "z": "ai-tab", "name": "ai-import-debug", "active": True,
+     "tosidebar": True, "complete": "payload", "targetType": "msg", "x": 360, "y": 80, "wires": []},
+]
+
+
+def test_a_flow_in_an_answer_is_imported_into_the_open_tab_and_one_undo_removes_it(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text="Here is a flow that injects a timestamp and shows it:\n\n" + fenced(IMPORTED_FLOW) +
+                       "\n\nImport it and deploy."))
+
+    seen = run_feature(nodered, "import", tab["id"], QUESTION="Give me a flow that shows a timestamp")
+
+    assert (seen["importButtons"], seen["copyButtons"]) == (1, 1)
+    before, imported, undone = seen["before"], seen["imported"], seen["undone"]
+    assert imported["count"] == before["count"] + 2
+    assert sorted(before["names"] + ["ai-import-debug", "ai-import-inject"]) == imported["names"]
+    # One history event for the whole import, and placing the nodes with a click added none.
+    assert imported["historyDepth"] == before["historyDepth"] + 1
+    assert seen["viewState"] == 0
+    assert any("Imported 2 nodes" in text for text in seen["notifications"])
+    assert undone == before
+
+
+def test_a_flow_with_a_node_type_that_is_not_installed_is_refused_and_the_type_named(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    flow = [IMPORTED_FLOW[0], {"id": "ai-sensor-1", "type": "zz-weather-sensor", "z": "ai-tab", "x": 250, "y": 80,
+                               "wires": [["ai-debug-1"]]}, IMPORTED_FLOW[1]]
+    model.script(Reply(text="Use the weather sensor node:\n\n" + fenced(flow)))
+
+    seen = run_feature(nodered, "unknown-types", tab["id"], QUESTION="Read my weather sensor")
+
+    assert any("zz-weather-sensor" in text and "not installed" in text for text in seen["notifications"])
+    assert "zz-weather-sensor" in seen["status"]
+    assert "inject" not in seen["status"] and "debug" not in seen["status"]
+    assert seen["after"] == seen["before"]
+    assert seen["unknownNodes"] == 0 and seen["viewState"] == 0
+
+
+def test_switching_sessions_shows_the_other_conversation_and_the_editor_reopens_it(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    first, second = "explain the current flow", "What does a link node do?"
+    first_answer = "The catch node receives the error thrown by the function node."
+    second_answer = "A link node connects flows without drawing wires."
+    model.script(Reply(text=first_answer), Reply(text=second_answer))
+
+    seen = run_feature(nodered, "sessions", tab["id"], QUESTIONS=json.dumps([first, second]))
+
+    assert seen["afterNewChat"] == []
+    assert seen["listed"][:2] == [second, first]
+    assert seen["switched"] == [
+        {"role": "user", "text": first, "badges": []},
+        {"role": "assistant", "text": first_answer, "badges": ["get-flow"]},
+    ]
+    assert not seen["drawerOpenAfterSwitch"]
+    assert seen["confirmText"] == "Delete this conversation?"
+    # Pinned first; earlier tests' conversations of the same user follow.
+    assert seen["listedAfterDelete"][0] == "Weather station" and second not in seen["listedAfterDelete"]
+    assert seen["pinnedRows"] == ["Weather station"]
+    assert seen["reloaded"] == seen["switched"]
+    assert "Weather station" in seen["reloadedHeader"]
+
+
+XSS_ANSWER = (
+    "Here is some markup: <img src=x onerror=\"window.__aiSidebarXss='img'\"> and a "
+    "[harmless link](javascript:window.__aiSidebarXss='markdown-link') and "
+    "<a href=\"javascript:window.__aiSidebarXss='anchor'\">click me</a>.\n\n"
+    "<script>window.__aiSidebarXss='script'</script>\n\n"
+    "<svg onload=\"window.__aiSidebarXss='svg'\"></svg>"
+    "<iframe src=\"javascript:window.__aiSidebarXss='iframe'\"></iframe>\n\nThe end."
+)
+
+
+def test_html_and_script_in_an_answer_render_inert(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text=XSS_ANSWER))
+
+    seen = run_feature(nodered, "inert-html", tab["id"], QUESTION="Show me some HTML")
+
+    for moment in ("live", "afterClicks", "reloaded"):
+        check = seen[moment]
+        assert check["flag"] is None, moment
+        assert (check["scripts"], check["eventAttributes"], check["javascriptUrls"], check["iframes"]) == (0, 0, 0, 0)
+        assert not check["hasOnerrorText"], moment
+        assert "The end." in check["text"] and "click me" in check["text"]
+    assert seen["dialogs"] == []
+
+
+def test_the_shortcuts_open_the_tab_and_explain_the_selected_nodes(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text="The inject node starts the flow and the function node throws an error."))
+
+    seen = run_feature(nodered, "explain", tab["id"])
+
+    assert (seen["visibleBefore"], seen["visibleAfterOpen"], seen["visibleAfterExplain"]) == (False, True, True)
+    assert seen["actionLabels"] == ["Open AI assistant", "Explain selection with the AI assistant"]
+    assert seen["transcript"][0] == {"role": "user", "text": "Explain the selected nodes", "badges": []}
+    assert seen["toolCards"] == ["get-node-info finished"]
+    prompt = json.dumps(model.requests[-1]["messages"])
+    assert len(seen["selected"]) == 2 and all(node_id in prompt for node_id in seen["selected"])
+
+
+def test_the_open_tab_goes_out_as_edited_without_credentials_and_the_context_chip_can_be_removed(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "Sensor telemetry")
+    broker = next(n for n in nodered.flows if n["type"] == "mqtt-broker")
+    secret = "s3cret-mqtt-password-in-the-editor"
+    model.script(Reply(text="It reads sensor readings from MQTT."), Reply(text="msg.payload is the message body."))
+
+    seen = run_feature(nodered, "context", tab["id"], SECRET=secret,
+                       QUESTIONS=json.dumps(["explain the current flow", "what is msg.payload?"]))
+
+    assert seen["secretSet"]
+    with_context, without_context = seen["bodies"]
+    flow_data = with_context["flowData"]
+    assert flow_data[0] == {**flow_data[0], "id": tab["id"], "type": "tab"}
+    sent_ids = {node["id"] for node in flow_data}
+    assert {n["id"] for n in nodered.nodes_of(tab["id"])} | {broker["id"]} <= sent_ids
+    assert next(n for n in flow_data if n["id"] == seen["renamed"])["name"] == "renamed-in-editor-only"
+    assert secret not in json.dumps(with_context) and "credentials" not in json.dumps(flow_data)
+    # The service answered from the editor's version: the model saw the undeployed name.
+    assert "renamed-in-editor-only" in json.dumps(model.requests[0]["messages"])
+
+    assert seen["chipRemoved"] == "No flow context"
+    assert without_context["selectedFlow"] is None and without_context["selectedNodes"] == []
+    assert "flowData" not in without_context
+    assert seen["chipAfterSend"] == "No flow context"
+    assert seen["chipAfterSelection"].endswith("1 node selected")
+
+
+def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth_stack, model):
+    nodered, service = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    answer = "The service is back and answering."
+    model.script(Reply(text=answer))
+    service.stop()
+    env = browser_env({"EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "MODE": "offline", "USERNAME": USERNAME,
+                       "PASSWORD": PASSWORD, "QUESTION": "are you back?"})
+    browser = subprocess.Popen(["node", str(REPO / "tests" / "browser" / "sidebar_features.js")], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        # The script says "offline" once it has seen the warning; then the service comes back.
+        for line in browser.stdout:
+            lines.append(line)
+            if json.loads(line).get("stage") == "offline":
+                threading.Thread(target=service.start, daemon=True).start()
+                break
+        rest, errors = browser.communicate(timeout=120)
+    finally:
+        if browser.poll() is None:
+            browser.kill()
+        service.start()
+    assert browser.returncode == 0, errors
+    seen = json.loads((rest or lines[-1]).strip().splitlines()[-1])
+    assert "failure" not in seen, seen["failure"]
+    assert seen["pageErrors"] == []
+
+    assert "not reachable" in seen["offlineStatus"] and f":{service.port}" in seen["offlineStatus"]
+    assert not seen["scenarioVisibleOffline"]
+    assert "not reachable" in seen["offlineAnswer"]
+    assert seen["statusVisibleAfter"] is False
+    assert seen["scenarios"] >= 5
+    assert answer in seen["recoveredAnswer"] and seen["errors"] == []

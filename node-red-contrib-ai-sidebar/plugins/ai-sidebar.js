@@ -8,6 +8,7 @@
 "use strict";
 
 const relayLib = require("./lib/relay");
+const providerLib = require("./lib/provider");
 
 module.exports = function (RED) {
     const config = relayLib.configFromEnvironment(process.env);
@@ -62,8 +63,16 @@ module.exports = function (RED) {
 
     installBodyErrorHandler(RED);
 
+    function sessionPath(req) {
+        return "/ai-sidebar/sessions/" + encodeURIComponent(req.params.id);
+    }
+
+    // Reading (and asking, which only reads Node-RED) needs ai-sidebar.read; anything that changes what the
+    // service stores or runs a tool needs ai-sidebar.write. Node-RED grants "*.read" to read-only users.
     RED.httpAdmin.post("/ai-sidebar/stream-chat", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
-        forwardTo("/ai-sidebar/stream-chat", { stream: true }));
+        providerLib.configMiddleware(RED), forwardTo("/ai-sidebar/stream-chat", { stream: true }));
+    RED.httpAdmin.get("/ai-sidebar/configs", RED.auth.needsPermission("ai-sidebar.read"),
+        providerLib.configsRoute(RED));
     RED.httpAdmin.get("/ai-sidebar/scenarios", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/scenarios"));
     RED.httpAdmin.get("/ai-sidebar/memory-stats", RED.auth.needsPermission("ai-sidebar.read"),
@@ -76,6 +85,16 @@ module.exports = function (RED) {
         forwardTo("/ai-sidebar/search"));
     RED.httpAdmin.get("/ai-sidebar/templates", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/templates"));
+    RED.httpAdmin.post("/ai-sidebar/templates", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
+        forwardTo("/ai-sidebar/templates"));
+    RED.httpAdmin.get("/ai-sidebar/sessions", RED.auth.needsPermission("ai-sidebar.read"),
+        forwardTo("/ai-sidebar/sessions"));
+    RED.httpAdmin.post("/ai-sidebar/sessions", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
+        forwardTo("/ai-sidebar/sessions"));
+    RED.httpAdmin.patch("/ai-sidebar/sessions/:id", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
+        forwardTo(sessionPath));
+    RED.httpAdmin.delete("/ai-sidebar/sessions/:id", RED.auth.needsPermission("ai-sidebar.write"),
+        forwardTo(sessionPath));
     RED.httpAdmin.post("/ai-sidebar/execute-tool", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
         forwardTo("/ai-sidebar/execute-tool"));
 };

@@ -9,7 +9,11 @@ const packageRoot = path.join(__dirname, "..");
 // Node-RED registers a plugin's catalog from <plugin dir>/locales/<lang>/<plugin file>.json under the namespace
 // "<module>/<plugin name>" (@node-red/registry lib/loader.js, loadNodeLocales).
 const localesDir = path.join(packageRoot, "plugins", "locales");
-const LANGUAGES = ["en-US", "zh-CN", "es-ES", "de", "fr", "ja"];
+// The ten languages of the editor's own catalogs (@node-red/editor-client/locales) and of the service's scenarios.
+const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"];
+// The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
+const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
+    "resources/flow-blocks.js", "resources/sessions.js"];
 
 function catalog(lang) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, lang, "ai-sidebar.json"), "utf8"));
@@ -28,9 +32,20 @@ function lookup(object, key) {
     }, object);
 }
 
+function editorSource() {
+    return EDITOR_SOURCES.map(function (file) {
+        return fs.readFileSync(path.join(packageRoot, file), "utf8");
+    }).join("\n");
+}
+
 describe("sidebar message catalogs", function () {
     const english = catalog("en-US");
     const html = fs.readFileSync(path.join(packageRoot, "plugins", "ai-sidebar.html"), "utf8");
+    const source = editorSource();
+
+    it("exist for all ten languages, and for no other", function () {
+        assert.deepStrictEqual(fs.readdirSync(localesDir).sort(), LANGUAGES.slice().sort());
+    });
 
     LANGUAGES.filter(function (lang) { return lang !== "en-US"; }).forEach(function (lang) {
         it("has the same keys in " + lang + " as in en-US", function () {
@@ -48,10 +63,11 @@ describe("sidebar message catalogs", function () {
     });
 
     it("defines every key the sidebar asks for", function () {
-        const used = html.match(/"(?:sidebar|context|tool|error)\.[\w.-]+"/g).map(function (quoted) {
+        const pattern = /"(?:sidebar|context|session|history|flow|tool|prompt|action|error)\.[\w.-]+"/g;
+        const used = source.match(pattern).map(function (quoted) {
             return quoted.slice(1, -1);
         });
-        assert.ok(used.length > 20, "expected the sidebar to use its catalog");
+        assert.ok(used.length > 60, "expected the sidebar to use its catalog");
         used.filter(function (key) {
             return !/\.$/.test(key);
         }).forEach(function (key) {
@@ -60,14 +76,28 @@ describe("sidebar message catalogs", function () {
     });
 
     it("translates every error code the relay produces", function () {
-        const codes = /RELAY_ERROR_CODES = (\[[^\]]*\])/.exec(html)[1];
+        const adminApi = fs.readFileSync(path.join(packageRoot, "resources", "admin-api.js"), "utf8");
+        const codes = /RELAY_ERROR_CODES = (\[[^\]]*\])/.exec(adminApi)[1];
         JSON.parse(codes).forEach(function (code) {
             assert.strictEqual(typeof english.error.codes[code], "string", code);
         });
     });
 
-    it("uses the plugin's i18n namespace", function () {
-        assert.ok(html.indexOf("\"node-red-contrib-ai-sidebar/ai-sidebar:\"") !== -1);
+    it("uses the plugin's i18n namespace in every editor script", function () {
+        EDITOR_SOURCES.forEach(function (file) {
+            const text = fs.readFileSync(path.join(packageRoot, file), "utf8");
+            assert.ok(text.indexOf("\"node-red-contrib-ai-sidebar/ai-sidebar:\"") !== -1, file);
+        });
+    });
+
+    it("labels the sidebar's actions with keys of the catalog", function () {
+        const labels = html.match(/label: NS \+ "(action\.[\w]+)"/g) || [];
+        assert.strictEqual(labels.length, 2);
+        ["action.open", "action.explain"].forEach(function (key) {
+            LANGUAGES.forEach(function (lang) {
+                assert.strictEqual(typeof lookup(catalog(lang), key), "string", lang + " " + key);
+            });
+        });
     });
 });
 
@@ -84,7 +114,13 @@ describe("vendored browser libraries", function () {
         assert.deepStrictEqual(sources, [
             "resources/node-red-contrib-ai-sidebar/vendor/marked.js",
             "resources/node-red-contrib-ai-sidebar/vendor/purify.js",
-            "resources/node-red-contrib-ai-sidebar/sse-parser.js"
+            "resources/node-red-contrib-ai-sidebar/sse-parser.js",
+            "resources/node-red-contrib-ai-sidebar/flow-json.js",
+            "resources/node-red-contrib-ai-sidebar/admin-api.js",
+            "resources/node-red-contrib-ai-sidebar/flow-blocks.js",
+            "resources/node-red-contrib-ai-sidebar/answer.js",
+            "resources/node-red-contrib-ai-sidebar/sessions.js"
         ]);
+        assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);
     });
 });

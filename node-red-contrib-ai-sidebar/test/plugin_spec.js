@@ -75,12 +75,49 @@ async function startNodeRed(settings, env) {
 }
 
 function postJson(url, body, headers) {
+    return sendJson("POST", url, body, headers);
+}
+
+function sendJson(method, url, body, headers) {
     return helpers.request(url, {
-        method: "POST",
+        method: method,
         headers: Object.assign({ "Content-Type": "application/json" }, headers),
         body: typeof body === "string" ? body : JSON.stringify(body)
     });
 }
+
+/**
+ * Call a plugin route as the editor does: GET and DELETE without a body, the others with a JSON body.
+ *
+ * @param {string} base Node-RED's admin URL, ending in "/"
+ * @param {[string, string]} route method and path below base
+ * @param {object} [headers]
+ */
+function callRoute(base, route, headers) {
+    const [method, path] = route;
+    if (method === "GET" || method === "DELETE") {
+        return helpers.request(base + path, { method: method, headers: headers || {} });
+    }
+    return sendJson(method, base + path, {}, headers);
+}
+
+// Every plugin route, split by the permission it needs (DESIGN.md "HTTP API", issue 4's session routes).
+const READ_ROUTES = [
+    ["POST", "ai-sidebar/stream-chat"],
+    ["GET", "ai-sidebar/scenarios"],
+    ["GET", "ai-sidebar/memory-stats"],
+    ["GET", "ai-sidebar/history/s"],
+    ["POST", "ai-sidebar/search"],
+    ["GET", "ai-sidebar/templates"],
+    ["GET", "ai-sidebar/sessions"]
+];
+const WRITE_ROUTES = [
+    ["POST", "ai-sidebar/templates"],
+    ["POST", "ai-sidebar/sessions"],
+    ["PATCH", "ai-sidebar/sessions/s"],
+    ["DELETE", "ai-sidebar/sessions/s"],
+    ["POST", "ai-sidebar/execute-tool"]
+];
 
 async function json(response) {
     const text = await helpers.readBody(response.res);
@@ -132,6 +169,12 @@ describe("ai-sidebar plugin in Node-RED", function () {
             const script = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/vendor/purify.js");
             assert.strictEqual(script.res.statusCode, 200);
             assert.match(await helpers.readBody(script.res), /NodeRedAiSidebar\.vendor\.DOMPurify/);
+            for (const part of ["flow-json.js", "admin-api.js", "flow-blocks.js", "answer.js", "sessions.js",
+                "ai-sidebar.css"]) {
+                const response = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/" + part);
+                await helpers.readBody(response.res);
+                assert.strictEqual(response.res.statusCode, 200, part);
+            }
         });
 
         it("relays the chat stream from the service", async function () {
@@ -170,10 +213,10 @@ describe("ai-sidebar plugin in Node-RED", function () {
             assert.doesNotMatch(res.headers["content-type"], /json/);
         });
 
-        it("forwards every route to the same path on the service", async function () {
-            service.handler = function (req, res) {
+        it("forwards every route to the same path and method on the service", async function () {
+            service.handler = function (req, res, body) {
                 res.writeHead(200, { "Content-Type": "application/json" });
-                res.end(JSON.stringify({ path: req.url }));
+                res.end(JSON.stringify({ method: req.method, path: req.url, body: body }));
             };
             const routes = [
                 ["GET", "ai-sidebar/scenarios?lang=ja", "/ai-sidebar/scenarios?lang=ja"],
@@ -181,14 +224,49 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 ["GET", "ai-sidebar/history/a%20b?limit=5", "/ai-sidebar/history/a%20b?limit=5"],
                 ["POST", "ai-sidebar/search", "/ai-sidebar/search"],
                 ["GET", "ai-sidebar/templates", "/ai-sidebar/templates"],
+                ["POST", "ai-sidebar/templates", "/ai-sidebar/templates"],
+                ["GET", "ai-sidebar/sessions", "/ai-sidebar/sessions"],
+                ["POST", "ai-sidebar/sessions", "/ai-sidebar/sessions"],
+                ["PATCH", "ai-sidebar/sessions/a%20b", "/ai-sidebar/sessions/a%20b"],
+                ["DELETE", "ai-sidebar/sessions/a%20b", "/ai-sidebar/sessions/a%20b"],
                 ["POST", "ai-sidebar/execute-tool", "/ai-sidebar/execute-tool"]
             ];
             for (const [method, route, expected] of routes) {
-                const response = method === "GET" ? await helpers.request(nodeRed.url + route)
-                    : await postJson(nodeRed.url + route, {});
-                const result = await json(response);
-                assert.deepStrictEqual([result.status, result.body.path], [200, expected], route);
+                const result = await json(await callRoute(nodeRed.url, [method, route]));
+                assert.deepStrictEqual([result.status, result.body.method, result.body.path], [200, method, expected],
+                    method + " " + route);
             }
+        });
+
+        it("relays a session rename with its body and the service's answer", async function () {
+            service.handler = function (req, res, body) {
+                const changes = JSON.parse(body);
+                res.writeHead(200, { "Content-Type": "application/json" });
+                res.end(JSON.stringify({ id: "s1", name: changes.name, pinned: changes.pinned }));
+            };
+            const result = await json(await sendJson("PATCH", nodeRed.url + "ai-sidebar/sessions/s1",
+                { name: "Wetterstation – MQTT", pinned: true }));
+            assert.deepStrictEqual(result.body, { id: "s1", name: "Wetterstation – MQTT", pinned: true });
+            const sent = service.requests[service.requests.length - 1];
+            assert.deepStrictEqual([sent.method, sent.url], ["PATCH", "/ai-sidebar/sessions/s1"]);
+        });
+
+        it("relays the service's 404 for an unknown session as it is", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(404, { "Content-Type": "application/json" });
+                res.end("{\"error\":{\"code\":\"session_not_found\",\"message\":\"No session 'x'.\"}}");
+            };
+            const result = await json(await helpers.request(nodeRed.url + "ai-sidebar/history/x"));
+            assert.strictEqual(result.status, 404);
+            assert.strictEqual(result.body.error.code, "session_not_found");
+        });
+
+        it("refuses a session change whose body is not JSON", async function () {
+            const result = await json(await helpers.request(nodeRed.url + "ai-sidebar/sessions/s1", {
+                method: "PATCH", headers: { "Content-Type": "text/plain" }, body: "pin it"
+            }));
+            assert.strictEqual(result.status, 400);
+            assert.strictEqual(result.body.error.code, "invalid_json");
         });
 
         it("answers 502 service_unreachable when the service is down", async function () {
@@ -238,15 +316,65 @@ describe("ai-sidebar plugin in Node-RED", function () {
             await helpers.close(service.server);
         });
 
+        afterEach(function () {
+            service.handler = sseAnswer;
+        });
+
         it("refuses every route without a token", async function () {
-            for (const [method, route] of [["POST", "stream-chat"], ["GET", "scenarios"], ["GET", "memory-stats"],
-                ["GET", "history/s"], ["POST", "search"], ["GET", "templates"], ["POST", "execute-tool"]]) {
-                const response = method === "GET" ? await helpers.request(nodeRed.url + "ai-sidebar/" + route)
-                    : await postJson(nodeRed.url + "ai-sidebar/" + route, {});
+            for (const route of READ_ROUTES.concat(WRITE_ROUTES)) {
+                const response = await callRoute(nodeRed.url, route);
                 await helpers.readBody(response.res);
-                assert.strictEqual(response.res.statusCode, 401, route);
+                assert.strictEqual(response.res.statusCode, 401, route.join(" "));
             }
             assert.strictEqual(service.requests.length, 0);
+        });
+
+        it("refuses every route that changes state to a read-only user, before the service sees it", async function () {
+            const viewerToken = await token("viewer", "read");
+            const before = service.requests.length;
+            for (const route of WRITE_ROUTES) {
+                const response = await callRoute(nodeRed.url, route, { "Authorization": "Bearer " + viewerToken });
+                await helpers.readBody(response.res);
+                assert.strictEqual(response.res.statusCode, 401, route.join(" "));
+            }
+            assert.strictEqual(service.requests.length, before);
+        });
+
+        it("relays every read route for a read-only user", async function () {
+            service.handler = function (req, res) {
+                if (req.url === "/ai-sidebar/stream-chat") {
+                    sseAnswer(req, res);
+                    return;
+                }
+                res.writeHead(200, { "Content-Type": "application/json" });
+                res.end(JSON.stringify({ method: req.method, path: req.url }));
+            };
+            const viewerToken = await token("viewer", "read");
+            for (const route of READ_ROUTES) {
+                const before = service.requests.length;
+                const response = await callRoute(nodeRed.url, route, { "Authorization": "Bearer " + viewerToken });
+                await helpers.readBody(response.res);
+                assert.strictEqual(response.res.statusCode, 200, route.join(" "));
+                const sent = service.requests[before];
+                assert.deepStrictEqual([sent.method, sent.url], [route[0], "/" + route[1]]);
+                assert.strictEqual(sent.headers["x-node-red-user"], "viewer");
+            }
+        });
+
+        it("relays every route that changes state for a user with write permission", async function () {
+            service.handler = function (req, res) {
+                res.writeHead(req.method === "POST" ? 201 : 200, { "Content-Type": "application/json" });
+                res.end(JSON.stringify({ method: req.method, path: req.url }));
+            };
+            const adminToken = await token("admin", "*");
+            for (const route of WRITE_ROUTES) {
+                const result = await json(await callRoute(nodeRed.url, route, { "Authorization": "Bearer " + adminToken }));
+                assert.ok(result.status === 200 || result.status === 201, route.join(" ") + ": " + result.status);
+                assert.deepStrictEqual([result.body.method, result.body.path], [route[0], "/" + route[1]]);
+            }
+            const sent = service.requests[service.requests.length - 1];
+            assert.strictEqual(sent.headers["x-node-red-user"], "admin");
+            assert.strictEqual(sent.headers["x-node-red-token"], adminToken);
         });
 
         it("lets a read-only user chat, forwarding who they are", async function () {

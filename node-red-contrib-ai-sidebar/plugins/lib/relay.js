@@ -24,6 +24,9 @@
  *   translate the message); a service answer that is not JSON yields 502 `service_bad_answer`; a service that
  *   drops the connection yields 502 `service_disconnected`, or mid-stream an `error` event with that code
  *   followed by `done`. No stack trace and no token ever reaches the browser or the log.
+ *
+ * Nodes that ask the service themselves (`ai-chat`) use `request`, which applies the same URL, token and
+ * connection-timeout rules and hands back the service's answer for the caller to read.
  */
 "use strict";
 
@@ -187,6 +190,105 @@ function createRelay(options) {
     }
 
     /**
+     * Start a request to the service, destroyed with code ETIMEDOUT when no connection is made in time.
+     *
+     * @param {URL} url
+     * @param {string} method
+     * @param {Object<string, string>} headers
+     * @returns {import("http").ClientRequest}
+     */
+    function openUpstream(url, method, headers) {
+        const upstream = transport.request(url, { method: method, headers: headers });
+        const connectTimer = setTimeout(function () {
+            upstream.destroy(Object.assign(new Error("connect timeout"), { code: "ETIMEDOUT" }));
+        }, connectTimeout);
+        upstream.on("socket", function (socket) {
+            // A kept-alive socket is connected already; a fresh one reports "connect" (or
+            // "secureConnect" for TLS, which includes the handshake in the limit).
+            if (!socket.connecting && !socket.pending) {
+                clearTimeout(connectTimer);
+            } else {
+                socket.once(transport === https ? "secureConnect" : "connect", function () {
+                    clearTimeout(connectTimer);
+                });
+            }
+        });
+        upstream.on("response", function () {
+            clearTimeout(connectTimer);
+        });
+        upstream.on("close", function () {
+            clearTimeout(connectTimer);
+        });
+        return upstream;
+    }
+
+    /**
+     * Send one request of the runtime itself (an `ai-chat` node), not on behalf of an editor request.
+     *
+     * The same service token and URL rules apply as for `forward`; there is no editor token to pass on.
+     *
+     * @param {object} route
+     * @param {string} route.path the service path, e.g. "/ai-sidebar/stream-chat"
+     * @param {string} [route.method="POST"]
+     * @param {object} [route.body] sent as JSON (not for GET)
+     * @param {string} [route.user] the identity the service files the request under (`X-Node-RED-User`)
+     * @param {AbortSignal} [route.signal] aborting destroys the request, so the service sees the disconnect;
+     *     this also holds after the answer started
+     * @returns {Promise<import("http").IncomingMessage>} the service's answer once its headers arrived; rejects
+     *     with an Error whose `code` is `aborted`, or `service_unreachable` (with `serviceUrl`)
+     */
+    function request(route) {
+        return new Promise(function (resolve, reject) {
+            const method = (route.method || "POST").toUpperCase();
+            const headers = serviceHeaders({ headers: {}, user: route.user ? { username: route.user } : null },
+                serviceToken);
+            let payload = null;
+            if (method !== "GET" && method !== "HEAD") {
+                payload = Buffer.from(JSON.stringify(route.body === undefined ? {} : route.body), "utf8");
+                headers["Content-Length"] = String(payload.length);
+            }
+            const signal = route.signal;
+            if (signal && signal.aborted) {
+                reject(abortedError());
+                return;
+            }
+            const upstream = openUpstream(targetUrl(serviceUrl, route.path, ""), method, headers);
+            let answered = false;
+            function onAbort() {
+                upstream.destroy(abortedError());
+            }
+            if (signal) {
+                signal.addEventListener("abort", onAbort, { once: true });
+                upstream.on("close", function () {
+                    signal.removeEventListener("abort", onAbort);
+                });
+            }
+            upstream.on("error", function (err) {
+                if (answered) {
+                    // Reported to whoever reads the answer, as an "aborted" or incomplete body.
+                    return;
+                }
+                if (signal && signal.aborted) {
+                    reject(abortedError());
+                    return;
+                }
+                log.warn("[ai-sidebar] service request " + method + " " + route.path + " failed: " +
+                    (err.code || err.message));
+                const failure = new Error("The AI assistant service at " + displayUrl + " is not reachable. " +
+                    "Start it (make run) or check AI_SIDEBAR_SERVICE_URL.");
+                failure.code = "service_unreachable";
+                failure.serviceUrl = displayUrl;
+                reject(failure);
+            });
+            upstream.on("response", function (upstreamRes) {
+                answered = true;
+                resolve(upstreamRes);
+            });
+            upstream.end(payload || undefined);
+        });
+    }
+
+    /**
      * Forward one editor request to the service and relay the answer into `res`.
      *
      * @param {import("http").IncomingMessage} req the editor request; `req.body` (parsed JSON) is sent for POST
@@ -212,26 +314,11 @@ function createRelay(options) {
             function finish() {
                 if (!settled) {
                     settled = true;
-                    clearTimeout(connectTimer);
                     resolve();
                 }
             }
 
-            const upstream = transport.request(url, { method: method, headers: headers });
-            let connectTimer = setTimeout(function () {
-                upstream.destroy(Object.assign(new Error("connect timeout"), { code: "ETIMEDOUT" }));
-            }, connectTimeout);
-            upstream.on("socket", function (socket) {
-                // A kept-alive socket is connected already; a fresh one reports "connect" (or
-                // "secureConnect" for TLS, which includes the handshake in the limit).
-                if (!socket.connecting && !socket.pending) {
-                    clearTimeout(connectTimer);
-                } else {
-                    socket.once(transport === https ? "secureConnect" : "connect", function () {
-                        clearTimeout(connectTimer);
-                    });
-                }
-            });
+            const upstream = openUpstream(url, method, headers);
 
             // The browser went away (Stop button, closed tab): abort the upstream request so the service sees
             // the disconnect and stops generating. "close" fires after "finish" too, hence the check.
@@ -257,7 +344,6 @@ function createRelay(options) {
             });
 
             upstream.on("response", function (upstreamRes) {
-                clearTimeout(connectTimer);
                 if (res.destroyed) {
                     upstreamRes.resume();
                     upstream.destroy();
@@ -275,7 +361,7 @@ function createRelay(options) {
         });
     }
 
-    return { forward: forward, serviceUrl: displayUrl };
+    return { forward: forward, request: request, serviceUrl: displayUrl };
 }
 
 /**
@@ -387,6 +473,15 @@ function isJson(body) {
     } catch (err) {
         return false;
     }
+}
+
+/**
+ * @returns {Error} the rejection of a request its caller aborted (code `aborted`)
+ */
+function abortedError() {
+    const err = new Error("The request to the AI assistant service was cancelled.");
+    err.code = "aborted";
+    return err;
 }
 
 /**

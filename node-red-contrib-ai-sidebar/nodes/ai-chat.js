@@ -1,0 +1,356 @@
+/**
+ * `ai-chat`: asks the AI assistant service a question from inside a flow.
+ *
+ * `msg.payload` (a string) is the question; the answer comes back in `msg.payload`, with the tools the assistant
+ * ran in `msg.tools`, the token usage in `msg.usage` and the conversation in `msg.sessionId`. The request goes to
+ * the service named by AI_SIDEBAR_SERVICE_URL through the plugin's relay (`plugins/lib/relay.js`), with the
+ * settings and key of the chosen `ai-config` node, or with the service's own provider when none is chosen.
+ *
+ * At most `concurrency` questions are open at once; the others wait in a first-in first-out queue of at most
+ * `queueLimit` messages. Closing the node (redeploy, stop) cancels the open requests, so the service sees the
+ * disconnect and stops generating, and drops the queue.
+ */
+"use strict";
+
+const relayLib = require("../plugins/lib/relay");
+const chatClient = require("./lib/chat-client");
+
+const MAX_MESSAGE_CHARS = 10000;
+const DEFAULT_CONCURRENCY = 2;
+const DEFAULT_QUEUE_LIMIT = 100;
+const SCENARIOS = ["general", "learning", "solution", "integration", "development", "configuration", "management"];
+
+/**
+ * A whole number property within bounds, or the default.
+ *
+ * @param {*} value
+ * @param {number} fallback
+ * @param {number} min
+ * @returns {number}
+ */
+function wholeNumber(value, fallback, min) {
+    const number = Number(value);
+    if (value === undefined || value === null || String(value).trim() === "" || !Number.isInteger(number) ||
+        number < min) {
+        return fallback;
+    }
+    return number;
+}
+
+/**
+ * @param {string} text
+ * @returns {number} length in Unicode code points, as the service counts it
+ */
+function codePoints(text) {
+    let count = 0;
+    for (const _ of text) { // eslint-disable-line no-unused-vars
+        count++;
+    }
+    return count;
+}
+
+module.exports = function (RED) {
+    const environment = relayLib.configFromEnvironment(process.env);
+    let sharedRelay = null;
+    let relayProblem = null;
+    try {
+        sharedRelay = relayLib.createRelay({
+            serviceUrl: environment.serviceUrl,
+            serviceToken: environment.serviceToken,
+            log: RED.log
+        });
+    } catch (err) {
+        relayProblem = err.message;
+    }
+
+    /**
+     * A coded Error with a translated message.
+     *
+     * @param {string} code
+     * @param {string} key message key below `ai-chat.errors.`
+     * @param {object} [values] interpolation values
+     * @returns {Error}
+     */
+    function nodeError(code, key, values) {
+        const err = new Error(RED._("ai-chat.errors." + key, values || {}));
+        err.code = code;
+        return err;
+    }
+
+    /**
+     * The error to report for a failure of the service or the link to it, in the runtime's language.
+     *
+     * @param {Error} err a coded error from `chat-client`, relay or `ai-config`
+     * @returns {Error}
+     */
+    function describe(err) {
+        let described;
+        if (err.reported) {
+            described = nodeError(err.code, "reported", { code: err.code, message: err.detail });
+        } else if (err.refused) {
+            described = nodeError(err.code, "refused", { status: err.status, code: err.code, message: err.detail });
+        } else if (err.code === "service_unreachable") {
+            described = nodeError(err.code, "service_unreachable", { url: err.serviceUrl });
+        } else if (err.code === "service_disconnected" || err.code === "service_bad_answer") {
+            described = nodeError(err.code, err.code, { status: err.status });
+        } else if (err.code === "invalid_config") {
+            described = nodeError(err.code, "invalid_config", { message: err.message });
+        } else {
+            described = nodeError(err.code || "internal_error", "unexpected", { message: err.message });
+        }
+        if (err.status) {
+            described.status = err.status;
+        }
+        return described;
+    }
+
+    function AiChatNode(config) {
+        RED.nodes.createNode(this, config);
+        const node = this;
+        node.name = config.name;
+        node.configId = config.config || "";
+        node.scenario = SCENARIOS.indexOf(config.scenario) !== -1 ? config.scenario : "";
+        node.language = typeof config.language === "string" ? config.language.trim() : "";
+        node.concurrency = wholeNumber(config.concurrency, DEFAULT_CONCURRENCY, 1);
+        node.queueLimit = wholeNumber(config.queueLimit, DEFAULT_QUEUE_LIMIT, 0);
+        node.streamOutput = Number(config.outputs) === 2;
+        // The service files conversations (msg.sessionId) per user; a flow has no editor user, so each ai-chat
+        // node is its own user. _alias is the node's id in the flow for a node inside a subflow instance.
+        node.serviceUser = "flow:" + (node._alias || node.id);
+
+        const relay = sharedRelay;
+        const queue = [];
+        const active = new Set();
+        let closing = false;
+        let lastOutcome = null;
+        let shownStatus = null;
+
+        function showStatus(key) {
+            if (key === shownStatus) {
+                return;
+            }
+            shownStatus = key;
+            const look = {
+                waiting: { fill: "yellow", shape: "ring" },
+                streaming: { fill: "blue", shape: "dot" },
+                done: { fill: "green", shape: "dot" },
+                error: { fill: "red", shape: "ring" },
+                "missing-config": { fill: "red", shape: "ring" },
+                "service-url-invalid": { fill: "red", shape: "ring" }
+            }[key];
+            node.status(Object.assign({ text: "ai-chat.status." + key }, look));
+        }
+
+        function refreshStatus() {
+            if (closing) {
+                return;
+            }
+            if (active.size === 0) {
+                if (lastOutcome) {
+                    showStatus(lastOutcome);
+                }
+                return;
+            }
+            let streaming = false;
+            active.forEach(function (job) {
+                streaming = streaming || job.streaming;
+            });
+            showStatus(streaming ? "streaming" : "waiting");
+        }
+
+        function configNode() {
+            if (!node.configId) {
+                return null;
+            }
+            return RED.nodes.getNode(node.configId);
+        }
+
+        if (!relay) {
+            node.error(RED._("ai-chat.errors.service_url_invalid", { message: relayProblem }));
+            showStatus("service-url-invalid");
+        } else if (node.configId && !configNode()) {
+            showStatus("missing-config");
+        }
+
+        /**
+         * The stream-chat body for a message, or a coded Error naming the bad input.
+         *
+         * @param {object} msg
+         * @returns {object|Error}
+         */
+        function requestBody(msg) {
+            if (typeof msg.payload !== "string") {
+                return nodeError("invalid_payload", "payload_not_string", { type: typeof msg.payload });
+            }
+            const message = msg.payload.trim();
+            if (!message) {
+                return nodeError("invalid_payload", "payload_empty");
+            }
+            const length = msg.payload.length > MAX_MESSAGE_CHARS ? codePoints(msg.payload) : 0;
+            if (length > MAX_MESSAGE_CHARS) {
+                return nodeError("message_too_long", "message_too_long", { length: length, limit: MAX_MESSAGE_CHARS });
+            }
+            const body = { message: msg.payload };
+            for (const property of ["sessionId", "scenario", "language", "flowId"]) {
+                const value = msg[property];
+                if (value === undefined || value === null || value === "") {
+                    continue;
+                }
+                if (typeof value !== "string" && typeof value !== "number") {
+                    // invalid_session_id, invalid_scenario, invalid_language, invalid_flow_id
+                    const code = "invalid_" + property.replace(/Id$/, "_id").toLowerCase();
+                    return nodeError(code, "property_not_string", { property: "msg." + property, type: typeof value });
+                }
+            }
+            if (msg.sessionId !== undefined && msg.sessionId !== null && msg.sessionId !== "") {
+                body.sessionId = String(msg.sessionId);
+            }
+            const scenario = msg.scenario ? String(msg.scenario) : node.scenario;
+            if (scenario) {
+                body.scenario = scenario;
+            }
+            const language = msg.language ? String(msg.language) : node.language;
+            if (language) {
+                body.language = language;
+            }
+            if (msg.flowId !== undefined && msg.flowId !== null && msg.flowId !== "") {
+                body.selectedFlow = { id: String(msg.flowId) };
+            }
+            if (node.configId) {
+                const settingsNode = configNode();
+                if (!settingsNode || typeof settingsNode.providerSettings !== "function") {
+                    return nodeError("config_not_found", "config_not_found", { id: node.configId });
+                }
+                try {
+                    body.provider = settingsNode.providerSettings();
+                } catch (err) {
+                    return describe(err);
+                }
+            }
+            return body;
+        }
+
+        function fail(job, err) {
+            lastOutcome = "error";
+            job.done(err);
+        }
+
+        /** Report a message that was not asked at all (bad input, no config node, full queue). */
+        function refuse(done, err) {
+            lastOutcome = err.code === "config_not_found" ? "missing-config" : "error";
+            refreshStatus();
+            done(err);
+        }
+
+        function start(job) {
+            const controller = new AbortController();
+            job.controller = controller;
+            job.streaming = false;
+            active.add(job);
+            refreshStatus();
+            const msg = job.msg;
+            job.settled = chatClient.ask(relay, job.body, {
+                user: node.serviceUser,
+                signal: controller.signal,
+                onEvent: function (event) {
+                    if (!job.streaming && (event.type === "token" || event.type === "tool_call")) {
+                        job.streaming = true;
+                        refreshStatus();
+                    }
+                },
+                onToken: node.streamOutput ? function (chunk) {
+                    const part = RED.util.cloneMessage(msg);
+                    part.payload = chunk;
+                    job.send([null, part]);
+                } : undefined
+            }).then(function (result) {
+                if (closing) {
+                    job.done();
+                    return;
+                }
+                msg.tools = result.tools;
+                if (result.usage) {
+                    msg.usage = result.usage;
+                }
+                if (result.sessionId) {
+                    msg.sessionId = result.sessionId;
+                }
+                if (result.errors.length) {
+                    fail(job, describe(result.errors[0]));
+                    return;
+                }
+                msg.payload = result.answer;
+                lastOutcome = "done";
+                job.send(node.streamOutput ? [msg, null] : msg);
+                job.done();
+            }, function (err) {
+                if (closing) {
+                    // Cancelled by close: not a fault of the message, and nothing to send.
+                    job.done();
+                    return;
+                }
+                fail(job, describe(err));
+            }).catch(function (err) {
+                // A fault in a node downstream of send() must not leave an unhandled rejection behind.
+                node.error(err, msg);
+            }).finally(function () {
+                active.delete(job);
+                next();
+            });
+        }
+
+        function next() {
+            while (!closing && active.size < node.concurrency && queue.length) {
+                start(queue.shift());
+            }
+            refreshStatus();
+        }
+
+        node.on("input", function (msg, send, done) {
+            if (closing) {
+                done();
+                return;
+            }
+            if (!relay) {
+                done(nodeError("service_url_invalid", "service_url_invalid", { message: relayProblem }));
+                return;
+            }
+            const body = requestBody(msg);
+            if (body instanceof Error) {
+                refuse(done, body);
+                return;
+            }
+            const job = { msg: msg, body: body, send: send, done: done };
+            if (active.size < node.concurrency) {
+                start(job);
+                return;
+            }
+            if (queue.length >= node.queueLimit) {
+                refuse(done, nodeError("queue_full", "queue_full",
+                    { limit: node.queueLimit, concurrency: node.concurrency }));
+                return;
+            }
+            queue.push(job);
+            refreshStatus();
+        });
+
+        node.on("close", function (removed, done) {
+            closing = true;
+            // Dropped messages are finished without being sent: Complete nodes see them, nothing downstream runs.
+            queue.splice(0).forEach(function (job) {
+                job.done();
+            });
+            const pending = [];
+            active.forEach(function (job) {
+                job.controller.abort();
+                pending.push(job.settled);
+            });
+            Promise.allSettled(pending).then(function () {
+                node.status({});
+                done();
+            });
+        });
+    }
+
+    RED.nodes.registerType("ai-chat", AiChatNode);
+};

@@ -1,0 +1,171 @@
+/**
+ * `ai-config`: a configuration node that holds the language model settings and the API key for the assistant.
+ *
+ * The key is a `password` credential: Node-RED stores it encrypted (credentialSecret) and never sends it back to
+ * the editor. The runtime hands the settings, key included, to the AI assistant service with each request of an
+ * `ai-chat` node or of the sidebar (when the user picked this node there), over the token-protected link; the
+ * service uses them for that request only (DESIGN.md, "Processes, ports, configuration").
+ */
+"use strict";
+
+const PROVIDERS = ["openai", "deepseek", "google", "anthropic", "openai-compatible"];
+const SCENARIOS = ["general", "learning", "solution", "integration", "development", "configuration", "management"];
+
+/**
+ * The scenario keys of a stored `scenarios` property: a comma-separated string (or an array), unknown keys and
+ * blanks dropped. An empty result means "all scenarios".
+ *
+ * @param {string|string[]|undefined} value
+ * @returns {string[]}
+ */
+function parseScenarios(value) {
+    const items = Array.isArray(value) ? value : String(value || "").split(",");
+    const keys = [];
+    items.forEach(function (item) {
+        const key = String(item).trim();
+        if (SCENARIOS.indexOf(key) !== -1 && keys.indexOf(key) === -1) {
+            keys.push(key);
+        }
+    });
+    return keys;
+}
+
+/**
+ * A number from a node property left empty, typed as text or as a number; undefined when empty or not finite.
+ *
+ * @param {*} value
+ * @returns {number|undefined}
+ */
+function optionalNumber(value) {
+    if (value === undefined || value === null || String(value).trim() === "") {
+        return undefined;
+    }
+    const number = Number(value);
+    return Number.isFinite(number) ? number : undefined;
+}
+
+/**
+ * The `provider` object of a stream-chat request (service `ProviderOverride`: camelCase, no other fields) built
+ * from an `ai-config` node's properties and credentials.
+ *
+ * @param {object} config the node's properties
+ * @param {{apiKey?: string}} [credentials]
+ * @returns {{provider: string, model?: string, baseUrl?: string, temperature?: number, maxTokens?: number,
+ *     apiKey?: string, memory: boolean, tools: boolean, scenarios?: string[]}}
+ * @throws {Error} with code `invalid_config` when a setting is out of range, naming the setting
+ */
+function providerSettings(config, credentials) {
+    const provider = PROVIDERS.indexOf(config.provider) !== -1 ? config.provider : null;
+    if (!provider) {
+        throw invalid("provider", "must be one of " + PROVIDERS.join(", ") + "; got " +
+            JSON.stringify(config.provider));
+    }
+    const settings = { provider: provider };
+    const model = String(config.model || "").trim();
+    if (model) {
+        settings.model = model;
+    }
+    const baseUrl = String(config.baseUrl || "").trim();
+    if (baseUrl) {
+        if (!isHttpUrl(baseUrl)) {
+            throw invalid("base URL", "must be an http:// or https:// URL; got " + JSON.stringify(baseUrl));
+        }
+        settings.baseUrl = baseUrl;
+    }
+    const temperature = optionalNumber(config.temperature);
+    if (temperature !== undefined) {
+        if (temperature < 0 || temperature > 2) {
+            throw invalid("temperature", "must be between 0 and 2; got " + temperature);
+        }
+        settings.temperature = temperature;
+    }
+    const maxTokens = optionalNumber(config.maxTokens);
+    if (maxTokens !== undefined) {
+        if (!Number.isInteger(maxTokens) || maxTokens < 1) {
+            throw invalid("max tokens", "must be a whole number of at least 1; got " + maxTokens);
+        }
+        settings.maxTokens = maxTokens;
+    }
+    const apiKey = credentials && typeof credentials.apiKey === "string" ? credentials.apiKey.trim() : "";
+    if (apiKey) {
+        settings.apiKey = apiKey;
+    }
+    settings.memory = config.memory !== false;
+    settings.tools = config.tools !== false;
+    const scenarios = parseScenarios(config.scenarios);
+    if (scenarios.length) {
+        settings.scenarios = scenarios;
+    }
+    return settings;
+}
+
+/**
+ * @param {string} value
+ * @returns {boolean} whether value is an absolute http(s) URL with a host
+ */
+function isHttpUrl(value) {
+    try {
+        const url = new URL(value);
+        return (url.protocol === "http:" || url.protocol === "https:") && !!url.hostname;
+    } catch (err) {
+        return false;
+    }
+}
+
+function invalid(setting, problem) {
+    const err = new Error("The ai-config node's " + setting + " " + problem + ". Fix it in the node's settings " +
+        "and deploy again.");
+    err.code = "invalid_config";
+    return err;
+}
+
+module.exports = function (RED) {
+    function AiConfigNode(config) {
+        RED.nodes.createNode(this, config);
+        this.name = config.name;
+        this.provider = config.provider;
+        this.model = config.model;
+        this.config = {
+            provider: config.provider,
+            model: config.model,
+            baseUrl: config.baseUrl,
+            temperature: config.temperature,
+            maxTokens: config.maxTokens,
+            memory: config.memory,
+            tools: config.tools,
+            scenarios: config.scenarios
+        };
+    }
+
+    /**
+     * The `provider` object for the service, with the API key from this node's credentials.
+     *
+     * Build it per request and never log it: it holds the key in clear.
+     *
+     * @returns {object} see `providerSettings`
+     * @throws {Error} with code `invalid_config` when a setting is out of range
+     */
+    AiConfigNode.prototype.providerSettings = function () {
+        return providerSettings(this.config, this.credentials);
+    };
+
+    /**
+     * What may be shown about this node without its key: for the sidebar's picker.
+     *
+     * @returns {{id: string, name: string, provider: string, model: string}}
+     */
+    AiConfigNode.prototype.summary = function () {
+        return { id: this.id, name: this.name || "", provider: this.provider || "", model: this.model || "" };
+    };
+
+    RED.nodes.registerType("ai-config", AiConfigNode, {
+        credentials: {
+            apiKey: { type: "password" }
+        }
+    });
+};
+
+module.exports.providerSettings = providerSettings;
+module.exports.parseScenarios = parseScenarios;
+module.exports.PROVIDERS = PROVIDERS;
+module.exports.SCENARIOS = SCENARIOS;

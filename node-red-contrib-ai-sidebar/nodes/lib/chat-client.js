@@ -1,0 +1,201 @@
+/**
+ * One question to the service's `POST /ai-sidebar/stream-chat`, read to its end (DESIGN.md, "Stream events").
+ *
+ * The `ai-chat` node does not relay the stream to a browser: it collects the answer text, the tool calls with their
+ * results, the usage and the session, and hands them back in one result. The request goes through the plugin's
+ * relay (`plugins/lib/relay.js`), so the service URL, the service token and the connection timeout follow the same
+ * rules as the sidebar's; the stream is parsed by the sidebar's own parser (`resources/sse-parser.js`).
+ */
+"use strict";
+
+const { createSseParser } = require("../../resources/sse-parser");
+
+/**
+ * An Error with a stable snake_case `code` (Node-RED copies it to `msg.error.code` for a Catch node).
+ *
+ * @param {string} code
+ * @param {string} message a sentence naming what failed and what to do next
+ * @param {object} [extra] more properties for the error (e.g. `status`)
+ * @returns {Error}
+ */
+function chatError(code, message, extra) {
+    const err = new Error(message);
+    err.code = code;
+    return Object.assign(err, extra);
+}
+
+/**
+ * Read a whole (non-stream) answer body as text.
+ *
+ * @param {import("http").IncomingMessage} res
+ * @returns {Promise<string>}
+ */
+function readText(res) {
+    return new Promise(function (resolve, reject) {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", function (chunk) {
+            text += chunk;
+        });
+        res.on("end", function () {
+            resolve(text);
+        });
+        res.on("error", reject);
+        res.on("aborted", function () {
+            reject(chatError("aborted", "The request to the AI assistant service was cancelled."));
+        });
+    });
+}
+
+/**
+ * The error a service answer outside the stream stands for: the design's JSON error, or a generic one.
+ *
+ * @param {import("http").IncomingMessage} res
+ * @returns {Promise<Error>}
+ */
+async function answerError(res) {
+    const text = await readText(res);
+    let body = null;
+    try {
+        body = JSON.parse(text);
+    } catch (err) {
+        body = null;
+    }
+    if (body && body.error && typeof body.error.code === "string") {
+        const detail = String(body.error.message || "");
+        return chatError(body.error.code, "The AI assistant service refused the question (HTTP " + res.statusCode +
+            " " + body.error.code + "): " + detail, { status: res.statusCode, detail: detail, refused: true });
+    }
+    return chatError("service_bad_answer", "The AI assistant service answered with HTTP " + res.statusCode +
+        " and no event stream. Check that AI_SIDEBAR_SERVICE_URL points at the AI assistant service.",
+        { status: res.statusCode });
+}
+
+/**
+ * Ask the service one question and read its answer stream to the end.
+ *
+ * @param {{request: function(object): Promise<import("http").IncomingMessage>}} relay from `relay.createRelay`
+ * @param {object} body the stream-chat body (`message`, `sessionId`, `provider`, ...)
+ * @param {object} [options]
+ * @param {string} [options.user] identity sent as `X-Node-RED-User`
+ * @param {AbortSignal} [options.signal] cancels the request; the promise then rejects with code `aborted`
+ * @param {function(string)} [options.onToken] called with each text chunk, in order
+ * @param {function(object)} [options.onEvent] called with every event of the stream, in order
+ * @returns {Promise<{answer: string, tools: object[], usage: (object|undefined), sessionId: (string|undefined),
+ *     errors: Error[]}>} `errors` holds each `error` event of the stream (the stream still ran to `done`);
+ *     rejects with a coded Error when there is no stream to read (refused, unreachable, cut off, aborted)
+ */
+async function ask(relay, body, options) {
+    options = options || {};
+    const res = await relay.request({
+        path: "/ai-sidebar/stream-chat", method: "POST", body: body, user: options.user, signal: options.signal
+    });
+    const contentType = String(res.headers["content-type"] || "");
+    if (res.statusCode < 200 || res.statusCode > 299 || !/^text\/event-stream\b/i.test(contentType)) {
+        throw await answerError(res);
+    }
+    return readStream(res, options);
+}
+
+/**
+ * Collect the events of an answer stream.
+ *
+ * @param {import("http").IncomingMessage} res
+ * @param {{onToken?: function(string), onEvent?: function(object), signal?: AbortSignal}} options
+ * @returns {Promise<object>} see `ask`
+ */
+function readStream(res, options) {
+    return new Promise(function (resolve, reject) {
+        const result = { answer: "", tools: [], usage: undefined, sessionId: undefined, errors: [] };
+        let finished = false;
+        const parser = createSseParser(function (event) {
+            if (finished || !event || typeof event !== "object") {
+                return;
+            }
+            if (options.onEvent) {
+                options.onEvent(event);
+            }
+            switch (event.type) {
+                case "token":
+                    if (typeof event.content === "string" && event.content) {
+                        result.answer += event.content;
+                        if (options.onToken) {
+                            options.onToken(event.content);
+                        }
+                    }
+                    break;
+                case "tool_call":
+                    result.tools.push({ tool: event.tool, params: event.params, result: undefined, ok: undefined });
+                    break;
+                case "tool_result":
+                    recordToolResult(result.tools, event);
+                    break;
+                case "error": {
+                    const detail = String(event.message || "");
+                    result.errors.push(chatError(String(event.code || "service_error"),
+                        "The AI assistant service reported " + (event.code || "an error") + ": " + detail,
+                        { detail: detail, reported: true }));
+                    break;
+                }
+                case "done":
+                    finished = true;
+                    result.sessionId = typeof event.sessionId === "string" ? event.sessionId : undefined;
+                    if (event.usage && typeof event.usage === "object") {
+                        result.usage = event.usage;
+                    }
+                    resolve(result);
+                    break;
+                default:
+                    // Event types added to the design later are not this node's business.
+                    break;
+            }
+        });
+        res.setEncoding("utf8");
+        res.on("data", function (chunk) {
+            parser.push(chunk);
+        });
+        res.on("end", function () {
+            parser.end();
+            if (!finished) {
+                finished = true;
+                reject(chatError("service_disconnected", "The AI assistant service ended the answer without " +
+                    "its final event. Try again; if it keeps happening, see the service's log."));
+            }
+        });
+        res.on("error", function () {
+            // Reported through "close" below.
+        });
+        res.on("close", function () {
+            if (finished) {
+                return;
+            }
+            finished = true;
+            if (options.signal && options.signal.aborted) {
+                reject(chatError("aborted", "The request to the AI assistant service was cancelled."));
+            } else {
+                reject(chatError("service_disconnected", "The AI assistant service closed the connection before " +
+                    "the answer was complete. Try again."));
+            }
+        });
+    });
+}
+
+/**
+ * Attach a `tool_result` to the earliest call of that tool still waiting for one (or record it alone).
+ *
+ * @param {object[]} tools
+ * @param {object} event
+ */
+function recordToolResult(tools, event) {
+    const call = tools.find(function (entry) {
+        return entry.tool === event.tool && entry.result === undefined && entry.ok === undefined;
+    });
+    const target = call || { tool: event.tool, params: undefined };
+    target.result = event.result;
+    target.ok = event.ok !== false;
+    if (!call) {
+        tools.push(target);
+    }
+}
+
+module.exports = { ask: ask, chatError: chatError };

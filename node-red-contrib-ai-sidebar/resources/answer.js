@@ -1,0 +1,323 @@
+/**
+ * Assistant answers in the sidebar: one streamed answer (`Answer`), a stored answer from a session's history
+ * (`renderStoredAnswer`), and the request that streams an answer (`streamChat`).
+ *
+ * Editor-only script: registers `NodeRedAiSidebar.Answer`, `NodeRedAiSidebar.renderStoredAnswer` and
+ * `NodeRedAiSidebar.streamChat`. Answer text is markdown from a language model and is only ever inserted after
+ * the sidebar's renderer has sanitised it (marked + DOMPurify); everything else goes in as text.
+ */
+(function () {
+    "use strict";
+
+    var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+    var RESULT_PREVIEW_CHARS = 4000;
+
+    function t(key, options) {
+        return RED._(NS + key, options);
+    }
+
+    function sidebarLib() {
+        return window.NodeRedAiSidebar;
+    }
+
+    /** Put sanitised markdown (or plain text when the renderer is missing) into `element`. */
+    function renderInto(element, text, renderMarkdown) {
+        if (renderMarkdown) {
+            element.html(renderMarkdown(text));
+        } else {
+            element.text(text);
+        }
+    }
+
+    /**
+     * One assistant answer in the message list: streamed text rendered as sanitised markdown, tool cards,
+     * error lines and notes, in the order they arrive.
+     *
+     * @param {object} sidebar provides `renderMarkdown(text)` and `withScroll(change)`
+     * @param {jQuery} element the message element to fill
+     */
+    function Answer(sidebar, element) {
+        this.sidebar = sidebar;
+        this.element = element;
+        this.textElement = null;
+        this.text = "";
+        this.renderPending = false;
+        this.toolCards = [];
+        this.sawDone = false;
+        element.addClass("ai-sidebar-cursor");
+    }
+
+    /** The text block that tokens go into; a new one starts after a tool card, so the order stays visible. */
+    Answer.prototype.currentText = function () {
+        if (!this.textElement) {
+            this.text = "";
+            this.textElement = $('<div class="ai-sidebar-text red-ui-help"></div>').appendTo(this.element);
+        }
+        return this.textElement;
+    };
+
+    Answer.prototype.appendToken = function (content) {
+        this.currentText();
+        this.text += content;
+        this.scheduleRender();
+    };
+
+    Answer.prototype.scheduleRender = function () {
+        var self = this;
+        if (this.renderPending) {
+            return;
+        }
+        this.renderPending = true;
+        // One render per frame however many tokens arrive; a hidden tab gets none until finish(). A frame that
+        // comes after an earlier render() (finish() renders at once) must not render again: that would replace
+        // the flow buttons finish() added.
+        window.requestAnimationFrame(function () {
+            if (self.renderPending) {
+                self.render();
+            }
+        });
+    };
+
+    Answer.prototype.render = function () {
+        this.renderPending = false;
+        if (!this.textElement) {
+            return;
+        }
+        var element = this.textElement;
+        var text = this.text;
+        var renderMarkdown = this.sidebar.renderMarkdown;
+        this.sidebar.withScroll(function () {
+            renderInto(element, text, renderMarkdown);
+        });
+    };
+
+    Answer.prototype.toolCall = function (event) {
+        this.render();
+        this.textElement = null;
+        var tool = String(event.tool || "");
+        var label = t("tool.running", { tool: tool });
+        if (/^[a-z0-9_-]+$/i.test(tool)) {
+            var known = t("tool.names." + tool);
+            // RED._ answers with the key itself when the catalog has no such entry.
+            if (known.indexOf("tool.names.") === -1) {
+                label = known;
+            }
+        }
+        var card = $('<details class="ai-sidebar-tool"></details>');
+        var summary = $("<summary></summary>").appendTo(card);
+        $('<i class="fa fa-spinner fa-spin"></i>').appendTo(summary);
+        $("<span></span>").text(label).appendTo(summary);
+        if (event.params !== undefined && event.params !== null &&
+                !($.isPlainObject(event.params) && $.isEmptyObject(event.params))) {
+            appendSection(card, t("tool.parameters"), event.params);
+        }
+        var self = this;
+        this.sidebar.withScroll(function () {
+            card.appendTo(self.element);
+        });
+        this.toolCards.push({ tool: tool, card: card });
+    };
+
+    Answer.prototype.toolResult = function (event) {
+        var tool = String(event.tool || "");
+        var entry = null;
+        for (var i = 0; i < this.toolCards.length; i++) {
+            if (this.toolCards[i].tool === tool && !this.toolCards[i].done) {
+                entry = this.toolCards[i];
+                break;
+            }
+        }
+        if (!entry) {
+            this.toolCall({ tool: tool });
+            entry = this.toolCards[this.toolCards.length - 1];
+        }
+        entry.done = true;
+        var ok = event.ok !== false;
+        var card = entry.card;
+        card.toggleClass("ai-sidebar-tool-failed", !ok);
+        card.find("summary i").attr("class", ok ? "fa fa-check" : "fa fa-exclamation-triangle");
+        card.find("summary span").text(t(ok ? "tool.finished" : "tool.failed", { tool: tool }));
+        if (event.result !== undefined && event.result !== null) {
+            appendSection(card, t("tool.result"), event.result);
+        }
+    };
+
+    Answer.prototype.error = function (message) {
+        this.render();
+        this.textElement = null;
+        var self = this;
+        this.sidebar.withScroll(function () {
+            errorLine(message).appendTo(self.element);
+        });
+    };
+
+    Answer.prototype.note = function (message) {
+        this.render();
+        this.textElement = null;
+        var self = this;
+        this.sidebar.withScroll(function () {
+            $('<div class="ai-sidebar-note"></div>').text(message).appendTo(self.element);
+        });
+    };
+
+    Answer.prototype.handleEvent = function (event) {
+        if (!event || typeof event !== "object") {
+            return;
+        }
+        switch (event.type) {
+        case "token":
+            if (typeof event.content === "string") {
+                this.appendToken(event.content);
+            }
+            break;
+        case "tool_call":
+            this.toolCall(event);
+            break;
+        case "tool_result":
+            this.toolResult(event);
+            break;
+        case "error":
+            this.error(event.message || event.code ? sidebarLib().adminApi.localizedError(event)
+                : t("error.incomplete"));
+            break;
+        case "done":
+            this.sawDone = true;
+            break;
+        default:
+            // Event types added to the contract later are ignored by older sidebars.
+            break;
+        }
+    };
+
+    Answer.prototype.finish = function () {
+        this.render();
+        this.element.removeClass("ai-sidebar-cursor");
+        this.toolCards.forEach(function (entry) {
+            if (!entry.done) {
+                entry.card.find("summary i").attr("class", "fa fa-minus");
+            }
+        });
+        // Flow blocks get their buttons once the text is final: a half-streamed block is not valid JSON yet.
+        sidebarLib().flowBlocks.decorate(this.element);
+    };
+
+    function errorLine(message) {
+        return $('<div class="ai-sidebar-error"></div>')
+            .append($('<i class="fa fa-exclamation-circle"></i>'))
+            .append(document.createTextNode(message));
+    }
+
+    /** A labelled, collapsed-with-its-card `<pre>` preview of a tool's parameters or result. */
+    function appendSection(card, label, value) {
+        var text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+        if (typeof value === "string") {
+            try {
+                text = JSON.stringify(JSON.parse(value), null, 2);
+            } catch (err) {
+                // Not JSON: shown as it came.
+            }
+        }
+        if (text.length > RESULT_PREVIEW_CHARS) {
+            text = text.slice(0, RESULT_PREVIEW_CHARS) + "\n\u2026";
+        }
+        var section = $('<div class="ai-sidebar-tool-section"></div>').appendTo(card);
+        $('<div class="ai-sidebar-tool-section-label"></div>').text(label).appendTo(section);
+        $("<pre></pre>").text(text).appendTo(section);
+    }
+
+    /**
+     * Fill a message element with an answer stored in the service's memory: the tools it used as badges, the
+     * text as sanitised markdown with flow buttons, and the faults it met.
+     *
+     * @param {function(string): string} renderMarkdown the sidebar's sanitising renderer (or null)
+     * @param {jQuery} element the message element
+     * @param {{content: string, metadata: object}} message from `GET ai-sidebar/history/{sessionId}`
+     */
+    function renderStoredAnswer(renderMarkdown, element, message) {
+        var metadata = (message.metadata && typeof message.metadata === "object") ? message.metadata : {};
+        var tools = Array.isArray(metadata.tools) ? metadata.tools : [];
+        if (tools.length) {
+            var badges = $('<div class="ai-sidebar-badges"></div>').appendTo(element);
+            tools.forEach(function (tool) {
+                $('<span class="ai-sidebar-badge"></span>')
+                    .attr("title", t("tool.used"))
+                    .append($('<i class="fa fa-wrench"></i>'))
+                    .append(document.createTextNode(" " + String(tool)))
+                    .appendTo(badges);
+            });
+        }
+        if (message.content) {
+            renderInto($('<div class="ai-sidebar-text red-ui-help"></div>').appendTo(element), String(message.content),
+                renderMarkdown);
+        }
+        if (Array.isArray(metadata.errors) && metadata.errors.length) {
+            $('<div class="ai-sidebar-note"></div>')
+                .text(t("history.hadErrors", { codes: metadata.errors.join(", ") }))
+                .appendTo(element);
+        }
+        sidebarLib().flowBlocks.decorate(element);
+    }
+
+    /**
+     * POST the question and feed the streamed events to `answer`.
+     *
+     * @param {object} body the stream-chat request (DESIGN.md, "HTTP API")
+     * @param {AbortSignal} signal aborts the request (Stop button)
+     * @param {Answer} answer receives the events
+     * @returns {Promise<{ok: boolean, error: (Error|undefined)}>} settles when the stream ends: `ok` when a
+     *     stream was read to its end, `error` the ApiError of a refused request; rejects with an AbortError
+     *     when stopped and with a TypeError when Node-RED cannot be reached
+     */
+    function streamChat(body, signal, answer) {
+        var adminApi = sidebarLib().adminApi;
+        return fetch(adminApi.routeUrl("ai-sidebar/stream-chat"), {
+            method: "POST",
+            headers: adminApi.requestHeaders({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
+            body: JSON.stringify(body),
+            signal: signal
+        }).then(function (response) {
+            var contentType = response.headers.get("Content-Type") || "";
+            if (!response.ok) {
+                return response.text().then(function (text) {
+                    var error = new adminApi.ApiError(response.status, adminApi.errorFromText(text));
+                    answer.error(error.message);
+                    return { ok: false, error: error };
+                });
+            }
+            if (!/^text\/event-stream/i.test(contentType) || !response.body) {
+                answer.error(t("error.notStream"));
+                return (response.body ? response.body.cancel() : Promise.resolve()).then(function () {
+                    return { ok: false };
+                });
+            }
+            var parser = sidebarLib().createSseParser(function (event) {
+                answer.handleEvent(event);
+            }, function () {
+                answer.error(t("error.badEvent"));
+            });
+            var reader = response.body.getReader();
+            var decoder = new TextDecoder();
+            function pump() {
+                return reader.read().then(function (result) {
+                    if (result.done) {
+                        parser.push(decoder.decode());
+                        parser.end();
+                        if (!answer.sawDone) {
+                            answer.error(t("error.incomplete"));
+                        }
+                        return { ok: true };
+                    }
+                    parser.push(decoder.decode(result.value, { stream: true }));
+                    return pump();
+                });
+            }
+            return pump();
+        });
+    }
+
+    window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    window.NodeRedAiSidebar.Answer = Answer;
+    window.NodeRedAiSidebar.renderStoredAnswer = renderStoredAnswer;
+    window.NodeRedAiSidebar.streamChat = streamChat;
+    window.NodeRedAiSidebar.errorLine = errorLine;
+}());

@@ -1,0 +1,210 @@
+/**
+ * Node-RED flows in the sidebar, on the editor side: "Import" and "Copy" on answer code blocks that hold a flow,
+ * and the editor's current version of the open tab for `flowData`.
+ *
+ * Editor-only script: registers `NodeRedAiSidebar.flowBlocks`; the pure parts are in flow-json.js.
+ *
+ * Import never creates nodes the editor cannot run: every type must be known to the editor's registry (or be a
+ * tab, subflow, group, junction, or an instance of a subflow that exists or comes with the flow). Otherwise the
+ * import is refused and the unknown types are listed; Node-RED itself would add them as "unknown" placeholder
+ * nodes that break the flow on deploy.
+ */
+(function () {
+    "use strict";
+
+    var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+
+    function t(key, options) {
+        return RED._(NS + key, options);
+    }
+
+    function flowJson() {
+        return window.NodeRedAiSidebar.flowJson;
+    }
+
+    /** A notification whose text is set as text, never parsed as HTML (it holds names from an answer). */
+    function notify(lines, type, timeout) {
+        var content = $("<div></div>");
+        lines.forEach(function (line) {
+            if (Array.isArray(line)) {
+                var list = $("<ul></ul>").appendTo(content);
+                line.forEach(function (item) {
+                    $("<li></li>").append($("<code></code>").text(item)).appendTo(list);
+                });
+            } else {
+                $("<p></p>").text(line).appendTo(content);
+            }
+        });
+        return RED.notify(content, { type: type, timeout: timeout || 5000 });
+    }
+
+    /**
+     * The types in `nodes` that this editor cannot create.
+     *
+     * @param {object[]} nodes
+     * @returns {string[]}
+     */
+    function unknownTypes(nodes) {
+        return flowJson().unknownTypes(nodes, function (type) {
+            return !!RED.nodes.getType(type);
+        }, function (id) {
+            return !!RED.nodes.subflow(id);
+        });
+    }
+
+    /**
+     * Import a flow from an answer into the open tab, as one undo step.
+     *
+     * `RED.view.importNodes` adds the nodes and pushes a single "add" history event (Node-RED 4.1,
+     * editor-client red.js `importNodes`: `RED.history.push(historyEvent)` once, after `RED.nodes.import`), so
+     * one Ctrl-Z removes them all. Without `touchImport` the nodes follow the mouse until a click on the
+     * workspace places them, exactly like Node-RED's own Import dialog; placing them adds no history event.
+     * `generateIds` gives them fresh ids, so importing the same answer twice never clashes with existing nodes.
+     * Node-RED's own import would add unknown types as "unknown" placeholder nodes; they are refused before.
+     *
+     * @param {string} text the code block's JSON
+     * @param {jQuery} status where to say why an import was refused
+     * @returns {boolean} whether the nodes were imported
+     */
+    function importFlow(text, status) {
+        status.empty().hide();
+        var nodes = flowJson().parseFlow(text);
+        if (!nodes) {
+            return false;
+        }
+        var unknown = unknownTypes(nodes);
+        if (unknown.length) {
+            var message = t("flow.unknownTypes", { count: unknown.length });
+            status.append($('<i class="fa fa-exclamation-triangle"></i>'))
+                .append(document.createTextNode(" " + message + " " + unknown.join(", ")))
+                .append($("<div></div>").text(t("flow.installHint")))
+                .show();
+            notify([message, unknown, t("flow.installHint")], "error", 10000);
+            return false;
+        }
+        var containsTab = nodes.some(function (node) {
+            return node.type === "tab";
+        });
+        if (!containsTab && (!RED.workspaces.active() || RED.workspaces.isLocked())) {
+            notify([t("flow.locked")], "warning");
+            return false;
+        }
+        try {
+            RED.view.importNodes(nodes, {
+                generateIds: true,
+                addFlow: false,
+                touchImport: false,
+                generateDefaultNames: false,
+                notify: false,
+                // As Node-RED 4.1 does for its own suggested flows (red.js applySuggestedFlow): a model often
+                // leaves properties out, and a missing default would make the node misbehave or fail to deploy.
+                applyNodeDefaults: true,
+                eventContext: { source: "ai-sidebar" }
+            });
+        } catch (err) {
+            notify([t("flow.importFailed", { message: (err && err.message) || String(err) })], "error");
+            return false;
+        }
+        notify([t("flow.imported", { count: nodes.length }), t("flow.placeHint")], "success", 6000);
+        return true;
+    }
+
+    function copyFlow(text, button) {
+        var copied = false;
+        try {
+            copied = RED.clipboard.copyText(text, button, NS + "flow.copied");
+        } catch (err) {
+            copied = false;
+        }
+        if (!copied && navigator.clipboard && window.isSecureContext) {
+            navigator.clipboard.writeText(text).then(function () {
+                RED.notify($("<p></p>").text(t("flow.copied")), { type: "success", timeout: 2000 });
+            });
+        }
+    }
+
+    /**
+     * Give every code block in `container` that holds a Node-RED flow an "Import" and a "Copy" button.
+     * Safe to call again on the same container: decorated blocks are skipped.
+     *
+     * @param {jQuery} container rendered (sanitised) answer markup
+     */
+    function decorate(container) {
+        container.find("pre > code").each(function () {
+            var code = $(this);
+            var pre = code.parent();
+            if (pre.attr("data-ai-sidebar-flow") !== undefined) {
+                return;
+            }
+            var text = code.text();
+            var nodes = flowJson().parseFlow(text);
+            pre.attr("data-ai-sidebar-flow", nodes ? "yes" : "no");
+            if (!nodes) {
+                return;
+            }
+            var bar = $('<div class="ai-sidebar-flow-bar"></div>').insertBefore(pre);
+            $('<span class="ai-sidebar-flow-label"></span>')
+                .append($('<i class="fa fa-sitemap"></i>'))
+                .append(document.createTextNode(" " + t("flow.label", { count: nodes.length })))
+                .appendTo(bar);
+            var status = $('<div class="ai-sidebar-flow-status ai-sidebar-error"></div>').hide();
+            $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-flow-import"></button>')
+                .append($('<i class="fa fa-download"></i>'))
+                .append(document.createTextNode(" " + t("flow.import")))
+                .attr("title", t("flow.importTooltip"))
+                .on("click", function (event) {
+                    event.preventDefault();
+                    importFlow(text, status);
+                })
+                .appendTo(bar);
+            var copy = $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-flow-copy"></button>')
+                .append($('<i class="fa fa-clipboard"></i>'))
+                .append(document.createTextNode(" " + t("flow.copy")))
+                .attr("title", t("flow.copyTooltip"))
+                .on("click", function (event) {
+                    event.preventDefault();
+                    copyFlow(text, copy);
+                })
+                .appendTo(bar);
+            status.insertAfter(pre);
+        });
+    }
+
+    /**
+     * The editor's current version of the open tab (or subflow), undeployed edits included, for `flowData`.
+     *
+     * The node set is the one Node-RED's Export dialog builds for "current flow" (editor-client red.js, export
+     * range "flow"): the tab, its groups, junctions and nodes, and the flow-scoped config nodes that need no
+     * users; `RED.nodes.createExportableNodeSet(set)` adds the config nodes they reference and leaves
+     * credentials out.
+     *
+     * @returns {{flowId: string, nodes: (object[]|null), bytes: number}|null} null while no tab is open;
+     *     `nodes` is null when the tab is larger than flowJson.MAX_FLOW_DATA_BYTES
+     */
+    function exportActiveTab() {
+        var id = RED.workspaces.active();
+        var parent = id && (RED.nodes.workspace(id) || RED.nodes.subflow(id));
+        if (!parent) {
+            return null;
+        }
+        var set = RED.nodes.groups(id)
+            .concat(RED.nodes.junctions(id))
+            .concat(RED.nodes.filterNodes({ z: id }));
+        RED.nodes.eachConfig(function (node) {
+            if (node.z === id && node._def && node._def.hasUsers === false) {
+                set.push(node);
+            }
+        });
+        set.unshift(parent);
+        var data = flowJson().flowData(RED.nodes.createExportableNodeSet(set));
+        return { flowId: id, nodes: data.nodes, bytes: data.bytes };
+    }
+
+    window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    window.NodeRedAiSidebar.flowBlocks = {
+        decorate: decorate,
+        importFlow: importFlow,
+        unknownTypes: unknownTypes,
+        exportActiveTab: exportActiveTab
+    };
+}());

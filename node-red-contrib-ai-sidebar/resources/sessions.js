@@ -1,0 +1,335 @@
+/**
+ * The sidebar's session picker: a header button naming the current conversation and a drawer listing the
+ * user's saved sessions (pinned first), where each can be opened, renamed, pinned or deleted.
+ *
+ * Editor-only script: registers `NodeRedAiSidebar.SessionPicker`. Sessions live in the service
+ * (`ai-sidebar/sessions`, scoped to the Node-RED user); a chat with a new session id saves it there, named after
+ * its first question, so a fresh conversation appears in the list after its first answer.
+ */
+(function () {
+    "use strict";
+
+    var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+
+    function t(key, options) {
+        return RED._(NS + key, options);
+    }
+
+    function api() {
+        return window.NodeRedAiSidebar.adminApi;
+    }
+
+    function sessionPath(id) {
+        return "ai-sidebar/sessions/" + encodeURIComponent(id);
+    }
+
+    /** A short local date and time for a session's last change (the service sends epoch seconds). */
+    function formatTime(seconds) {
+        if (typeof seconds !== "number") {
+            return "";
+        }
+        try {
+            return new Date(seconds * 1000).toLocaleString(RED.i18n.lang(), {
+                dateStyle: "short", timeStyle: "short"
+            });
+        } catch (err) {
+            return new Date(seconds * 1000).toLocaleString();
+        }
+    }
+
+    function iconButton(icon, title, className) {
+        var button = $('<button type="button" class="red-ui-button red-ui-button-small"></button>')
+            .addClass(className)
+            .attr("title", title)
+            .attr("aria-label", title)
+            .append($("<i></i>").addClass("fa " + icon));
+        return button;
+    }
+
+    /**
+     * @param {object} options
+     * @param {function(): string} options.currentId the session the sidebar shows
+     * @param {function(string)} options.onSelect open another saved session
+     * @param {function(string)} options.onDeleted a session was deleted (the sidebar moves on if it was open)
+     * @param {function(Error)} options.onError report a failed request (e.g. the service is down)
+     * @param {function()} options.onSuccess a request worked (the service is reachable)
+     */
+    function SessionPicker(options) {
+        var self = this;
+        this.options = options;
+        this.sessions = [];
+        this.loaded = false;
+
+        this.button = $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-session-button">' +
+            '</button>')
+            .attr("title", t("session.listTooltip"))
+            .on("click", function (event) {
+                event.preventDefault();
+                self.toggle();
+            });
+        $('<i class="fa fa-comments-o"></i>').appendTo(this.button);
+        this.buttonPin = $('<i class="fa fa-thumb-tack ai-sidebar-session-pin-mark"></i>')
+            .attr("title", t("session.pinned")).hide().appendTo(this.button);
+        this.buttonLabel = $('<span class="ai-sidebar-session-name"></span>').appendTo(this.button);
+        $('<i class="fa fa-caret-down"></i>').appendTo(this.button);
+
+        this.drawer = $('<div class="ai-sidebar-sessions" role="listbox"></div>').hide()
+            .on("keydown", function (event) {
+                if (event.key === "Escape") {
+                    event.stopPropagation();
+                    self.close();
+                    self.button.trigger("focus");
+                }
+            });
+        this.list = $('<div class="ai-sidebar-session-list"></div>').appendTo(this.drawer);
+        this.updateButton();
+    }
+
+    SessionPicker.prototype.isOpen = function () {
+        return this.drawer.is(":visible");
+    };
+
+    SessionPicker.prototype.toggle = function () {
+        if (this.isOpen()) {
+            this.close();
+        } else {
+            this.open();
+        }
+    };
+
+    SessionPicker.prototype.open = function () {
+        this.button.addClass("selected");
+        this.render();
+        this.drawer.show();
+        this.load();
+    };
+
+    SessionPicker.prototype.close = function () {
+        this.button.removeClass("selected");
+        this.drawer.hide();
+    };
+
+    /** The current session as the service lists it, or null while it is not saved yet. */
+    SessionPicker.prototype.current = function () {
+        var id = this.options.currentId();
+        for (var i = 0; i < this.sessions.length; i++) {
+            if (this.sessions[i].id === id) {
+                return this.sessions[i];
+            }
+        }
+        return null;
+    };
+
+    /**
+     * Fetch the user's sessions and redraw.
+     *
+     * @returns {Promise<boolean>} whether the list was loaded
+     */
+    SessionPicker.prototype.load = function () {
+        var self = this;
+        return api().requestJson("GET", "ai-sidebar/sessions").then(function (body) {
+            self.sessions = Array.isArray(body && body.sessions) ? body.sessions : [];
+            self.loaded = true;
+            self.options.onSuccess();
+            self.render();
+            return true;
+        }).catch(function (err) {
+            self.options.onError(err);
+            self.render(err);
+            return false;
+        });
+    };
+
+    SessionPicker.prototype.updateButton = function () {
+        var session = this.current();
+        var name = session && session.name ? session.name : t("session.untitled");
+        this.buttonLabel.text(name);
+        this.button.attr("title", t("session.listTooltip") + "\n" + name);
+        this.buttonPin.toggle(!!(session && session.pinned));
+    };
+
+    SessionPicker.prototype.render = function (loadError) {
+        var self = this;
+        this.updateButton();
+        this.list.empty();
+        var currentId = this.options.currentId();
+        if (!this.current()) {
+            // The open conversation has no saved turn yet; it is listed so the user sees where they are.
+            $('<div class="ai-sidebar-session ai-sidebar-session-current ai-sidebar-session-unsaved"></div>')
+                .append($('<div class="ai-sidebar-session-main"></div>')
+                    .append($('<div class="ai-sidebar-session-title"></div>').text(t("session.untitled")))
+                    .append($('<div class="ai-sidebar-session-meta"></div>').text(t("session.unsaved"))))
+                .on("click", function () {
+                    self.close();
+                })
+                .appendTo(this.list);
+        }
+        this.sessions.forEach(function (session) {
+            self.renderRow(session, session.id === currentId).appendTo(self.list);
+        });
+        if (loadError) {
+            $('<div class="ai-sidebar-error"></div>')
+                .append($('<i class="fa fa-exclamation-circle"></i>'))
+                .append(document.createTextNode(t("session.loadFailed", { message: loadError.message })))
+                .appendTo(this.list);
+        } else if (this.loaded && !this.sessions.length) {
+            $('<div class="ai-sidebar-note"></div>').text(t("session.none")).appendTo(this.list);
+        }
+    };
+
+    SessionPicker.prototype.renderRow = function (session, isCurrent) {
+        var self = this;
+        var row = $('<div class="ai-sidebar-session" role="option"></div>')
+            .attr("data-session-id", session.id)
+            .attr("aria-selected", isCurrent ? "true" : "false")
+            .toggleClass("ai-sidebar-session-current", isCurrent)
+            .toggleClass("ai-sidebar-session-pinned", !!session.pinned);
+        var main = $('<div class="ai-sidebar-session-main"></div>').appendTo(row);
+        var title = $('<div class="ai-sidebar-session-title"></div>').appendTo(main);
+        if (session.pinned) {
+            $('<i class="fa fa-thumb-tack ai-sidebar-session-pin-mark"></i>').attr("title", t("session.pinned"))
+                .appendTo(title);
+        }
+        $('<span class="ai-sidebar-session-label"></span>').text(session.name || t("session.untitled"))
+            .appendTo(title);
+        $('<div class="ai-sidebar-session-meta"></div>')
+            .text(t("session.meta", { count: session.messages || 0, time: formatTime(session.updatedAt) }))
+            .appendTo(main);
+        main.on("click", function () {
+            if (!row.hasClass("ai-sidebar-session-editing")) {
+                self.close();
+                if (!isCurrent) {
+                    self.options.onSelect(session.id);
+                }
+            }
+        });
+
+        // Renaming, pinning and deleting change what the service stores: routes behind ai-sidebar.write, which a
+        // read-only editor user does not have.
+        if (!RED.user.hasPermission("ai-sidebar.write")) {
+            return row;
+        }
+        var tools = $('<div class="ai-sidebar-session-tools"></div>').appendTo(row);
+        iconButton("fa-thumb-tack", t(session.pinned ? "session.unpin" : "session.pin"), "ai-sidebar-session-pin")
+            .toggleClass("selected", !!session.pinned)
+            .on("click", function (event) {
+                event.preventDefault();
+                self.update(session, { pinned: !session.pinned });
+            })
+            .appendTo(tools);
+        iconButton("fa-pencil", t("session.rename"), "ai-sidebar-session-rename")
+            .on("click", function (event) {
+                event.preventDefault();
+                self.startRename(row, session);
+            })
+            .appendTo(tools);
+        iconButton("fa-trash", t("session.delete"), "ai-sidebar-session-delete")
+            .on("click", function (event) {
+                event.preventDefault();
+                self.confirmDelete(row, session);
+            })
+            .appendTo(tools);
+        return row;
+    };
+
+    SessionPicker.prototype.startRename = function (row, session) {
+        var self = this;
+        var title = row.find(".ai-sidebar-session-title");
+        var finished = false;
+        row.addClass("ai-sidebar-session-editing");
+        var input = $('<input type="text" class="ai-sidebar-session-input" maxlength="200">')
+            .val(session.name || "")
+            .attr("aria-label", t("session.rename"));
+        function finish(save) {
+            if (finished) {
+                return;
+            }
+            finished = true;
+            var name = String(input.val()).trim();
+            if (save && name && name !== session.name) {
+                self.update(session, { name: name });
+            } else {
+                self.render();
+            }
+        }
+        input.on("keydown", function (event) {
+            // Keys typed here belong to the field, not to the editor's shortcuts or the drawer.
+            event.stopPropagation();
+            if (event.key === "Enter" && !event.originalEvent.isComposing) {
+                event.preventDefault();
+                finish(true);
+            } else if (event.key === "Escape") {
+                event.preventDefault();
+                finish(false);
+            }
+        }).on("blur", function () {
+            finish(true);
+        });
+        title.empty().append(input);
+        input.trigger("focus").trigger("select");
+    };
+
+    SessionPicker.prototype.confirmDelete = function (row, session) {
+        var self = this;
+        row.find(".ai-sidebar-session-confirm").remove();
+        var confirm = $('<div class="ai-sidebar-session-confirm"></div>').appendTo(row);
+        $("<span></span>").text(t("session.confirmDelete")).appendTo(confirm);
+        $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-session-cancel"></button>')
+            .text(t("session.cancel"))
+            .on("click", function (event) {
+                event.preventDefault();
+                confirm.remove();
+            })
+            .appendTo(confirm);
+        $('<button type="button" class="red-ui-button red-ui-button-small primary ai-sidebar-session-confirm-delete">' +
+            '</button>')
+            .text(t("session.delete"))
+            .on("click", function (event) {
+                event.preventDefault();
+                self.remove(session);
+            })
+            .appendTo(confirm)
+            .trigger("focus");
+    };
+
+    SessionPicker.prototype.update = function (session, changes) {
+        var self = this;
+        return api().requestJson("PATCH", sessionPath(session.id), changes).then(function () {
+            self.options.onSuccess();
+            return self.load();
+        }).catch(function (err) {
+            self.options.onError(err);
+            RED.notify($("<p></p>").text(t("session.updateFailed", { message: err.message })), "error");
+            self.render();
+        });
+    };
+
+    SessionPicker.prototype.remove = function (session) {
+        var self = this;
+        return api().requestJson("DELETE", sessionPath(session.id)).catch(function (err) {
+            // Already gone (deleted in another editor window): the list is what needs fixing.
+            if (err.status !== 404) {
+                throw err;
+            }
+        }).then(function () {
+            self.options.onSuccess();
+            self.sessions = self.sessions.filter(function (s) {
+                return s.id !== session.id;
+            });
+            self.render();
+            self.options.onDeleted(session.id);
+        }).catch(function (err) {
+            self.options.onError(err);
+            RED.notify($("<p></p>").text(t("session.deleteFailed", { message: err.message })), "error");
+            self.render();
+        });
+    };
+
+    /** The saved session to show after the open one was deleted: the first one left, or null. */
+    SessionPicker.prototype.next = function () {
+        return this.sessions.length ? this.sessions[0].id : null;
+    };
+
+    window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    window.NodeRedAiSidebar.SessionPicker = SessionPicker;
+}());

@@ -1,0 +1,427 @@
+"use strict";
+
+/**
+ * The ai-chat node in Node-RED's test runtime (node-red-node-test-helper), asking a small real HTTP server that
+ * speaks the service's stream-chat protocol. Each test waits on events (messages, requests, disconnects), never
+ * on timers.
+ */
+
+const assert = require("assert");
+const { EventEmitter, once } = require("events");
+const path = require("path");
+const helper = require("node-red-node-test-helper");
+const { i18n } = require("@node-red/util");
+const aiChatModule = require("../nodes/ai-chat.js");
+const aiConfigNode = require("../nodes/ai-config.js");
+const helpers = require("./helpers");
+
+helper.init(require.resolve("node-red"));
+
+const NAMESPACE = "node-red-contrib-ai-sidebar/ai-chat";
+
+/**
+ * The ai-chat module with its message catalog, as Node-RED loads it: the test helper's `RED._` returns the key
+ * itself, so messages are translated here the way Node-RED's node API does (namespace of the node set).
+ */
+function aiChatNode(RED) {
+    RED._ = function (key, values) {
+        return i18n._(NAMESPACE + ":" + key, values);
+    };
+    return aiChatModule(RED);
+}
+
+const SERVICE_TOKEN = "service-token-for-ai-chat-tests";
+const CONFIG_KEY = "sk-ai-config-key-that-must-never-be-logged-0042";
+
+function frame(event) {
+    return "data: " + JSON.stringify(event) + "\n\n";
+}
+
+/** An answer stream: the given events, then `done`. */
+function streamAnswer(events, done) {
+    return function (req, res) {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.end(events.map(frame).join("") + frame(Object.assign({ type: "done" }, done)));
+    };
+}
+
+/** Every text the helper's runtime logged, and every error a node reported, as one string. */
+function loggedText() {
+    const calls = helper.log().getCalls().map(function (call) {
+        return call.args.map(function (arg) {
+            return typeof arg === "string" ? arg : JSON.stringify(arg, Object.getOwnPropertyNames(arg || {}));
+        }).join(" ");
+    });
+    return calls.join("\n");
+}
+
+function chatFlow(chat, extra) {
+    return [
+        { id: "f1", type: "tab", label: "ai-chat test" },
+        Object.assign({ id: "n1", z: "f1", type: "ai-chat", name: "ask", config: "", scenario: "", language: "",
+            concurrency: 2, queueLimit: 100, outputs: 1, wires: [["out"]] }, chat),
+        { id: "out", z: "f1", type: "helper" },
+        { id: "c1", z: "f1", type: "catch", scope: ["n1"], uncaught: false, wires: [["caught"]] },
+        { id: "caught", z: "f1", type: "helper" }
+    ].concat(extra || []);
+}
+
+/** Resolve once the node shows the status with this text (an i18n key). */
+function statusShown(node, text) {
+    return new Promise(function (resolve) {
+        node.on("call:status", function listener(call) {
+            if (call.args[0] && call.args[0].text === text) {
+                node.removeListener("call:status", listener);
+                resolve();
+            }
+        });
+    });
+}
+
+/** Resolve with the next message a helper node receives. */
+function nextMessage(id) {
+    return new Promise(function (resolve) {
+        helper.getNode(id).once("input", resolve);
+    });
+}
+
+describe("ai-chat node", function () {
+    this.timeout(10000);
+    let service;
+
+    before(async function () {
+        await new Promise(function (resolve) {
+            helper.startServer(resolve);
+        });
+        await i18n.registerMessageCatalog(NAMESPACE, path.join(__dirname, "..", "nodes", "locales"), "ai-chat.json");
+    });
+
+    after(function (done) {
+        helper.stopServer(done);
+    });
+
+    beforeEach(async function () {
+        service = await helpers.fakeService();
+        service.events = new EventEmitter();
+        process.env.AI_SIDEBAR_SERVICE_URL = service.url;
+        process.env.AI_SIDEBAR_TOKEN = SERVICE_TOKEN;
+    });
+
+    afterEach(async function () {
+        await helper.unload();
+        await helpers.close(service.server);
+        delete process.env.AI_SIDEBAR_SERVICE_URL;
+        delete process.env.AI_SIDEBAR_TOKEN;
+    });
+
+    it("answers with the service's text, tool results, usage and session", async function () {
+        service.handler = streamAnswer([
+            { type: "tool_call", tool: "get-flow", params: { id: "t1" } },
+            { type: "tool_result", tool: "get-flow", result: "{\"nodes\":3}", ok: true },
+            { type: "token", content: "The flow " },
+            { type: "token", content: "has 3 nodes." }
+        ], { sessionId: "s-42", usage: { inputTokens: 12, outputTokens: 5 } });
+        await helper.load([aiChatNode, aiConfigNode], chatFlow());
+        const answered = nextMessage("out");
+        helper.getNode("n1").receive({ payload: "explain the current flow", flowId: "t1", sessionId: "s-42",
+            scenario: "learning", language: "de", topic: "kept" });
+        const msg = await answered;
+        assert.strictEqual(msg.payload, "The flow has 3 nodes.");
+        assert.deepStrictEqual(msg.tools,
+            [{ tool: "get-flow", params: { id: "t1" }, result: "{\"nodes\":3}", ok: true }]);
+        assert.deepStrictEqual(msg.usage, { inputTokens: 12, outputTokens: 5 });
+        assert.strictEqual(msg.sessionId, "s-42");
+        assert.strictEqual(msg.topic, "kept");
+        const sent = service.requests[0];
+        assert.strictEqual(sent.url, "/ai-sidebar/stream-chat");
+        assert.strictEqual(sent.headers.authorization, "Bearer " + SERVICE_TOKEN);
+        assert.strictEqual(sent.headers["x-node-red-user"], encodeURIComponent("flow:n1"));
+        assert.deepStrictEqual(JSON.parse(sent.body), { message: "explain the current flow", sessionId: "s-42",
+            scenario: "learning", language: "de", selectedFlow: { id: "t1" } });
+    });
+
+    it("without a config node sends no provider, so the service's own environment provider answers", async function () {
+        service.handler = streamAnswer([{ type: "token", content: "hi" }], { sessionId: "new-session" });
+        await helper.load([aiChatNode, aiConfigNode], chatFlow({ scenario: "general", language: "fr" }));
+        const answered = nextMessage("out");
+        helper.getNode("n1").receive({ payload: "hello" });
+        const msg = await answered;
+        assert.strictEqual(msg.payload, "hi");
+        assert.strictEqual(msg.sessionId, "new-session");
+        assert.deepStrictEqual(msg.tools, []);
+        assert.strictEqual(msg.usage, undefined);
+        assert.deepStrictEqual(JSON.parse(service.requests[0].body),
+            { message: "hello", scenario: "general", language: "fr" });
+    });
+
+    it("sends the config node's provider settings with its key, and never logs the key", async function () {
+        service.handler = streamAnswer([{ type: "token", content: "ok" }], { sessionId: "s" });
+        const flow = chatFlow({ config: "cfg" }, [{ id: "cfg", type: "ai-config", name: "local", provider:
+            "openai-compatible", model: "llama3.1", baseUrl: "http://127.0.0.1:11434/v1", temperature: "0.2",
+            maxTokens: "300", memory: false, tools: true, scenarios: "learning,development" }]);
+        await helper.load([aiChatNode, aiConfigNode], flow, { cfg: { apiKey: CONFIG_KEY } });
+        const answered = nextMessage("out");
+        helper.getNode("n1").receive({ payload: "hello" });
+        await answered;
+        assert.deepStrictEqual(JSON.parse(service.requests[0].body).provider, {
+            provider: "openai-compatible", model: "llama3.1", baseUrl: "http://127.0.0.1:11434/v1",
+            temperature: 0.2, maxTokens: 300, apiKey: CONFIG_KEY, memory: false, tools: true,
+            scenarios: ["learning", "development"]
+        });
+        assert.ok(helper.log().called, "the runtime logged nothing at all, so the check below proves nothing");
+        assert.ok(!loggedText().includes(CONFIG_KEY), "the key appears in the log");
+    });
+
+    it("reports the service's error event for a wrong key to a Catch node, with msg.error.code", async function () {
+        service.handler = function (req, res, body) {
+            const provider = JSON.parse(body).provider || {};
+            const events = provider.apiKey === "sk-right" ? [{ type: "token", content: "fine" }] : [{
+                type: "error", code: "invalid_api_key",
+                message: "The provider refused the API key. Check the key of the ai-config node."
+            }];
+            streamAnswer(events, { sessionId: "s-wrong" })(req, res);
+        };
+        const flow = chatFlow({ config: "cfg" }, [{ id: "cfg", type: "ai-config", provider: "openai" }]);
+        await helper.load([aiChatNode, aiConfigNode], flow, { cfg: { apiKey: CONFIG_KEY } });
+        const caught = nextMessage("caught");
+        let answered = false;
+        helper.getNode("out").on("input", function () {
+            answered = true;
+        });
+        helper.getNode("n1").receive({ payload: "hello" });
+        const msg = await caught;
+        assert.strictEqual(msg.error.code, "invalid_api_key");
+        assert.match(msg.error.message, /invalid_api_key/);
+        assert.strictEqual(msg.error.source.id, "n1");
+        assert.strictEqual(msg.payload, "hello", "the question stays in msg.payload for a retry");
+        assert.strictEqual(msg.sessionId, "s-wrong");
+        assert.strictEqual(answered, false);
+        assert.ok(!loggedText().includes(CONFIG_KEY), "the key appears in the log");
+    });
+
+    it("reports a refusal of the service (non-2xx) with the service's error code", async function () {
+        service.handler = function (req, res) {
+            res.writeHead(400, { "Content-Type": "application/json" });
+            res.end(JSON.stringify({ error: { code: "invalid_request", message: "Field 'sessionId': bad." } }));
+        };
+        await helper.load([aiChatNode, aiConfigNode], chatFlow());
+        const caught = nextMessage("caught");
+        helper.getNode("n1").receive({ payload: "hello", sessionId: "not valid!" });
+        const msg = await caught;
+        assert.strictEqual(msg.error.code, "invalid_request");
+        assert.match(msg.error.message, /400/);
+    });
+
+    it("reports an unreachable service as service_unreachable", async function () {
+        process.env.AI_SIDEBAR_SERVICE_URL = await helpers.unusedUrl();
+        await helper.load([aiChatNode, aiConfigNode], chatFlow());
+        const caught = nextMessage("caught");
+        helper.getNode("n1").receive({ payload: "hello" });
+        const msg = await caught;
+        assert.strictEqual(msg.error.code, "service_unreachable");
+        assert.ok(!loggedText().includes(SERVICE_TOKEN), "the service token appears in the log");
+    });
+
+    it("reports a stream cut off before done as service_disconnected", async function () {
+        service.handler = function (req, res) {
+            res.writeHead(200, { "Content-Type": "text/event-stream" });
+            res.write(frame({ type: "token", content: "half" }));
+            service.events.once("cut", function () {
+                res.destroy();
+            });
+        };
+        await helper.load([aiChatNode, aiConfigNode], chatFlow());
+        const node = helper.getNode("n1");
+        const streaming = statusShown(node, "ai-chat.status.streaming");
+        const caught = nextMessage("caught");
+        node.receive({ payload: "hello" });
+        await streaming;
+        service.events.emit("cut");
+        const msg = await caught;
+        assert.strictEqual(msg.error.code, "service_disconnected");
+        assert.match(msg.error.message, /closed the connection/);
+    });
+
+    it("reports a stream that ends without its done event as service_disconnected", async function () {
+        service.handler = function (req, res) {
+            res.writeHead(200, { "Content-Type": "text/event-stream" });
+            res.end(frame({ type: "token", content: "half" }));
+        };
+        await helper.load([aiChatNode, aiConfigNode], chatFlow());
+        const caught = nextMessage("caught");
+        helper.getNode("n1").receive({ payload: "hello" });
+        assert.strictEqual((await caught).error.code, "service_disconnected");
+    });
+
+    it("refuses a payload that is not a string, a question that is too long and a bad msg.sessionId, without asking",
+        async function () {
+            await helper.load([aiChatNode, aiConfigNode], chatFlow());
+            const node = helper.getNode("n1");
+            let caught = nextMessage("caught");
+            node.receive({ payload: { question: "hi" } });
+            assert.strictEqual((await caught).error.code, "invalid_payload");
+            caught = nextMessage("caught");
+            node.receive({ payload: "   " });
+            assert.strictEqual((await caught).error.code, "invalid_payload");
+            caught = nextMessage("caught");
+            node.receive({ payload: "x".repeat(10001) });
+            assert.strictEqual((await caught).error.code, "message_too_long");
+            caught = nextMessage("caught");
+            node.receive({ payload: "hi", sessionId: { id: "s" } });
+            const msg = await caught;
+            assert.strictEqual(msg.error.code, "invalid_session_id");
+            assert.match(msg.error.message, /msg\.sessionId/);
+            assert.strictEqual(service.requests.length, 0);
+        });
+
+    it("reports a chosen config node that is not deployed as config_not_found", async function () {
+        await helper.load([aiChatNode, aiConfigNode], chatFlow({ config: "gone" }));
+        const caught = nextMessage("caught");
+        helper.getNode("n1").receive({ payload: "hello" });
+        const msg = await caught;
+        assert.strictEqual(msg.error.code, "config_not_found");
+        assert.strictEqual(service.requests.length, 0);
+    });
+
+    it("asks one question at a time with limit 1: the second starts only after the first is answered",
+        async function () {
+            const open = [];
+            const finished = [];
+            service.handler = function (req, res, body) {
+                const question = JSON.parse(body).message;
+                open.push({ question: question, res: res });
+                service.events.emit("request", question);
+            };
+            function answer(question) {
+                const entry = open.find(function (item) { return item.question === question; });
+                streamAnswer([{ type: "token", content: "answer to " + question }], { sessionId: "s" })(null, entry.res);
+                finished.push(question);
+            }
+            await helper.load([aiChatNode, aiConfigNode], chatFlow({ concurrency: 1 }));
+            const node = helper.getNode("n1");
+            const answers = [];
+            helper.getNode("out").on("input", function (msg) {
+                answers.push(msg.payload);
+                service.events.emit("answer", msg.payload);
+            });
+            const first = once(service.events, "request");
+            node.receive({ payload: "one" });
+            node.receive({ payload: "two" });
+            node.receive({ payload: "three" });
+            assert.deepStrictEqual(await first, ["one"]);
+            assert.strictEqual(service.requests.length, 1, "a second question was asked before the first was answered");
+
+            for (const [current, following] of [["one", "two"], ["two", "three"]]) {
+                const nextRequest = once(service.events, "request");
+                answer(current);
+                assert.deepStrictEqual(await nextRequest, [following]);
+                assert.deepStrictEqual(finished, open.map(function (item) { return item.question; }).slice(0, -1));
+            }
+            const last = once(service.events, "answer");
+            answer("three");
+            await last;
+            assert.deepStrictEqual(answers, ["answer to one", "answer to two", "answer to three"]);
+        });
+
+    it("refuses a message with queue_full when the queue is at its limit", async function () {
+        const open = [];
+        service.handler = function (req, res) {
+            open.push(res);
+            service.events.emit("request");
+        };
+        await helper.load([aiChatNode, aiConfigNode], chatFlow({ concurrency: 1, queueLimit: 1 }));
+        const node = helper.getNode("n1");
+        const asked = once(service.events, "request");
+        node.receive({ payload: "one" });
+        await asked;
+        node.receive({ payload: "two" });
+        const caught = nextMessage("caught");
+        node.receive({ payload: "three" });
+        const msg = await caught;
+        assert.strictEqual(msg.error.code, "queue_full");
+        assert.strictEqual(msg.payload, "three");
+        open.forEach(function (res) {
+            streamAnswer([], {})(null, res);
+        });
+    });
+
+    it("cancels the open request when the node is closed, so the service sees the disconnect, and sends nothing",
+        async function () {
+            service.handler = function (req, res) {
+                res.writeHead(200, { "Content-Type": "text/event-stream" });
+                res.write(frame({ type: "token", content: "still thinking" }));
+                res.on("close", function () {
+                    service.events.emit("disconnect", res.writableEnded);
+                });
+                service.events.emit("request");
+            };
+            await helper.load([aiChatNode, aiConfigNode], chatFlow({ concurrency: 1 }));
+            const node = helper.getNode("n1");
+            let sent = 0;
+            let caught = 0;
+            helper.getNode("out").on("input", function () { sent++; });
+            helper.getNode("caught").on("input", function () { caught++; });
+            const streaming = statusShown(node, "ai-chat.status.streaming");
+            const asked = once(service.events, "request");
+            node.receive({ payload: "one" });
+            node.receive({ payload: "queued" });
+            await asked;
+            await streaming;
+            const disconnected = once(service.events, "disconnect");
+            await helper.unload();
+            const [endedByService] = await disconnected;
+            assert.strictEqual(endedByService, false, "the service finished the answer instead of seeing a disconnect");
+            assert.strictEqual(service.requests.length, 1, "the queued message was asked after close");
+            assert.strictEqual(sent, 0);
+            assert.strictEqual(caught, 0);
+        });
+
+    it("streams each piece of the answer on the second output, then the whole answer on the first", async function () {
+        service.handler = streamAnswer([
+            { type: "token", content: "Hel" }, { type: "token", content: "lo" }, { type: "token", content: "!" }
+        ], { sessionId: "s" });
+        const flow = chatFlow({ outputs: 2, wires: [["out"], ["pieces"]] }, [{ id: "pieces", z: "f1", type: "helper" }]);
+        await helper.load([aiChatNode, aiConfigNode], flow);
+        const pieces = [];
+        helper.getNode("pieces").on("input", function (msg) {
+            pieces.push([msg.payload, msg.topic]);
+        });
+        const answered = nextMessage("out");
+        helper.getNode("n1").receive({ payload: "hi", topic: "greeting" });
+        const msg = await answered;
+        assert.deepStrictEqual(pieces, [["Hel", "greeting"], ["lo", "greeting"], ["!", "greeting"]]);
+        assert.strictEqual(msg.payload, "Hello!");
+    });
+
+    it("shows waiting, then streaming, then done; and error after a failure", async function () {
+        let release;
+        service.handler = function (req, res) {
+            res.writeHead(200, { "Content-Type": "text/event-stream" });
+            res.write(frame({ type: "token", content: "a" }));
+            release = function (events) {
+                res.end(events.map(frame).join("") + frame({ type: "done", sessionId: "s" }));
+            };
+            service.events.emit("request");
+        };
+        await helper.load([aiChatNode, aiConfigNode], chatFlow());
+        const node = helper.getNode("n1");
+        const statuses = [];
+        node.on("call:status", function (call) {
+            statuses.push(call.args[0].text);
+        });
+        const streaming = statusShown(node, "ai-chat.status.streaming");
+        node.receive({ payload: "hi" });
+        await streaming;
+        const done = statusShown(node, "ai-chat.status.done");
+        release([]);
+        await done;
+        assert.deepStrictEqual(statuses, ["ai-chat.status.waiting", "ai-chat.status.streaming", "ai-chat.status.done"]);
+
+        const failed = statusShown(node, "ai-chat.status.error");
+        const asked = once(service.events, "request");
+        node.receive({ payload: "again" });
+        await asked;
+        release([{ type: "error", code: "llm_timeout", message: "The model did not answer in time." }]);
+        await failed;
+    });
+});

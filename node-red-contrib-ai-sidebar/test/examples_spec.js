@@ -1,0 +1,80 @@
+"use strict";
+
+/** The example flows shipped in `examples/` (Node-RED's Import → Examples menu) and the repository's own. */
+
+const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+
+const packageExamples = path.join(__dirname, "..", "examples");
+const repositoryExamples = path.join(__dirname, "..", "..", "examples", "flows.json");
+
+function checkFlow(name, nodes) {
+    assert.ok(Array.isArray(nodes) && nodes.length > 0, name);
+    const ids = new Set();
+    for (const node of nodes) {
+        assert.ok(typeof node.id === "string" && typeof node.type === "string", name + ": " + JSON.stringify(node));
+        assert.ok(!ids.has(node.id), name + ": duplicate id " + node.id);
+        ids.add(node.id);
+    }
+    for (const node of nodes) {
+        for (const port of node.wires || []) {
+            for (const target of port) {
+                assert.ok(ids.has(target), name + ": " + node.id + " is wired to missing " + target);
+            }
+        }
+        if (node.type === "ai-chat") {
+            assert.strictEqual((node.wires || []).length, Number(node.outputs), name + ": outputs of " + node.id);
+            assert.ok(!node.config || ids.has(node.config), name + ": ai-chat " + node.id + " uses a missing config");
+        }
+        assert.ok(!("credentials" in node), name + ": an example must not carry credentials");
+    }
+}
+
+describe("example flows", function () {
+    it("ship \"Ask over HTTP\" and \"Explain a flow from a flow\" in the package, each with an ai-chat node",
+        function () {
+            const files = fs.readdirSync(packageExamples).filter(function (file) { return file.endsWith(".json"); });
+            assert.deepStrictEqual(files.sort(), ["Ask over HTTP.json", "Explain a flow from a flow.json"]);
+            for (const file of files) {
+                const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, file), "utf8"));
+                checkFlow(file, nodes);
+                assert.ok(nodes.some(function (node) { return node.type === "ai-chat"; }), file);
+            }
+        });
+
+    it("answer GET /ask through ai-chat, with a catch node that ends the request on errors", function () {
+        const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, "Ask over HTTP.json"), "utf8"));
+        const byId = new Map(nodes.map(function (node) { return [node.id, node]; }));
+        const httpIn = nodes.find(function (node) { return node.type === "http in"; });
+        assert.strictEqual(httpIn.url, "/ask");
+        const chain = [httpIn];
+        while (chain[chain.length - 1].wires && chain[chain.length - 1].wires.length) {
+            chain.push(byId.get(chain[chain.length - 1].wires[0][0]));
+        }
+        assert.deepStrictEqual(chain.map(function (node) { return node.type; }),
+            ["http in", "change", "ai-chat", "http response"]);
+        const chat = chain[2];
+        const catchNode = nodes.find(function (node) { return node.type === "catch"; });
+        assert.deepStrictEqual(catchNode.scope, [chat.id]);
+    });
+
+    it("ask about the flow they are on through msg.flowId from NR_FLOW_ID", function () {
+        const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, "Explain a flow from a flow.json"), "utf8"));
+        const rule = nodes.filter(function (node) { return node.type === "change"; })
+            .flatMap(function (node) { return node.rules; })
+            .find(function (r) { return r.p === "flowId"; });
+        assert.deepStrictEqual([rule.to, rule.tot], ["NR_FLOW_ID", "env"]);
+        const tabs = new Set(nodes.filter(function (node) { return node.z; }).map(function (node) { return node.z; }));
+        assert.strictEqual(tabs.size, 1, "all nodes sit on one tab, the one the question is about");
+    });
+
+    it("use a real ai-chat node in the repository's \"Ask the assistant\" tab", function () {
+        const flows = JSON.parse(fs.readFileSync(repositoryExamples, "utf8"));
+        checkFlow("examples/flows.json", flows);
+        const tab = flows.find(function (node) { return node.type === "tab" && node.label === "Ask the assistant"; });
+        const onTab = flows.filter(function (node) { return node.z === tab.id; });
+        assert.ok(onTab.some(function (node) { return node.type === "ai-chat"; }));
+        assert.ok(!onTab.some(function (node) { return /placeholder/i.test(node.name || ""); }));
+    });
+});

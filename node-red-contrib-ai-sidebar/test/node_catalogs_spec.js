@@ -1,0 +1,116 @@
+"use strict";
+
+/** The ai-chat and ai-config nodes' message catalogs and help, in every language they ship. */
+
+const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+
+const nodesDir = path.join(__dirname, "..", "nodes");
+const localesDir = path.join(nodesDir, "locales");
+const LANGUAGES = ["en-US", "zh-CN", "ja", "es-ES", "de", "fr"];
+const TYPES = ["ai-chat", "ai-config"];
+
+function catalog(language, type) {
+    return JSON.parse(fs.readFileSync(path.join(localesDir, language, type + ".json"), "utf8"));
+}
+
+function flatten(object, prefix) {
+    const out = {};
+    for (const [key, value] of Object.entries(object)) {
+        const name = prefix ? prefix + "." + key : key;
+        if (value && typeof value === "object") {
+            Object.assign(out, flatten(value, name));
+        } else {
+            out[name] = value;
+        }
+    }
+    return out;
+}
+
+function placeholders(text) {
+    return (String(text).match(/__[A-Za-z]+__/g) || []).sort();
+}
+
+describe("ai-chat and ai-config catalogs and help", function () {
+    it("ship a catalog and a help page per node for each of the six languages", function () {
+        for (const language of LANGUAGES) {
+            for (const type of TYPES) {
+                for (const extension of [".json", ".html"]) {
+                    assert.ok(fs.existsSync(path.join(localesDir, language, type + extension)),
+                        language + "/" + type + extension);
+                }
+            }
+        }
+    });
+
+    for (const type of TYPES) {
+        const english = flatten(catalog("en-US", type));
+        for (const language of LANGUAGES.slice(1)) {
+            it("have the same " + type + " keys and __placeholders__ in " + language + " as in en-US", function () {
+                const translated = flatten(catalog(language, type));
+                assert.deepStrictEqual(Object.keys(translated).sort(), Object.keys(english).sort());
+                for (const key of Object.keys(english)) {
+                    assert.deepStrictEqual(placeholders(translated[key]), placeholders(english[key]), key);
+                }
+            });
+        }
+    }
+
+    it("define every message key the ai-chat runtime uses", function () {
+        const source = fs.readFileSync(path.join(nodesDir, "ai-chat.js"), "utf8");
+        const english = flatten(catalog("en-US", "ai-chat"));
+        const errors = new Set();
+        for (const match of source.matchAll(/nodeError\([^,]+,\s*(?:"([a-z_]+)"|err\.code)/g)) {
+            if (match[1]) {
+                errors.add(match[1]);
+            }
+        }
+        errors.add("service_disconnected");
+        errors.add("service_bad_answer");
+        for (const match of source.matchAll(/RED\._\("ai-chat\.errors\.([a-z_]+)"/g)) {
+            errors.add(match[1]);
+        }
+        assert.ok(errors.size > 10, "found too few error keys: " + [...errors]);
+        for (const key of errors) {
+            assert.ok(english["ai-chat.errors." + key], "ai-chat.errors." + key);
+        }
+        for (const match of source.matchAll(/showStatus\("([a-z-]+)"\)/g)) {
+            assert.ok(english["ai-chat.status." + match[1]], "ai-chat.status." + match[1]);
+        }
+        for (const status of ["waiting", "streaming", "done", "error"]) {
+            assert.ok(english["ai-chat.status." + status], status);
+        }
+    });
+
+    it("define every data-i18n key of the edit dialogs", function () {
+        for (const type of TYPES) {
+            const html = fs.readFileSync(path.join(nodesDir, type + ".html"), "utf8");
+            const english = flatten(catalog("en-US", type));
+            const keys = [...html.matchAll(/data-i18n="(?:\[[a-z]+\])?([^"]+)"/g)].map(function (m) { return m[1]; });
+            assert.ok(keys.length > 5, type);
+            for (const key of keys) {
+                assert.ok(english[key], type + ": " + key);
+            }
+        }
+    });
+
+    it("write help in Node-RED's form: ai-chat with Inputs, Outputs and Details, message properties listed",
+        function () {
+            for (const language of LANGUAGES) {
+                const chat = fs.readFileSync(path.join(localesDir, language, "ai-chat.html"), "utf8");
+                assert.match(chat, /data-help-name="ai-chat"/, language);
+                assert.strictEqual((chat.match(/<h3>/g) || []).length, 4,
+                    language + ": Inputs, Outputs, Details, References");
+                assert.strictEqual((chat.match(/<dl class="message-properties">/g) || []).length, 3, language);
+                assert.match(chat, /<ol class="node-ports">/, language);
+                for (const property of ["payload", "sessionId", "scenario", "language", "flowId", "tools", "usage"]) {
+                    assert.match(chat, new RegExp("<dt( class=\"optional\")?>" + property + " "),
+                        language + ": " + property);
+                }
+                const config = fs.readFileSync(path.join(localesDir, language, "ai-config.html"), "utf8");
+                assert.match(config, /data-help-name="ai-config"/, language);
+                assert.match(config, /<dl class="message-properties">/, language);
+            }
+        });
+});

@@ -1,0 +1,109 @@
+// Shared steps for the browser scripts: open the Node-RED editor in headless Debian Chromium (playwright-core),
+// log in when adminAuth is on, answer Node-RED's first-visit prompts, and use the AI sidebar as a user would.
+"use strict";
+const { chromium } = require("playwright-core");
+
+const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+/** Chromium and one browser context (one profile: pages share localStorage, hence the editor's login). */
+async function launch() {
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    return { browser, context };
+}
+
+/**
+ * A new page on the editor, ready to use: logged in (when `credentials` are given and the profile has no
+ * token yet), workspace loaded, the AI sidebar built. Page errors and JavaScript dialogs (alert, confirm) are
+ * recorded in `record`.
+ */
+async function openEditor(context, url, record, credentials) {
+    const page = await context.newPage();
+    record.pageErrors = record.pageErrors || [];
+    record.dialogs = record.dialogs || [];
+    page.on("pageerror", (err) => record.pageErrors.push(String(err)));
+    page.on("dialog", (dialog) => {
+        record.dialogs.push(dialog.message());
+        dialog.dismiss().catch(() => {});
+    });
+    await page.goto(url + "/", { waitUntil: "domcontentloaded" });
+    if (credentials) {
+        await login(page, credentials);
+    }
+    await editorReady(page);
+    return page;
+}
+
+async function login(page, credentials) {
+    await page.waitForSelector("#node-dialog-login-username, .ai-sidebar", { timeout: 30000 });
+    if (!(await page.locator("#node-dialog-login-username").count())) {
+        return;
+    }
+    await page.fill("#node-dialog-login-username", credentials.username);
+    await page.fill("#node-dialog-login-password", credentials.password);
+    await page.click("#node-dialog-login-submit");
+}
+
+/** Wait for the workspace and the sidebar, then answer the prompts a first visit may show. */
+async function editorReady(page) {
+    await page.waitForFunction(() => window.RED && RED.workspaces && RED.workspaces.active() &&
+        document.querySelector(".ai-sidebar"), null, { timeout: 30000 });
+    await page.waitForTimeout(1500);
+    for (let i = 0; i < 3; i++) {
+        const dialog = page.locator(".red-ui-popover.red-ui-dialog .red-ui-dialog-toolbar button");
+        const tour = page.locator(".red-ui-tourGuide-popover");
+        if (await dialog.count()) await dialog.last().click();
+        else if (await tour.count()) await page.keyboard.press("Escape");
+        else break;
+        await page.waitForTimeout(300);
+    }
+}
+
+/** Show a workspace tab and the AI sidebar tab. */
+async function showTab(page, tabId) {
+    await page.evaluate((id) => {
+        RED.workspaces.show(id);
+        RED.sidebar.show("ai-sidebar");
+    }, tabId);
+}
+
+/** Start a new conversation with the header's "New chat" button. */
+async function newChat(page) {
+    await page.click(".ai-sidebar-new-chat");
+}
+
+/** Wait until no answer is streaming (the input is enabled again). */
+async function waitIdle(page, timeout) {
+    await page.waitForFunction(() => {
+        const input = document.querySelector(".ai-sidebar-input");
+        return input && !input.disabled && !document.querySelector(".ai-sidebar-cursor");
+    }, null, { timeout: timeout || 30000 });
+}
+
+/** Type a question, send it, and wait for the whole answer. Returns the last answer's text. */
+async function ask(page, question) {
+    await waitIdle(page);
+    await page.fill(".ai-sidebar-input", question);
+    // The click handler disables the input before the click returns, so idle now means the answer ended.
+    await page.click(".ai-sidebar-send");
+    await waitIdle(page);
+    return lastAnswerText(page);
+}
+
+async function lastAnswerText(page) {
+    const answers = page.locator(".ai-sidebar-message-assistant");
+    return (await answers.count()) ? (await answers.last().innerText()).trim() : "";
+}
+
+/** The conversation as shown: [{role, text, badges}] in order. */
+async function transcript(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll(".ai-sidebar-message")).map((el) => ({
+        role: el.classList.contains("ai-sidebar-message-user") ? "user" : "assistant",
+        text: Array.from(el.querySelectorAll(".ai-sidebar-text")).map((t) => t.innerText).join("\n").trim(),
+        badges: Array.from(el.querySelectorAll(".ai-sidebar-badge")).map((b) => b.innerText.trim())
+    })));
+}
+
+module.exports = { launch, openEditor, login, editorReady, showTab, newChat, waitIdle, ask, lastAnswerText,
+    transcript };

@@ -1,0 +1,321 @@
+// Drives the AI sidebar in headless Debian Chromium through one feature, chosen by MODE, and reports what the
+// user saw as one JSON line on stdout (progress lines before it are JSON too, with a "stage" field).
+// Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, optionally USERNAME + PASSWORD (adminAuth), QUESTION(S).
+// Modes: import, unknown-types, sessions, inert-html, explain, context, offline.
+"use strict";
+const path = require("path");
+const editor = require("./editor");
+
+const env = process.env;
+
+function stage(name, data) {
+    process.stdout.write(JSON.stringify(Object.assign({ stage: name }, data || {})) + "\n");
+}
+
+async function screenshot(page, result, name) {
+    const file = path.join(env.OUT_DIR, name);
+    await page.screenshot({ path: file });
+    result.screenshots = (result.screenshots || []).concat([file]);
+}
+
+/** Names and ids of the nodes on a workspace tab, and the depth of the undo history. */
+async function canvasState(page, tabId) {
+    return page.evaluate((id) => ({
+        names: RED.nodes.filterNodes({ z: id }).map((n) => n.name || "").filter(Boolean).sort(),
+        count: RED.nodes.filterNodes({ z: id }).length,
+        historyDepth: RED.history.depth()
+    }), tabId);
+}
+
+async function notifications(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll("#red-ui-notifications .red-ui-notification"))
+        .map((n) => n.innerText.trim()));
+}
+
+// (a) An answer's flow is imported into the open tab, placed with a click, and one Ctrl-Z removes it all.
+async function importMode(page, result) {
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    result.answer = await editor.ask(page, env.QUESTION);
+    result.importButtons = await page.locator(".ai-sidebar-flow-import").count();
+    result.copyButtons = await page.locator(".ai-sidebar-flow-copy").count();
+    result.before = await canvasState(page, env.TAB_ID);
+    await page.click(".ai-sidebar-flow-import");
+    // Like Node-RED's own import, the nodes follow the mouse until a click on the workspace places them.
+    const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
+    const x = chart.x + chart.width * 0.55;
+    const y = chart.y + chart.height * 0.7;
+    await page.mouse.move(x - 40, y - 40);
+    await page.mouse.move(x, y, { steps: 5 });
+    await page.mouse.click(x, y);
+    await page.waitForTimeout(300);
+    result.notifications = await notifications(page);
+    result.imported = await canvasState(page, env.TAB_ID);
+    result.viewState = await page.evaluate(() => RED.view.state());
+    await screenshot(page, result, "sidebar-flow-imported.png");
+    await page.keyboard.press("Control+z");
+    await page.waitForTimeout(300);
+    result.undone = await canvasState(page, env.TAB_ID);
+    await screenshot(page, result, "sidebar-flow-import-undone.png");
+}
+
+// (b) A flow with a node type that is not installed is refused, and the type is named.
+async function unknownTypesMode(page, result) {
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    result.answer = await editor.ask(page, env.QUESTION);
+    result.before = await canvasState(page, env.TAB_ID);
+    await page.click(".ai-sidebar-flow-import");
+    await page.waitForTimeout(500);
+    result.notifications = await notifications(page);
+    result.status = (await page.locator(".ai-sidebar-flow-status").last().innerText()).trim();
+    result.after = await canvasState(page, env.TAB_ID);
+    result.viewState = await page.evaluate(() => RED.view.state());
+    result.unknownNodes = await page.evaluate(() => RED.nodes.filterNodes({ type: "unknown" }).length);
+    await screenshot(page, result, "sidebar-flow-unknown-types.png");
+}
+
+async function sessionRow(page, text) {
+    return page.locator(".ai-sidebar-session", { hasText: text }).first();
+}
+
+async function openDrawer(page) {
+    if (!(await page.locator(".ai-sidebar-sessions").isVisible())) {
+        await page.click(".ai-sidebar-session-button");
+    }
+    await page.waitForSelector(".ai-sidebar-sessions .ai-sidebar-session[data-session-id]");
+}
+
+// (c) Two conversations; switching shows the other one's history; rename, pin, delete; a reload keeps it.
+async function sessionsMode(page, result, context, record) {
+    const [first, second] = JSON.parse(env.QUESTIONS);
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await editor.ask(page, first);
+    await editor.newChat(page);
+    result.afterNewChat = await editor.transcript(page);
+    await editor.ask(page, second);
+    await openDrawer(page);
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-session[data-session-id]").length >= 2);
+    result.listed = await page.locator(".ai-sidebar-session[data-session-id] .ai-sidebar-session-label").allInnerTexts();
+    await screenshot(page, result, "sidebar-sessions-list.png");
+
+    await (await sessionRow(page, first)).locator(".ai-sidebar-session-main").click();
+    await page.waitForFunction((q) => Array.from(document.querySelectorAll(".ai-sidebar-message-user"))
+        .some((m) => m.innerText.includes(q)), first);
+    await editor.waitIdle(page);
+    result.switched = await editor.transcript(page);
+    result.drawerOpenAfterSwitch = await page.locator(".ai-sidebar-sessions").isVisible();
+
+    await openDrawer(page);
+    await (await sessionRow(page, first)).locator(".ai-sidebar-session-pin").click();
+    await page.waitForFunction(() => {
+        const mark = document.querySelector(".ai-sidebar-session-button .ai-sidebar-session-pin-mark");
+        return mark && mark.offsetParent !== null;
+    });
+    await (await sessionRow(page, first)).locator(".ai-sidebar-session-rename").click();
+    await page.fill(".ai-sidebar-session-input", "Weather station");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-session-button .ai-sidebar-session-name")
+        .innerText.trim() === "Weather station");
+    const secondRow = await sessionRow(page, second);
+    await secondRow.locator(".ai-sidebar-session-delete").click();
+    result.confirmText = (await secondRow.locator(".ai-sidebar-session-confirm span").innerText()).trim();
+    await screenshot(page, result, "sidebar-session-delete-confirm.png");
+    await secondRow.locator(".ai-sidebar-session-confirm-delete").click();
+    await page.waitForFunction((q) => !Array.from(document.querySelectorAll(".ai-sidebar-session-label"))
+        .some((l) => l.innerText.includes(q)), second);
+    result.listedAfterDelete = await page.locator(".ai-sidebar-session[data-session-id] .ai-sidebar-session-label")
+        .allInnerTexts();
+    result.pinnedRows = await page.locator(".ai-sidebar-session-pinned .ai-sidebar-session-label").allInnerTexts();
+    await screenshot(page, result, "sidebar-sessions-pinned-renamed.png");
+
+    // Reopening the editor brings back the conversation that was open, with its history.
+    const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
+    await editor.showTab(again, env.TAB_ID);
+    await again.waitForFunction(() => document.querySelectorAll(".ai-sidebar-message").length > 0 &&
+        !document.querySelector(".ai-sidebar-loading"), null, { timeout: 15000 });
+    await again.waitForFunction(() => document.querySelector(".ai-sidebar-session-button .ai-sidebar-session-name")
+        .innerText.trim() === "Weather station", null, { timeout: 15000 });
+    result.reloaded = await editor.transcript(again);
+    result.reloadedHeader = (await again.locator(".ai-sidebar-session-button").innerText()).trim();
+    await screenshot(again, result, "sidebar-session-history-reloaded.png");
+}
+
+/** What a sanitised answer must not contain, read from the DOM of every assistant message. */
+async function inertCheck(page) {
+    return page.evaluate(() => {
+        const answers = Array.from(document.querySelectorAll(".ai-sidebar-message-assistant"));
+        const html = answers.map((a) => a.innerHTML).join("\n");
+        const all = answers.flatMap((a) => Array.from(a.querySelectorAll("*")));
+        return {
+            flag: window.__aiSidebarXss === undefined ? null : window.__aiSidebarXss,
+            scripts: answers.reduce((n, a) => n + a.querySelectorAll("script").length, 0),
+            eventAttributes: all.filter((el) => Array.from(el.attributes).some((a) => /^on/i.test(a.name))).length,
+            javascriptUrls: all.filter((el) => ["href", "src", "action", "formaction", "xlink:href"]
+                .some((name) => /^\s*javascript:/i.test(el.getAttribute(name) || ""))).length,
+            iframes: answers.reduce((n, a) => n + a.querySelectorAll("iframe, object, embed").length, 0),
+            images: answers.reduce((n, a) => n + a.querySelectorAll("img").length, 0),
+            links: answers.reduce((n, a) => n + a.querySelectorAll("a").length, 0),
+            hasOnerrorText: /onerror\s*=/i.test(html),
+            text: answers.map((a) => a.innerText).join("\n")
+        };
+    });
+}
+
+// (d) HTML and script in an answer render inert, live and when the history is reloaded.
+async function inertHtmlMode(page, result, context, record) {
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await editor.ask(page, env.QUESTION);
+    await page.waitForTimeout(500);
+    result.live = await inertCheck(page);
+    // Clicking every link in the answer must not run anything either.
+    const links = page.locator(".ai-sidebar-message-assistant a");
+    for (let i = 0; i < await links.count(); i++) {
+        await links.nth(i).click({ modifiers: [] }).catch(() => {});
+    }
+    await page.waitForTimeout(300);
+    result.afterClicks = await inertCheck(page);
+    await screenshot(page, result, "sidebar-inert-html.png");
+    const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
+    await editor.showTab(again, env.TAB_ID);
+    await again.waitForSelector(".ai-sidebar-message-assistant .ai-sidebar-text", { timeout: 15000 });
+    await again.waitForTimeout(500);
+    result.reloaded = await inertCheck(again);
+}
+
+// The actions and their shortcuts: ctrl-g a shows the tab; ctrl-g e explains the selected nodes.
+async function explainMode(page, result) {
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await page.evaluate(() => RED.sidebar.show("info"));
+    result.visibleBefore = await page.locator(".ai-sidebar").isVisible();
+    await page.keyboard.press("Control+g");
+    await page.keyboard.press("a");
+    await page.waitForTimeout(300);
+    result.visibleAfterOpen = await page.locator(".ai-sidebar").isVisible();
+    result.actionLabels = await page.evaluate(() => ["ai-sidebar:open-ai-assistant", "ai-sidebar:explain-selection"]
+        .map((name) => RED.actions.list().find((a) => a.id === name)).map((a) => a && a.label));
+    result.selected = await page.evaluate((id) => {
+        const nodes = RED.nodes.filterNodes({ z: id }).filter((n) => n.type !== "comment").slice(0, 2);
+        RED.view.select({ nodes: nodes });
+        return nodes.map((n) => n.id);
+    }, env.TAB_ID);
+    await page.evaluate(() => RED.sidebar.show("info"));
+    await page.keyboard.press("Control+g");
+    await page.keyboard.press("e");
+    await page.waitForSelector(".ai-sidebar-message-user");
+    await editor.waitIdle(page);
+    result.visibleAfterExplain = await page.locator(".ai-sidebar").isVisible();
+    result.transcript = await editor.transcript(page);
+    result.toolCards = await page.locator(".ai-sidebar-tool summary").allInnerTexts();
+    await screenshot(page, result, "sidebar-explain-selection.png");
+}
+
+// The context chip: the open tab goes out as flowData (undeployed edits included, no credentials); the chip's
+// × sends the next question without context; a new selection brings it back.
+async function contextMode(page, result) {
+    const bodies = [];
+    page.on("request", (request) => {
+        if (request.url().endsWith("ai-sidebar/stream-chat")) {
+            bodies.push(JSON.parse(request.postData()));
+        }
+    });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    // Credentials as the editor holds them after a user typed them into a config node's edit dialog.
+    result.secretSet = await page.evaluate((secret) => {
+        let found = false;
+        RED.nodes.eachConfig((node) => {
+            if (node.type === "mqtt-broker") {
+                node.credentials = { user: "mqtt-user", password: secret };
+                found = true;
+            }
+        });
+        return found;
+    }, env.SECRET);
+    result.renamed = await page.evaluate((id) => {
+        const node = RED.nodes.filterNodes({ z: id }).find((n) => n.type !== "comment");
+        node.name = "renamed-in-editor-only";
+        node.changed = true;
+        node.dirty = true;
+        RED.nodes.dirty(true);
+        RED.view.redraw();
+        return node.id;
+    }, env.TAB_ID);
+    await editor.ask(page, JSON.parse(env.QUESTIONS)[0]);
+    result.chipWithContext = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    await page.click(".ai-sidebar-context-remove");
+    result.chipRemoved = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    await screenshot(page, result, "sidebar-context-removed.png");
+    await editor.ask(page, JSON.parse(env.QUESTIONS)[1]);
+    result.chipAfterSend = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    await page.evaluate((id) => {
+        const node = RED.nodes.filterNodes({ z: id }).find((n) => n.type !== "comment");
+        RED.view.select({ nodes: [node] });
+    }, env.TAB_ID);
+    result.chipAfterSelection = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    result.bodies = bodies;
+}
+
+// With the service down the tab says so; it recovers once the service is back (the test starts it on "offline").
+async function offlineMode(page, result) {
+    await editor.showTab(page, env.TAB_ID);
+    await page.waitForSelector(".ai-sidebar-status", { state: "visible", timeout: 20000 });
+    result.offlineStatus = (await page.locator(".ai-sidebar-status").innerText()).trim();
+    result.scenarioVisibleOffline = await page.locator(".ai-sidebar-scenario").isVisible();
+    result.offlineAnswer = await editor.ask(page, "is anyone there?");
+    await screenshot(page, result, "sidebar-service-unreachable.png");
+    stage("offline");
+    // The test starts the service now; the Retry button asks again, as a user would.
+    const deadline = Date.now() + 60000;
+    while (Date.now() < deadline && await page.locator(".ai-sidebar-status").isVisible()) {
+        await page.click(".ai-sidebar-retry").catch(() => {});
+        await page.waitForTimeout(1000);
+    }
+    result.statusVisibleAfter = await page.locator(".ai-sidebar-status").isVisible();
+    await page.waitForSelector(".ai-sidebar-scenario", { state: "visible", timeout: 10000 });
+    result.scenarios = await page.locator(".ai-sidebar-scenario option").count();
+    result.recoveredAnswer = await editor.ask(page, env.QUESTION);
+    result.errors = await page.locator(".ai-sidebar-message-assistant").last().locator(".ai-sidebar-error")
+        .allInnerTexts();
+    await screenshot(page, result, "sidebar-service-recovered.png");
+}
+
+const MODES = {
+    "import": importMode,
+    "unknown-types": unknownTypesMode,
+    "sessions": sessionsMode,
+    "inert-html": inertHtmlMode,
+    "explain": explainMode,
+    "context": contextMode,
+    "offline": offlineMode
+};
+
+function credentials() {
+    return env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null;
+}
+
+async function main() {
+    const mode = MODES[env.MODE];
+    if (!mode) {
+        throw new Error("MODE must be one of " + Object.keys(MODES).join(", "));
+    }
+    const { browser, context } = await editor.launch();
+    const result = { mode: env.MODE };
+    const record = {};
+    try {
+        const page = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
+        await mode(page, result, context, record);
+    } catch (err) {
+        result.failure = String(err && err.stack || err);
+    } finally {
+        result.pageErrors = record.pageErrors || [];
+        result.dialogs = record.dialogs || [];
+        await browser.close();
+    }
+    process.stdout.write(JSON.stringify(result) + "\n");
+}
+
+main().catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });

@@ -49,7 +49,8 @@ class ProviderConfig:
     @classmethod
     def from_settings(cls, settings: Settings, override: ProviderOverride | None = None) -> ProviderConfig:
         """The provider for a request: the ``ai-config`` node's settings when given (a missing key or base URL
-        falls back to the environment's for that provider), else ``AI_PROVIDER`` and its environment."""
+        falls back to the environment's for that provider, the key only when the base URL is the environment's),
+        else ``AI_PROVIDER`` and its environment."""
         provider = override.provider if override else settings.provider
         key, base = {
             "openai": (settings.openai_api_key, settings.openai_base_url),
@@ -62,6 +63,10 @@ class ProviderConfig:
         if override is None:
             return cls(provider=provider, model=model or DEFAULT_MODELS[provider], api_key=key, base_url=base,
                        timeout=settings.llm_timeout)
+        # The environment's key only ever goes to the environment's endpoint: a config naming another base URL
+        # must bring its own key, or a crafted request could send the service's key to any server.
+        if override.baseUrl and override.baseUrl.rstrip("/") != (base or "").rstrip("/"):
+            key = None
         return cls(provider=provider, model=override.model or model or DEFAULT_MODELS[provider],
                    api_key=override.apiKey or key, base_url=override.baseUrl or base,
                    temperature=override.temperature, max_tokens=override.maxTokens, timeout=settings.llm_timeout)

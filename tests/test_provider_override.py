@@ -70,3 +70,21 @@ async def test_a_bad_config_is_a_clear_400_without_echoing_the_key(client):
     assert response.status == 400
     text = await response.text()
     assert "provider" in text and CONFIG_KEY not in text
+
+
+async def test_the_services_key_never_goes_to_a_base_url_the_request_chose(aiohttp_client, settings, model):
+    from tests.conftest import TEST_API_KEY
+    from tests.support.model_server import ScriptedModelServer
+
+    other = ScriptedModelServer()
+    other.start()
+    try:
+        client = await aiohttp_client(create_app(settings))
+        events = await chat(client, message="hello", provider={"provider": "openai", "baseUrl": other.base_url})
+        assert events[-1]["type"] == "done"
+        assert other.headers and all(TEST_API_KEY not in h.get("Authorization", "") for h in other.headers)
+        # the environment's own endpoint still gets the environment's key
+        await chat(client, message="hello", provider={"provider": "openai", "baseUrl": model.base_url})
+        assert model.headers[-1]["Authorization"] == f"Bearer {TEST_API_KEY}"
+    finally:
+        other.stop()

@@ -1,0 +1,97 @@
+"""Simultaneous streaming chats to the service: completed, errors, inter-token gaps, service CPU and peak RSS.
+
+Each chat is a different Node-RED user (``X-Node-RED-User``) on its own connection; all start together once
+every client task is ready. The pure-chat body is the one the sidebar forwards (see :mod:`tests.bench.latency`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from . import client
+from .client import Sample, percentile
+from .latency import QUESTION, pure_chat_bodies
+from .stack import SERVICE_TOKEN, Stack, cpu_seconds, memory_kib, reset_peak_rss
+
+
+async def _sample_rss(pid: int, peak: list[int], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        try:
+            peak[0] = max(peak[0], memory_kib(pid, "VmRSS"))
+        except (OSError, KeyError):
+            return
+        try:
+            await asyncio.wait_for(stop.wait(), 0.05)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[str, Any]:
+    """``streams`` chats at once; every one must stream ``words`` tokens and end with ``done``."""
+    service = stack.service
+    body = pure_chat_bodies(stack).service
+    url = f"{service.url}/ai-sidebar/stream-chat"
+    hwm_reset = reset_peak_rss(service.pid)
+    peak_sampled = [memory_kib(service.pid, "VmRSS")]
+    model_pid = stack.model.process.pid
+    cpu_before = {"service": cpu_seconds(service.pid), "model": cpu_seconds(model_pid),
+                  "bench client": time.process_time()}
+    gate = asyncio.Event()
+    stop = asyncio.Event()
+    sampler = asyncio.create_task(_sample_rss(service.pid, peak_sampled, stop))
+    async with client.session(timeout=timeout) as http:
+        async def one(index: int) -> Sample:
+            await gate.wait()
+            headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": f"bench-user-{index}"}
+            tag = f"c{streams}-{index}"
+            return await client.stream_service(http, url, {"message": f"{QUESTION} [bench {tag}]", **body},
+                                               headers, "service/chat", tag)
+
+        tasks = [asyncio.create_task(one(i)) for i in range(streams)]
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        gate.set()
+        try:
+            samples = await asyncio.wait_for(asyncio.gather(*tasks), timeout)
+        except asyncio.TimeoutError:
+            for task in tasks:
+                task.cancel()
+            samples = [t.result() for t in tasks if t.done() and not t.cancelled() and t.exception() is None]
+        wall = time.monotonic() - started
+    stop.set()
+    await sampler
+    cpu = {"service": cpu_seconds(service.pid) - cpu_before["service"],
+           "model": cpu_seconds(model_pid) - cpu_before["model"],
+           "bench client": time.process_time() - cpu_before["bench client"]}
+    completed = [s for s in samples if s.ok and len(s.arrivals) == words]
+    errors = streams - len(completed)
+    gaps = [gap for s in completed for gap in s.gaps_ms()]
+    ttft = [s.ttft_ms for s in completed]
+    examples = sorted({(s.error or f"{len(s.arrivals)} of {words} tokens, done={s.done}")[:200]
+                       for s in samples if s not in completed})[:3]
+    return {
+        "streams": streams, "completed": len(completed), "errors": errors, "error_examples": examples,
+        "wall_s": wall,
+        "inter_token_gap_ms": {"p50": percentile(gaps, 50), "p99": percentile(gaps, 99), "max": max(gaps or [0])},
+        "ttft_ms": {"p50": percentile(ttft, 50), "p99": percentile(ttft, 99)},
+        "cpu_s": cpu, "service_cpu_percent_of_one_core": 100 * cpu["service"] / wall if wall else None,
+        "service_peak_rss_mb": (memory_kib(service.pid, "VmHWM") if hwm_reset else peak_sampled[0]) / 1024,
+        "peak_rss_source": "VmHWM (reset before the level)" if hwm_reset else "VmRSS sampled every 50 ms",
+        "service_peak_rss_mb_sampled": peak_sampled[0] / 1024,
+    }
+
+
+async def run(stack: Stack, *, levels: tuple[int, ...], words: int, token_delay: float,
+              timeout: float) -> dict[str, Any]:
+    stack.model.control("reply", {"words": words, "token_delay": token_delay})
+    stack.model.control("reset")
+    rss_at_start = memory_kib(stack.service.pid, "VmRSS") / 1024
+    results = []
+    for streams in levels:
+        results.append(await level(stack, streams, words, timeout))
+        stack.model.control("reset")
+        await asyncio.sleep(1.0)  # let the service save the last turns and close connections
+    return {"words": words, "token_delay_ms": token_delay * 1000,
+            "service_rss_at_start_mb": rss_at_start, "levels": results}

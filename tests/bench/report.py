@@ -1,0 +1,137 @@
+"""The targets of issue 10 and the printed table."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass
+class Target:
+    group: str
+    name: str
+    value: float | None
+    limit: float
+    unit: str
+    higher_is_better: bool = False
+
+    @property
+    def passed(self) -> bool:
+        if self.value is None:
+            return False
+        return self.value >= self.limit if self.higher_is_better else self.value <= self.limit
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}
+
+    def line(self) -> str:
+        sign = "≥" if self.higher_is_better else "≤"
+        value = "n/a" if self.value is None else f"{self.value:.1f}"
+        return f"  {'PASS' if self.passed else 'MISS'}  {self.name:<52} {value:>9} {self.unit:<3} (target {sign} " \
+               f"{self.limit:g} {self.unit})"
+
+
+def evaluate(results: dict[str, Any]) -> list[Target]:
+    targets: list[Target] = []
+    paths = results["latency"]["paths"]
+    for path in ("sidebar/chat", "service/chat"):
+        targets.append(Target("latency", f"added TTFT p50, {path}", paths[path]["added_ttft_ms"]["p50"], 5, "ms"))
+        targets.append(Target("latency", f"added TTFT p99, {path}", paths[path]["added_ttft_ms"]["p99"], 20, "ms"))
+    top = max(results["concurrency"]["levels"], key=lambda level: level["streams"])
+    targets.append(Target("concurrency", f"{top['streams']} concurrent streams: errors", top["errors"], 0, ""))
+    targets.append(Target("concurrency", f"{top['streams']} concurrent streams: p99 inter-token gap",
+                          top["inter_token_gap_ms"]["p99"], 50, "ms"))
+    targets.append(Target("concurrency", f"{top['streams']} concurrent streams: service peak RSS",
+                          top["service_peak_rss_mb"], 300, "MB"))
+    prompt = results["prompt_size"]
+    ratio = prompt["prompt_ratio"]
+    targets.append(Target("prompt", "prompt tokens / raw JSON tokens (all example tabs)",
+                          None if ratio is None else 100 * ratio, 35, "%"))
+    for key in ("ids", "types", "wires"):
+        kept = prompt[f"{key}_kept"]
+        targets.append(Target("prompt", f"node {key} recoverable from the prompt",
+                              None if kept is None else 100 * kept, 100, "%", higher_is_better=True))
+    targets.append(Target("memory", f"search p50 over {results['memory_search']['messages']:,} messages",
+                          results["memory_search"]["search_ms"]["p50"], 10, "ms"))
+    targets.append(Target("cold_start", "cold start to /healthz 200, median of runs (MCP child on)",
+                          results["cold_start"]["mcp_on"]["median_s"], 2, "s"))
+    return targets
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def render(results: dict[str, Any], targets: list[Target]) -> str:
+    machine = results["machine"]
+    lines = [f"node-red-ai-sidebar benchmark {results['date']}  ({machine['cpus']} cores, {machine['cpu']}, "
+             f"Python {machine['python']}, Node {machine['node']}, Node-RED {machine['node_red']})"]
+    lat = results["latency"]
+    lines += ["", f"1. Latency: {lat['rounds']} sequential requests per path, {lat['words']} tokens at "
+                  f"{lat['token_delay_ms']:.0f} ms; pure chat = {lat['pure_chat']}",
+              f"  {'path':<15} {'TTFT p50':>9} {'p99':>7} {'added p50':>10} {'p99':>7} {'relay/token p50':>16} "
+              f"{'p99':>7} {'added p50':>10} {'p99':>7} {'errors':>7}"]
+    for path, row in lat["paths"].items():
+        added_ttft = row.get("added_ttft_ms", {})
+        added_relay = row.get("added_token_relay_ms", {})
+        lines.append(f"  {path:<15} {_f(row['ttft_ms']['p50']):>9} {_f(row['ttft_ms']['p99']):>7} "
+                     f"{_f(added_ttft.get('p50')):>10} {_f(added_ttft.get('p99')):>7} "
+                     f"{_f(row['token_relay_ms']['p50'], 2):>16} {_f(row['token_relay_ms']['p99'], 2):>7} "
+                     f"{_f(added_relay.get('p50'), 2):>10} {_f(added_relay.get('p99'), 2):>7} {row['errors']:>7}")
+    con = results["concurrency"]
+    lines += ["", f"2. Concurrency: simultaneous pure chats to the service, {con['words']} tokens at "
+                  f"{con['token_delay_ms']:.0f} ms each (service RSS at start {_f(con['service_rss_at_start_mb'])} MB)",
+              f"  {'streams':>7} {'completed':>9} {'errors':>6} {'gap p50':>8} {'gap p99':>8} {'TTFT p99':>9} "
+              f"{'wall s':>7} {'svc CPU s':>9} {'svc CPU %':>9} {'model CPU s':>11} {'peak RSS MB':>11}"]
+    for level in con["levels"]:
+        lines.append(f"  {level['streams']:>7} {level['completed']:>9} {level['errors']:>6} "
+                     f"{_f(level['inter_token_gap_ms']['p50']):>8} {_f(level['inter_token_gap_ms']['p99']):>8} "
+                     f"{_f(level['ttft_ms']['p99']):>9} {_f(level['wall_s']):>7} {_f(level['cpu_s']['service']):>9} "
+                     f"{_f(level['service_cpu_percent_of_one_core'], 0):>9} {_f(level['cpu_s']['model']):>11} "
+                     f"{_f(level['service_peak_rss_mb']):>11}")
+    prompt = results["prompt_size"]
+    lines += ["", f"3. Prompt size: {prompt['measured']} of {prompt['tabs']} example tabs ({prompt['nodes']} nodes), "
+                  "\"explain the current flow\", cl100k_base tokens",
+              f"  raw JSON {prompt['raw_tokens']:,} · whole prompt {prompt['prompt_tokens']:,} "
+              f"({_f(100 * (prompt['prompt_ratio'] or 0))} %, median per tab {_f(100 * (prompt['prompt_ratio_median'] or 0))} %, "
+              f"{prompt['tabs_over_35_percent']} tabs over 35 %) · flow block only {prompt['flow_tokens']:,} "
+              f"({_f(100 * (prompt['flow_ratio'] or 0))} %)",
+              f"  recoverable: ids {_f(100 * (prompt['ids_kept'] or 0))} %, types {_f(100 * (prompt['types_kept'] or 0))} %, "
+              f"wires {_f(100 * (prompt['wires_kept'] or 0))} %, link targets {_f(100 * (prompt['links_kept'] or 0))} %"]
+    biggest = sorted((f for f in prompt["per_flow"] if "error" not in f), key=lambda f: -f["raw_tokens"])[:3]
+    for flow in biggest:
+        lines.append(f"    largest: {flow['source']:<58} raw {flow['raw_tokens']:>5} prompt {flow['prompt_tokens']:>5} "
+                     f"({_f(100 * flow['prompt_ratio'], 0)} %) flow block {flow['flow_tokens']:>5} "
+                     f"({_f(100 * flow['flow_ratio'], 0)} %)")
+    for flow in prompt["failed"][:3]:
+        lines.append(f"    failed: {flow['source']} ({flow['error']})")
+    mem = results["memory_search"]
+    cold = results["cold_start"]
+    lines += ["", f"4. Memory: {mem['messages']:,} messages, {mem['users']} users, {mem['sessions']:,} sessions "
+                  f"(filled in {_f(mem['fill_s'])} s, {_f(mem['save_turn_ms'], 2)} ms per save_turn, "
+                  f"{_f(mem['db_mb'])} MB); search() over {mem['searches']} queries: p50 "
+                  f"{_f(mem['search_ms']['p50'], 2)} ms, p99 {_f(mem['search_ms']['p99'], 2)} ms",
+              f"   Cold start to /healthz 200: median {_f(cold['mcp_on']['median_s'], 2)} s with the MCP child "
+              f"(runs {', '.join(_f(t, 2) for t in cold['mcp_on']['runs_s'])}), "
+              f"{_f(cold['mcp_off']['median_s'], 2)} s without"]
+    lines += ["", "Targets:"] + [t.line() for t in targets]
+    breakdown = prompt.get("breakdown_tokens_per_request")
+    if breakdown:
+        lines += ["", "Prompt tokens per request, mean: " + ", ".join(f"{k.replace('_', ' ')} {v:.0f}"
+                                                                     for k, v in breakdown.items())]
+    for name, profile in (results.get("profiles") or {}).items():
+        if name == "cold-start-imports":
+            for part, imports in profile.items():
+                lines += ["", f"Import time, {part} ({imports.get('module')}): {imports.get('total_ms')} ms; direct: " +
+                          ", ".join(f"{row['import']} {row['ms']}" for row in imports.get("direct_imports", [])[:6]),
+                          "    slowest own import code: " +
+                          ", ".join(f"{row['import']} {row['ms']}" for row in imports.get("slowest_self", [])[:6])]
+            continue
+        lines += ["", f"Profile, {name} ({profile.get('samples', 0)} samples; "
+                      f"{profile.get('raw_profile', '')} {profile.get('skipped', profile.get('error', ''))}):"]
+        for row in profile.get("self", [])[:8]:
+            lines.append(f"    self {row['percent']:5.1f} %  {row['frame']}")
+        for row in profile.get("inclusive", [])[:12]:
+            lines.append(f"    incl {row['percent']:5.1f} %  {row['frame']}")
+    lines.append(f"\nphase times (s): {results['timings_s']}")
+    return "\n".join(lines)

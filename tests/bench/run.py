@@ -1,0 +1,168 @@
+"""``make bench``: run every benchmark once against a real Node-RED and the service on 127.0.0.1, print a table
+with each target's PASS/MISS, write ``bench-results/bench-<date>.json``, and profile the service where a target is
+missed. Every loop is bounded in count and time; the whole run stays under :data:`TIME_BUDGET` seconds.
+
+``BENCH_QUICK=1`` runs a few requests per benchmark only (to check the harness, not to measure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.nodered import NODERED_HOME, REPO
+
+from . import coldstart, concurrency, latency, memory_search, profiling, prompt_size
+from .client import Sample, stream_service
+from .report import Target, evaluate, render
+from .stack import SERVICE_TOKEN, Stack
+
+TIME_BUDGET = 570.0   # seconds; `make bench` must finish in 10 minutes on the 2-core machine
+TOKEN_DELAY = 0.02    # seconds between pieces: a model streaming 50 tokens per second
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+
+
+def machine() -> dict[str, Any]:
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    version = json.loads((NODERED_HOME / "package.json").read_text())["version"]
+    return {"cpus": os.cpu_count(), "cpu": cpu, "memory_gb": round(os.sysconf("SC_PAGE_SIZE") *
+                                                                    os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            "python": platform.python_version(), "node": subprocess.run(["node", "--version"], capture_output=True,
+                                                                          text=True).stdout.strip(),
+            "node_red": version, "kernel": platform.release()}
+
+
+async def sequential_chats(stack: Stack, count: int, agent: bool) -> dict[str, Any]:
+    """The latency scenario replayed on the service route only (for a profile)."""
+    from . import client
+
+    bodies = latency.pure_chat_bodies(stack)
+    samples: list[Sample] = []
+    async with client.session() as http:
+        for number in range(count):
+            body = {"message": f"{latency.QUESTION} [bench p-{number}]", **({} if agent else bodies.service)}
+            samples.append(await stream_service(http, f"{stack.service.url}/ai-sidebar/stream-chat", body,
+                                                {"Authorization": f"Bearer {SERVICE_TOKEN}"}, "service", str(number)))
+    ttft = sorted(s.ttft_ms for s in samples if s.ok)
+    return {"requests": count, "ok": len(ttft), "ttft_p50_ms": ttft[len(ttft) // 2] if ttft else None}
+
+
+async def main() -> int:
+    begun = time.monotonic()
+    deadline = begun + TIME_BUDGET
+    left = lambda: deadline - time.monotonic()  # noqa: E731
+    stamp = dt.datetime.now().strftime("%Y-%m-%d-%H%M%S")
+    out_dir = REPO / "bench-results"
+    out_dir.mkdir(exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="ai-sidebar-bench-"))
+    results: dict[str, Any] = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
+                               "quick": QUICK, "timings_s": {}}
+
+    def phase_done(name: str, started: float) -> None:
+        results["timings_s"][name] = round(time.monotonic() - started, 1)
+        print(f"  {name}: {results['timings_s'][name]} s", file=sys.stderr, flush=True)
+
+    stack = Stack(workdir)
+    try:
+        started = time.monotonic()
+        print("bench: starting model server, Node-RED and the service ...", file=sys.stderr, flush=True)
+        stack.start()
+        results["stack"] = {"example_tabs": len(stack.tabs), "flows_nodes": len(stack.flows),
+                            "mcp_tools_enabled": stack.mcp, "ai_config_node": stack.config_node}
+        phase_done("start", started)
+
+        started = time.monotonic()
+        print("bench: 1. added latency ...", file=sys.stderr, flush=True)
+        results["latency"] = await latency.run(stack, rounds=8 if QUICK else 200, warmup=2 if QUICK else 10,
+                                               words=6, token_delay=TOKEN_DELAY, time_limit=min(230, left() - 300))
+        phase_done("latency", started)
+
+        started = time.monotonic()
+        print("bench: 2. concurrency ...", file=sys.stderr, flush=True)
+        results["concurrency"] = await concurrency.run(stack, levels=(5, 10) if QUICK else (50, 100, 200),
+                                                       words=40, token_delay=TOKEN_DELAY, timeout=60)
+        phase_done("concurrency", started)
+
+        started = time.monotonic()
+        print("bench: 3. prompt size ...", file=sys.stderr, flush=True)
+        results["prompt_size"] = await prompt_size.run(stack)
+        phase_done("prompt_size", started)
+
+        started = time.monotonic()
+        print("bench: 4. memory search ...", file=sys.stderr, flush=True)
+        profiles_dir = out_dir / f"profiles-{stamp}"
+        profiles_dir.mkdir(parents=True, exist_ok=True)
+        results["memory_search"] = await memory_search.run(
+            messages=2_000 if QUICK else 100_000, searches=50 if QUICK else 560,
+            fill_limit=min(150, max(30, left() - 200)), search_limit=40, target_p50_ms=10,
+            profile_to=profiles_dir / "profile-memory-search.txt")
+        phase_done("memory_search", started)
+
+        started = time.monotonic()
+        print("bench: 4. cold start ...", file=sys.stderr, flush=True)
+        results["cold_start"] = coldstart.run(stack, runs=2 if QUICK else 5)
+        phase_done("cold_start", started)
+
+        targets = evaluate(results)
+        results["targets"] = [t.as_dict() for t in targets]
+        results["profiles"] = await profile_misses(stack, targets, left, profiles_dir)
+        if "profile" in results["memory_search"]:
+            profile = results["memory_search"].pop("profile")
+            profile["raw_profile"] = str(Path(profile["raw_profile"]).relative_to(REPO))
+            results["profiles"]["memory-search"] = profile
+    finally:
+        stack.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    results["timings_s"]["total"] = round(time.monotonic() - begun, 1)
+    path = out_dir / f"bench-{stamp}.json"
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(render(results, targets))
+    print(f"\nwritten: {path.relative_to(REPO)}  ({results['timings_s']['total']} s)")
+    return 0
+
+
+async def profile_misses(stack: Stack, targets: list[Target], left, keep: Path) -> dict[str, Any]:
+    """Replay each missed scenario under py-spy while time is left (Node-RED's share is not profiled: it is the
+    difference between the sidebar and service rows); the cold start gets an import-time profile."""
+    missed = {t.group for t in targets if not t.passed}
+    scenarios = []
+    if "latency" in missed:
+        scenarios.append(("latency-service-chat", stack.service.pid, 6,
+                          lambda: sequential_chats(stack, 20 if QUICK else 150, False)))
+    if "concurrency" in missed:
+        streams = 10 if QUICK else 200
+        scenarios.append((f"concurrency-{streams}", stack.service.pid, 40,
+                          lambda: concurrency.level(stack, streams, 40, timeout=60)))
+    profiles: dict[str, Any] = {}
+    for name, pid, words, scenario in scenarios:
+        if left() < 45:
+            profiles[name] = {"skipped": "no time left in the 10-minute budget"}
+            continue
+        print(f"bench: profiling {name} ...", file=sys.stderr, flush=True)
+        stack.model.control("reply", {"words": max(words, 1), "token_delay": TOKEN_DELAY})
+        output = keep / f"profile-{name}.txt"
+        profiles[name] = await profiling.profile_pid(pid, output, scenario)
+        profiles[name]["raw_profile"] = str(output.relative_to(REPO))
+    if "cold_start" in missed:
+        profiles["cold-start-imports"] = {"service": profiling.import_profile("service.app"),
+                                          "mcp_child": profiling.import_profile("mcp_server.__main__")}
+    return profiles
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

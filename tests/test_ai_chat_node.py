@@ -1,0 +1,133 @@
+"""The ai-chat and ai-config nodes on a real Node-RED, asking the service as a process, answered by the scripted model.
+
+A Node-RED of its own runs the package's "Ask over HTTP" example with an ai-config node whose key is deployed through
+the Admin API (as the editor deploys it, so Node-RED encrypts it); curl-like GETs on ``/ask`` must come back with the
+model's text, and afterwards no file, log or database of Node-RED or the service may hold the key in clear.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
+from tests.support.model_server import Reply
+from tests.support.nodered import PALETTE, NodeRed, free_port
+
+CONFIG_KEY = "sk-ai-config-node-e2e-key-7f3a9c1d2b4e"
+CONFIG_ID = "e2e0a1c0f19c0001"
+TAB_ID = "e2e0a1c0f19c00aa"
+MODEL_NAME = "scripted-e2e-model"
+
+
+def ask_over_http_flow(model_base_url: str) -> list[dict]:
+    """The package's "Ask over HTTP" example on a tab, its ai-chat node using an ai-config node with a key."""
+    nodes = json.loads((PALETTE / "examples" / "Ask over HTTP.json").read_text(encoding="utf-8"))
+    for node in nodes:
+        node["z"] = TAB_ID
+        if node["type"] == "ai-chat":
+            node["config"] = CONFIG_ID
+    config = {"id": CONFIG_ID, "type": "ai-config", "name": "scripted model", "provider": "openai-compatible",
+              "model": MODEL_NAME, "baseUrl": model_base_url, "temperature": "0.1", "maxTokens": "200",
+              "memory": True, "tools": True, "scenarios": "", "credentials": {"apiKey": CONFIG_KEY}}
+    return [{"id": TAB_ID, "type": "tab", "label": "Ask over HTTP"}, *nodes, config]
+
+
+def wait_for_log(instance: NodeRed, text: str, count: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if instance.log_path.read_text(errors="replace").count(text) >= count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"Node-RED did not log {text!r} {count} times:\n{instance.log_tail()}")
+
+
+@pytest.fixture(scope="module")
+def node_red(tmp_path_factory, service_process, model_server):
+    """Node-RED with the palette package, pointed at the service process, with the example deployed."""
+    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-ai-chat"), port=free_port(),
+                       env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_process.service_port}",
+                            "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    instance.start()
+    body = json.dumps(ask_over_http_flow(model_server.base_url)).encode()
+    # Deployed as the editor deploys: the key travels once, inline, and Node-RED stores it encrypted.
+    request = urllib.request.Request(f"{instance.url}/flows", data=body, method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Node-RED-Deployment-Type": "full"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 204
+    # Node-RED answers the deploy before the new flows have started.
+    wait_for_log(instance, "Started flows", 2)
+    yield instance
+    instance.stop()
+
+
+async def ask(base: str, question: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{base}/ask", params={"q": question}) as response:
+            return response.status, await response.text()
+
+
+async def test_a_question_over_http_is_answered_with_the_config_nodes_model_and_key(node_red, model):
+    model.script(Reply(text="A flow is a set of nodes wired together."))
+    status, text = await ask(node_red.url, "What is a flow?")
+    assert (status, text) == (200, "A flow is a set of nodes wired together.")
+    assert model.requests[-1]["model"] == MODEL_NAME
+    assert model.requests[-1]["messages"][-1]["content"].endswith("What is a flow?")
+    assert model.headers[-1]["Authorization"] == f"Bearer {CONFIG_KEY}"
+
+
+async def test_a_key_the_provider_refuses_ends_the_request_through_the_catch_node(node_red, model):
+    model.script(Reply(status=401, error_message="Incorrect API key provided."))
+    status, text = await ask(node_red.url, "Is my key right?")
+    assert status == 502
+    assert "invalid_api_key" in text and CONFIG_KEY not in text
+
+
+async def test_a_missing_question_is_a_400_from_the_catch_node(node_red, model):
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{node_red.url}/ask") as response:
+            assert response.status == 400
+            assert "Ask something" in await response.text()
+    assert model.requests == []
+
+
+async def test_without_a_config_node_the_services_own_provider_answers(nodered, service_process, model):
+    """The repository's "Ask the assistant" tab (examples/flows.json) has an ai-chat node without ai-config."""
+    model.script(Reply(text="The sensor flow converts readings to Celsius."))
+    status, text = await ask(nodered.url, "What does the Sensor telemetry flow do?")
+    assert (status, text) == (200, "The sensor flow converts readings to Celsius.")
+    assert model.headers[-1]["Authorization"] == f"Bearer {TEST_API_KEY}"
+
+
+def files_below(directory: Path) -> list[Path]:
+    """Every regular file below ``directory``, not following symlinks (the palette package is one)."""
+    found = []
+    for path in directory.rglob("*"):
+        if any(parent.is_symlink() for parent in [path, *path.parents]):
+            continue
+        if path.is_file():
+            found.append(path)
+    return found
+
+
+async def test_the_key_is_nowhere_in_clear_after_the_run(node_red, service_process, model):
+    # At least one answered question and one refused key went through before this check.
+    model.script(Reply(text="Still here."))
+    assert (await ask(node_red.url, "One more question?"))[0] == 200
+    async with aiohttp.ClientSession() as http:
+        for route in ("flows", "ai-sidebar/configs", f"credentials/ai-config/{CONFIG_ID}"):
+            async with http.get(f"{node_red.url}/{route}") as response:
+                assert response.status == 200
+                assert CONFIG_KEY not in await response.text(), route
+    searched = files_below(node_red.userdir) + files_below(service_process.log_path.parent)
+    names = {path.name for path in searched}
+    assert {"flows.json", "flows_cred.json", "node-red.log", "service.log", "memory.db"} <= names
+    key = CONFIG_KEY.encode()
+    holders = [str(path) for path in searched if key in path.read_bytes()]
+    assert holders == []

@@ -186,8 +186,12 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
             await emit({"type": "error", "code": failure.code, "message": failure.message})
             return result
     else:
-        # English phrases work in every language: many users write "current flow" whatever their editor says.
-        match = catalog.match_keywords(request.message) or deps.scenarios.get(None).match_keywords(request.message)
+        match, written_in = deps.scenarios.match_any(request.message, catalog.language)
+        if written_in is not None and written_in.language != catalog.language and written_in.language != "en-US":
+            # The question is written in another shipped language than the editor's: answer in that language.
+            catalog = written_in
+            scenario_key, scenario = catalog.scenario(scenario_key)
+            result.language = catalog.language
         if match is not None:
             if deps.allowed(match.group.scenario):
                 scenario_key, scenario = catalog.scenario(match.group.scenario)

@@ -231,6 +231,18 @@ class ScenarioCatalog:
                 return name
         return DEFAULT_LANGUAGE
 
+    def match_any(self, message: str, language: str) -> tuple[KeywordMatch | None, Catalog | None]:
+        """Keyword match for ``message``: in ``language`` first, then English (many users write "current flow"
+        whatever their editor's language), then every other shipped language. Returns the match and the catalog
+        it came from, or ``(None, None)``."""
+        order = [language, DEFAULT_LANGUAGE] + [name for name in self.languages if name not in (language,
+                                                                                               DEFAULT_LANGUAGE)]
+        for name in order:
+            match = self.catalogs[name].match_keywords(message)
+            if match is not None:
+                return match, self.catalogs[name]
+        return None, None
+
     def get(self, lang: str | None) -> Catalog:
         """The catalog for ``lang`` after :meth:`resolve`."""
         return self.catalogs[self.resolve(lang)]

@@ -213,3 +213,15 @@ async def test_flow_text_reaches_the_model_as_delimited_untrusted_data(client, m
     inside = user.split('<tool_result tool="get-flow">', 1)[1].split("</tool_result>", 1)[0]
     assert injected in inside
     assert injected not in user.replace(inside, "")
+
+
+async def test_a_question_in_another_language_than_the_editors_is_understood_and_answered_in_it(client, nodered,
+                                                                                              model):
+    tab = nodered.tabs()[0]
+    events = await chat(client, message="解释一下当前流程", selectedFlow={"id": tab["id"]}, language="en-US")
+    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get-flow"
+    assert "简体中文" in model.requests[-1]["messages"][0]["content"]
+    events = await chat(client, message="explain the current flow", selectedFlow={"id": tab["id"]},
+                        language="ja")
+    assert events[0]["tool"] == "get-flow"
+    assert "日本語" in model.requests[-1]["messages"][0]["content"]  # English words, Japanese editor: Japanese

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -278,6 +280,179 @@ def test_the_open_tab_goes_out_as_edited_without_credentials_and_the_context_chi
     assert "flowData" not in without_context
     assert seen["chipAfterSend"] == "No flow context"
     assert seen["chipAfterSelection"].endswith("1 node selected")
+
+
+def run_feature_in_stages(nodered: NodeRed, mode: str, tab_id: str, on_stage: dict[str, Callable[[], None]],
+                          **env: str) -> dict[str, Any]:
+    """Run a browser feature that pauses at named stages (progress lines on stdout) for the test to act."""
+    process = subprocess.Popen(["node", str(REPO / "tests" / "browser" / "sidebar_features.js")],
+                               env=browser_env({"EDITOR_URL": nodered.url, "TAB_ID": tab_id, "MODE": mode,
+                                                "USERNAME": USERNAME, "PASSWORD": PASSWORD, **env}),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            stage = json.loads(line).get("stage")
+            if stage is None:
+                break
+            on_stage[stage]()
+        rest, errors = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, errors
+    result = json.loads((rest or lines[-1]).strip().splitlines()[-1])
+    assert "failure" not in result, result["failure"]
+    assert result["pageErrors"] == []
+    for screenshot in result.get("screenshots", []):
+        assert os.path.getsize(screenshot) > 10_000, screenshot
+    return result
+
+
+def admin_token(nodered: NodeRed) -> str:
+    form = urllib.parse.urlencode({"client_id": "node-red-admin", "grant_type": "password", "scope": "*",
+                                   "username": USERNAME, "password": PASSWORD}).encode()
+    with urllib.request.urlopen(f"{nodered.url}/auth/token", data=form, timeout=10) as response:
+        return json.loads(response.read())["access_token"]
+
+
+def admin_request(nodered: NodeRed, token: str, method: str, path: str, body: Any = None,
+                  headers: dict[str, str] | None = None) -> Any:
+    request = urllib.request.Request(f"{nodered.url}{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                                              **(headers or {})})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        text = response.read()
+        return json.loads(text) if text else None
+
+
+def deploy(nodered: NodeRed, token: str, flows: list[dict[str, Any]]) -> None:
+    """Deploy through the Admin API as the editor does, and wait until the ai-config nodes among them run."""
+    admin_request(nodered, token, "POST", "/flows", flows, {"Node-RED-Deployment-Type": "full"})
+    wanted = sorted(n["id"] for n in flows if n.get("type") == "ai-config")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        # Node-RED answers the deploy before the new flows have started; the picker's route lists running nodes.
+        if sorted(c["id"] for c in admin_request(nodered, token, "GET", "/ai-sidebar/configs")) == wanted:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the ai-config nodes {wanted} did not start:\n{nodered.log_tail()}")
+
+
+CONFIG_KEYS = {"alpha": "sk-ai-config-alpha-browser-5c1e9a7d30", "beta": "sk-ai-config-beta-browser-8f2b4d6011"}
+CONFIG_IDS = {"alpha": "a1c0f19a1fa00001", "beta": "a1c0f19be7a00002"}
+CONFIG_NAMES = {"alpha": "Team Alpha", "beta": "Team Beta"}
+
+
+def ai_config(which: str, base_url: str) -> dict[str, Any]:
+    return {"id": CONFIG_IDS[which], "type": "ai-config", "name": CONFIG_NAMES[which], "provider": "openai-compatible",
+            "model": f"scripted-{which}", "baseUrl": base_url, "temperature": "", "maxTokens": "", "memory": True,
+            "tools": True, "scenarios": "", "credentials": {"apiKey": CONFIG_KEYS[which]}}
+
+
+@pytest.fixture
+def two_ai_configs(auth_stack, model_server):
+    """Two ai-config nodes with keys, deployed through the Admin API; the original flows are deployed again after."""
+    nodered, _ = auth_stack
+    token = admin_token(nodered)
+    original = admin_request(nodered, token, "GET", "/flows")
+    configs = [ai_config("alpha", model_server.base_url), ai_config("beta", model_server.base_url)]
+    deploy(nodered, token, original + configs)
+    try:
+        yield token, original, configs
+    finally:
+        deploy(nodered, token, original)
+
+
+def test_the_chosen_ai_config_node_answers_and_its_key_never_reaches_the_browser(auth_stack, two_ai_configs, model):
+    nodered, _ = auth_stack
+    token, original, configs = two_ai_configs
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text="Answered with the Team Beta configuration."),
+                 Reply(text="Answered with the service default."))
+    alpha_without_key = {key: value for key, value in configs[0].items() if key != "credentials"}
+
+    seen = run_feature_in_stages(
+        nodered, "configs", tab["id"],
+        # Team Beta goes away; Team Alpha stays, its key kept by Node-RED's credential store.
+        {"chosen": lambda: deploy(nodered, token, original + [alpha_without_key])},
+        CONFIG_IDS=json.dumps(CONFIG_IDS), SECRETS=json.dumps(list(CONFIG_KEYS.values())),
+        QUESTIONS=json.dumps(["which model answers?", "and now?"]))
+
+    assert seen["listed"]["options"] == [
+        {"value": "", "text": "Service default"},
+        {"value": CONFIG_IDS["alpha"], "text": "Team Alpha (openai-compatible/scripted-alpha)"},
+        {"value": CONFIG_IDS["beta"], "text": "Team Beta (openai-compatible/scripted-beta)"},
+    ]
+    assert seen["listed"]["selected"] == "" and seen["listed"]["note"] is None
+    assert seen["chosen"]["title"] == "AI configuration: Team Beta (openai-compatible/scripted-beta)"
+    # The chosen node's model and key reached the model; the browser sent only the node's id.
+    assert "Team Beta configuration" in seen["answerWithConfig"]
+    assert model.requests[0]["model"] == "scripted-beta"
+    assert model.headers[0]["Authorization"] == f"Bearer {CONFIG_KEYS['beta']}"
+    with_config, with_default = seen["bodies"]
+    assert with_config["configId"] == CONFIG_IDS["beta"] and "provider" not in with_config
+    # The choice is remembered for the user.
+    assert seen["reloaded"]["selected"] == CONFIG_IDS["beta"]
+
+    # Deploying the flows without Team Beta falls back to the service default and says so.
+    after = seen["afterRemoval"]
+    assert [option["value"] for option in after["options"]] == ["", CONFIG_IDS["alpha"]]
+    assert after["selected"] == "" and "no longer deployed" in after["note"]
+    assert "configId" not in with_default
+    assert "service default" in seen["answerWithDefault"]
+    assert model.requests[-1]["model"] not in ("scripted-alpha", "scripted-beta")
+    assert model.headers[-1]["Authorization"] == f"Bearer {API_KEY}"
+    assert seen["afterDefaultAnswer"]["selected"] == ""
+
+    secrets = seen["secrets"]
+    assert secrets["found"] == {"html": [], "localStorage": [], "responses": [], "frames": []}
+    assert secrets["allResponsesSettled"] and secrets["responsesUnread"] == []
+    read = [urllib.parse.urlsplit(url).path for url in secrets["responsesRead"]]
+    assert "/admin/ai-sidebar/configs" in read and read.count("/admin/ai-sidebar/stream-chat") == 2
+    # The editor's own flows (ai-config nodes included) and its runtime notifications were read too.
+    assert "/admin/flows" in read and secrets["frames"] > 0
+
+
+HIGHLIGHTED_SCRIPT = (
+    "// Convert Fahrenheit to Celsius\n"
+    "const label = \"<img src=x onerror=window.__aiSidebarXss='code'>\";\n"
+    "msg.payload = (msg.payload - 32) * 5 / 9;\n"
+    "return msg;"
+)
+
+
+def test_code_blocks_in_an_answer_are_highlighted_and_the_flow_block_keeps_import_and_copy(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    answer = ("Import this flow:\n\n" + fenced(IMPORTED_FLOW) + "\n\nThen put this in the function node:\n\n"
+              "```javascript\n" + HIGHLIGHTED_SCRIPT + "\n```\n\nDeploy, and the debug sidebar shows the result.")
+    # Streamed a line at a time, slowly enough to see the first block highlighted before the answer ends.
+    model.script(Reply(text=answer, chunks=[line + "\n" for line in answer.split("\n")], token_delay=0.08))
+
+    seen = run_feature(nodered, "highlight", tab["id"], QUESTION="Give me a flow and a function")
+
+    assert seen["whileStreaming"] is not None
+    for moment in ("live", "reloaded"):
+        flow_block, script_block = seen[moment]
+        assert flow_block["highlighted"] and flow_block["language"] == "json", moment
+        assert {"hljs-attr", "hljs-string", "hljs-number", "hljs-punctuation"} <= set(flow_block["classes"])
+        assert json.loads(flow_block["text"]) == IMPORTED_FLOW
+        assert flow_block["buttons"] == ["Import", "Copy"]
+        assert script_block["highlighted"] and script_block["language"] == "javascript", moment
+        assert {"hljs-comment", "hljs-keyword", "hljs-string", "hljs-property"} <= set(script_block["classes"])
+        assert script_block["text"].rstrip("\n") == HIGHLIGHTED_SCRIPT
+        assert script_block["buttons"] == []
+        # Only spans came out of the highlighter: the <img> in the code stayed text.
+        assert flow_block["otherElements"] == script_block["otherElements"] == 0
+        # Strings in Monaco's light colour, as in the editor's own code editor.
+        assert script_block["color"] == "rgb(163, 21, 21)"
+    assert seen["flag"] is None and seen["flagLive"] is None
+    assert json.loads(seen["copied"]) == IMPORTED_FLOW
+    assert seen["imported"]["count"] == seen["before"]["count"] + 2
+    assert seen["undone"] == seen["before"]
 
 
 def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth_stack, model):

@@ -10,8 +10,9 @@
     "use strict";
 
     var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
-    // Error codes produced by the plugin itself (plugins/lib/relay.js), which the sidebar translates.
-    var RELAY_ERROR_CODES = ["service_unreachable", "service_disconnected", "service_bad_answer"];
+    // Error codes produced by the plugin itself (plugins/lib/relay.js, plugins/lib/provider.js), which the sidebar
+    // translates.
+    var RELAY_ERROR_CODES = ["service_unreachable", "service_disconnected", "service_bad_answer", "config_not_found"];
 
     function t(key, options) {
         return RED._(NS + key, options);

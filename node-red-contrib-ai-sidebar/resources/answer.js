@@ -4,7 +4,8 @@
  *
  * Editor-only script: registers `NodeRedAiSidebar.Answer`, `NodeRedAiSidebar.renderStoredAnswer` and
  * `NodeRedAiSidebar.streamChat`. Answer text is markdown from a language model and is only ever inserted after
- * the sidebar's renderer has sanitised it (marked + DOMPurify); everything else goes in as text.
+ * the sidebar's renderer has sanitised it (marked + DOMPurify, then highlight.js on the code blocks' text);
+ * everything else goes in as text.
  */
 (function () {
     "use strict";
@@ -20,10 +21,10 @@
         return window.NodeRedAiSidebar;
     }
 
-    /** Put sanitised markdown (or plain text when the renderer is missing) into `element`. */
+    /** Put sanitised, highlighted markdown (or plain text when the renderer is missing) into `element`. */
     function renderInto(element, text, renderMarkdown) {
         if (renderMarkdown) {
-            element.html(renderMarkdown(text));
+            renderMarkdown(element, text);
         } else {
             element.text(text);
         }
@@ -33,7 +34,7 @@
      * One assistant answer in the message list: streamed text rendered as sanitised markdown, tool cards,
      * error lines and notes, in the order they arrive.
      *
-     * @param {object} sidebar provides `renderMarkdown(text)` and `withScroll(change)`
+     * @param {object} sidebar provides `renderMarkdown(element, text)` and `withScroll(change)`
      * @param {jQuery} element the message element to fill
      */
     function Answer(sidebar, element) {
@@ -229,7 +230,7 @@
      * Fill a message element with an answer stored in the service's memory: the tools it used as badges, the
      * text as sanitised markdown with flow buttons, and the faults it met.
      *
-     * @param {function(string): string} renderMarkdown the sidebar's sanitising renderer (or null)
+     * @param {function(jQuery, string)} renderMarkdown the sidebar's sanitising renderer (or null)
      * @param {jQuery} element the message element
      * @param {{content: string, metadata: object}} message from `GET ai-sidebar/history/{sessionId}`
      */

@@ -1,13 +1,20 @@
 #!/usr/bin/env node
 /**
- * Copy the browser builds of marked and DOMPurify from node_modules into resources/vendor/, with their licences.
+ * Copy the browser builds of marked, DOMPurify and highlight.js from node_modules into resources/vendor/, with their
+ * licences.
  *
  * The sidebar must work offline and behind strict networks, so the editor loads these from the package's own
  * `resources/` folder (served by Node-RED at `resources/node-red-contrib-ai-sidebar/...`), never from a CDN.
  *
  * Each build is wrapped so that it registers as `NodeRedAiSidebar.vendor.<name>` instead of assigning the
- * globals `marked` / `DOMPurify`: the Node-RED editor ships its own (older) marked and DOMPurify and relies on
- * those globals, and overwriting them would change how the editor renders node help.
+ * globals `marked` / `DOMPurify` / `hljs`: the Node-RED editor ships its own (older) marked and DOMPurify and relies
+ * on those globals, and overwriting them would change how the editor renders node help; `hljs` is kept out of the
+ * global scope too, so another plugin's highlight.js and ours never replace each other.
+ *
+ * highlight.js comes from `@highlightjs/cdn-assets`, the highlight.js project's own npm package of its prebuilt
+ * browser files: `highlight.min.js` there is the "common languages" build (json, javascript, yaml, bash, python,
+ * sql and about thirty more), the same set `require("highlight.js/lib/common")` gives in Node. It is a
+ * devDependency: only that one file is shipped, in resources/vendor/.
  *
  * Usage:
  *   npm run vendor              write resources/vendor/
@@ -25,7 +32,9 @@ const LIBRARIES = [
     { name: "marked", package: "marked", build: "lib/marked.umd.js", output: "marked.js",
         license: "LICENSE", licenseOutput: "marked.LICENSE.md" },
     { name: "DOMPurify", package: "dompurify", build: "dist/purify.min.js", output: "purify.js",
-        license: "LICENSE", licenseOutput: "dompurify.LICENSE" }
+        license: "LICENSE", licenseOutput: "dompurify.LICENSE" },
+    { name: "hljs", package: "@highlightjs/cdn-assets", build: "highlight.min.js", output: "highlight.js",
+        license: "LICENSE", licenseOutput: "highlight.js.LICENSE" }
 ];
 
 function packageDir(name) {

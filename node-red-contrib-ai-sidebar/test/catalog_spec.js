@@ -13,7 +13,7 @@ const localesDir = path.join(packageRoot, "plugins", "locales");
 const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"];
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
 const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
-    "resources/flow-blocks.js", "resources/sessions.js"];
+    "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js"];
 
 function catalog(lang) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, lang, "ai-sidebar.json"), "utf8"));
@@ -63,7 +63,7 @@ describe("sidebar message catalogs", function () {
     });
 
     it("defines every key the sidebar asks for", function () {
-        const pattern = /"(?:sidebar|context|session|history|flow|tool|prompt|action|error)\.[\w.-]+"/g;
+        const pattern = /"(?:sidebar|context|session|config|history|flow|tool|prompt|action|error)\.[\w.-]+"/g;
         const used = source.match(pattern).map(function (quoted) {
             return quoted.slice(1, -1);
         });
@@ -102,7 +102,7 @@ describe("sidebar message catalogs", function () {
 });
 
 describe("vendored browser libraries", function () {
-    it("match the installed marked and dompurify (npm run vendor)", function () {
+    it("match the installed marked, dompurify and highlight.js (npm run vendor)", function () {
         execFileSync(process.execPath, [path.join(packageRoot, "scripts", "vendor.js"), "--check"], { stdio: "pipe" });
     });
 
@@ -114,13 +114,28 @@ describe("vendored browser libraries", function () {
         assert.deepStrictEqual(sources, [
             "resources/node-red-contrib-ai-sidebar/vendor/marked.js",
             "resources/node-red-contrib-ai-sidebar/vendor/purify.js",
+            "resources/node-red-contrib-ai-sidebar/vendor/highlight.js",
             "resources/node-red-contrib-ai-sidebar/sse-parser.js",
             "resources/node-red-contrib-ai-sidebar/flow-json.js",
             "resources/node-red-contrib-ai-sidebar/admin-api.js",
             "resources/node-red-contrib-ai-sidebar/flow-blocks.js",
+            "resources/node-red-contrib-ai-sidebar/code-highlight.js",
             "resources/node-red-contrib-ai-sidebar/answer.js",
-            "resources/node-red-contrib-ai-sidebar/sessions.js"
+            "resources/node-red-contrib-ai-sidebar/sessions.js",
+            "resources/node-red-contrib-ai-sidebar/config-choice.js",
+            "resources/node-red-contrib-ai-sidebar/config-picker.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);
+    });
+
+    it("are pinned to exact versions, with their licences next to them", function () {
+        const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, "package.json"), "utf8"));
+        const versions = Object.assign({}, manifest.dependencies, manifest.devDependencies);
+        ["marked", "dompurify", "@highlightjs/cdn-assets"].forEach(function (name) {
+            assert.match(versions[name], /^\d+\.\d+\.\d+$/, name + " " + versions[name]);
+        });
+        ["marked.LICENSE.md", "dompurify.LICENSE", "highlight.js.LICENSE"].forEach(function (file) {
+            assert.ok(fs.statSync(path.join(packageRoot, "resources", "vendor", file)).size > 500, file);
+        });
     });
 });

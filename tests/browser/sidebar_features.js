@@ -1,7 +1,7 @@
 // Drives the AI sidebar in headless Debian Chromium through one feature, chosen by MODE, and reports what the
 // user saw as one JSON line on stdout (progress lines before it are JSON too, with a "stage" field).
 // Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, optionally USERNAME + PASSWORD (adminAuth), QUESTION(S).
-// Modes: import, unknown-types, sessions, inert-html, explain, context, offline.
+// Modes: import, unknown-types, sessions, inert-html, explain, context, offline, configs, highlight.
 "use strict";
 const path = require("path");
 const editor = require("./editor");
@@ -283,6 +283,194 @@ async function offlineMode(page, result) {
     await screenshot(page, result, "sidebar-service-recovered.png");
 }
 
+/** Every response body and WebSocket frame the browser receives from now on, to look for secrets in. */
+function recordTraffic(context) {
+    const traffic = { bodies: [], frames: [] };
+    context.on("response", (response) => {
+        traffic.bodies.push(response.body().then((body) => ({ url: response.url(), body: body }),
+            (err) => ({ url: response.url(), error: String(err) })));
+    });
+    context.on("page", (page) => {
+        page.on("websocket", (socket) => {
+            socket.on("framereceived", (frame) => traffic.frames.push(String(frame.payload)));
+        });
+    });
+    return traffic;
+}
+
+/** Where each of `secrets` shows up: the page's HTML, its localStorage, response bodies and WebSocket frames. */
+async function findSecrets(page, traffic, secrets) {
+    const shown = await page.evaluate(() => ({
+        html: document.documentElement.outerHTML,
+        storage: JSON.stringify(Object.assign({}, window.localStorage))
+    }));
+    const settled = await Promise.race([
+        Promise.all(traffic.bodies),
+        new Promise((resolve) => setTimeout(() => resolve(null), 15000))
+    ]);
+    const responses = settled || [];
+    const found = { html: [], localStorage: [], responses: [], frames: [] };
+    secrets.forEach((secret) => {
+        if (shown.html.includes(secret)) found.html.push(secret);
+        if (shown.storage.includes(secret)) found.localStorage.push(secret);
+        responses.forEach((r) => {
+            if (r.body && r.body.includes(secret)) found.responses.push(r.url);
+        });
+        traffic.frames.forEach((frame) => {
+            if (frame.includes(secret)) found.frames.push(frame.slice(0, 200));
+        });
+    });
+    return {
+        found: found,
+        allResponsesSettled: settled !== null,
+        responsesRead: responses.filter((r) => r.body).map((r) => r.url),
+        responsesUnread: responses.filter((r) => !r.body).map((r) => r.url + " " + r.error),
+        frames: traffic.frames.length,
+        htmlLength: shown.html.length
+    };
+}
+
+async function pickerState(page) {
+    return page.evaluate(() => {
+        const select = document.querySelector(".ai-sidebar-config");
+        const note = document.querySelector(".ai-sidebar-config-note");
+        return {
+            visible: !!select && select.offsetParent !== null,
+            options: select ? Array.from(select.options).map((o) => ({ value: o.value, text: o.text })) : [],
+            selected: select ? select.value : null,
+            title: select ? select.title : null,
+            note: note && note.offsetParent !== null ? note.innerText.trim() : null
+        };
+    });
+}
+
+// The AI configuration picker: it lists the deployed ai-config nodes, the chosen one answers (the runtime puts its
+// settings and key into the request), the choice survives a reload, and a deploy that removes the node falls back to
+// the service default with a note (the test deploys when told "chosen"). No key ever reaches the page.
+async function configsMode(page, result, context, record) {
+    const ids = JSON.parse(env.CONFIG_IDS);
+    const questions = JSON.parse(env.QUESTIONS);
+    const bodies = [];
+    context.on("request", (request) => {
+        if (request.url().endsWith("ai-sidebar/stream-chat")) {
+            bodies.push(JSON.parse(request.postData()));
+        }
+    });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await page.waitForFunction((count) => {
+        const select = document.querySelector(".ai-sidebar-config");
+        return select && select.offsetParent !== null && select.options.length === count;
+    }, Object.keys(ids).length + 1, { timeout: 15000 });
+    result.listed = await pickerState(page);
+    await page.selectOption(".ai-sidebar-config", ids.beta);
+    result.chosen = await pickerState(page);
+    result.answerWithConfig = await editor.ask(page, questions[0]);
+    await screenshot(page, result, "sidebar-config-chosen.png");
+    await page.locator(".ai-sidebar .red-ui-sidebar-header").screenshot({
+        path: path.join(env.OUT_DIR, "sidebar-config-header.png")
+    });
+
+    // A new editor page of the same user (same profile) shows the same choice.
+    const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
+    await page.close();
+    await editor.showTab(again, env.TAB_ID);
+    await again.waitForFunction(() => {
+        const select = document.querySelector(".ai-sidebar-config");
+        return select && select.offsetParent !== null;
+    }, null, { timeout: 15000 });
+    result.reloaded = await pickerState(again);
+
+    // The test now deploys the flows without the chosen node; the picker hears of it ("runtime-state").
+    stage("chosen");
+    await again.waitForSelector(".ai-sidebar-config-note", { state: "visible", timeout: 30000 });
+    result.afterRemoval = await pickerState(again);
+    await screenshot(again, result, "sidebar-config-fallback.png");
+    result.answerWithDefault = await editor.ask(again, questions[1]);
+    result.afterDefaultAnswer = await pickerState(again);
+    result.bodies = bodies;
+    result.secrets = await findSecrets(again, record.traffic, JSON.parse(env.SECRETS));
+}
+
+/** What the code blocks of the last answer look like: language, highlighted spans, text, flow buttons. */
+async function codeBlocks(page) {
+    return page.evaluate(() => {
+        const answers = document.querySelectorAll(".ai-sidebar-message-assistant");
+        const answer = answers[answers.length - 1];
+        if (!answer) return [];
+        return Array.from(answer.querySelectorAll("pre > code")).map((code) => {
+            const pre = code.parentElement;
+            const before = pre.previousElementSibling;
+            const bar = before && before.classList.contains("ai-sidebar-flow-bar") ? before : null;
+            const classes = new Set(Array.from(code.querySelectorAll("[class]"))
+                .flatMap((el) => Array.from(el.classList)));
+            return {
+                language: code.getAttribute("data-language"),
+                highlighted: code.classList.contains("hljs"),
+                classes: Array.from(classes).sort(),
+                spans: code.querySelectorAll("span").length,
+                otherElements: code.querySelectorAll(":not(span)").length,
+                text: code.textContent,
+                color: getComputedStyle(code.querySelector(".hljs-string") || code).color,
+                buttons: bar ? Array.from(bar.querySelectorAll("button")).map((b) => b.innerText.trim()) : []
+            };
+        });
+    });
+}
+
+// Code blocks in an answer are highlighted while the answer streams, when it is final and when the history is
+// reloaded; the flow block keeps Import and Copy, which still carry the flow's exact text.
+async function highlightMode(page, result, context, record) {
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(env.EDITOR_URL).origin });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await editor.waitIdle(page);
+    await page.fill(".ai-sidebar-input", env.QUESTION);
+    await page.click(".ai-sidebar-send");
+    // While the answer streams (the cursor is shown), a finished block is already highlighted.
+    result.whileStreaming = null;
+    const deadline = Date.now() + 30000;
+    while (Date.now() < deadline) {
+        const streaming = await page.locator(".ai-sidebar-cursor").count();
+        const blocks = await codeBlocks(page);
+        if (streaming && blocks.some((b) => b.highlighted)) {
+            result.whileStreaming = blocks;
+            break;
+        }
+        if (!streaming && blocks.length) break;
+        await page.waitForTimeout(50);
+    }
+    await editor.waitIdle(page);
+    result.live = await codeBlocks(page);
+    await screenshot(page, result, "sidebar-code-highlighting.png");
+    // The sidebar alone, scrolled to the flow block's Import / Copy bar.
+    await page.locator(".ai-sidebar-flow-bar").last().evaluate((bar) => bar.scrollIntoView());
+    await page.locator(".ai-sidebar").screenshot({
+        path: path.join(env.OUT_DIR, "sidebar-code-highlighting-flow.png")
+    });
+
+    await page.click(".ai-sidebar-flow-copy");
+    await page.waitForTimeout(300);
+    result.copied = await page.evaluate(() => navigator.clipboard.readText().catch((err) => "error: " + err));
+    result.before = await canvasState(page, env.TAB_ID);
+    await page.click(".ai-sidebar-flow-import");
+    const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
+    await page.mouse.move(chart.x + chart.width * 0.5, chart.y + chart.height * 0.6, { steps: 5 });
+    await page.mouse.click(chart.x + chart.width * 0.5, chart.y + chart.height * 0.6);
+    await page.waitForTimeout(300);
+    result.imported = await canvasState(page, env.TAB_ID);
+    await page.keyboard.press("Control+z");
+    await page.waitForTimeout(300);
+    result.undone = await canvasState(page, env.TAB_ID);
+
+    const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
+    await editor.showTab(again, env.TAB_ID);
+    await again.waitForSelector(".ai-sidebar-message-assistant pre > code.hljs", { timeout: 15000 });
+    result.reloaded = await codeBlocks(again);
+    result.flag = await again.evaluate(() => window.__aiSidebarXss === undefined ? null : window.__aiSidebarXss);
+    result.flagLive = await page.evaluate(() => window.__aiSidebarXss === undefined ? null : window.__aiSidebarXss);
+}
+
 const MODES = {
     "import": importMode,
     "unknown-types": unknownTypesMode,
@@ -290,7 +478,9 @@ const MODES = {
     "inert-html": inertHtmlMode,
     "explain": explainMode,
     "context": contextMode,
-    "offline": offlineMode
+    "offline": offlineMode,
+    "configs": configsMode,
+    "highlight": highlightMode
 };
 
 function credentials() {
@@ -305,6 +495,9 @@ async function main() {
     const { browser, context } = await editor.launch();
     const result = { mode: env.MODE };
     const record = {};
+    if (env.SECRETS) {
+        record.traffic = recordTraffic(context);
+    }
     try {
         const page = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
         await mode(page, result, context, record);

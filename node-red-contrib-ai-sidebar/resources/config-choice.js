@@ -1,0 +1,96 @@
+/**
+ * Pure helpers for the sidebar's choice of AI configuration: the service default or one of the deployed
+ * `ai-config` nodes that `GET ai-sidebar/configs` lists (`[{id, name, provider, model}]`, never a key).
+ *
+ * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.configChoice`) and in Node.js by the
+ * package's tests (`require`). Nothing here touches `RED`; the editor part is config-picker.js.
+ */
+(function (root, factory) {
+    "use strict";
+    if (typeof module === "object" && module.exports) {
+        module.exports = factory();
+    } else {
+        root.NodeRedAiSidebar = root.NodeRedAiSidebar || {};
+        root.NodeRedAiSidebar.configChoice = factory();
+    }
+}(typeof self !== "undefined" ? self : this, function () {
+    "use strict";
+
+    const STORAGE_KEY = "node-red-contrib-ai-sidebar.configId";
+
+    /**
+     * Where the chosen configuration is remembered: per Node-RED user, since several may share one browser.
+     *
+     * @param {string} [username] the editor user (`RED.settings.user.username`); none without adminAuth
+     * @returns {string} the localStorage key
+     */
+    function storageKey(username) {
+        return username ? STORAGE_KEY + ":" + username : STORAGE_KEY;
+    }
+
+    function text(value) {
+        return typeof value === "string" ? value.trim() : "";
+    }
+
+    /**
+     * The configurations of a `GET ai-sidebar/configs` answer, each with string fields; entries without an id
+     * are dropped, and so is any field other than id, name, provider and model.
+     *
+     * @param {*} body the parsed answer
+     * @returns {{id: string, name: string, provider: string, model: string}[]}
+     */
+    function normaliseConfigs(body) {
+        if (!Array.isArray(body)) {
+            return [];
+        }
+        return body.filter(function (config) {
+            return config && typeof config === "object" && text(config.id) !== "";
+        }).map(function (config) {
+            return { id: text(config.id), name: text(config.name), provider: text(config.provider),
+                model: text(config.model) };
+        });
+    }
+
+    /**
+     * The text of a configuration in the picker: its name and "provider/model", as `format` puts them together
+     * (a translated "__name__ (__detail__)"); only "provider/model" when the node has no name.
+     *
+     * @param {{name: string, provider: string, model: string}} config
+     * @param {function({name: string, detail: string}): string} format
+     * @returns {string}
+     */
+    function configLabel(config, format) {
+        const detail = [config.provider, config.model].filter(Boolean).join("/");
+        if (!config.name) {
+            return detail;
+        }
+        return detail ? format({ name: config.name, detail: detail }) : config.name;
+    }
+
+    /**
+     * What the picker shows once the list is known: the remembered choice while it is deployed, otherwise the
+     * service default.
+     *
+     * @param {?string} savedId the remembered id ("" or null for the service default)
+     * @param {{id: string}[]} configs the deployed configurations
+     * @returns {{id: string, missing: boolean}} `id` is "" for the service default; `missing` is true when a
+     *     remembered configuration is no longer deployed
+     */
+    function resolveChoice(savedId, configs) {
+        if (!savedId) {
+            return { id: "", missing: false };
+        }
+        const found = configs.some(function (config) {
+            return config.id === savedId;
+        });
+        return found ? { id: savedId, missing: false } : { id: "", missing: true };
+    }
+
+    return {
+        STORAGE_KEY: STORAGE_KEY,
+        storageKey: storageKey,
+        normaliseConfigs: normaliseConfigs,
+        configLabel: configLabel,
+        resolveChoice: resolveChoice
+    };
+}));

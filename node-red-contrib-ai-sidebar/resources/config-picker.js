@@ -1,0 +1,134 @@
+/**
+ * The sidebar's AI configuration picker: a compact select in the header offering the service's default provider
+ * and the deployed `ai-config` nodes, and a note when the remembered choice is no longer deployed.
+ *
+ * Editor-only script: registers `NodeRedAiSidebar.ConfigPicker`; the pure parts are in config-choice.js. The list
+ * comes from `GET ai-sidebar/configs`, which Node-RED's runtime answers itself with `{id, name, provider, model}`
+ * per node: the picker never asks for a key and has none to show. A chat request names the chosen node by its id
+ * (`configId`); the runtime puts that node's settings and key into the request on its way to the service.
+ */
+(function () {
+    "use strict";
+
+    var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+
+    function t(key, options) {
+        return RED._(NS + key, options);
+    }
+
+    function sidebarLib() {
+        return window.NodeRedAiSidebar;
+    }
+
+    /**
+     * @param {object} options
+     * @param {function(): ?string} options.getSaved the remembered choice (an ai-config node id; null or "" for
+     *     the service default)
+     * @param {function(?string)} options.setSaved remember a choice (null for the service default)
+     */
+    function ConfigPicker(options) {
+        var self = this;
+        this.options = options;
+        this.configs = [];
+        this.loaded = false;
+        this.request = null;
+
+        // Hidden until the list is known, and while no ai-config node is deployed: there is nothing to choose.
+        this.select = $('<select class="ai-sidebar-config"></select>')
+            .attr("aria-label", t("config.label"))
+            .hide()
+            .on("change", function () {
+                self.choose($(this).val());
+            });
+        this.note = $('<div class="ai-sidebar-config-note" role="status"></div>').hide();
+        $('<i class="fa fa-info-circle"></i>').appendTo(this.note);
+        $("<span></span>").text(t("config.missing")).appendTo(this.note);
+        $('<button type="button" class="ai-sidebar-config-note-close"></button>')
+            .attr("title", t("config.dismiss"))
+            .attr("aria-label", t("config.dismiss"))
+            .append($('<i class="fa fa-times"></i>'))
+            .on("click", function (event) {
+                event.preventDefault();
+                self.note.hide();
+            })
+            .appendTo(this.note);
+    }
+
+    /**
+     * The id of the chosen ai-config node, or "" for the service default. Until the list has been read the
+     * remembered choice is used as it is; the runtime refuses an id that is not deployed (`config_not_found`).
+     *
+     * @returns {string}
+     */
+    ConfigPicker.prototype.configId = function () {
+        if (!this.loaded) {
+            return this.options.getSaved() || "";
+        }
+        return this.select.val() || "";
+    };
+
+    ConfigPicker.prototype.choose = function (id) {
+        this.options.setSaved(id || null);
+        this.note.hide();
+        this.updateTitle();
+    };
+
+    /**
+     * Read the deployed ai-config nodes again (sidebar shown, flows deployed or restarted, a chat refused with
+     * `config_not_found`). Answers that arrive after a newer request has started are ignored.
+     *
+     * @returns {Promise<void>}
+     */
+    ConfigPicker.prototype.load = function () {
+        var self = this;
+        var request = {};
+        this.request = request;
+        return sidebarLib().adminApi.requestJson("GET", "ai-sidebar/configs").then(function (body) {
+            if (self.request !== request) {
+                return;
+            }
+            self.request = null;
+            self.configs = sidebarLib().configChoice.normaliseConfigs(body);
+            self.loaded = true;
+            self.render();
+        }).catch(function (err) {
+            if (self.request !== request) {
+                return;
+            }
+            self.request = null;
+            // The list comes from Node-RED itself, not from the service. When it cannot be read the picker keeps
+            // what it shows; the service's own reachability is reported by the sidebar's other requests.
+            console.warn("[ai-sidebar] could not list the AI configurations:", (err && err.message) || err);
+        });
+    };
+
+    ConfigPicker.prototype.render = function () {
+        var self = this;
+        var choice = sidebarLib().configChoice;
+        var resolved = choice.resolveChoice(this.options.getSaved(), this.configs);
+        this.select.empty();
+        $("<option></option>").val("").text(t("config.default")).appendTo(this.select);
+        this.configs.forEach(function (config) {
+            var label = choice.configLabel(config, function (parts) {
+                return t("config.option", parts);
+            });
+            $("<option></option>").val(config.id).text(label).attr("title", label).appendTo(self.select);
+        });
+        this.select.val(resolved.id);
+        if (resolved.missing) {
+            // The node was deleted or its flow disabled: the default answers from now on, and the user is told once.
+            this.options.setSaved(null);
+            this.note.show();
+        }
+        this.select.toggle(this.configs.length > 0);
+        this.updateTitle();
+    };
+
+    ConfigPicker.prototype.updateTitle = function () {
+        var label = this.select.find("option:selected").text() || t("config.default");
+        this.select.attr("title", t("config.tooltip", { label: label }));
+    };
+
+    window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    window.NodeRedAiSidebar.ConfigPicker = ConfigPicker;
+}());

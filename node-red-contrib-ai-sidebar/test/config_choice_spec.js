@@ -1,0 +1,55 @@
+"use strict";
+
+const assert = require("assert");
+const configChoice = require("../resources/config-choice");
+
+function format(parts) {
+    return parts.name + " (" + parts.detail + ")";
+}
+
+describe("the sidebar's choice of AI configuration", function () {
+    it("is remembered per Node-RED user", function () {
+        assert.strictEqual(configChoice.storageKey("alice"), "node-red-contrib-ai-sidebar.configId:alice");
+        assert.strictEqual(configChoice.storageKey(undefined), "node-red-contrib-ai-sidebar.configId");
+    });
+
+    it("keeps only the id, name, provider and model of each listed configuration", function () {
+        const listed = configChoice.normaliseConfigs([
+            { id: "c1", name: " Fast ", provider: "openai", model: "gpt-4o-mini", apiKey: "sk-never-kept" },
+            { id: "", name: "no id" },
+            null,
+            "c3",
+            { id: "c2", name: 7 }
+        ]);
+        assert.deepStrictEqual(listed, [
+            { id: "c1", name: "Fast", provider: "openai", model: "gpt-4o-mini" },
+            { id: "c2", name: "", provider: "", model: "" }
+        ]);
+        assert.deepStrictEqual(configChoice.normaliseConfigs({ error: {} }), []);
+    });
+
+    it("labels a configuration with its name and provider/model", function () {
+        function label(name, provider, model) {
+            return configChoice.configLabel({ name: name, provider: provider, model: model }, format);
+        }
+        assert.strictEqual(label("Fast", "openai", "gpt-4o-mini"), "Fast (openai/gpt-4o-mini)");
+        assert.strictEqual(label("Local", "openai-compatible", ""), "Local (openai-compatible)");
+        assert.strictEqual(label("", "deepseek", "deepseek-chat"), "deepseek/deepseek-chat");
+        assert.strictEqual(label("Bare", "", ""), "Bare");
+    });
+
+    it("keeps a remembered configuration that is still deployed", function () {
+        assert.deepStrictEqual(configChoice.resolveChoice("c2", [{ id: "c1" }, { id: "c2" }]),
+            { id: "c2", missing: false });
+    });
+
+    it("falls back to the service default when the remembered configuration is gone, and says so", function () {
+        assert.deepStrictEqual(configChoice.resolveChoice("gone", [{ id: "c1" }]), { id: "", missing: true });
+        assert.deepStrictEqual(configChoice.resolveChoice("gone", []), { id: "", missing: true });
+    });
+
+    it("uses the service default when nothing was chosen", function () {
+        assert.deepStrictEqual(configChoice.resolveChoice(null, [{ id: "c1" }]), { id: "", missing: false });
+        assert.deepStrictEqual(configChoice.resolveChoice("", []), { id: "", missing: false });
+    });
+});

@@ -63,10 +63,15 @@ async def _http_session(app: web.Application) -> AsyncIterator[None]:
 async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
     """Start the MCP server child with the service, stop it with the service; a failed start is only logged."""
     mcp = app[TOOLS].mcp
-    if mcp is not None:
-        await mcp.start()
+    # Started in the background so the service answers /healthz and plain chats at once (the child's imports
+    # and handshake take about half a second); a call made before it is up waits for the same start.
+    starting = asyncio.create_task(mcp.start()) if mcp is not None else None
     yield
     if mcp is not None:
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
         await mcp.close()
 
 

@@ -132,6 +132,8 @@ SECRET_PATTERNS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), REDACTED),  # JWTs
     (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{12,}=*"), r"\1" + REDACTED),
     (re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:)([^@\s/]+)(@)", re.I), r"\1" + REDACTED + r"\3"),
+    (re.compile(r"(?i)([?&;](?:api[_\-]?key|apikey|key|token|access[_\-]?token|auth|secret|sig|signature|"
+                r"pass(?:word)?|client[_\-]?secret)=)[^&#\s\"'`]+"), r"\1" + REDACTED),
     (re.compile(r"(?i)((?:pass(?:word|wd)?|secret|token|api[_\-]?key|apikey|private[_\-]?key|client[_\-]?secret)"
                 r"[\w\-]*[\"']?\s*[:=]\s*[\"'`])([^\"'`\n]{4,})([\"'`])"), r"\1" + REDACTED + r"\3"),
 )
@@ -148,24 +150,32 @@ def redact_text(text: str) -> str:
 def strip_secrets(node: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``node`` safe to show or send to a model.
 
-    ``credentials`` is dropped; string properties named like secrets are replaced by ``[redacted]``; secrets
-    inside other text (code, URLs) are redacted in place; flow/subflow environment entries of type ``cred``
-    (Node-RED's secret env values) lose their value.
+    ``credentials`` is dropped; properties named like secrets are replaced by ``[redacted]``; secrets inside other
+    text (code, URLs, query strings) are redacted in place, at any depth; a rule that sets a secret-named
+    property (a change node's ``{"p": "password", "to": "..."}``) loses its value; flow/subflow environment entries
+    of type ``cred`` (Node-RED's secret env values) lose their value.
     """
-    clean: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "credentials":
-            continue
-        if isinstance(value, str) and value and SECRET_NAME.search(key) and key not in ("authType",):
-            clean[key] = REDACTED
-        elif isinstance(value, str):
-            clean[key] = redact_text(value)
-        elif key == "env" and isinstance(value, list):
-            clean[key] = [{**item, "value": REDACTED} if isinstance(item, dict) and item.get("type") == "cred"
-                          else item for item in value]
-        else:
-            clean[key] = value
-    return clean
+    return {key: _clean(key, value) for key, value in node.items() if key != "credentials"}
+
+
+# Keys under which rules name the property they set, and the keys holding the value set.
+_RULE_TARGETS = ("p", "property", "name", "key")
+_RULE_VALUES = ("to", "value", "v")
+
+
+def _clean(key: str, value: Any) -> Any:
+    if isinstance(value, str):
+        if value and SECRET_NAME.search(key) and key not in ("authType",):
+            return REDACTED
+        return redact_text(value)
+    if isinstance(value, list):
+        return [_clean(key, item) for item in value]
+    if isinstance(value, dict):
+        secret_rule = any(isinstance(value.get(k), str) and SECRET_NAME.search(value[k]) for k in _RULE_TARGETS)
+        secret_env = value.get("type") == "cred"
+        return {k: (REDACTED if (secret_rule or secret_env) and k in _RULE_VALUES and value.get(k) not in ("", None)
+                    else _clean(k, v)) for k, v in value.items()}
+    return value
 
 
 def module_index(node_sets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx
+import httpx2
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .models import ProviderOverride
 
 # Enough connections for hundreds of simultaneous streams to one provider.
-HTTP_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+HTTP_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 DEFAULT_MODELS = {
     "openai": "gpt-4o-mini",
     "deepseek": "deepseek-chat",
@@ -86,8 +86,8 @@ class ChatModelFactory:
 
     def __init__(self, max_size: int = 32):
         self._cache: dict[tuple, BaseChatModel] = {}
-        self._clients: dict[tuple, httpx.AsyncClient] = {}
-        self._pending_close: list[httpx.AsyncClient] = []
+        self._clients: dict[tuple, httpx2.AsyncClient] = {}
+        self._pending_close: list[httpx2.AsyncClient] = []
         self._max_size = max_size
 
     async def aclose(self) -> None:
@@ -107,7 +107,7 @@ class ChatModelFactory:
         key = config.cache_key()
         model = self._cache.get(key)
         if model is None:
-            client = httpx.AsyncClient(timeout=config.timeout, limits=HTTP_LIMITS)
+            client = httpx2.AsyncClient(timeout=config.timeout, limits=HTTP_LIMITS)
             try:
                 model = _build(config, client)
             except ServiceError:
@@ -128,7 +128,7 @@ def _missing(config: ProviderConfig, what: str) -> ServiceError:
                         "the assistant service or in an ai-config node.", 400)
 
 
-def _build(config: ProviderConfig, client: httpx.AsyncClient) -> BaseChatModel:
+def _build(config: ProviderConfig, client: httpx2.AsyncClient) -> BaseChatModel:
     common: dict[str, Any] = {}
     if config.temperature is not None:
         common["temperature"] = config.temperature

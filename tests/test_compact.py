@@ -135,3 +135,17 @@ def test_secrets_written_inside_code_urls_and_env_are_redacted():
     assert "return msg; // keep this comment" in text and "bob:[redacted]@broker.local" in text
     clean_tab = strip_secrets(tab)
     assert clean_tab["env"][0]["value"] == REDACTED and clean_tab["env"][1]["value"] == "greenhouse"
+
+
+def test_secrets_in_query_strings_and_in_rules_that_set_secret_properties_are_redacted():
+    nodes = [{"id": "t1", "type": "tab"},
+             {"id": "h1", "type": "http request", "z": "t1", "x": 1, "y": 1, "wires": [[]],
+              "url": "https://alice:s3cretpw@api.example.com/v1?api_key=qkey-4444&token=qtok-3333&city=Paris"},
+             {"id": "c1", "type": "change", "z": "t1", "x": 2, "y": 1, "wires": [[]],
+              "rules": [{"t": "set", "p": "password", "pt": "msg", "to": "plainpw-777", "tot": "str"},
+                        {"t": "set", "p": "headers.Authorization", "pt": "msg", "to": "Basic Ym9iOnB3", "tot": "str"},
+                        {"t": "set", "p": "topic", "pt": "msg", "to": "sensors/temp", "tot": "str"}]}]
+    text = compact_flow(slice_flow(nodes, "t1"))
+    for secret in ("s3cretpw", "qkey-4444", "qtok-3333", "plainpw-777", "Ym9iOnB3"):
+        assert secret not in text, secret
+    assert "city=Paris" in text and "sensors/temp" in text

@@ -1,4 +1,5 @@
-"""Service cold start: ``python -m service`` spawned → first 200 from ``/healthz`` (polled every 10 ms).
+"""Service cold start: ``python -m service`` spawned → first 200 from ``/healthz`` (polled every 10 ms), then the
+first pure-chat answer's first token (what the first user after a restart waits for).
 
 Measured with the MCP child on (the default: the service starts it before it serves) and off, each on a fresh
 port and a fresh memory database.
@@ -7,22 +8,37 @@ port and a fresh memory database.
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any
 
 from tests.support.nodered import free_port
 
-from .stack import Stack
+from . import client
+from .latency import QUESTION, pure_chat_bodies
+from .stack import SERVICE_TOKEN, Stack
 
 
-def run(stack: Stack, runs: int) -> dict[str, Any]:
+async def run(stack: Stack, runs: int) -> dict[str, Any]:
+    stack.model.control("reply", {"words": 4, "token_delay": 0})
+    body = pure_chat_bodies(stack).service
     results: dict[str, Any] = {}
     for mcp in (True, False):
-        times = []
+        healthy, first_token = [], []
         for number in range(runs):
             service = stack.new_service(free_port(), f"coldstart-{'mcp' if mcp else 'nomcp'}-{number}", mcp=mcp)
             try:
-                times.append(service.start(timeout=30))
+                healthy.append(service.start(timeout=30))
+                async with client.session() as http:
+                    sample = await client.stream_service(
+                        http, f"{service.url}/ai-sidebar/stream-chat",
+                        {"message": f"{QUESTION} [bench cold-{number}]", **body},
+                        {"Authorization": f"Bearer {SERVICE_TOKEN}"}, "cold", str(number))
+                if sample.ok:
+                    first_token.append((sample.arrivals[0] / 1e9) - service.started_at)
             finally:
                 service.stop()
-        results["mcp_on" if mcp else "mcp_off"] = {"runs_s": times, "median_s": statistics.median(times)}
+        results["mcp_on" if mcp else "mcp_off"] = {
+            "runs_s": healthy, "median_s": statistics.median(healthy),
+            "first_token_after_spawn_s": first_token,
+            "first_token_median_s": statistics.median(first_token) if first_token else None}
     return results

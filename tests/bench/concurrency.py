@@ -28,6 +28,15 @@ async def _sample_rss(pid: int, peak: list[int], stop: asyncio.Event) -> None:
             pass
 
 
+def listen_overflows() -> int:
+    """TcpExt ListenOverflows (connections dropped because an accept queue was full), /proc/net/netstat."""
+    lines = open("/proc/net/netstat").read().splitlines()
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            return dict(zip(names.split()[1:], map(int, values.split()[1:]))).get("ListenOverflows", 0)
+    return 0
+
+
 async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[str, Any]:
     """``streams`` chats at once; every one must stream ``words`` tokens and end with ``done``."""
     service = stack.service
@@ -38,6 +47,7 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
     model_pid = stack.model.process.pid
     cpu_before = {"service": cpu_seconds(service.pid), "model": cpu_seconds(model_pid),
                   "bench client": time.process_time()}
+    overflows = listen_overflows()
     gate = asyncio.Event()
     stop = asyncio.Event()
     sampler = asyncio.create_task(_sample_rss(service.pid, peak_sampled, stop))
@@ -73,7 +83,7 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
                        for s in samples if s not in completed})[:3]
     return {
         "streams": streams, "completed": len(completed), "errors": errors, "error_examples": examples,
-        "wall_s": wall,
+        "wall_s": wall, "listen_overflows": listen_overflows() - overflows,
         "inter_token_gap_ms": {"p50": percentile(gaps, 50), "p99": percentile(gaps, 99), "max": max(gaps or [0])},
         "ttft_ms": {"p50": percentile(ttft, 50), "p99": percentile(ttft, 99)},
         "cpu_s": cpu, "service_cpu_percent_of_one_core": 100 * cpu["service"] / wall if wall else None,

@@ -48,6 +48,19 @@ def pure_chat_bodies(stack: Stack) -> Bodies:
                   f"scenario {BENCH_SCENARIO!r} without tools (bench locale)")
 
 
+def verify_paths(requests: list[dict[str, Any]]) -> dict[str, Any]:
+    """From the warm-up requests the model received: did the chat paths send no tools and the agent paths some?"""
+    seen: dict[str, set[bool]] = {}
+    for body in requests:
+        messages = body.get("messages") or []
+        last = str(messages[-1].get("content", "")) if messages else ""
+        for path in PATHS:
+            if f"[bench {path.replace('/', '.')}-" in last:
+                seen.setdefault(path, set()).add(bool(body.get("tools")))
+    return {path: ("tools sent" if seen.get(path) == {True} else "no tools" if seen.get(path) == {False}
+                   else "mixed" if seen.get(path) else "not seen") for path in PATHS}
+
+
 def summarize(samples: list[Sample], emissions: dict[str, list[int]]) -> dict[str, Any]:
     ok = [s for s in samples if s.ok]
     ttft = [s.ttft_ms for s in ok]
@@ -93,6 +106,7 @@ async def run(stack: Stack, *, rounds: int, warmup: int, words: int, token_delay
     samples: dict[str, list[Sample]] = {path: [] for path in PATHS}
     started = time.monotonic()
     done_rounds = 0
+    checked: dict[str, Any] = {}
     async with client.session() as http:
         async def ask(path: str, tag: str) -> Sample:
             message = f"{QUESTION} [bench {tag}]"
@@ -106,6 +120,9 @@ async def run(stack: Stack, *, rounds: int, warmup: int, words: int, token_delay
         for number in range(warmup + rounds):
             if time.monotonic() - started > time_limit:
                 break
+            if number == warmup:
+                checked = verify_paths(stack.model.control("requests"))
+                stack.model.control("reset")
             paths = list(PATHS)
             order.shuffle(paths)
             for path in paths:
@@ -122,4 +139,5 @@ async def run(stack: Stack, *, rounds: int, warmup: int, words: int, token_delay
             results[path]["added_ttft_ms"] = added(results[path], base, "ttft_ms")
             results[path]["added_token_relay_ms"] = added(results[path], base, "token_relay_ms")
     return {"rounds": done_rounds, "words": words, "token_delay_ms": token_delay * 1000,
-            "pure_chat": bodies.mode, "seconds": time.monotonic() - started, "paths": results}
+            "pure_chat": bodies.mode, "paths_checked": checked, "seconds": time.monotonic() - started,
+            "paths": results}

@@ -137,8 +137,9 @@ async def run(*, messages: int, searches: int, fill_limit: float, search_limit: 
         if profile_to is not None and (result["search_ms"]["p50"] or 0) > target_p50_ms:
             from .profiling import profile_pid
 
+            # SQLite runs in C on aiosqlite's thread: native frames show where the time goes.
             result["profile"] = await profile_pid(os.getpid(), profile_to,
-                                                  lambda: _search_all(store, searches, search_limit / 2))
+                                                  lambda: _search_all(store, searches, search_limit / 2), native=True)
             result["profile"].pop("scenario", None)
             result["profile"]["raw_profile"] = str(profile_to)
         return result

@@ -1,6 +1,6 @@
 """Profiles where a target is missed.
 
-- Service CPU: ``py-spy record --pid`` attaches to the running (warmed-up) service while the missed scenario is
+- CPU: ``py-spy record --pid`` attaches to the running (warmed-up) service while the missed scenario is
   replayed, and stops on SIGINT. :func:`top_frames` reads its raw (collapsed stack) output: "self" is where the CPU
   was when sampled, "inclusive" the share of samples in which a function was anywhere on the stack.
 - Cold start: ``python -X importtime`` of what the service and its MCP child import before they answer.
@@ -25,7 +25,8 @@ ALWAYS = frozenset({"run_app", "run_forever", "_run_once", "run_until_complete",
                     "_run_module_as_main", "_run_code", "_run"})
 # Leaf functions that mean "waiting" (the event loop's poll, a worker thread's queue): not CPU, left out.
 IDLE = frozenset({"EpollSelector.select", "_connection_worker_thread", "Condition.wait", "Event.wait",
-                  "Thread._wait_for_tstate_lock", "Queue.get", "_worker"})
+                  "Thread._wait_for_tstate_lock", "Queue.get", "_worker", "epoll_wait", "select_epoll_poll_impl",
+                  "pthread_cond_wait", "pthread_cond_timedwait"})
 
 
 def _function(frame: str) -> str:
@@ -77,14 +78,19 @@ def top_frames(raw: Path, count: int = 12) -> dict[str, Any]:
             "inclusive": share(inclusive)}
 
 
-async def profile_pid(pid: int, output: Path, scenario: Callable[[], Awaitable[Any]],
-                      rate: int = 250) -> dict[str, Any]:
-    """Sample ``pid`` with py-spy while ``scenario`` runs; returns the scenario's outcome and the top frames."""
+async def profile_pid(pid: int, output: Path, scenario: Callable[[], Awaitable[Any]], rate: int = 250,
+                      native: bool = False) -> dict[str, Any]:
+    """Sample ``pid`` with py-spy while ``scenario`` runs; returns the scenario's outcome and the top frames.
+
+    ``native`` adds C frames (SQLite, libc), for work that Python hands to a C library.
+    """
     spy = Path(sys.executable).with_name("py-spy")
     log = output.with_suffix(".log")
     with log.open("wb") as sink:
         recorder = subprocess.Popen([str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate),
-                                     "--nonblocking", "-o", str(output)], stdout=sink, stderr=subprocess.STDOUT)
+                                     # Native unwinding needs the process paused at each sample.
+                                     *(["--native"] if native else ["--nonblocking"]), "-o", str(output)],
+                                    stdout=sink, stderr=subprocess.STDOUT)
     await asyncio.sleep(1.0)  # attach before the scenario starts
     try:
         outcome = await scenario()

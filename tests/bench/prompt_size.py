@@ -160,7 +160,8 @@ async def run(stack: Stack) -> dict[str, Any]:
             totals["ids_in_flow"] += sum(flow_text.count(node["id"]) * count(node["id"]) for node in export)
             entry.update({
                 "prompt_tokens": prompt_tokens, "flow_tokens": count(flow_text),
-                "prompt_ratio": prompt_tokens / entry["raw_tokens"], "flow_ratio": count(flow_text) / entry["raw_tokens"],
+                "prompt_ratio": prompt_tokens / entry["raw_tokens"],
+                "flow_ratio": count(flow_text) / entry["raw_tokens"],
                 "ids_kept": f"{recovery.ids}/{recovery.total_nodes}",
                 "types_kept": f"{recovery.types}/{recovery.total_nodes}",
                 "wires_kept": f"{recovery.wires}/{recovery.total_wired}",
@@ -175,6 +176,7 @@ async def run(stack: Stack) -> dict[str, Any]:
                 totals[key] += value
     measured = [f for f in flows if "error" not in f]
     ratios = sorted(f["prompt_ratio"] for f in measured)
+    requests = max(1, len(measured))
     return {
         "tabs": len(flows), "measured": len(measured), "failed": [f for f in flows if "error" in f][:10],
         "raw_tokens": totals["raw"], "prompt_tokens": totals["prompt"], "flow_tokens": totals["flow"],
@@ -183,10 +185,10 @@ async def run(stack: Stack) -> dict[str, Any]:
         "prompt_ratio_median": ratios[len(ratios) // 2] if ratios else None,
         "tabs_over_35_percent": sum(1 for r in ratios if r > 0.35),
         "breakdown_tokens_per_request": {
-            "system_message": totals["system"] / max(1, len(measured)),
-            "question_task_and_instructions": (totals["prompt"] - totals["flow"] - totals["system"]) / max(1, len(measured)),
-            "flow_block": totals["flow"] / max(1, len(measured)),
-            "node_ids_in_flow_block": totals["ids_in_flow"] / max(1, len(measured)),
+            "system_message": totals["system"] / requests,
+            "question_task_and_instructions": (totals["prompt"] - totals["flow"] - totals["system"]) / requests,
+            "flow_block": totals["flow"] / requests,
+            "node_ids_in_flow_block": totals["ids_in_flow"] / requests,
         },
         "ids_kept": totals["ids"] / totals["nodes"] if totals["nodes"] else None,
         "types_kept": totals["types"] / totals["nodes"] if totals["nodes"] else None,

@@ -62,6 +62,10 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _pct(ratio: float | None) -> str:
+    return _f(None if ratio is None else 100 * ratio)
+
+
 def render(results: dict[str, Any], targets: list[Target]) -> str:
     machine = results["machine"]
     lines = [f"node-red-ai-sidebar benchmark {results['date']}  ({machine['cpus']} cores, {machine['cpu']}, "
@@ -69,6 +73,7 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
     lat = results["latency"]
     lines += ["", f"1. Latency: {lat['rounds']} sequential requests per path, {lat['words']} tokens at "
                   f"{lat['token_delay_ms']:.0f} ms; pure chat = {lat['pure_chat']}",
+              "  the model received: " + ", ".join(f"{path} {seen}" for path, seen in lat["paths_checked"].items()),
               f"  {'path':<15} {'TTFT p50':>9} {'p99':>7} {'added p50':>10} {'p99':>7} {'relay/token p50':>16} "
               f"{'p99':>7} {'added p50':>10} {'p99':>7} {'errors':>7}"]
     for path, row in lat["paths"].items():
@@ -89,15 +94,18 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                      f"{_f(level['ttft_ms']['p99']):>9} {_f(level['wall_s']):>7} {_f(level['cpu_s']['service']):>9} "
                      f"{_f(level['service_cpu_percent_of_one_core'], 0):>9} {_f(level['cpu_s']['model']):>11} "
                      f"{_f(level['service_peak_rss_mb']):>11}")
+    overflows = sum(level.get("listen_overflows", 0) for level in con["levels"])
+    if overflows:
+        lines.append(f"  TCP accept queue overflows during the levels: {overflows}")
     prompt = results["prompt_size"]
     lines += ["", f"3. Prompt size: {prompt['measured']} of {prompt['tabs']} example tabs ({prompt['nodes']} nodes), "
                   "\"explain the current flow\", cl100k_base tokens",
               f"  raw JSON {prompt['raw_tokens']:,} · whole prompt {prompt['prompt_tokens']:,} "
-              f"({_f(100 * (prompt['prompt_ratio'] or 0))} %, median per tab {_f(100 * (prompt['prompt_ratio_median'] or 0))} %, "
+              f"({_pct(prompt['prompt_ratio'])} %, median per tab {_pct(prompt['prompt_ratio_median'])} %, "
               f"{prompt['tabs_over_35_percent']} tabs over 35 %) · flow block only {prompt['flow_tokens']:,} "
-              f"({_f(100 * (prompt['flow_ratio'] or 0))} %)",
-              f"  recoverable: ids {_f(100 * (prompt['ids_kept'] or 0))} %, types {_f(100 * (prompt['types_kept'] or 0))} %, "
-              f"wires {_f(100 * (prompt['wires_kept'] or 0))} %, link targets {_f(100 * (prompt['links_kept'] or 0))} %"]
+              f"({_pct(prompt['flow_ratio'])} %)",
+              f"  recoverable: ids {_pct(prompt['ids_kept'])} %, types {_pct(prompt['types_kept'])} %, "
+              f"wires {_pct(prompt['wires_kept'])} %, link targets {_pct(prompt['links_kept'])} %"]
     biggest = sorted((f for f in prompt["per_flow"] if "error" not in f), key=lambda f: -f["raw_tokens"])[:3]
     for flow in biggest:
         lines.append(f"    largest: {flow['source']:<58} raw {flow['raw_tokens']:>5} prompt {flow['prompt_tokens']:>5} "
@@ -113,7 +121,9 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                   f"{_f(mem['search_ms']['p50'], 2)} ms, p99 {_f(mem['search_ms']['p99'], 2)} ms",
               f"   Cold start to /healthz 200: median {_f(cold['mcp_on']['median_s'], 2)} s with the MCP child "
               f"(runs {', '.join(_f(t, 2) for t in cold['mcp_on']['runs_s'])}), "
-              f"{_f(cold['mcp_off']['median_s'], 2)} s without"]
+              f"{_f(cold['mcp_off']['median_s'], 2)} s without; first answer's first token after spawn: median "
+              f"{_f(cold['mcp_on']['first_token_median_s'], 2)} s with, "
+              f"{_f(cold['mcp_off']['first_token_median_s'], 2)} s without"]
     lines += ["", "Targets:"] + [t.line() for t in targets]
     breakdown = prompt.get("breakdown_tokens_per_request")
     if breakdown:

@@ -115,7 +115,7 @@ async def main() -> int:
 
         started = time.monotonic()
         print("bench: 4. cold start ...", file=sys.stderr, flush=True)
-        results["cold_start"] = coldstart.run(stack, runs=2 if QUICK else 5)
+        results["cold_start"] = await coldstart.run(stack, runs=2 if QUICK else 5)
         phase_done("cold_start", started)
 
         targets = evaluate(results)

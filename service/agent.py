@@ -69,7 +69,7 @@ def _runner(toolbox: Toolbox, name: str, context: ToolContext, emit: Emit, resul
         await emit({"type": "tool_call", "tool": name, "params": shown})
         result.tools.append(name)
         try:
-            output = await toolbox.run(name, toolbox.parse(name, shown), context)
+            output = await toolbox.run(name, await toolbox.parse(name, shown), context)
         except ToolFailure as failure:
             await emit({"type": "tool_result", "tool": name, "result": failure.message, "ok": False})
             return f"The tool {name} failed: {failure.message}"

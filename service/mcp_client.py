@@ -125,6 +125,14 @@ class McpTools:
                       gone)
             return False
 
+    async def listed(self) -> None:
+        """Wait until a child has listed its tools (starting one if none runs); a failed start is left to the
+        call, which reports it as ``tool_failed``."""
+        if self._tools:
+            return
+        with contextlib.suppress(_ChildGone):
+            await self._live_child()
+
     async def close(self) -> None:
         """Stop the child (closing its stdin, as the MCP stdio shutdown says); idempotent."""
         self._closed = True

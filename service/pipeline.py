@@ -92,6 +92,7 @@ class ChatResult:
     usage: dict[str, int] | None = None
     scenario: str | None = None
     language: str | None = None
+    stopped: bool = False  # the client went away (Stop, tab closed, service shutting down) before the end
 
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
         """What is stored with the turn: scenario, selected flow id, tools used, language, error codes."""
@@ -99,6 +100,8 @@ class ChatResult:
                                 "language": self.language}
         if self.errors:
             meta["errors"] = self.errors
+        if self.stopped:
+            meta["stopped"] = True
         return meta
 
 
@@ -181,7 +184,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         name, params = direct
         tool_run = ToolRun(name, {})
         try:
-            tool_run.params = deps.tools.parse(name, params)
+            tool_run.params = await deps.tools.parse(name, params)
         except ToolFailure as failure:
             await emit({"type": "error", "code": failure.code, "message": failure.message})
             return result

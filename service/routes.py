@@ -55,7 +55,7 @@ async def execute_tool(request: web.Request) -> web.Response:
     context = ToolContext(nodered=request.app[NODERED].for_user(user_token), user_token=user_token,
                           user=request_user(request), memory=request.app[MEMORY].store)
     try:
-        output = await tools.run(body.tool, tools.parse(body.tool, body.params), context)
+        output = await tools.run(body.tool, await tools.parse(body.tool, body.params), context)
     except ToolFailure as failure:
         raise ServiceError(failure.code, failure.message, failure_status(failure.code)) from None
     return web.json_response({"tool": body.tool, "result": output.data})
@@ -124,6 +124,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, user: st
             done["usage"] = result.usage
         await stream.send(done)
     except ConnectionResetError:
+        result.stopped = True
         log.info("client went away during session %s", result.session_id)
     except asyncio.CancelledError:
         raise

@@ -29,6 +29,7 @@ class EventStream:
         self._ping_interval = ping_interval
         self._ping_task: asyncio.Task | None = None
         self._lock = asyncio.Lock()
+        self._closed = False
 
     async def prepare(self, request: web.Request) -> None:
         await self.response.prepare(request)
@@ -41,7 +42,12 @@ class EventStream:
 
     async def _write(self, chunk: bytes) -> None:
         async with self._lock:
-            await self.response.write(chunk)
+            if self._closed:
+                raise ConnectionResetError("the event stream is closed")
+            try:
+                await self.response.write(chunk)
+            except RuntimeError as err:  # aiohttp: write after write_eof, or the transport is gone
+                raise ConnectionResetError(str(err)) from None
 
     async def _ping(self) -> None:
         with contextlib.suppress(ConnectionResetError, RuntimeError):
@@ -50,11 +56,16 @@ class EventStream:
                 await self._write(b": ping\n\n")
 
     async def close(self) -> None:
-        """Stop pings and finish the answer; safe after a client disconnect and when called twice."""
+        """Stop pings and finish the answer; safe after a client disconnect and when called twice. Later
+        :meth:`send` calls raise ``ConnectionResetError`` (the service shutting down closes open streams)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._ping_task is not None:
             self._ping_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ping_task
             self._ping_task = None
-        with contextlib.suppress(ConnectionResetError, RuntimeError):
-            await self.response.write_eof()
+        async with self._lock:
+            with contextlib.suppress(ConnectionResetError, RuntimeError):
+                await self.response.write_eof()

@@ -35,7 +35,7 @@ class Toolbox:
             raise ToolFailure("unknown_tool", f"There is no tool {name!r}.")
         return tool.description or name, tool.inputSchema
 
-    def parse(self, name: str, params: Any) -> dict[str, Any]:
+    async def parse(self, name: str, params: Any) -> dict[str, Any]:
         """Validate ``params`` for tool ``name``.
 
         Raises:
@@ -44,6 +44,7 @@ class Toolbox:
         if name in LOCAL_TOOLS:
             return LOCAL_TOOLS[name].parse(params)
         if self.has(name):
+            await self.mcp.listed()  # the child starts in the background: its schemas decide what is valid
             return self.mcp.parse(name, params)
         raise ToolFailure("unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self.names())}.")
 

@@ -126,3 +126,46 @@ async def test_per_user_stream_limit_is_a_clear_429_and_other_users_are_served(a
     again = await client.post("/ai-sidebar/stream-chat", json={"message": "hi"}, headers=erin)
     assert again.status == 200
     await read_events(again)
+
+
+async def test_service_shutdown_mid_answer_is_clean_and_keeps_the_partial_answer(nodered, model, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support.nodered import REPO, free_port
+
+    port, db, log_path = free_port(), tmp_path / "memory.db", tmp_path / "service.log"
+    env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "NODE_RED_URL": nodered.url, "MEMORY_DB_PATH": str(db),
+           "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test-shutdown-key-000000", "MCP_TOOLS_ENABLED": "0"}
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "service"], env=env, cwd=REPO, stdout=log,
+                                   stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as http:
+            for _ in range(100):
+                try:
+                    async with http.get(f"{base}/healthz") as health:
+                        if health.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.1)
+            model.script(Reply(text="first second third", token_delay=1.0))
+            response = await http.post(f"{base}/ai-sidebar/stream-chat", json={"message": "slow", "sessionId": "sd"})
+            async for line in response.content:
+                if b'"token"' in line:
+                    break
+            process.send_signal(signal.SIGTERM)
+            rest = await response.content.read()
+        assert process.wait(15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = log_path.read_text()
+    assert "Traceback" not in text and "llm_error" not in text, text
+    assert b"llm_error" not in rest
+    with sqlite3.connect(db) as raw:
+        rows = raw.execute("SELECT message_type, content, metadata FROM short_term_memory ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["user", "assistant"] and rows[1][1] == "first "
+    assert '"stopped": true' in rows[1][2]

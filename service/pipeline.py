@@ -200,8 +200,9 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
                 scenario_key, scenario = catalog.scenario(match.group.scenario)
                 result.scenario = scenario_key
             task = match.group.newHumanPrompt
-            if deps.tools_enabled and deps.tools.has(match.group.tool):
-                tool_run = ToolRun(match.group.tool, {})
+            forced = _forced_tool(match.group.tool, context)
+            if deps.tools_enabled and forced and deps.tools.has(forced):
+                tool_run = ToolRun(forced, {})
 
     if tool_run is not None:
         await _run_tool(tool_run, deps.tools, context, emit)
@@ -232,6 +233,17 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     log.info("chat session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id, scenario_key,
              catalog.language, result.tools, len(result.answer))
     return result
+
+
+def _forced_tool(tool: str | None, context: ToolContext) -> str | None:
+    """The tool a keyword forces, adapted to what the editor has selected: "this node" with no node selected reads
+    the open tab instead (the model finds the node there); with nothing open either, no tool is forced and the
+    question is answered as it stands (a quick start must never end in an error)."""
+    if tool == "get-node-info" and not context.node_ids:
+        tool = "get-flow"
+    if tool == "get-flow" and not context.flow_id:
+        return None
+    return tool
 
 
 def _recording_errors(emit: Emit, result: ChatResult) -> Emit:

@@ -225,3 +225,17 @@ async def test_a_question_in_another_language_than_the_editors_is_understood_and
                         language="ja")
     assert events[0]["tool"] == "get-flow"
     assert "日本語" in model.requests[-1]["messages"][0]["content"]  # English words, Japanese editor: Japanese
+
+
+async def test_this_node_without_a_selection_reads_the_open_tab_instead(client, nodered, model):
+    tab = tab_with_most_wires(nodered)
+    events = await chat(client, message="Why does this function node not send anything?",
+                        selectedFlow={"id": tab["id"]})
+    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get-flow"
+    assert "error" not in types(events) and types(events)[-1] == "done"
+
+
+async def test_current_flow_with_nothing_open_is_answered_without_a_tool(client, model):
+    events = await chat(client, message="explain the current flow")
+    assert "tool_call" not in types(events) and "error" not in types(events)
+    assert "token" in types(events) and types(events)[-1] == "done"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from pydantic import SecretStr
 log = logging.getLogger(__name__)
 
 API_VERSION = "v2"
+LOGIN_RETRY_AFTER = 300  # seconds before trying a refused password login again
 CLIENT_ID = "node-red-admin"
 
 
@@ -86,6 +88,7 @@ class NodeRedClient:
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._login_token: str | None = None
         self._login_lock = asyncio.Lock()
+        self._login_refused: tuple[float, NodeRedError] | None = None
 
     def __repr__(self) -> str:
         return f"NodeRedClient(base_url={self.base_url!r})"
@@ -139,6 +142,8 @@ class NodeRedClient:
                 credentials scheme.
         """
         creds = self._credentials
+        if self._login_refused is not None and time.monotonic() < self._login_refused[0]:
+            raise self._login_refused[1]
         if not creds.can_login:
             raise NodeRedError(401, "nodered_unauthorized", "Node-RED asks for a login: set NODE_RED_TOKEN, or "
                                "NODE_RED_USERNAME and NODE_RED_PASSWORD.")
@@ -149,7 +154,9 @@ class NodeRedClient:
         form = {
             "client_id": CLIENT_ID,
             "grant_type": "password",
-            "scope": "*",
+            # The service and the MCP server only read: a read scope works for read-only users too (asking "*" of
+            # a user with "read" permission is refused with 403).
+            "scope": "read",
             "username": creds.username,
             "password": creds.password.get_secret_value(),
         }
@@ -157,10 +164,19 @@ class NodeRedClient:
             data = await self._send("POST", "/auth/token", form=form, auth=False)
         except NodeRedError as err:
             if err.status in (401, 403):
-                raise NodeRedError(err.status, "nodered_login_failed",
-                                   f"Node-RED refused the login of user {creds.username!r}: check "
-                                   "NODE_RED_USERNAME and NODE_RED_PASSWORD.") from None
-            raise
+                refused = NodeRedError(err.status, "nodered_login_failed",
+                                       f"Node-RED refused the login of user {creds.username!r}: check "
+                                       "NODE_RED_USERNAME and NODE_RED_PASSWORD (not retried for "
+                                       f"{LOGIN_RETRY_AFTER // 60} minutes, so the account is not locked).")
+            elif err.status in (429, 500):
+                # Node-RED rate-limits /auth/token after repeated failures (and may answer 500 for it).
+                refused = NodeRedError(err.status, "nodered_login_failed",
+                                       "Node-RED is refusing logins after too many attempts; wait about 10 minutes, "
+                                       "then check NODE_RED_USERNAME and NODE_RED_PASSWORD.")
+            else:
+                raise
+            self._login_refused = (time.monotonic() + LOGIN_RETRY_AFTER, refused)
+            raise refused from None
         return data["access_token"]
 
     async def _request(self, method: str, path: str) -> Any:
@@ -224,6 +240,7 @@ async def _error_from(resp: aiohttp.ClientResponse, path: str) -> NodeRedError:
         return NodeRedError(403, "diagnostics_disabled",
                             "Diagnostics are turned off in this Node-RED (settings.js: diagnostics.enabled).")
     if resp.status == 404:
-        return NodeRedError(404, "not_found", f"Node-RED has no {path}.")
+        return NodeRedError(404, "not_found", f"Node-RED has no {path}: check that NODE_RED_URL includes "
+                                              "httpAdminRoot (for example http://127.0.0.1:1880/admin).")
     return NodeRedError(resp.status, "nodered_error",
                         f"Node-RED answered {resp.status} to {path}: {nr_message or nr_code or resp.reason}.")

@@ -22,6 +22,7 @@ from mcp.server.session import ServerSession
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, SecretStr
 
+from service import __version__
 from service.nodered import NodeRedClient, NodeRedCredentials
 from service.tools import ToolContext, ToolFailure, ToolOutput, get_flow, get_node_info
 
@@ -118,6 +119,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
 
     mcp = FastMCP("nodered", instructions=INSTRUCTIONS, lifespan=lifespan, host=host, port=port,
                   log_level="WARNING")
+    # FastMCP reports the SDK's version in serverInfo unless the low-level server is told ours.
+    mcp._mcp_server.version = __version__
 
     def tool(name: str, title: str):
         """Register a read-only tool; its docstring, dedented, is the description a model reads."""

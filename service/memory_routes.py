@@ -35,7 +35,7 @@ class SessionCreate(BaseModel):
 
 class SessionUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str | None = Field(None, max_length=200)
+    name: str | None = Field(None, min_length=1, max_length=200)
     pinned: bool | None = None
 
 

@@ -26,6 +26,7 @@ from pydantic import SecretStr
 log = logging.getLogger(__name__)
 
 API_VERSION = "v2"
+VERSION_TTL = 60.0  # seconds the Node-RED version is reused
 LOGIN_RETRY_AFTER = 300  # seconds before trying a refused password login again
 CLIENT_ID = "node-red-admin"
 
@@ -89,6 +90,8 @@ class NodeRedClient:
         self._login_token: str | None = None
         self._login_lock = asyncio.Lock()
         self._login_refused: tuple[float, NodeRedError] | None = None
+        # Facts about the runtime that do not depend on who asks, shared with the per-user clients.
+        self._shared: dict[str, tuple[float, Any]] = {}
 
     def __repr__(self) -> str:
         return f"NodeRedClient(base_url={self.base_url!r})"
@@ -100,12 +103,14 @@ class NodeRedClient:
         """
         if not user_token:
             return self
-        return NodeRedClient(
+        client = NodeRedClient(
             self.base_url,
             self._session,
             NodeRedCredentials(token=SecretStr(user_token)),
             timeout=self._timeout.total or 10.0,
         )
+        client._shared = self._shared
+        return client
 
     # -- endpoints -------------------------------------------------------------------------------
 
@@ -123,6 +128,19 @@ class NodeRedClient:
     async def get_settings(self) -> dict[str, Any]:
         """``GET /settings``: the runtime settings the editor sees (``version``, ``httpNodeRoot``, ...)."""
         return await self._request("GET", "/settings")
+
+    async def version(self, ttl: float = VERSION_TTL) -> str:
+        """The Node-RED version from ``GET /settings``, cached for ``ttl`` seconds (it changes only on restart);
+        ``"unknown"`` when it cannot be read."""
+        cached = self._shared.get("version")
+        if cached is not None and time.monotonic() < cached[0]:
+            return cached[1]
+        try:
+            value = str((await self.get_settings()).get("version") or "unknown")
+        except NodeRedError:
+            return "unknown"
+        self._shared["version"] = (time.monotonic() + ttl, value)
+        return value
 
     async def get_diagnostics(self) -> dict[str, Any]:
         """``GET /diagnostics`` (Node-RED >= 3.0): runtime, OS and module report.

@@ -21,7 +21,7 @@ from .agent import AgentLimits, agent_tools, run_agent
 from .compact import bounded
 from .errors import ServiceError
 from .models import ProviderOverride, StreamChatRequest
-from .nodered import NodeRedClient, NodeRedError
+from .nodered import NodeRedClient
 from .prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
 from .providers import ChatModelFactory, ProviderConfig, provider_error
 from .scenarios import ScenarioCatalog
@@ -213,7 +213,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     values = {"selectedFlow": describe_flow(request.flow_id, request.selectedFlow and request.selectedFlow.label),
               "selectedNodes": describe_nodes(request.selectedNodes)}
     if "nodeRedVersion" in scenario.systemPrompt:
-        values["nodeRedVersion"] = await _nodered_version(deps.nodered)
+        values["nodeRedVersion"] = await deps.nodered.version()
     messages: list[BaseMessage] = [system_message(catalog, scenario, values)]
     messages += history_messages(await _history(request, deps, result.session_id))
     if tool_run is not None:
@@ -285,13 +285,6 @@ async def _run_tool(run: ToolRun, tools: Toolbox, context: ToolContext, emit: Em
         return
     await emit({"type": "tool_result", "tool": run.name, "result": bounded(run.output.text, PREVIEW_LIMIT),
                 "ok": True})
-
-
-async def _nodered_version(client: NodeRedClient) -> str:
-    try:
-        return str((await client.get_settings()).get("version") or "unknown")
-    except NodeRedError:
-        return "unknown"
 
 
 async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps: ChatDeps, context: ToolContext,

@@ -23,6 +23,7 @@ ENV_FIELDS: dict[str, str] = {
     "NODE_RED_TOKEN": "nodered_token",
     "NODE_RED_USERNAME": "nodered_username",
     "NODE_RED_PASSWORD": "nodered_password",
+    "NODE_RED_TIMEOUT": "nodered_timeout",
     "AI_PROVIDER": "provider",
     "AI_MODEL": "model",
     "OPENAI_API_KEY": "openai_api_key",
@@ -61,7 +62,7 @@ class Settings(BaseModel):
     nodered_token: SecretStr | None = None
     nodered_username: str | None = None
     nodered_password: SecretStr | None = None
-    nodered_timeout: float = 10.0
+    nodered_timeout: float = Field(10.0, gt=0, description="seconds for one Admin API request")
 
     provider: Provider = "openai"
     model: str | None = None

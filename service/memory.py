@@ -203,13 +203,19 @@ class MemoryStore:
         cursor = await self._db.execute("SELECT * FROM sessions WHERE id = ? AND user = ?", (session_id, user))
         return await cursor.fetchone()
 
+    async def owns(self, user: str, session_id: str) -> bool:
+        """Whether ``session_id`` exists and belongs to ``user``."""
+        return await self._owned(session_id, user) is not None
+
     async def _exists(self, session_id: str) -> bool:
         cursor = await self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
         return await cursor.fetchone() is not None
 
     async def save_turn(self, session_id: str, user: str, question: str, answer: str,
-                        metadata: dict[str, Any], scenario: str | None = None) -> None:
-        """Save the user's message and the assistant's answer together (creating the session when new).
+                        metadata: dict[str, Any], scenario: str | None = None, create: bool = True) -> bool:
+        """Save the user's message and the assistant's answer together (creating the session when new and
+        ``create`` is true). Returns whether the turn was saved: with ``create`` false a session deleted meanwhile
+        (the user deleted it while the answer streamed) stays deleted.
 
         Raises:
             SessionNotFound: the id belongs to another user.
@@ -217,8 +223,11 @@ class MemoryStore:
         """
         now = time.time()
         meta = json.dumps(metadata, ensure_ascii=False)
-        if await self._owned(session_id, user) is None and await self._exists(session_id):
+        owned = await self._owned(session_id, user) is not None
+        if not owned and await self._exists(session_id):
             raise SessionNotFound(session_id)
+        if not owned and not create:
+            return False
         name = _session_name(question)
         statements = [
             ("INSERT INTO sessions(id, user, name, scenario, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
@@ -232,6 +241,7 @@ class MemoryStore:
             statements.append(("INSERT INTO short_term_memory(session_id, message_type, content, metadata, "
                                "created_at) VALUES (?, 'assistant', ?, ?, ?)", (session_id, answer, meta, now)))
         await self._write(statements)
+        return True
 
     async def create_session(self, user: str, session_id: str, name: str = "",
                              scenario: str | None = None) -> dict[str, Any]:

@@ -93,6 +93,7 @@ class ChatResult:
     scenario: str | None = None
     language: str | None = None
     stopped: bool = False  # the client went away (Stop, tab closed, service shutting down) before the end
+    session_existed: bool = False  # the session was already stored when the request came in
 
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
         """What is stored with the turn: scenario, selected flow id, tools used, language, error codes."""
@@ -114,7 +115,7 @@ async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResu
         return None
     try:
         await deps.memory.save_turn(result.session_id, deps.user, request.message, result.answer,
-                                    result.metadata(request), result.scenario)
+                                    result.metadata(request), result.scenario, create=not result.session_existed)
     except ServiceError as err:
         log.warning("turn of session %s not saved: %s", result.session_id, err.code)
         return err
@@ -215,7 +216,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     if "nodeRedVersion" in scenario.systemPrompt:
         values["nodeRedVersion"] = await deps.nodered.version()
     messages: list[BaseMessage] = [system_message(catalog, scenario, values)]
-    messages += history_messages(await _history(request, deps, result.session_id))
+    messages += history_messages(await _history(request, deps, result))
     if tool_run is not None:
         messages.append(tool_answer_prompt(
             request.message, task, tool_run.name,
@@ -254,11 +255,13 @@ def _recording_errors(emit: Emit, result: ChatResult) -> Emit:
     return recording
 
 
-async def _history(request: StreamChatRequest, deps: ChatDeps, session_id: str) -> list[dict[str, str]]:
+async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> list[dict[str, str]]:
     """Earlier turns for the model: the session's window from memory, else what the client sent."""
+    session_id = result.session_id
     if deps.memory is not None and request.sessionId:
         try:
-            turns = await deps.memory.window(deps.user, session_id)
+            result.session_existed = await deps.memory.owns(deps.user, session_id)
+            turns = await deps.memory.window(deps.user, session_id) if result.session_existed else []
         except ServiceError as err:
             log.warning("history of session %s not read: %s", session_id, err.code)
             turns = []

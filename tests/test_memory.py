@@ -218,3 +218,15 @@ async def test_a_database_path_that_cannot_be_a_file_leaves_chat_working(aiohttp
     assert events[-1]["type"] == "done" and "token" in [e["type"] for e in events]
     response = await client.get("/ai-sidebar/memory-stats")
     assert response.status == 503 and (await response.json())["error"]["code"] == "memory_unavailable"
+
+
+async def test_a_session_deleted_while_its_answer_streams_stays_deleted(client, model):
+    await chat(client, ALICE, message="first", sessionId="del-mid")
+    model.script(Reply(text="slow second answer", token_delay=0.3))
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": "second", "sessionId": "del-mid"},
+                                 headers=ALICE)
+    assert (await client.delete("/ai-sidebar/sessions/del-mid", headers=ALICE)).status == 200
+    await read_events(response)
+    assert (await client.get("/ai-sidebar/history/del-mid", headers=ALICE)).status == 404
+    assert "del-mid" not in {s["id"] for s in (await (await client.get("/ai-sidebar/sessions",
+                                                                       headers=ALICE)).json())["sessions"]}

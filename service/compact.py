@@ -10,7 +10,8 @@ One line per node::
 The type ends at the first colon followed by a space (types such as ``mqtt in`` hold spaces, ``subflow:<id>``
 holds a colon). Single-output wires read ``→ id,id``; several outputs read ``→ [1] ids [2] ids`` with ``-`` for an unwired
 output. Config nodes a node references appear as ``broker=@b1`` and are listed under "Config nodes". Secrets are
-redacted before anything is formatted (:func:`service.flows.strip_secrets`).
+redacted before anything is formatted (:func:`service.flows.strip_secrets`). Properties still at their core
+default (:mod:`service.node_defaults`) are left out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 from typing import Any
 
 from .flows import LAYOUT_KEYS, FlowSlice, strip_secrets
+from .node_defaults import default_differs, is_default
 
 # Properties holding code or templates: kept whole (up to CODE_LIMIT), shown as an indented block.
 CODE_KEYS = ("func", "initialize", "finalize", "template", "sql", "query", "syntax_code")
@@ -69,7 +71,10 @@ def compact_node(node: dict[str, Any], config_ids: set[str]) -> list[str]:
         parts.append(f"group=@{node['g']}")
     blocks: list[str] = []
     for key, value in node.items():
-        if key in LAYOUT_KEYS or key == "d" or _empty(value):
+        if key in LAYOUT_KEYS or key == "d" or is_default(node.get("type", ""), key, value):
+            continue
+        # An empty or false value is noise, unless the type's default is something else (autoConnect=false).
+        if _empty(value) and not default_differs(node.get("type", ""), key, value):
             continue
         if key in CODE_KEYS and isinstance(value, str) and ("\n" in value or len(value) > 60):
             blocks.append(f"    {key}:")

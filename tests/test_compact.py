@@ -73,7 +73,7 @@ def test_function_code_is_kept_verbatim_as_a_block():
     text = compact_flow(slice_flow(flows, "t1"))
     assert "    | for (const p of msg.payload) {" in text
     assert "    |   total += p.price;" in text
-    assert '[f1] function: "sum" outputs=1 → d1' in text
+    assert '[f1] function: "sum" → d1' in text  # outputs=1 is the default: left out
 
 
 def test_config_nodes_used_by_the_tab_are_included_and_referenced_by_id():
@@ -149,3 +149,17 @@ def test_secrets_in_query_strings_and_in_rules_that_set_secret_properties_are_re
     for secret in ("s3cretpw", "qkey-4444", "qtok-3333", "plainpw-777", "Ym9iOnB3"):
         assert secret not in text, secret
     assert "city=Paris" in text and "sensors/temp" in text
+
+
+def test_core_defaults_are_left_out_and_every_other_value_is_kept():
+    from service.compact import compact_node
+
+    debug = {"id": "d1", "type": "debug", "active": True, "tosidebar": True, "console": False,
+             "complete": "payload", "targetType": "msg", "statusType": "auto", "wires": []}
+    assert compact_node(debug, set()) == ["[d1] debug:"]
+    broker = {"id": "b1", "type": "mqtt-broker", "broker": "localhost", "port": "1883", "autoConnect": False,
+              "keepalive": 30}
+    line = compact_node(broker, set())[0]
+    assert "autoConnect=false" in line and "keepalive=30" in line and "port=" not in line
+    unknown = {"id": "u1", "type": "contrib-thing", "outputs": 1, "flag": False, "mode": "a"}
+    assert compact_node(unknown, set())[0] == "[u1] contrib-thing: outputs=1 mode=a"

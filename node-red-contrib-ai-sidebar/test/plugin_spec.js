@@ -9,6 +9,7 @@ const assert = require("assert");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
+const http = require("http");
 const { spawn } = require("child_process");
 const helpers = require("./helpers");
 
@@ -119,6 +120,31 @@ const WRITE_ROUTES = [
     ["POST", "ai-sidebar/execute-tool"]
 ];
 
+/**
+ * Send a request whose path goes out exactly as written: a URL string would have `..` segments resolved by the
+ * client before they reach Node-RED.
+ *
+ * @param {string} base Node-RED's admin URL, ending in "/"
+ * @param {string} method
+ * @param {string} rawPath appended to base's path as it is
+ * @param {object} [headers]
+ * @returns {Promise<{req: http.ClientRequest, res: http.IncomingMessage}>}
+ */
+function rawRequest(base, method, rawPath, headers) {
+    const url = new URL(base);
+    return new Promise(function (resolve, reject) {
+        const req = http.request({
+            hostname: url.hostname, port: url.port, method: method, path: url.pathname + rawPath,
+            headers: headers || {}
+        });
+        req.on("response", function (res) {
+            resolve({ req: req, res: res });
+        });
+        req.on("error", reject);
+        req.end();
+    });
+}
+
 async function json(response) {
     const text = await helpers.readBody(response.res);
     return { status: response.res.statusCode, type: response.res.headers["content-type"], body: JSON.parse(text) };
@@ -169,8 +195,8 @@ describe("ai-sidebar plugin in Node-RED", function () {
             const script = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/vendor/purify.js");
             assert.strictEqual(script.res.statusCode, 200);
             assert.match(await helpers.readBody(script.res), /NodeRedAiSidebar\.vendor\.DOMPurify/);
-            for (const part of ["flow-json.js", "admin-api.js", "flow-blocks.js", "answer.js", "sessions.js",
-                "ai-sidebar.css"]) {
+            for (const part of ["flow-json.js", "admin-api.js", "flow-blocks.js", "markdown.js", "answer.js",
+                "sessions.js", "ai-sidebar.css"]) {
                 const response = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/" + part);
                 await helpers.readBody(response.res);
                 assert.strictEqual(response.res.statusCode, 200, part);
@@ -204,6 +230,41 @@ describe("ai-sidebar plugin in Node-RED", function () {
             }));
             assert.strictEqual(result.status, 400);
             assert.strictEqual(result.body.error.code, "invalid_json");
+        });
+
+        it("answers an unknown path under /ai-sidebar with a JSON 404, without asking the service", async function () {
+            const before = service.requests.length;
+            const unknown = [
+                ["GET", "ai-sidebar/nope"],
+                ["POST", "ai-sidebar/nope"],
+                ["GET", "ai-sidebar/history/.."],
+                ["GET", "ai-sidebar/history/../sessions"],
+                ["GET", "ai-sidebar/history"],
+                ["DELETE", "ai-sidebar/sessions"],
+                ["PUT", "ai-sidebar/sessions/s1"],
+                ["DELETE", "ai-sidebar/sessions/%2e%2e"],
+                ["GET", "ai-sidebar/stream-chat"]
+            ];
+            for (const [method, rawPath] of unknown) {
+                const result = await json(await rawRequest(nodeRed.url, method, rawPath,
+                    { "Accept": "text/html" }));
+                assert.strictEqual(result.status, 404, method + " " + rawPath);
+                assert.match(result.type, /^application\/json/, method + " " + rawPath);
+                assert.strictEqual(result.body.error.code, "not_found", method + " " + rawPath);
+                assert.match(result.body.error.message, /ai-sidebar/);
+            }
+            assert.strictEqual(service.requests.length, before);
+        });
+
+        it("answers a body over Node-RED's admin body limit with a JSON 413", async function () {
+            // Node-RED's default apiMaxLength is 5mb.
+            const body = JSON.stringify({ message: "x".repeat(6 * 1024 * 1024) });
+            const before = service.requests.length;
+            const result = await json(await postJson(nodeRed.url + "ai-sidebar/stream-chat", body));
+            assert.strictEqual(result.status, 413);
+            assert.match(result.type, /^application\/json/);
+            assert.strictEqual(result.body.error.code, "request_too_large");
+            assert.strictEqual(service.requests.length, before);
         });
 
         it("leaves Node-RED's own error handling of other admin routes alone", async function () {
@@ -328,6 +389,18 @@ describe("ai-sidebar plugin in Node-RED", function () {
             }
             assert.strictEqual(service.requests.length, 0);
         });
+
+        it("refuses an unknown path under /ai-sidebar without a token, and answers it with a JSON 404 with one",
+            async function () {
+                const anonymous = await rawRequest(nodeRed.url, "GET", "ai-sidebar/nope");
+                await helpers.readBody(anonymous.res);
+                assert.strictEqual(anonymous.res.statusCode, 401);
+                const result = await json(await rawRequest(nodeRed.url, "GET", "ai-sidebar/nope",
+                    { "Authorization": "Bearer " + await token("viewer", "read") }));
+                assert.strictEqual(result.status, 404);
+                assert.strictEqual(result.body.error.code, "not_found");
+                assert.strictEqual(service.requests.length, 0);
+            });
 
         it("refuses every route that changes state to a read-only user, before the service sees it", async function () {
             const viewerToken = await token("viewer", "read");

@@ -1,6 +1,7 @@
 // Shared steps for the browser scripts: open the Node-RED editor in headless Debian Chromium (playwright-core),
 // log in when adminAuth is on, answer Node-RED's first-visit prompts, and use the AI sidebar as a user would.
 "use strict";
+const path = require("path");
 const { chromium } = require("playwright-core");
 
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -15,14 +16,20 @@ async function launch() {
 
 /**
  * A new page on the editor, ready to use: logged in (when `credentials` are given and the profile has no
- * token yet), workspace loaded, the AI sidebar built. Page errors and JavaScript dialogs (alert, confirm) are
- * recorded in `record`.
+ * token yet), workspace loaded, the AI sidebar built. Page errors, console errors (`{text, url}`: a failed
+ * request is logged with its URL as `url`) and JavaScript dialogs (alert, confirm) are recorded in `record`.
  */
 async function openEditor(context, url, record, credentials) {
     const page = await context.newPage();
     record.pageErrors = record.pageErrors || [];
+    record.consoleErrors = record.consoleErrors || [];
     record.dialogs = record.dialogs || [];
     page.on("pageerror", (err) => record.pageErrors.push(String(err)));
+    page.on("console", (message) => {
+        if (message.type() === "error") {
+            record.consoleErrors.push({ text: message.text(), url: (message.location() || {}).url || "" });
+        }
+    });
     page.on("dialog", (dialog) => {
         record.dialogs.push(dialog.message());
         dialog.dismiss().catch(() => {});
@@ -105,5 +112,21 @@ async function transcript(page) {
     })));
 }
 
+/** Save a screenshot of the page in OUT_DIR and list it in `result.screenshots`. */
+async function screenshot(page, result, name) {
+    const file = path.join(process.env.OUT_DIR, name);
+    await page.screenshot({ path: file });
+    result.screenshots = (result.screenshots || []).concat([file]);
+    return file;
+}
+
+/** Save a screenshot of one part of the page (`locator`) in OUT_DIR and list it in `result.detailScreenshots`. */
+async function detailScreenshot(locator, result, name) {
+    const file = path.join(process.env.OUT_DIR, name);
+    await locator.screenshot({ path: file });
+    result.detailScreenshots = (result.detailScreenshots || []).concat([file]);
+    return file;
+}
+
 module.exports = { launch, openEditor, login, editorReady, showTab, newChat, waitIdle, ask, lastAnswerText,
-    transcript };
+    transcript, screenshot, detailScreenshot };

@@ -1,7 +1,8 @@
 // Drives the AI sidebar in headless Debian Chromium through one feature, chosen by MODE, and reports what the
 // user saw as one JSON line on stdout (progress lines before it are JSON too, with a "stage" field).
 // Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, optionally USERNAME + PASSWORD (adminAuth), QUESTION(S).
-// Modes: import, unknown-types, sessions, inert-html, explain, context, offline, configs, highlight.
+// Modes: import, unknown-types, sessions, inert-html, explain, context, offline, configs, highlight, and those of
+// sidebar_conversation.js.
 "use strict";
 const path = require("path");
 const editor = require("./editor");
@@ -12,11 +13,7 @@ function stage(name, data) {
     process.stdout.write(JSON.stringify(Object.assign({ stage: name }, data || {})) + "\n");
 }
 
-async function screenshot(page, result, name) {
-    const file = path.join(env.OUT_DIR, name);
-    await page.screenshot({ path: file });
-    result.screenshots = (result.screenshots || []).concat([file]);
-}
+const screenshot = editor.screenshot;
 
 /** Names and ids of the nodes on a workspace tab, and the depth of the undo history. */
 async function canvasState(page, tabId) {
@@ -266,6 +263,7 @@ async function offlineMode(page, result) {
     result.offlineStatus = (await page.locator(".ai-sidebar-status").innerText()).trim();
     result.scenarioVisibleOffline = await page.locator(".ai-sidebar-scenario").isVisible();
     result.offlineAnswer = await editor.ask(page, "is anyone there?");
+    result.inputAfterOfflineAnswer = await page.inputValue(".ai-sidebar-input");
     await screenshot(page, result, "sidebar-service-unreachable.png");
     stage("offline");
     // The test starts the service now; the Retry button asks again, as a user would.
@@ -471,7 +469,7 @@ async function highlightMode(page, result, context, record) {
     result.flagLive = await page.evaluate(() => window.__aiSidebarXss === undefined ? null : window.__aiSidebarXss);
 }
 
-const MODES = {
+const MODES = Object.assign({
     "import": importMode,
     "unknown-types": unknownTypesMode,
     "sessions": sessionsMode,
@@ -481,7 +479,7 @@ const MODES = {
     "offline": offlineMode,
     "configs": configsMode,
     "highlight": highlightMode
-};
+}, require("./sidebar_conversation").MODES);
 
 function credentials() {
     return env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null;
@@ -505,6 +503,7 @@ async function main() {
         result.failure = String(err && err.stack || err);
     } finally {
         result.pageErrors = record.pageErrors || [];
+        result.consoleErrors = record.consoleErrors || [];
         result.dialogs = record.dialogs || [];
         await browser.close();
     }

@@ -296,24 +296,50 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     settings = deps.settings
     limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit)
     tools = agent_tools(deps.tools, tool_names, context, emit, result)
-    messages[0] = SystemMessage(f"{messages[0].content}\n\n{TOOL_DEFAULTS_NOTE}")
-    await _with_model(deps, emit, lambda model: run_agent(model, tools, messages, limits, emit, result))
+    system = messages[0]
+    messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}")
+
+    async def agent_or_chat(model: BaseChatModel) -> None:
+        try:
+            await run_agent(model, tools, messages, limits, emit, result)
+        except Exception as exc:
+            if result.answer or result.tools or not _tools_unsupported(exc):
+                raise
+            # Some OpenAI-compatible servers (models without tool calling in Ollama, LM Studio) refuse a request
+            # that offers tools: answer as a plain chat instead of failing.
+            log.info("the model refused tool calling (%s); answering without tools", type(exc).__name__)
+            messages[0] = system
+            async for chunk in model.astream(messages):
+                await _relay_chunk(chunk, emit, result)
+
+    await _with_model(deps, emit, agent_or_chat)
+
+
+def _tools_unsupported(exc: BaseException) -> bool:
+    """A 400 from the provider that says the model does not do tool calling."""
+    status = getattr(exc, "status_code", None)
+    text = str(exc).lower()
+    return status == 400 and "tool" in text and any(w in text for w in ("support", "not allowed", "unknown"))
 
 
 async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
     """Pure chat: stream the model's answer as ``token`` events."""
     async def stream(model: BaseChatModel) -> None:
         async for chunk in model.astream(messages):
-            text = chunk.text if isinstance(chunk.text, str) else chunk.text()
-            if text:
-                result.answer += text
-                await emit({"type": "token", "content": text})
-            usage = getattr(chunk, "usage_metadata", None)
-            if usage:
-                result.usage = {"inputTokens": usage.get("input_tokens", 0),
-                                "outputTokens": usage.get("output_tokens", 0)}
+            await _relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, stream)
+
+
+async def _relay_chunk(chunk: Any, emit: Emit, result: ChatResult) -> None:
+    """One streamed model chunk: its text as a ``token`` event, its usage into ``result``."""
+    text = chunk.text if isinstance(chunk.text, str) else chunk.text()
+    if text:
+        result.answer += text
+        await emit({"type": "token", "content": text})
+    usage = getattr(chunk, "usage_metadata", None)
+    if usage:
+        result.usage = {"inputTokens": usage.get("input_tokens", 0), "outputTokens": usage.get("output_tokens", 0)}
 
 
 async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel], Awaitable[None]]) -> None:

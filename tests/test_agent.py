@@ -165,3 +165,17 @@ async def test_server_error_is_llm_error_with_the_providers_sentence(client, mod
     events = await chat(client, message="hello")
     assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "llm_error"
     assert "the GPU caught fire" in events[0]["message"] and "Traceback" not in events[0]["message"]
+
+
+async def test_a_model_without_tool_calling_is_answered_as_plain_chat(client, model):
+    model.script(Reply(status=400, error_message="registry.ollama.ai/library/gemma:2b does not support tools"),
+                 Reply(text="Plain answer."))
+    events = await chat(client, message="What do my flows do?")
+    assert [e["type"] for e in events][-2:] == ["token", "done"] and "error" not in [e["type"] for e in events]
+    assert "tools" in model.requests[0] and "tools" not in model.requests[1]
+
+
+async def test_other_400s_in_agent_mode_stay_one_error(client, model):
+    model.script(Reply(status=400, error_message="context length exceeded"))
+    events = await chat(client, message="What do my flows do?")
+    assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "llm_error"

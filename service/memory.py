@@ -328,6 +328,9 @@ class MemoryStore:
         """The newest ``limit`` messages of a session, oldest first. Raises :class:`SessionNotFound`."""
         if await self._owned(session_id, user) is None:
             raise SessionNotFound(session_id)
+        return await self._recent(session_id, limit)
+
+    async def _recent(self, session_id: str, limit: int) -> list[Turn]:
         cursor = await self._db.execute(
             "SELECT * FROM (SELECT * FROM short_term_memory WHERE session_id = ? ORDER BY id DESC LIMIT ?) "
             "ORDER BY id", (session_id, limit))
@@ -339,7 +342,7 @@ class MemoryStore:
         :data:`HISTORY_MAX_CHARS` characters, newest kept; empty for an unknown or foreign session."""
         if await self._owned(session_id, user) is None:
             return []
-        turns = await self.history(user, session_id, HISTORY_WINDOW)
+        turns = await self._recent(session_id, HISTORY_WINDOW)
         kept: list[Turn] = []
         size = 0
         for turn in reversed(turns):

@@ -17,6 +17,7 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .models import ProviderOverride
 
+OPENAI_STYLE = frozenset({"openai", "openai-compatible", "deepseek"})
 # Enough connections for hundreds of simultaneous streams to one provider.
 HTTP_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 DEFAULT_MODELS = {
@@ -86,13 +87,14 @@ class ChatModelFactory:
 
     def __init__(self, max_size: int = 32):
         self._cache: dict[tuple, BaseChatModel] = {}
-        self._clients: dict[tuple, httpx2.AsyncClient] = {}
+        self._clients: dict[tuple, httpx2.AsyncClient | None] = {}
         self._pending_close: list[httpx2.AsyncClient] = []
         self._max_size = max_size
 
     async def aclose(self) -> None:
         """Close every HTTP client the factory opened; idempotent."""
-        clients, self._clients = list(self._clients.values()) + self._pending_close, {}
+        clients = [c for c in self._clients.values() if c is not None] + self._pending_close
+        self._clients = {}
         self._pending_close = []
         self._cache.clear()
         for client in clients:
@@ -107,16 +109,21 @@ class ChatModelFactory:
         key = config.cache_key()
         model = self._cache.get(key)
         if model is None:
-            client = httpx2.AsyncClient(timeout=config.timeout, limits=HTTP_LIMITS)
+            # Only the OpenAI-style clients (openai, openai-compatible, deepseek) take a pooled HTTP client.
+            client = (httpx2.AsyncClient(timeout=config.timeout, limits=HTTP_LIMITS)
+                      if config.provider in OPENAI_STYLE else None)
             try:
                 model = _build(config, client)
             except ServiceError:
-                self._pending_close.append(client)
+                if client is not None:
+                    self._pending_close.append(client)
                 raise
             if len(self._cache) >= self._max_size:
                 oldest = next(iter(self._cache))
                 self._cache.pop(oldest)
-                self._pending_close.append(self._clients.pop(oldest))
+                evicted = self._clients.pop(oldest)
+                if evicted is not None:
+                    self._pending_close.append(evicted)
             self._cache[key] = model
             self._clients[key] = client
         return model
@@ -128,7 +135,7 @@ def _missing(config: ProviderConfig, what: str) -> ServiceError:
                         "the assistant service or in an ai-config node.", 400)
 
 
-def _build(config: ProviderConfig, client: httpx2.AsyncClient) -> BaseChatModel:
+def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseChatModel:
     common: dict[str, Any] = {}
     if config.temperature is not None:
         common["temperature"] = config.temperature

@@ -6,73 +6,13 @@
  */
 
 const assert = require("assert");
-const fs = require("fs");
-const os = require("os");
-const path = require("path");
 const http = require("http");
-const { spawn } = require("child_process");
 const helpers = require("./helpers");
+const { startNodeRed: sharedStartNodeRed } = require("./nodered");
 
-const packageRoot = path.join(__dirname, "..");
-
-function nodeRedHome() {
-    if (process.env.NODE_RED_HOME) {
-        return process.env.NODE_RED_HOME;
-    }
-    return path.dirname(require.resolve("node-red/package.json"));
-}
-
-/**
- * Start Node-RED with this package installed and resolve once it serves requests.
- *
- * @param {object} settings the user settings (written to settings.js)
- * @param {object} env extra environment variables
- * @returns {Promise<{url: string, log: function(): string, stop: function(): Promise<void>}>}
- */
-async function startNodeRed(settings, env) {
-    const userDir = fs.mkdtempSync(path.join(os.tmpdir(), "ai-sidebar-test-"));
-    fs.mkdirSync(path.join(userDir, "node_modules"));
-    fs.symlinkSync(packageRoot, path.join(userDir, "node_modules", "node-red-contrib-ai-sidebar"), "dir");
-    fs.writeFileSync(path.join(userDir, "settings.js"), "module.exports = " + JSON.stringify(Object.assign({
-        uiHost: "127.0.0.1",
-        flowFile: "flows.json",
-        telemetry: { enabled: false },
-        editorTheme: { tours: false, projects: { enabled: false } }
-    }, settings)) + ";\n");
-    const port = Number(new URL(await helpers.unusedUrl()).port);
-    const child = spawn(process.execPath, [path.join(nodeRedHome(), "red.js"), "-u", userDir, "-p", String(port)], {
-        env: Object.assign({}, process.env, env),
-        stdio: ["ignore", "pipe", "pipe"]
-    });
-    let output = "";
-    const exited = new Promise(function (resolve) {
-        child.on("exit", resolve);
-    });
-    await new Promise(function (resolve, reject) {
-        function onData(chunk) {
-            output += chunk;
-            if (/Server now running at/.test(output)) {
-                resolve();
-            }
-        }
-        child.stdout.on("data", onData);
-        child.stderr.on("data", onData);
-        exited.then(function (code) {
-            reject(new Error("Node-RED exited with " + code + ":\n" + output));
-        });
-    });
-    const root = settings.httpAdminRoot ? settings.httpAdminRoot.replace(/\/?$/, "/") : "/";
-    return {
-        url: "http://127.0.0.1:" + port + root,
-        log: function () {
-            return output;
-        },
-        stop: async function () {
-            child.kill();
-            await exited;
-            fs.rmSync(userDir, { recursive: true, force: true });
-        }
-    };
+/** Node-RED with this package installed (test/nodered.js), settings and environment as this spec passes them. */
+function startNodeRed(settings, env) {
+    return sharedStartNodeRed({ settings: settings, env: env });
 }
 
 function postJson(url, body, headers) {

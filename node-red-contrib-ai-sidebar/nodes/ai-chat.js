@@ -261,16 +261,36 @@ module.exports = function (RED) {
             return body;
         }
 
+        /**
+         * Finish a message with an error (`done(err)`), so that a Catch node receives it, without letting a failure
+         * of that report escape.
+         *
+         * Node-RED hands Catch nodes a copy of the message; a message it cannot copy (nested deeper than the call
+         * stack allows, as an http in node makes of a hostile JSON body) makes `done(err)` throw, and out of an
+         * input handler or a promise callback that exception would end the Node-RED process. The error is then
+         * logged without the message.
+         *
+         * @param {function(Error=)} done
+         * @param {Error} err
+         */
+        function finishWithError(done, err) {
+            try {
+                done(err);
+            } catch (failure) {
+                node.error(err);
+            }
+        }
+
         function fail(job, err) {
             lastOutcome = "error";
-            job.done(err);
+            finishWithError(job.done, err);
         }
 
         /** Report a message that was not asked at all (bad input, no config node, full queue). */
         function refuse(done, err) {
             lastOutcome = err.code === "config_not_found" ? "missing-config" : "error";
             refreshStatus();
-            done(err);
+            finishWithError(done, err);
         }
 
         function start(job) {
@@ -346,7 +366,8 @@ module.exports = function (RED) {
                 return;
             }
             if (!relay) {
-                done(nodeError("service_url_invalid", "service_url_invalid", { message: relayProblem }));
+                finishWithError(done, nodeError("service_url_invalid", "service_url_invalid",
+                    { message: relayProblem }));
                 return;
             }
             const body = requestBody(msg);

@@ -222,6 +222,36 @@ describe("ai-chat node", function () {
             assert.strictEqual((await answered).payload, "Hello");
         });
 
+    it("logs a refusal Node-RED cannot hand to a Catch node (a message too deep to copy) instead of throwing",
+        async function () {
+            service.handler = streamAnswer([{ type: "token", content: "fine" }], { sessionId: "s" });
+            await helper.load([aiChatNode, aiConfigNode], chatFlow());
+            const node = helper.getNode("n1");
+            // What an http in node makes of a hostile JSON body: msg.payload nested 100,000 levels deep. Node-RED
+            // copies the message for the Catch node, and that copy exhausts the call stack.
+            const deep = {};
+            let level = deep;
+            for (let i = 0; i < 100000; i++) {
+                level.a = {};
+                level = level.a;
+            }
+            const logged = new Promise(function (resolve) {
+                node.on("call:error", function (call) {
+                    if (call.args[0] && call.args[0].code === "invalid_payload") {
+                        resolve(call.args);
+                    }
+                });
+            });
+            node.receive({ payload: deep });
+            const [error, msg] = await logged;
+            assert.match(error.message, /msg\.payload must be a string/);
+            assert.strictEqual(msg, undefined, "logged without the message it cannot copy");
+            assert.strictEqual(service.requests.length, 0);
+            const answered = nextMessage("out");
+            node.receive({ payload: "hi" });
+            assert.strictEqual((await answered).payload, "fine");
+        });
+
     it("without a config node sends no provider, so the service's own environment provider answers", async function () {
         service.handler = streamAnswer([{ type: "token", content: "hi" }], { sessionId: "new-session" });
         await helper.load([aiChatNode, aiConfigNode], chatFlow({ scenario: "general", language: "fr" }));

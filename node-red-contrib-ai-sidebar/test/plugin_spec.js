@@ -158,7 +158,20 @@ describe("ai-sidebar plugin in Node-RED", function () {
 
         before(async function () {
             service = await helpers.fakeService();
-            nodeRed = await startNodeRed({}, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "svc-token" });
+            // A flow endpoint that takes JSON, as a user might build one: POST /ask-json → a function node that
+            // keeps the parsed body in msg.body and asks msg.req.query.q → ai-chat → answer.
+            const endpoint = [
+                { id: "t-json", type: "tab", label: "Ask with JSON" },
+                { id: "in-json", z: "t-json", type: "http in", url: "/ask-json", method: "post", wires: [["keep-json"]] },
+                { id: "keep-json", z: "t-json", type: "function", name: "keep the body", outputs: 1,
+                    func: "msg.body = msg.payload;\nmsg.payload = String(msg.req.query.q);\nreturn msg;",
+                    wires: [["chat-json"]] },
+                { id: "chat-json", z: "t-json", type: "ai-chat", name: "json asker", wires: [["out-json"]] },
+                { id: "out-json", z: "t-json", type: "http response", wires: [] },
+                { id: "catch-json", z: "t-json", type: "catch", scope: ["chat-json"], wires: [["out-json"]] }
+            ];
+            nodeRed = await startNodeRed({}, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "svc-token" },
+                endpoint);
         });
 
         after(async function () {
@@ -249,6 +262,35 @@ describe("ai-sidebar plugin in Node-RED", function () {
             assert.match(await helpers.readBody(chat.res), /"type":"done"/);
             assert.doesNotMatch(nodeRed.log(), /Uncaught|RangeError|Maximum call stack/);
         });
+
+        it("logs the ai-chat node's own error when Node-RED cannot copy the failed message for the Catch node, and " +
+            "keeps answering", async function () {
+                // The service refuses the question; Node-RED's copy of the message for the Catch node then exhausts
+                // the call stack inside the node's promise chain (before: only that RangeError was logged).
+                service.handler = function (req, res) {
+                    res.writeHead(400, { "Content-Type": "application/json" });
+                    res.end(JSON.stringify(relayLib.errorBody("invalid_request", "Refused for this test.")));
+                };
+                const logged = nodeRed.log().length;
+                const depth = 50000;
+                const hostile = helpers.request(new URL("/ask-json?q=hi", nodeRed.url).href, {
+                    method: "POST", headers: { "Content-Type": "application/json" },
+                    body: "{\"a\":".repeat(depth) + "1" + "}".repeat(depth)
+                });
+                hostile.catch(function () {});
+                await nodeRed.waitForLog(/\[error\] \[ai-chat:json asker\] (Error: )?The AI assistant service refused/,
+                    logged);
+
+                service.handler = anyAnswer;
+                const flows = await helpers.request(nodeRed.url + "flows");
+                await helpers.readBody(flows.res);
+                assert.strictEqual(flows.res.statusCode, 200);
+                const asked = await helpers.request(new URL("/ask-json?q=still+there", nodeRed.url).href, {
+                    method: "POST", headers: { "Content-Type": "application/json" }, body: "{}"
+                });
+                assert.strictEqual(await helpers.readBody(asked.res), "ok");
+                assert.doesNotMatch(nodeRed.log(), /Uncaught|unhandled/i);
+            });
 
         it("tells the service every editor request may write and names no user, without adminAuth", async function () {
             service.handler = anyAnswer;

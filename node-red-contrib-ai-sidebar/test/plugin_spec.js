@@ -162,7 +162,8 @@ describe("ai-sidebar plugin in Node-RED", function () {
             // keeps the parsed body in msg.body and asks msg.req.query.q → ai-chat → answer.
             const endpoint = [
                 { id: "t-json", type: "tab", label: "Ask with JSON" },
-                { id: "in-json", z: "t-json", type: "http in", url: "/ask-json", method: "post", wires: [["keep-json"]] },
+                { id: "in-json", z: "t-json", type: "http in", url: "/ask-json", method: "post",
+                    wires: [["keep-json"]] },
                 { id: "keep-json", z: "t-json", type: "function", name: "keep the body", outputs: 1,
                     func: "msg.body = msg.payload;\nmsg.payload = String(msg.req.query.q);\nreturn msg;",
                     wires: [["chat-json"]] },
@@ -240,7 +241,8 @@ describe("ai-sidebar plugin in Node-RED", function () {
                     assert.match(result.type, /^application\/json/, label);
                     assert.ok(result.status < 500, label + ": " + result.status);
                     // GET routes send no body on; every other route must refuse what it cannot read.
-                    if (body.refused && method !== "GET" && !route.endsWith("nope") && route !== "ai-sidebar/sessions") {
+                    const readsBody = method !== "GET" && !route.endsWith("nope") && route !== "ai-sidebar/sessions";
+                    if (body.refused && readsBody) {
                         assert.strictEqual(result.status, 400, label);
                         assert.ok(["invalid_json", "invalid_request"].includes(result.body.error.code),
                             label + ": " + result.body.error.code);
@@ -253,7 +255,8 @@ describe("ai-sidebar plugin in Node-RED", function () {
             }
 
             for (const route of ["flows", "settings"]) {
-                const response = await helpers.request(nodeRed.url + route, { headers: { "Node-RED-API-Version": "v2" } });
+                const response = await helpers.request(nodeRed.url + route,
+                    { headers: { "Node-RED-API-Version": "v2" } });
                 const text = await helpers.readBody(response.res);
                 assert.strictEqual(response.res.statusCode, 200, route);
                 assert.ok(JSON.parse(text), route);
@@ -453,7 +456,9 @@ describe("ai-sidebar plugin in Node-RED", function () {
 
         function askTab() {
             const flows = JSON.parse(fs.readFileSync(REPOSITORY_FLOWS, "utf8"));
-            const tab = flows.find(function (node) { return node.type === "tab" && node.label === "Ask the assistant"; });
+            const tab = flows.find(function (node) {
+                return node.type === "tab" && node.label === "Ask the assistant";
+            });
             const chat = flows.find(function (node) { return node.z === tab.id && node.type === "ai-chat"; });
             return { tab: tab, chat: chat };
         }
@@ -576,7 +581,7 @@ describe("ai-sidebar plugin in Node-RED", function () {
             assert.strictEqual(sent.headers["authorization"], undefined);
         });
 
-        it("tells the service what Node-RED's own check grants for ai-sidebar.write: read, or write", async function () {
+        it("tells the service what Node-RED's own check grants for ai-sidebar.write", async function () {
             const granted = {};
             for (const [user, scope] of [["viewer", "read"], ["admin", "*"], ["ai-helper", "read ai-sidebar.write"],
                 ["admin", "read"]]) {

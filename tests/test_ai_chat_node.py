@@ -1,8 +1,10 @@
 """The ai-chat and ai-config nodes on a real Node-RED, asking the service as a process, answered by the scripted model.
 
 A Node-RED of its own runs the package's "Ask over HTTP" example with an ai-config node whose key is deployed through
-the Admin API (as the editor deploys it, so Node-RED encrypts it); curl-like GETs on ``/ask`` must come back with the
-model's text, and afterwards no file, log or database of Node-RED or the service may hold the key in clear.
+the Admin API (as the editor deploys it, so Node-RED encrypts it), its http in node enabled as the example's comment
+tells a user to; curl-like GETs on ``/ask`` must come back with the model's text, and afterwards no file, log or
+database of Node-RED or the service may hold the key in clear. The repository's "Ask the assistant" tab ships
+disabled, so ``make run`` exposes no endpoint until a user enables it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 
 from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
 from tests.support.model_server import Reply
-from tests.support.nodered import PALETTE, NodeRed, free_port
+from tests.support.nodered import PALETTE, NodeRed, free_port, project_flows
 
 CONFIG_KEY = "sk-ai-config-node-e2e-key-7f3a9c1d2b4e"
 CONFIG_ID = "e2e0a1c0f19c0001"
@@ -26,10 +28,13 @@ MODEL_NAME = "scripted-e2e-model"
 
 
 def ask_over_http_flow(model_base_url: str) -> list[dict]:
-    """The package's "Ask over HTTP" example on a tab, its ai-chat node using an ai-config node with a key."""
+    """The package's "Ask over HTTP" example on a tab, its http in node enabled (it ships disabled), its ai-chat node
+    using an ai-config node with a key."""
     nodes = json.loads((PALETTE / "examples" / "Ask over HTTP.json").read_text(encoding="utf-8"))
     for node in nodes:
         node["z"] = TAB_ID
+        if node["type"] == "http in":
+            assert node.pop("d") is True
         if node["type"] == "ai-chat":
             node["config"] = CONFIG_ID
     config = {"id": CONFIG_ID, "type": "ai-config", "name": "scripted model", "provider": "openai-compatible",
@@ -97,12 +102,43 @@ async def test_a_missing_question_is_a_400_from_the_catch_node(node_red, model):
     assert model.requests == []
 
 
-async def test_without_a_config_node_the_services_own_provider_answers(nodered, service_process, model):
-    """The repository's "Ask the assistant" tab (examples/flows.json) has an ai-chat node without ai-config."""
-    model.script(Reply(text="The sensor flow converts readings to Celsius."))
-    status, text = await ask(nodered.url, "What does the Sensor telemetry flow do?")
-    assert (status, text) == (200, "The sensor flow converts readings to Celsius.")
-    assert model.headers[-1]["Authorization"] == f"Bearer {TEST_API_KEY}"
+def deploy_modified(instance: NodeRed, flows: list[dict]) -> None:
+    """Deploy ``flows`` as the editor's Deploy button does ("modified flows") and wait until they have started."""
+    started = instance.log_path.read_text(errors="replace").count("Started modified flows")
+    request = urllib.request.Request(f"{instance.url}/flows", data=json.dumps(flows).encode(), method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Node-RED-Deployment-Type": "flows"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 204
+    wait_for_log(instance, "Started modified flows", started + 1)
+
+
+def with_tab_disabled(flows: list[dict], label: str, disabled: bool) -> list[dict]:
+    return [{**node, "disabled": disabled} if node.get("type") == "tab" and node.get("label") == label else node
+            for node in flows]
+
+
+async def test_the_repositorys_ask_tab_ships_disabled_and_once_enabled_the_services_own_provider_answers(
+        nodered, service_process, model):
+    """The repository's "Ask the assistant" tab (examples/flows.json): no endpoint until a user enables the tab (as
+    its description says); then its ai-chat node, without ai-config, is answered by the service's own provider."""
+    shipped = project_flows()
+    tab = next(node for node in shipped if node.get("type") == "tab" and node.get("label") == "Ask the assistant")
+    assert tab["disabled"] is True and "httpNodeAuth" in tab["info"]
+    status, _ = await ask(nodered.url, "Anyone there?")
+    assert status == 404
+    assert model.requests == []
+
+    with urllib.request.urlopen(f"{nodered.url}/flows", timeout=10) as response:
+        running = json.loads(response.read())
+    deploy_modified(nodered, with_tab_disabled(running, "Ask the assistant", False))
+    try:
+        model.script(Reply(text="The sensor flow converts readings to Celsius."))
+        status, text = await ask(nodered.url, "What does the Sensor telemetry flow do?")
+        assert (status, text) == (200, "The sensor flow converts readings to Celsius.")
+        assert model.headers[-1]["Authorization"] == f"Bearer {TEST_API_KEY}"
+    finally:
+        deploy_modified(nodered, with_tab_disabled(running, "Ask the assistant", True))
 
 
 def files_below(directory: Path) -> list[Path]:

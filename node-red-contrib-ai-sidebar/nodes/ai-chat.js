@@ -9,6 +9,12 @@
  * At most `concurrency` questions are open at once; the others wait in a first-in first-out queue of at most
  * `queueLimit` messages. Closing the node (redeploy, stop) cancels the open requests, so the service sees the
  * disconnect and stops generating, and drops the queue.
+ *
+ * Least privilege: a flow may be reachable by anyone (an http-in endpoint has no login, even with adminAuth on), so
+ * a request of this node carries `X-AI-Sidebar-Permission: read` (no tool by name, `@tools:`), the node's own
+ * grants (`X-AI-Sidebar-Flow-Grants`: `tools` and `memory`, both off unless its configuration turns them on) and its
+ * id (`X-AI-Sidebar-Flow-Node`); never an editor user. Memory is kept per conversation: only a `msg.sessionId` set
+ * by the flow names one (`X-AI-Sidebar-Conversation`), so callers that do not share an id share no words.
  */
 "use strict";
 
@@ -35,6 +41,20 @@ function wholeNumber(value, fallback, min) {
         return fallback;
     }
     return number;
+}
+
+/**
+ * @param {string} text
+ * @returns {boolean} whether text is well-formed UTF-16 (no lone surrogate), so it can be percent-encoded for a
+ *     header and sent as JSON the service reads
+ */
+function wellFormed(text) {
+    try {
+        encodeURIComponent(text);
+        return true;
+    } catch (err) {
+        return false;
+    }
 }
 
 /**
@@ -114,9 +134,17 @@ module.exports = function (RED) {
         node.concurrency = wholeNumber(config.concurrency, DEFAULT_CONCURRENCY, 1);
         node.queueLimit = wholeNumber(config.queueLimit, DEFAULT_QUEUE_LIMIT, 0);
         node.streamOutput = Number(config.outputs) === 2;
-        // The service files conversations (msg.sessionId) per user; a flow has no editor user, so each ai-chat
-        // node is its own user. _alias is the node's id in the flow for a node inside a subflow instance.
-        node.serviceUser = "flow:" + (node._alias || node.id);
+        // Only `true` turns a grant on: a node saved before these switches existed has neither.
+        node.grants = [];
+        if (config.tools === true) {
+            node.grants.push("tools");
+        }
+        if (config.memory === true) {
+            node.grants.push("memory");
+        }
+        // node.id, not _alias: each instance of a subflow gets its own stable id (instance id + node id), so two
+        // instances never share a memory.
+        node.flowNodeId = node.id;
 
         const relay = sharedRelay;
         const queue = [];
@@ -204,6 +232,9 @@ module.exports = function (RED) {
             }
             if (msg.sessionId !== undefined && msg.sessionId !== null && msg.sessionId !== "") {
                 body.sessionId = String(msg.sessionId);
+                if (!wellFormed(body.sessionId)) {
+                    return nodeError("invalid_session_id", "session_id_malformed");
+                }
             }
             const scenario = msg.scenario ? String(msg.scenario) : node.scenario;
             if (scenario) {
@@ -230,16 +261,36 @@ module.exports = function (RED) {
             return body;
         }
 
+        /**
+         * Finish a message with an error (`done(err)`), so that a Catch node receives it, without letting a failure
+         * of that report escape.
+         *
+         * Node-RED hands Catch nodes a copy of the message; a message it cannot copy (nested deeper than the call
+         * stack allows, as an http in node makes of a hostile JSON body) makes `done(err)` throw, and out of an
+         * input handler or a promise callback that exception would end the Node-RED process. The error is then
+         * logged without the message.
+         *
+         * @param {function(Error=)} done
+         * @param {Error} err
+         */
+        function finishWithError(done, err) {
+            try {
+                done(err);
+            } catch (failure) {
+                node.error(err);
+            }
+        }
+
         function fail(job, err) {
             lastOutcome = "error";
-            job.done(err);
+            finishWithError(job.done, err);
         }
 
         /** Report a message that was not asked at all (bad input, no config node, full queue). */
         function refuse(done, err) {
             lastOutcome = err.code === "config_not_found" ? "missing-config" : "error";
             refreshStatus();
-            done(err);
+            finishWithError(done, err);
         }
 
         function start(job) {
@@ -250,7 +301,7 @@ module.exports = function (RED) {
             refreshStatus();
             const msg = job.msg;
             job.settled = chatClient.ask(relay, job.body, {
-                user: node.serviceUser,
+                flowNode: { id: node.flowNodeId, grants: node.grants, conversation: job.body.sessionId },
                 signal: controller.signal,
                 onEvent: function (event) {
                     if (!job.streaming && (event.type === "token" || event.type === "tool_call")) {
@@ -296,6 +347,9 @@ module.exports = function (RED) {
             }).finally(function () {
                 active.delete(job);
                 next();
+            }).catch(function (err) {
+                // Nor a fault while starting the next queued question: Node-RED ends its process on either.
+                node.error(err);
             });
         }
 
@@ -312,7 +366,8 @@ module.exports = function (RED) {
                 return;
             }
             if (!relay) {
-                done(nodeError("service_url_invalid", "service_url_invalid", { message: relayProblem }));
+                finishWithError(done, nodeError("service_url_invalid", "service_url_invalid",
+                    { message: relayProblem }));
                 return;
             }
             const body = requestBody(msg);

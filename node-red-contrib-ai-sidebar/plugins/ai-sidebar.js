@@ -3,7 +3,12 @@
  *
  * Each route checks the editor user's permission, then relays the request to the node-red-ai-sidebar service
  * (AI_SIDEBAR_SERVICE_URL, default http://127.0.0.1:8765) through `lib/relay.js`, which also forwards the user's
- * identity. The editor half is `ai-sidebar.html`.
+ * identity and what Node-RED's permission check grants them (`X-AI-Sidebar-Permission`). The editor half is
+ * `ai-sidebar.html`.
+ *
+ * No fault of a route may escape as an uncaught exception or unhandled rejection: Node-RED ends its process on
+ * one, stopping every flow. Handlers are wrapped (`guarded`), bodies are bounded before anything recursive reads
+ * them (`requireJsonBody`, `relay.checkBody`), and the relay's own event listeners catch their faults.
  */
 "use strict";
 
@@ -47,18 +52,103 @@ module.exports = function (RED) {
                 "The request body must be a JSON object."));
             return;
         }
+        // Before any later step (the ai-config lookup, the relay's JSON.stringify) walks the body.
+        const problem = relayLib.checkBody(req.body);
+        if (problem) {
+            relayLib.sendJson(res, 400, problem);
+            return;
+        }
         next();
     }
 
+    /**
+     * Wrap a route handler so that no exception of it, thrown or rejected, escapes.
+     *
+     * Express 4 passes on what a handler throws synchronously, but a rejected promise would become an unhandled
+     * rejection, which ends the Node-RED process. Either is answered with 500 `internal_error` and logged.
+     *
+     * @param {function(object, object, function): (Promise|undefined)} handler
+     * @returns {function(object, object, function)}
+     */
+    function guarded(handler) {
+        return function (req, res, next) {
+            function failed(err) {
+                RED.log.warn("[ai-sidebar] request to " + req.path + " failed: " + (err && err.message));
+                relayLib.sendJson(res, 500, relayLib.errorBody("internal_error",
+                    "The AI sidebar could not handle this request; see the Node-RED log."));
+            }
+            try {
+                const result = handler(req, res, next);
+                if (result && typeof result.then === "function") {
+                    result.then(null, failed);
+                }
+            } catch (err) {
+                failed(err);
+            }
+        };
+    }
+
+    /**
+     * What Node-RED's own permission check grants the user of `req` for `ai-sidebar.write`.
+     *
+     * Runs the middleware of `RED.auth.needsPermission("ai-sidebar.write")` against a stand-in response, so the
+     * scope rules (`*`, `write`, `*.write`, lists, a custom `adminAuth.tokens` or default user) are Node-RED's,
+     * not a copy. That middleware answers a missing permission with `res.status(401).end()` (and, with audit
+     * logging on, records a `permission.fail` for `ai-sidebar.write`); it calls `next()` when granted, and
+     * always when adminAuth is off (everyone may write then).
+     *
+     * @param {import("http").IncomingMessage} req an editor request that already passed the route's own check
+     * @returns {Promise<("read"|"write")>}
+     */
+    function permissionOf(req) {
+        return new Promise(function (resolve) {
+            let decided = false;
+            function decide(permission) {
+                if (!decided) {
+                    decided = true;
+                    resolve(permission);
+                }
+            }
+            const refused = function () {
+                decide("read");
+                return probe;
+            };
+            // Everything Node-RED's check (and passport behind it) may call on a response to refuse.
+            const probe = {
+                statusCode: 200,
+                status: function (code) {
+                    probe.statusCode = code;
+                    return probe;
+                },
+                setHeader: function () {},
+                getHeader: function () {},
+                end: refused,
+                send: refused,
+                json: refused,
+                sendStatus: refused,
+                redirect: refused
+            };
+            try {
+                RED.auth.needsPermission("ai-sidebar.write")(req, probe, function (err) {
+                    decide(err ? "read" : "write");
+                });
+            } catch (err) {
+                decide("read");
+            }
+        });
+    }
+
     function forwardTo(path, options) {
-        return function (req, res) {
+        return guarded(async function (req, res) {
             if (!relay) {
                 relayLib.sendJson(res, 500, relayLib.errorBody("service_url_invalid", configError));
                 return;
             }
             const target = typeof path === "function" ? path(req) : path;
-            relay.forward(req, res, { path: target, stream: !!(options && options.stream) });
-        };
+            const permission = await permissionOf(req);
+            await relay.forward(req, res,
+                { path: target, stream: !!(options && options.stream), permission: permission });
+        });
     }
 
     installBodyErrorHandler(RED);
@@ -88,9 +178,9 @@ module.exports = function (RED) {
     // Reading (and asking, which only reads Node-RED) needs ai-sidebar.read; anything that changes what the
     // service stores or runs a tool needs ai-sidebar.write. Node-RED grants "*.read" to read-only users.
     RED.httpAdmin.post("/ai-sidebar/stream-chat", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
-        providerLib.configMiddleware(RED), forwardTo("/ai-sidebar/stream-chat", { stream: true }));
+        guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/stream-chat", { stream: true }));
     RED.httpAdmin.get("/ai-sidebar/configs", RED.auth.needsPermission("ai-sidebar.read"),
-        providerLib.configsRoute(RED));
+        guarded(providerLib.configsRoute(RED)));
     RED.httpAdmin.get("/ai-sidebar/scenarios", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/scenarios"));
     RED.httpAdmin.get("/ai-sidebar/memory-stats", RED.auth.needsPermission("ai-sidebar.read"),

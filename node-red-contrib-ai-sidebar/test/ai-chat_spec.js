@@ -135,10 +135,122 @@ describe("ai-chat node", function () {
         const sent = service.requests[0];
         assert.strictEqual(sent.url, "/ai-sidebar/stream-chat");
         assert.strictEqual(sent.headers.authorization, "Bearer " + SERVICE_TOKEN);
-        assert.strictEqual(sent.headers["x-node-red-user"], encodeURIComponent("flow:n1"));
+        assert.strictEqual(sent.headers["x-node-red-user"], undefined);
+        assert.strictEqual(sent.headers["x-ai-sidebar-flow-node"], "n1");
+        assert.strictEqual(sent.headers["x-ai-sidebar-permission"], "read");
+        assert.strictEqual(sent.headers["x-ai-sidebar-conversation"], "s-42");
         assert.deepStrictEqual(JSON.parse(sent.body), { message: "explain the current flow", sessionId: "s-42",
             scenario: "learning", language: "de", selectedFlow: { id: "t1" } });
     });
+
+    it("asks as a flow node with read permission and only the grants its own configuration turned on",
+        async function () {
+            service.handler = streamAnswer([{ type: "token", content: "ok" }], { sessionId: "s" });
+            const flow = chatFlow({}, [
+                { id: "n2", z: "f1", type: "ai-chat", tools: true, memory: false, wires: [["out"]] },
+                { id: "n3", z: "f1", type: "ai-chat", tools: true, memory: true, wires: [["out"]] },
+                // Saved by an older version, or edited by hand: only a real `true` grants.
+                { id: "n4", z: "f1", type: "ai-chat", tools: "true", memory: 1, wires: [["out"]] }
+            ]);
+            await helper.load([aiChatNode, aiConfigNode], flow);
+            for (const id of ["n1", "n2", "n3", "n4"]) {
+                const answered = nextMessage("out");
+                helper.getNode(id).receive({ payload: "@tools:get-flows" });
+                await answered;
+            }
+            const sent = service.requests.map(function (request) {
+                const headers = request.headers;
+                return [headers["x-ai-sidebar-flow-node"], headers["x-ai-sidebar-flow-grants"],
+                    headers["x-ai-sidebar-permission"], headers["x-node-red-user"], headers["x-node-red-token"],
+                    JSON.parse(request.body).message];
+            });
+            assert.deepStrictEqual(sent, [
+                ["n1", "", "read", undefined, undefined, "@tools:get-flows"],
+                ["n2", "tools", "read", undefined, undefined, "@tools:get-flows"],
+                ["n3", "tools,memory", "read", undefined, undefined, "@tools:get-flows"],
+                ["n4", "", "read", undefined, undefined, "@tools:get-flows"]
+            ]);
+        });
+
+    it("names a conversation only when the flow set msg.sessionId, exactly and percent-encoded", async function () {
+        service.handler = streamAnswer([{ type: "token", content: "ok" }], {});
+        await helper.load([aiChatNode, aiConfigNode], chatFlow({ memory: true }));
+        const node = helper.getNode("n1");
+        for (const sessionId of [undefined, "", "caller-a", " caller-a", "caller b/ü", 42]) {
+            const answered = nextMessage("out");
+            node.receive({ payload: "what did I say?", sessionId: sessionId });
+            await answered;
+        }
+        assert.deepStrictEqual(service.requests.map(function (request) {
+            return request.headers["x-ai-sidebar-conversation"];
+        }), [undefined, undefined, "caller-a", "%20caller-a", "caller%20b%2F%C3%BC", "42"]);
+        assert.deepStrictEqual(service.requests.map(function (request) {
+            return JSON.parse(request.body).sessionId;
+        }), [undefined, undefined, "caller-a", " caller-a", "caller b/ü", "42"]);
+        const caught = nextMessage("caught");
+        node.receive({ payload: "hi", sessionId: "broken\ud800" });
+        assert.strictEqual((await caught).error.code, "invalid_session_id");
+        assert.strictEqual(service.requests.length, 6);
+    });
+
+    it("reports a fault while sending answer pieces as the node's error instead of ending Node-RED, and keeps working",
+        async function () {
+            service.handler = streamAnswer([{ type: "token", content: "Hel" }, { type: "token", content: "lo" }],
+                { sessionId: "s" });
+            const flow = chatFlow({ outputs: 2, wires: [["out"], ["pieces"]] },
+                [{ id: "pieces", z: "f1", type: "helper" }]);
+            await helper.load([aiChatNode, aiConfigNode], flow);
+            const node = helper.getNode("n1");
+            // Each answer piece is a copy of the input message; copying this one exhausts the call stack (and so
+            // does the copy Node-RED makes for a Catch node, so the error is only logged).
+            const deep = {};
+            let level = deep;
+            for (let i = 0; i < 100000; i++) {
+                level.a = {};
+                level = level.a;
+            }
+            const reported = new Promise(function (resolve) {
+                node.on("call:error", function (call) {
+                    resolve(call.args[0]);
+                });
+            });
+            node.receive({ payload: "hi", body: deep });
+            const error = await reported;
+            assert.match(String(error && error.message), /call stack/);
+            const answered = nextMessage("out");
+            node.receive({ payload: "hi again" });
+            assert.strictEqual((await answered).payload, "Hello");
+        });
+
+    it("logs a refusal Node-RED cannot hand to a Catch node (a message too deep to copy) instead of throwing",
+        async function () {
+            service.handler = streamAnswer([{ type: "token", content: "fine" }], { sessionId: "s" });
+            await helper.load([aiChatNode, aiConfigNode], chatFlow());
+            const node = helper.getNode("n1");
+            // What an http in node makes of a hostile JSON body: msg.payload nested 100,000 levels deep. Node-RED
+            // copies the message for the Catch node, and that copy exhausts the call stack.
+            const deep = {};
+            let level = deep;
+            for (let i = 0; i < 100000; i++) {
+                level.a = {};
+                level = level.a;
+            }
+            const logged = new Promise(function (resolve) {
+                node.on("call:error", function (call) {
+                    if (call.args[0] && call.args[0].code === "invalid_payload") {
+                        resolve(call.args);
+                    }
+                });
+            });
+            node.receive({ payload: deep });
+            const [error, msg] = await logged;
+            assert.match(error.message, /msg\.payload must be a string/);
+            assert.strictEqual(msg, undefined, "logged without the message it cannot copy");
+            assert.strictEqual(service.requests.length, 0);
+            const answered = nextMessage("out");
+            node.receive({ payload: "hi" });
+            assert.strictEqual((await answered).payload, "fine");
+        });
 
     it("without a config node sends no provider, so the service's own environment provider answers", async function () {
         service.handler = streamAnswer([{ type: "token", content: "hi" }], { sessionId: "new-session" });

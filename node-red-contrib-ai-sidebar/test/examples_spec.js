@@ -31,6 +31,34 @@ function checkFlow(name, nodes) {
     }
 }
 
+/**
+ * The ai-chat nodes an http in node of `nodes` reaches through the wires, with the http in node.
+ *
+ * @param {object[]} nodes
+ * @returns {{httpIn: object, chat: object}[]}
+ */
+function chatsBehindEndpoints(nodes) {
+    const byId = new Map(nodes.map(function (node) { return [node.id, node]; }));
+    const found = [];
+    for (const httpIn of nodes.filter(function (node) { return node.type === "http in"; })) {
+        const seen = new Set([httpIn.id]);
+        const pending = [httpIn];
+        while (pending.length) {
+            const node = pending.pop();
+            if (node.type === "ai-chat") {
+                found.push({ httpIn: httpIn, chat: node });
+            }
+            for (const target of (node.wires || []).flat()) {
+                if (!seen.has(target)) {
+                    seen.add(target);
+                    pending.push(byId.get(target));
+                }
+            }
+        }
+    }
+    return found;
+}
+
 describe("example flows", function () {
     it("ship \"Ask over HTTP\" and \"Explain a flow from a flow\" in the package, each with an ai-chat node",
         function () {
@@ -77,4 +105,40 @@ describe("example flows", function () {
         assert.ok(onTab.some(function (node) { return node.type === "ai-chat"; }));
         assert.ok(!onTab.some(function (node) { return /placeholder/i.test(node.name || ""); }));
     });
+
+    it("ship every endpoint anonymous callers could reach disabled, saying how to enable it and what it exposes",
+        function () {
+            const examples = [
+                ["examples/flows.json", JSON.parse(fs.readFileSync(repositoryExamples, "utf8"))],
+                ["Ask over HTTP.json", JSON.parse(fs.readFileSync(path.join(packageExamples, "Ask over HTTP.json"),
+                    "utf8"))]
+            ];
+            for (const [name, nodes] of examples) {
+                const endpoints = chatsBehindEndpoints(nodes);
+                assert.ok(endpoints.length > 0, name);
+                for (const { httpIn, chat } of endpoints) {
+                    const tab = nodes.find(function (node) { return node.id === httpIn.z; });
+                    const disabledBy = httpIn.d === true ? httpIn : tab && tab.disabled === true ? tab : null;
+                    assert.ok(disabledBy, name + ": http in " + httpIn.id + " is deployed enabled");
+                    const explanation = disabledBy.type === "tab" ? disabledBy.info : nodes.filter(function (node) {
+                        return node.type === "comment" && node.z === httpIn.z;
+                    }).map(function (node) { return node.info; }).join("\n");
+                    for (const needed of [/disabled on purpose/i, /Enabled/, /Deploy/, /without a login/,
+                        /adminAuth/, /httpNodeAuth/, /Tools and Memory off/, /another caller's words/]) {
+                        assert.match(explanation, needed, name);
+                    }
+                    assert.strictEqual(chat.tools, false, name + ": tools of " + chat.id);
+                    assert.strictEqual(chat.memory, false, name + ": memory of " + chat.id);
+                }
+            }
+        });
+
+    it("turn on only the grants an example needs: tools to explain the flow from an inject node, never memory",
+        function () {
+            const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, "Explain a flow from a flow.json"),
+                "utf8"));
+            assert.deepStrictEqual(chatsBehindEndpoints(nodes), []);
+            const chat = nodes.find(function (node) { return node.type === "ai-chat"; });
+            assert.deepStrictEqual([chat.tools, chat.memory], [true, false]);
+        });
 });

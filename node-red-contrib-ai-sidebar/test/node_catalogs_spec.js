@@ -113,4 +113,24 @@ describe("ai-chat and ai-config catalogs and help", function () {
                 assert.match(config, /<dl class="message-properties">/, language);
             }
         });
+
+    it("say in every language's ai-chat help and dialog that tools and memory are off unless ticked, that @tools: " +
+        "never runs from a flow, and what a flow endpoint exposes", function () {
+        const dialog = fs.readFileSync(path.join(nodesDir, "ai-chat.html"), "utf8");
+        assert.match(dialog, /tools: \{ value: false \}/);
+        assert.match(dialog, /memory: \{ value: false \}/);
+        for (const key of ["ai-chat.label.tools", "ai-chat.label.memory", "ai-chat.hint.grants"]) {
+            assert.ok(dialog.includes("data-i18n=\"" + key + "\""), key);
+        }
+        for (const language of LANGUAGES) {
+            const help = fs.readFileSync(path.join(localesDir, language, "ai-chat.html"), "utf8");
+            const labels = catalog(language, "ai-chat")["ai-chat"].label;
+            for (const needed of ["@tools:", "forbidden", "http in", "adminAuth", "httpNodeAuth", "NODE_RED_USERNAME",
+                "msg.sessionId"]) {
+                assert.ok(help.includes(needed), language + ": " + needed);
+            }
+            assert.ok(!help.includes("flow:&lt;"), language + ": the old shared flow:<node id> identity");
+            assert.ok(labels.tools && labels.memory, language);
+        }
+    });
 });

@@ -6,13 +6,18 @@
  */
 
 const assert = require("assert");
+const fs = require("fs");
 const http = require("http");
+const path = require("path");
 const helpers = require("./helpers");
+const relayLib = require("../plugins/lib/relay");
 const { startNodeRed: sharedStartNodeRed } = require("./nodered");
 
-/** Node-RED with this package installed (test/nodered.js), settings and environment as this spec passes them. */
-function startNodeRed(settings, env) {
-    return sharedStartNodeRed({ settings: settings, env: env });
+const REPOSITORY_FLOWS = path.join(__dirname, "..", "..", "examples", "flows.json");
+
+/** Node-RED with this package installed (test/nodered.js), settings, environment and flows as this spec passes them. */
+function startNodeRed(settings, env, flows) {
+    return sharedStartNodeRed({ settings: settings, env: env, flows: flows });
 }
 
 function postJson(url, body, headers) {
@@ -95,6 +100,55 @@ function sseAnswer(req, res) {
     res.end("data: {\"type\":\"token\",\"content\":\"ok\"}\n\ndata: {\"type\":\"done\",\"sessionId\":\"s\"}\n\n");
 }
 
+/** The service's answer to any route: a stream for stream-chat, else the request echoed as JSON. */
+function anyAnswer(req, res) {
+    if (req.url === "/ai-sidebar/stream-chat") {
+        sseAnswer(req, res);
+        return;
+    }
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ method: req.method, path: req.url }));
+}
+
+/**
+ * Bodies an attacker may send to any route, as raw JSON text: nesting far deeper than any recursive reader
+ * survives (about 100 KB each), lists and objects far longer than the service accepts, and every wrong type.
+ *
+ * @returns {Object<string, {text: string, refused: boolean}>} `refused`: every route that reads a body must
+ *     answer it with a 400 `invalid_json` or `invalid_request` before the service sees it
+ */
+function hostileBodies() {
+    const depth = 50000;
+    const keys = {};
+    for (let i = 0; i < 100000; i++) {
+        keys["k" + i] = i;
+    }
+    return {
+        "deeply nested arrays": { text: "[".repeat(depth) + "]".repeat(depth), refused: true },
+        "deeply nested arrays in a field": {
+            text: "{\"message\":\"hi\",\"flowData\":" + "[".repeat(depth) + "]".repeat(depth) + "}", refused: true
+        },
+        "deeply nested objects in a field": {
+            text: "{\"message\":\"hi\",\"history\":" + "{\"a\":".repeat(depth / 2) + "1" + "}".repeat(depth / 2) +
+                "}", refused: true
+        },
+        "a list of a million items": {
+            text: JSON.stringify({ message: "hi", flowData: new Array(1000000).fill(0) }), refused: true
+        },
+        "an object of 100,000 keys": { text: JSON.stringify({ message: "hi", dynamicData: keys }), refused: true },
+        "a string": { text: "\"hello\"", refused: true },
+        "a number": { text: "42", refused: true },
+        "null": { text: "null", refused: true },
+        "true": { text: "true", refused: true },
+        "an array at the top": { text: "[{\"message\":\"hi\"}]", refused: false },
+        "wrong types in every field": {
+            text: JSON.stringify({ message: { text: "hi" }, sessionId: [], configId: {}, history: "x", flowData: 7,
+                selectedFlow: "t", selectedNodes: {}, query: [], tool: {}, params: "p", name: [], flow: {} }),
+            refused: false
+        }
+    };
+}
+
 describe("ai-sidebar plugin in Node-RED", function () {
     this.timeout(30000);
 
@@ -104,7 +158,21 @@ describe("ai-sidebar plugin in Node-RED", function () {
 
         before(async function () {
             service = await helpers.fakeService();
-            nodeRed = await startNodeRed({}, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "svc-token" });
+            // A flow endpoint that takes JSON, as a user might build one: POST /ask-json → a function node that
+            // keeps the parsed body in msg.body and asks msg.req.query.q → ai-chat → answer.
+            const endpoint = [
+                { id: "t-json", type: "tab", label: "Ask with JSON" },
+                { id: "in-json", z: "t-json", type: "http in", url: "/ask-json", method: "post",
+                    wires: [["keep-json"]] },
+                { id: "keep-json", z: "t-json", type: "function", name: "keep the body", outputs: 1,
+                    func: "msg.body = msg.payload;\nmsg.payload = String(msg.req.query.q);\nreturn msg;",
+                    wires: [["chat-json"]] },
+                { id: "chat-json", z: "t-json", type: "ai-chat", name: "json asker", wires: [["out-json"]] },
+                { id: "out-json", z: "t-json", type: "http response", wires: [] },
+                { id: "catch-json", z: "t-json", type: "catch", scope: ["chat-json"], wires: [["out-json"]] }
+            ];
+            nodeRed = await startNodeRed({}, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "svc-token" },
+                endpoint);
         });
 
         after(async function () {
@@ -154,6 +222,88 @@ describe("ai-sidebar plugin in Node-RED", function () {
             assert.strictEqual(sent.url, "/ai-sidebar/stream-chat");
             assert.strictEqual(sent.headers["authorization"], "Bearer svc-token");
             assert.deepStrictEqual(JSON.parse(sent.body), { message: "hi", sessionId: "s" });
+        });
+
+        it("keeps running after hostile bodies on every route, each answered with JSON, then serves the editor's API " +
+            "and a chat", async function () {
+            this.timeout(120000);
+            service.handler = anyAnswer;
+            const before = service.requests.length;
+            const routes = READ_ROUTES.concat(WRITE_ROUTES, [["GET", "ai-sidebar/configs"], ["POST", "ai-sidebar/nope"],
+                ["DELETE", "ai-sidebar/sessions"]]);
+            const bodies = hostileBodies();
+            for (const [method, route] of routes) {
+                for (const [name, body] of Object.entries(bodies)) {
+                    const label = method + " " + route + " with " + name;
+                    // With a length, as browsers send bodies: Node's HTTP server refuses a chunked GET body itself.
+                    const result = await json(await sendJson(method, nodeRed.url + route, body.text,
+                        { "Content-Length": String(Buffer.byteLength(body.text)) }));
+                    assert.match(result.type, /^application\/json/, label);
+                    assert.ok(result.status < 500, label + ": " + result.status);
+                    // GET routes send no body on; every other route must refuse what it cannot read.
+                    const readsBody = method !== "GET" && !route.endsWith("nope") && route !== "ai-sidebar/sessions";
+                    if (body.refused && readsBody) {
+                        assert.strictEqual(result.status, 400, label);
+                        assert.ok(["invalid_json", "invalid_request"].includes(result.body.error.code),
+                            label + ": " + result.body.error.code);
+                    }
+                }
+            }
+            for (const request of service.requests.slice(before)) {
+                assert.ok(request.body.length < 2000, request.method + " " + request.url + " reached the service");
+                assert.strictEqual(relayLib.checkBody(request.body ? JSON.parse(request.body) : {}), null);
+            }
+
+            for (const route of ["flows", "settings"]) {
+                const response = await helpers.request(nodeRed.url + route,
+                    { headers: { "Node-RED-API-Version": "v2" } });
+                const text = await helpers.readBody(response.res);
+                assert.strictEqual(response.res.statusCode, 200, route);
+                assert.ok(JSON.parse(text), route);
+            }
+            const chat = await postJson(nodeRed.url + "ai-sidebar/stream-chat", { message: "still there?" });
+            assert.match(await helpers.readBody(chat.res), /"type":"done"/);
+            assert.doesNotMatch(nodeRed.log(), /Uncaught|RangeError|Maximum call stack/);
+        });
+
+        it("logs the ai-chat node's own error when Node-RED cannot copy the failed message for the Catch node, and " +
+            "keeps answering", async function () {
+                // The service refuses the question; Node-RED's copy of the message for the Catch node then exhausts
+                // the call stack inside the node's promise chain (before: only that RangeError was logged).
+                service.handler = function (req, res) {
+                    res.writeHead(400, { "Content-Type": "application/json" });
+                    res.end(JSON.stringify(relayLib.errorBody("invalid_request", "Refused for this test.")));
+                };
+                const logged = nodeRed.log().length;
+                const depth = 50000;
+                const hostile = helpers.request(new URL("/ask-json?q=hi", nodeRed.url).href, {
+                    method: "POST", headers: { "Content-Type": "application/json" },
+                    body: "{\"a\":".repeat(depth) + "1" + "}".repeat(depth)
+                });
+                hostile.catch(function () {});
+                await nodeRed.waitForLog(/\[error\] \[ai-chat:json asker\] (Error: )?The AI assistant service refused/,
+                    logged);
+
+                service.handler = anyAnswer;
+                const flows = await helpers.request(nodeRed.url + "flows");
+                await helpers.readBody(flows.res);
+                assert.strictEqual(flows.res.statusCode, 200);
+                const asked = await helpers.request(new URL("/ask-json?q=still+there", nodeRed.url).href, {
+                    method: "POST", headers: { "Content-Type": "application/json" }, body: "{}"
+                });
+                assert.strictEqual(await helpers.readBody(asked.res), "ok");
+                assert.doesNotMatch(nodeRed.log(), /Uncaught|unhandled/i);
+            });
+
+        it("tells the service every editor request may write and names no user, without adminAuth", async function () {
+            service.handler = anyAnswer;
+            const response = await postJson(nodeRed.url + "ai-sidebar/stream-chat", { message: "hi" },
+                { "Accept-Language": "fr-FR,fr;q=0.9", "X-Node-RED-User": "admin", "X-AI-Sidebar-Permission": "read" });
+            await helpers.readBody(response.res);
+            const sent = service.requests[service.requests.length - 1].headers;
+            assert.strictEqual(sent["x-ai-sidebar-permission"], "write");
+            assert.strictEqual(sent["x-node-red-user"], undefined);
+            assert.strictEqual(sent["accept-language"], "fr-FR,fr;q=0.9");
         });
 
         it("answers malformed JSON with a JSON 400, not Node-RED's HTML error page", async function () {
@@ -287,10 +437,35 @@ describe("ai-sidebar plugin in Node-RED", function () {
             const { res } = await helpers.request(nodeRed.url + "auth/token", {
                 method: "POST",
                 headers: { "Content-Type": "application/x-www-form-urlencoded" },
-                body: "client_id=node-red-admin&grant_type=password&scope=" + scope +
-                    "&username=" + username + "&password=password123"
+                body: "client_id=node-red-admin&grant_type=password&scope=" + encodeURIComponent(scope) +
+                    "&username=" + encodeURIComponent(username) + "&password=password123"
             });
             return JSON.parse(await helpers.readBody(res)).access_token;
+        }
+
+        /** The headers the service received for one chat of the user holding `accessToken`. */
+        async function chatHeaders(accessToken, extraHeaders, body) {
+            const before = service.requests.length;
+            const response = await postJson(nodeRed.url + "ai-sidebar/stream-chat", body || { message: "hi" },
+                Object.assign({ "Authorization": "Bearer " + accessToken }, extraHeaders));
+            await helpers.readBody(response.res);
+            assert.strictEqual(response.res.statusCode, 200);
+            assert.strictEqual(service.requests.length, before + 1);
+            return service.requests[before];
+        }
+
+        function askTab() {
+            const flows = JSON.parse(fs.readFileSync(REPOSITORY_FLOWS, "utf8"));
+            const tab = flows.find(function (node) {
+                return node.type === "tab" && node.label === "Ask the assistant";
+            });
+            const chat = flows.find(function (node) { return node.z === tab.id && node.type === "ai-chat"; });
+            return { tab: tab, chat: chat };
+        }
+
+        /** GET a flow endpoint (httpNodeRoot is "/", outside httpAdminRoot) with no credentials at all. */
+        function anonymousGet(pathAndQuery) {
+            return helpers.request(new URL(pathAndQuery, nodeRed.url).href);
         }
 
         before(async function () {
@@ -304,10 +479,14 @@ describe("ai-sidebar plugin in Node-RED", function () {
                     type: "credentials",
                     users: [
                         { username: "admin", password: hash, permissions: "*" },
-                        { username: "viewer", password: hash, permissions: "read" }
+                        { username: "viewer", password: hash, permissions: "read" },
+                        // Differs from "viewer" only by a trailing space: a different user for the service too.
+                        { username: "viewer ", password: hash, permissions: "read" },
+                        { username: "ai-helper", password: hash, permissions: ["read", "ai-sidebar.write"] }
                     ]
                 }
-            }, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "" });
+            }, { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "" },
+            JSON.parse(fs.readFileSync(REPOSITORY_FLOWS, "utf8")));
         });
 
         after(async function () {
@@ -400,6 +579,101 @@ describe("ai-sidebar plugin in Node-RED", function () {
             assert.strictEqual(sent.headers["x-node-red-token"], viewerToken);
             assert.strictEqual(sent.headers["x-node-red-user"], "viewer");
             assert.strictEqual(sent.headers["authorization"], undefined);
+        });
+
+        it("tells the service what Node-RED's own check grants for ai-sidebar.write", async function () {
+            const granted = {};
+            for (const [user, scope] of [["viewer", "read"], ["admin", "*"], ["ai-helper", "read ai-sidebar.write"],
+                ["admin", "read"]]) {
+                const sent = await chatHeaders(await token(user, scope));
+                granted[user + " (" + scope + ")"] = sent.headers["x-ai-sidebar-permission"];
+            }
+            assert.deepStrictEqual(granted, {
+                "viewer (read)": "read",
+                "admin (*)": "write",
+                "ai-helper (read ai-sidebar.write)": "write",
+                // A token asked for with less than the user holds carries only what it was asked for.
+                "admin (read)": "read"
+            });
+        });
+
+        it("names the exact editor user: a trailing space is a different user", async function () {
+            const plain = await chatHeaders(await token("viewer", "read"));
+            const spaced = await chatHeaders(await token("viewer ", "read"));
+            assert.strictEqual(plain.headers["x-node-red-user"], "viewer");
+            assert.strictEqual(spaced.headers["x-node-red-user"], "viewer%20");
+        });
+
+        it("builds every identity header itself and drops a provider the browser sends", async function () {
+            const viewerToken = await token("viewer", "read");
+            const sent = await chatHeaders(viewerToken, {
+                "Accept-Language": "de-DE,de;q=0.9",
+                "X-Node-RED-User": "admin",
+                "X-Node-RED-Token": "forged",
+                "X-AI-Sidebar-Permission": "write",
+                "X-AI-Sidebar-Flow-Node": askTab().chat.id,
+                "X-AI-Sidebar-Flow-Grants": "tools,memory",
+                "X-AI-Sidebar-Conversation": "someone-else"
+            }, { message: "hi", provider: { provider: "openai-compatible", baseUrl: "http://attacker.example/v1" } });
+            assert.deepStrictEqual(JSON.parse(sent.body), { message: "hi" });
+            const identity = {};
+            for (const [name, value] of Object.entries(sent.headers)) {
+                if (/^x-(node-red|ai-sidebar)-|^accept-language$/.test(name)) {
+                    identity[name] = value;
+                }
+            }
+            assert.deepStrictEqual(identity, {
+                "x-node-red-user": "viewer",
+                "x-node-red-token": viewerToken,
+                "x-ai-sidebar-permission": "read",
+                "accept-language": "de-DE,de;q=0.9"
+            });
+        });
+
+        it("ships the repository's \"Ask the assistant\" endpoint disabled: an anonymous GET /ask finds nothing",
+            async function () {
+                const before = service.requests.length;
+                const { res } = await anonymousGet("/ask?q=hello");
+                await helpers.readBody(res);
+                assert.strictEqual(res.statusCode, 404);
+                assert.strictEqual(service.requests.length, before);
+                assert.strictEqual(askTab().tab.disabled, true);
+            });
+
+        it("once an admin enables the endpoint, an anonymous caller asks as the flow node: read permission, no " +
+            "tools, no memory, no conversation, no user", async function () {
+            const { tab, chat } = askTab();
+            // As the editor does it: the tab's Enabled toggle, then Deploy (modified flows).
+            const headers = { "Authorization": "Bearer " + await token("admin", "*"), "Node-RED-API-Version": "v2" };
+            const current = await json(await helpers.request(nodeRed.url + "flows", { headers: headers }));
+            const flows = current.body.flows.map(function (node) {
+                return node.id === tab.id ? Object.assign({}, node, { disabled: false }) : node;
+            });
+            const logged = nodeRed.log().length;
+            const deployed = await postJson(nodeRed.url + "flows", { rev: current.body.rev, flows: flows },
+                Object.assign({ "Node-RED-Deployment-Type": "flows" }, headers));
+            await helpers.readBody(deployed.res);
+            assert.strictEqual(deployed.res.statusCode, 200);
+            await nodeRed.waitForLog(/Started modified flows/, logged);
+
+            const before = service.requests.length;
+            const { res } = await anonymousGet("/ask?q=" + encodeURIComponent("@tools:get-flows") +
+                "&sessionId=someone-else");
+            assert.strictEqual(await helpers.readBody(res), "ok");
+            assert.strictEqual(service.requests.length, before + 1);
+            const sent = service.requests[before];
+            assert.strictEqual(JSON.parse(sent.body).message, "@tools:get-flows");
+            const identity = {};
+            for (const [name, value] of Object.entries(sent.headers)) {
+                if (/^x-(node-red|ai-sidebar)-|^authorization$/.test(name)) {
+                    identity[name] = value;
+                }
+            }
+            assert.deepStrictEqual(identity, {
+                "x-ai-sidebar-flow-node": chat.id,
+                "x-ai-sidebar-flow-grants": "",
+                "x-ai-sidebar-permission": "read"
+            });
         });
 
         it("keeps execute-tool for users with write permission", async function () {

@@ -223,6 +223,141 @@ describe("relay to the AI service", function () {
             assert.strictEqual(service.requests[0].method, "POST");
             assert.deepStrictEqual(JSON.parse(service.requests[0].body), { query: "mqtt", limit: 3 });
         });
+
+        it("sends the exact username, percent-encoded: not trimmed, not cut, no namespace forged", async function () {
+            service.handler = answerJson;
+            const names = ["admin ", " admin", "flow:a57d52ad4061850e", "shared:templates", "a%20b",
+                "x".repeat(300) + "é"];
+            for (const name of names) {
+                app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/sessions" },
+                    { user: { username: name } });
+                const { res } = await helpers.request(app.url + "/");
+                await helpers.readBody(res);
+                await helpers.close(app.server);
+                app = null;
+            }
+            const sent = service.requests.map(function (request) { return request.headers["x-node-red-user"]; });
+            assert.deepStrictEqual(sent, names.map(encodeURIComponent));
+            assert.deepStrictEqual(sent.map(decodeURIComponent), names);
+        });
+
+        it("builds the identity headers itself: none the browser sends reaches the service", async function () {
+            service.handler = answerJson;
+            const relay = makeRelay();
+            app = await helpers.editorApp({
+                forward: function (req, res) {
+                    return relay.forward(req, res, { path: "/ai-sidebar/stream-chat", permission: "read" });
+                }
+            }, null, { user: { username: "viewer" } });
+
+            const { res } = await helpers.request(app.url + "/", {
+                method: "POST",
+                headers: {
+                    "Content-Type": "application/json",
+                    "Authorization": "Bearer " + EDITOR_TOKEN,
+                    "X-Node-RED-User": "admin",
+                    "X-Node-RED-Token": "forged-admin-token",
+                    "X-AI-Sidebar-Permission": "write",
+                    "X-AI-Sidebar-Flow-Node": "a57d52ad4061850e",
+                    "X-AI-Sidebar-Flow-Grants": "tools,memory",
+                    "X-AI-Sidebar-Conversation": "someone-else",
+                    "X-Forwarded-User": "admin"
+                },
+                body: "{\"message\":\"hi\"}"
+            });
+            await helpers.readBody(res);
+            const headers = service.requests[0].headers;
+            assert.strictEqual(headers["x-node-red-user"], "viewer");
+            assert.strictEqual(headers["x-node-red-token"], EDITOR_TOKEN);
+            assert.strictEqual(headers["x-ai-sidebar-permission"], "read");
+            const identity = Object.keys(headers).filter(function (name) {
+                return /^x-(node-red|ai-sidebar|forwarded)-/.test(name);
+            }).sort();
+            assert.deepStrictEqual(identity, ["x-ai-sidebar-permission", "x-node-red-token", "x-node-red-user"]);
+        });
+
+        it("forwards the browser's Accept-Language, and drops one that is not a browser's", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/scenarios" });
+            for (const language of ["de-DE,de;q=0.9,en;q=0.8", "x".repeat(300)]) {
+                const { res } = await helpers.request(app.url + "/", { headers: { "Accept-Language": language } });
+                await helpers.readBody(res);
+            }
+            assert.strictEqual(service.requests[0].headers["accept-language"], "de-DE,de;q=0.9,en;q=0.8");
+            assert.strictEqual(service.requests[1].headers["accept-language"], undefined);
+        });
+    });
+
+    describe("bodies and faults", function () {
+        function answerJson(req, res) {
+            res.writeHead(200, { "Content-Type": "application/json" });
+            res.end("{}");
+        }
+
+        async function post(body) {
+            const { res } = await helpers.request(app.url + "/", {
+                method: "POST", headers: { "Content-Type": "application/json" }, body: body
+            });
+            return { status: res.statusCode, body: JSON.parse(await helpers.readBody(res)) };
+        }
+
+        it("refuses a body nested deeper than the bound with 400 invalid_request, before serialising it",
+            async function () {
+                service.handler = answerJson;
+                app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/stream-chat", stream: true });
+                const depth = 50000;
+                const bodies = [
+                    "{\"message\":\"hi\",\"flowData\":" + "[".repeat(depth) + "]".repeat(depth) + "}",
+                    "{\"history\":" + "{\"a\":".repeat(depth) + "1" + "}".repeat(depth) + "}",
+                    "{\"message\":\"hi\",\"flowData\":" + "[".repeat(relayLib.MAX_BODY_DEPTH) +
+                        "]".repeat(relayLib.MAX_BODY_DEPTH) + "}"
+                ];
+                for (const body of bodies) {
+                    const result = await post(body);
+                    assert.strictEqual(result.status, 400);
+                    assert.strictEqual(result.body.error.code, "invalid_request");
+                    assert.match(result.body.error.message, /nested more than 64 levels/);
+                }
+                await Promise.all(app.done);
+                assert.strictEqual(service.requests.length, 0);
+                const within = "{\"flowData\":" + "[".repeat(relayLib.MAX_BODY_DEPTH - 1) +
+                    "]".repeat(relayLib.MAX_BODY_DEPTH - 1) + "}";
+                assert.strictEqual((await post(within)).status, 200);
+                assert.strictEqual(service.requests[0].body, within);
+            });
+
+        it("refuses a list or object with more entries than the bound with 400 invalid_request", async function () {
+            service.handler = answerJson;
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/search" });
+            const many = relayLib.MAX_BODY_ITEMS + 1;
+            const list = await post(JSON.stringify({ flowData: new Array(many).fill(0) }));
+            const keys = {};
+            for (let i = 0; i < many; i++) {
+                keys["k" + i] = i;
+            }
+            const object = await post(JSON.stringify({ dynamicData: keys }));
+            for (const result of [list, object]) {
+                assert.strictEqual(result.status, 400);
+                assert.strictEqual(result.body.error.code, "invalid_request");
+                assert.match(result.body.error.message, /at most 20000/);
+            }
+            assert.strictEqual(service.requests.length, 0);
+            assert.strictEqual((await post(JSON.stringify({ flowData: new Array(many - 1).fill(0) }))).status, 200);
+        });
+
+        it("answers a fault of the relay itself with a JSON 500, and forward() still settles", async function () {
+            service.handler = answerJson;
+            // A lone surrogate cannot be percent-encoded: encodeURIComponent throws a URIError.
+            app = await helpers.editorApp(makeRelay(), { path: "/ai-sidebar/sessions" },
+                { user: { username: "broken\ud800" } });
+            const { res } = await helpers.request(app.url + "/");
+            const body = JSON.parse(await helpers.readBody(res));
+            assert.strictEqual(res.statusCode, 500);
+            assert.strictEqual(body.error.code, "internal_error");
+            await Promise.all(app.done);
+            assert.strictEqual(service.requests.length, 0);
+            assert.match(warnings.join("\n"), /URI malformed/);
+        });
     });
 
     describe("answers that are not streams", function () {

@@ -77,18 +77,21 @@ async function answerError(res) {
  * @param {{request: function(object): Promise<import("http").IncomingMessage>}} relay from `relay.createRelay`
  * @param {object} body the stream-chat body (`message`, `sessionId`, `provider`, ...)
  * @param {object} [options]
- * @param {string} [options.user] identity sent as `X-Node-RED-User`
+ * @param {{id: string, grants?: string[], conversation?: string}} [options.flowNode] the asking `ai-chat` node,
+ *     sent as the `X-AI-Sidebar-Flow-*` headers (relay.js `flowNodeHeaders`)
  * @param {AbortSignal} [options.signal] cancels the request; the promise then rejects with code `aborted`
  * @param {function(string)} [options.onToken] called with each text chunk, in order
  * @param {function(object)} [options.onEvent] called with every event of the stream, in order
  * @returns {Promise<{answer: string, tools: object[], usage: (object|undefined), sessionId: (string|undefined),
  *     errors: Error[]}>} `errors` holds each `error` event of the stream (the stream still ran to `done`);
- *     rejects with a coded Error when there is no stream to read (refused, unreachable, cut off, aborted)
+ *     rejects with a coded Error when there is no stream to read (refused, unreachable, cut off, aborted), and
+ *     with the exception of `onToken` or `onEvent` if one throws (the answer is then abandoned)
  */
 async function ask(relay, body, options) {
     options = options || {};
     const res = await relay.request({
-        path: "/ai-sidebar/stream-chat", method: "POST", body: body, user: options.user, signal: options.signal
+        path: "/ai-sidebar/stream-chat", method: "POST", body: body, flowNode: options.flowNode,
+        signal: options.signal
     });
     const contentType = String(res.headers["content-type"] || "");
     if (res.statusCode < 200 || res.statusCode > 299 || !/^text\/event-stream\b/i.test(contentType)) {
@@ -112,6 +115,18 @@ function readStream(res, options) {
             if (finished || !event || typeof event !== "object") {
                 return;
             }
+            try {
+                handle(event);
+            } catch (err) {
+                // This runs inside a "data" listener, where an exception would be uncaught and end the Node-RED
+                // process: the caller's callback failed, so the answer is abandoned and the failure handed back.
+                finished = true;
+                res.destroy();
+                reject(err);
+            }
+        });
+
+        function handle(event) {
             if (options.onEvent) {
                 options.onEvent(event);
             }
@@ -149,7 +164,8 @@ function readStream(res, options) {
                     // Event types added to the design later are not this node's business.
                     break;
             }
-        });
+        }
+
         res.setEncoding("utf8");
         res.on("data", function (chunk) {
             parser.push(chunk);

@@ -10,9 +10,23 @@
  *   shared secret between Node-RED and the service; it is never taken from the browser.
  * - `X-Node-RED-Token: <token>` when the editor request carried `Authorization: Bearer <token>` (adminAuth on),
  *   so the service reads Node-RED with the rights of the user who asked, never more.
- * - `X-Node-RED-User: <username>` when Node-RED authenticated the request (`req.user`), percent-encoded with
- *   `encodeURIComponent` because HTTP header values cannot carry every character a username may hold.
+ * - `X-Node-RED-User: <username>` when Node-RED authenticated the request (`req.user`), the exact username
+ *   (not trimmed, not shortened) percent-encoded with `encodeURIComponent`, because HTTP header values cannot carry
+ *   every character a username may hold. Absent when adminAuth is off.
+ * - `X-AI-Sidebar-Permission: read|write`, as the plugin's route computed it with Node-RED's own permission check.
+ * - `Accept-Language` as the browser sent it (the language of the service's JSON error sentences).
  * - `Content-Type: application/json` and `Accept`.
+ * No other header of the browser is passed on: the relay builds the header set itself, so a browser cannot set
+ * `X-Node-RED-*` or `X-AI-Sidebar-*` headers (the service trusts them because the caller holds the service token).
+ *
+ * Requests of an `ai-chat` node (`request`) carry `X-AI-Sidebar-Flow-Node`, `X-AI-Sidebar-Flow-Grants`,
+ * `X-AI-Sidebar-Permission: read` and, for a conversation the flow named, `X-AI-Sidebar-Conversation`; never
+ * `X-Node-RED-User`.
+ *
+ * Bodies: before a body is serialised again for the service, `checkBody` bounds its nesting depth and the length of
+ * its arrays and objects; Node-RED's body parser (V8's JSON.parse) reads deeply nested JSON without recursion, but
+ * `JSON.stringify` recurses and would throw a RangeError. A body over the bounds is answered with 400
+ * `invalid_request`. Every fault inside `forward` ends in a JSON answer; `forward` never rejects.
  *
  * Answers:
  * - Streams (`stream: true`) are written to the browser chunk by chunk as they arrive, with buffering and
@@ -35,6 +49,14 @@ const https = require("https");
 
 const DEFAULT_SERVICE_URL = "http://127.0.0.1:8765";
 const DEFAULT_CONNECT_TIMEOUT_MS = 10000;
+// The deepest nesting the service's own bodies need is a flow node inside flowData (about ten levels); 64 leaves
+// room for nodes with nested configuration while keeping every recursive walk (JSON.stringify here, json.loads and
+// pydantic in the service) far from a stack limit.
+const MAX_BODY_DEPTH = 64;
+// The service's longest list is flowData (at most 20,000 nodes, service/models.py); no object needs more keys.
+const MAX_BODY_ITEMS = 20000;
+// An Accept-Language header longer than this is not a browser's; it is dropped rather than forwarded.
+const MAX_ACCEPT_LANGUAGE = 256;
 
 /**
  * Read the relay configuration from environment variables (DESIGN.md, "Processes, ports, configuration").
@@ -59,6 +81,42 @@ function configFromEnvironment(env) {
  */
 function errorBody(code, message) {
     return { error: { code: code, message: message } };
+}
+
+/**
+ * Check that a parsed JSON body is small enough in shape to be handled: nesting at most `MAX_BODY_DEPTH` levels,
+ * no array or object with more than `MAX_BODY_ITEMS` entries.
+ *
+ * The walk is iterative (an explicit stack), so a body nested a million levels deep cannot exhaust the call stack
+ * here; it stops at the first value beyond the bounds.
+ *
+ * @param {*} body the parsed body (`req.body`)
+ * @returns {?{error: {code: string, message: string}}} null when the body is within bounds, else the design's
+ *     JSON error (code `invalid_request`) naming the bound
+ */
+function checkBody(body) {
+    const stack = [[body, 0]];
+    while (stack.length) {
+        const [value, depth] = stack.pop();
+        if (value === null || typeof value !== "object") {
+            continue;
+        }
+        if (depth >= MAX_BODY_DEPTH) {
+            return errorBody("invalid_request", "The request body is nested more than " + MAX_BODY_DEPTH +
+                " levels deep; the AI assistant accepts no deeper JSON.");
+        }
+        const items = Array.isArray(value) ? value : Object.values(value);
+        if (items.length > MAX_BODY_ITEMS) {
+            return errorBody("invalid_request", "The request body holds a list or object with " + items.length +
+                " entries; the AI assistant accepts at most " + MAX_BODY_ITEMS + ".");
+        }
+        for (const item of items) {
+            if (item !== null && typeof item === "object") {
+                stack.push([item, depth + 1]);
+            }
+        }
+    }
+    return null;
 }
 
 /**
@@ -120,22 +178,65 @@ function forwardedQuery(req) {
  *
  * @param {import("http").IncomingMessage} req the editor request (`req.user` set by Node-RED when adminAuth is on)
  * @param {string|undefined} serviceToken the shared secret for the service
+ * @param {("read"|"write")} [permission] what Node-RED's permission check granted the editor user for
+ *     `ai-sidebar.write`; no `X-AI-Sidebar-Permission` header without it
  * @returns {Object<string, string>}
+ * @throws {URIError} when the username is not well-formed Unicode (a lone surrogate cannot be percent-encoded)
  */
-function serviceHeaders(req, serviceToken) {
-    const headers = {
-        "Content-Type": "application/json",
-        "Accept": "text/event-stream, application/json"
-    };
-    if (serviceToken) {
-        headers["Authorization"] = "Bearer " + serviceToken;
-    }
+function serviceHeaders(req, serviceToken, permission) {
+    const headers = baseHeaders(serviceToken);
     const token = editorToken(req);
     if (token) {
         headers["X-Node-RED-Token"] = token;
     }
     if (req.user && typeof req.user.username === "string" && req.user.username) {
         headers["X-Node-RED-User"] = encodeURIComponent(req.user.username);
+    }
+    if (permission === "read" || permission === "write") {
+        headers["X-AI-Sidebar-Permission"] = permission;
+    }
+    const language = req.headers && req.headers["accept-language"];
+    // Only printable ASCII (what browsers send) is passed on, so the value can never be refused by Node's header
+    // validation on the way out.
+    if (typeof language === "string" && language.length <= MAX_ACCEPT_LANGUAGE &&
+            /^[\x20-\x7e]+$/.test(language)) {
+        headers["Accept-Language"] = language;
+    }
+    return headers;
+}
+
+/**
+ * The headers for a request of an `ai-chat` node (see the module comment).
+ *
+ * @param {string|undefined} serviceToken
+ * @param {{id: string, grants?: string[], conversation?: string}} flowNode the node's id, what its configuration
+ *     turned on (`"tools"`, `"memory"`), and the conversation the flow named (`msg.sessionId`), if any
+ * @returns {Object<string, string>}
+ * @throws {URIError} when the id or the conversation is not well-formed Unicode
+ */
+function flowNodeHeaders(serviceToken, flowNode) {
+    const headers = baseHeaders(serviceToken);
+    headers["X-AI-Sidebar-Flow-Node"] = encodeURIComponent(flowNode.id);
+    headers["X-AI-Sidebar-Flow-Grants"] = (flowNode.grants || []).join(",");
+    // A flow node never acts for an editor user, so it never has more than read permission.
+    headers["X-AI-Sidebar-Permission"] = "read";
+    if (typeof flowNode.conversation === "string") {
+        headers["X-AI-Sidebar-Conversation"] = encodeURIComponent(flowNode.conversation);
+    }
+    return headers;
+}
+
+/**
+ * @param {string|undefined} serviceToken
+ * @returns {Object<string, string>} the headers every request to the service carries
+ */
+function baseHeaders(serviceToken) {
+    const headers = {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream, application/json"
+    };
+    if (serviceToken) {
+        headers["Authorization"] = "Bearer " + serviceToken;
     }
     return headers;
 }
@@ -231,17 +332,18 @@ function createRelay(options) {
      * @param {string} route.path the service path, e.g. "/ai-sidebar/stream-chat"
      * @param {string} [route.method="POST"]
      * @param {object} [route.body] sent as JSON (not for GET)
-     * @param {string} [route.user] the identity the service files the request under (`X-Node-RED-User`)
+     * @param {{id: string, grants?: string[], conversation?: string}} [route.flowNode] the `ai-chat` node asking
+     *     (see `flowNodeHeaders`); without it only the service token identifies the request
      * @param {AbortSignal} [route.signal] aborting destroys the request, so the service sees the disconnect;
      *     this also holds after the answer started
      * @returns {Promise<import("http").IncomingMessage>} the service's answer once its headers arrived; rejects
-     *     with an Error whose `code` is `aborted`, or `service_unreachable` (with `serviceUrl`)
+     *     with an Error whose `code` is `aborted`, or `service_unreachable` (with `serviceUrl`), or with the
+     *     TypeError/URIError/RangeError of a body or header value that cannot be sent
      */
     function request(route) {
         return new Promise(function (resolve, reject) {
             const method = (route.method || "POST").toUpperCase();
-            const headers = serviceHeaders({ headers: {}, user: route.user ? { username: route.user } : null },
-                serviceToken);
+            const headers = route.flowNode ? flowNodeHeaders(serviceToken, route.flowNode) : baseHeaders(serviceToken);
             let payload = null;
             if (method !== "GET" && method !== "HEAD") {
                 payload = Buffer.from(JSON.stringify(route.body === undefined ? {} : route.body), "utf8");
@@ -291,32 +393,56 @@ function createRelay(options) {
     /**
      * Forward one editor request to the service and relay the answer into `res`.
      *
-     * @param {import("http").IncomingMessage} req the editor request; `req.body` (parsed JSON) is sent for POST
+     * @param {import("http").IncomingMessage} req the editor request; `req.body` (parsed JSON) is sent unless the
+     *     method is GET or HEAD, after `checkBody` found it within bounds (else 400 `invalid_request`)
      * @param {import("http").ServerResponse} res the editor response
      * @param {object} route
      * @param {string} route.path the service path, e.g. "/ai-sidebar/stream-chat" (already URL-encoded)
      * @param {string} [route.method] defaults to `req.method`
      * @param {boolean} [route.stream=false] relay chunk by chunk (Server-Sent Events)
-     * @returns {Promise<void>} settles when the editor response has ended or closed; never rejects
+     * @param {("read"|"write")} [route.permission] sent as `X-AI-Sidebar-Permission`
+     * @returns {Promise<void>} settles when the editor response has ended or closed; never rejects: a fault of
+     *     the relay itself is logged and answered with 500 `internal_error`
      */
     function forward(req, res, route) {
         return new Promise(function (resolve) {
-            const method = (route.method || req.method || "GET").toUpperCase();
-            const headers = serviceHeaders(req, serviceToken);
-            let payload = null;
-            if (method !== "GET" && method !== "HEAD") {
-                payload = Buffer.from(JSON.stringify(req.body === undefined ? {} : req.body), "utf8");
-                headers["Content-Length"] = String(payload.length);
-            }
-            const url = targetUrl(serviceUrl, route.path, forwardedQuery(req));
             let settled = false;
-            let browserGone = false;
             function finish() {
                 if (!settled) {
                     settled = true;
                     resolve();
                 }
             }
+            function internalError(err) {
+                log.warn("[ai-sidebar] relaying " + route.path + " failed: " + (err && err.message));
+                sendJson(res, 500, errorBody("internal_error",
+                    "The AI sidebar could not relay this request; see the Node-RED log."));
+                finish();
+            }
+            try {
+                start(finish, internalError);
+            } catch (err) {
+                internalError(err);
+            }
+        });
+
+        function start(finish, internalError) {
+            const method = (route.method || req.method || "GET").toUpperCase();
+            const headers = serviceHeaders(req, serviceToken, route.permission);
+            let payload = null;
+            if (method !== "GET" && method !== "HEAD") {
+                const body = req.body === undefined ? {} : req.body;
+                const problem = checkBody(body);
+                if (problem) {
+                    sendJson(res, 400, problem);
+                    finish();
+                    return;
+                }
+                payload = Buffer.from(JSON.stringify(body), "utf8");
+                headers["Content-Length"] = String(payload.length);
+            }
+            const url = targetUrl(serviceUrl, route.path, forwardedQuery(req));
+            let browserGone = false;
 
             const upstream = openUpstream(url, method, headers);
 
@@ -344,21 +470,27 @@ function createRelay(options) {
             });
 
             upstream.on("response", function (upstreamRes) {
-                if (res.destroyed) {
-                    upstreamRes.resume();
+                // An exception in an event listener would be uncaught and end the Node-RED process.
+                try {
+                    if (res.destroyed) {
+                        upstreamRes.resume();
+                        upstream.destroy();
+                        return;
+                    }
+                    const contentType = String(upstreamRes.headers["content-type"] || "");
+                    if (route.stream && /^text\/event-stream\b/i.test(contentType)) {
+                        relayStream(req, res, upstream, upstreamRes, finish);
+                    } else {
+                        relayJson(res, upstreamRes, route, log, finish);
+                    }
+                } catch (err) {
                     upstream.destroy();
-                    return;
-                }
-                const contentType = String(upstreamRes.headers["content-type"] || "");
-                if (route.stream && /^text\/event-stream\b/i.test(contentType)) {
-                    relayStream(req, res, upstream, upstreamRes, finish);
-                } else {
-                    relayJson(res, upstreamRes, route, log, finish);
+                    internalError(err);
                 }
             });
 
             upstream.end(payload || undefined);
-        });
+        }
     }
 
     return { forward: forward, request: request, serviceUrl: displayUrl };
@@ -517,9 +649,13 @@ function sendJson(res, status, body) {
 module.exports = {
     DEFAULT_SERVICE_URL: DEFAULT_SERVICE_URL,
     DEFAULT_CONNECT_TIMEOUT_MS: DEFAULT_CONNECT_TIMEOUT_MS,
+    MAX_BODY_DEPTH: MAX_BODY_DEPTH,
+    MAX_BODY_ITEMS: MAX_BODY_ITEMS,
+    checkBody: checkBody,
     configFromEnvironment: configFromEnvironment,
     createRelay: createRelay,
     errorBody: errorBody,
+    flowNodeHeaders: flowNodeHeaders,
     sendJson: sendJson,
     serviceHeaders: serviceHeaders
 };

@@ -39,7 +39,7 @@ async def test_model_chooses_get_flow_then_get_node_info_then_answers(client, no
     kinds = [e["type"] for e in events]
     assert kinds[:4] == ["tool_call", "tool_result", "tool_call", "tool_result"]
     assert events[0]["tool"] == "get-flow" and events[2] == {"type": "tool_call", "tool": "get-node-info",
-                                                               "params": {"node_ids": [node["id"]]}}
+                                                               "params": {"node_ids": [node["id"]]}, "origin": "agent"}
     assert all(n["id"] in events[1]["result"] for n in nodered.nodes_of(tab["id"]))  # defaulted to the open tab
     assert node["id"] in events[3]["result"] and "node-red" in events[3]["result"]
     assert kinds[4:-1] == ["token"] * (len(kinds) - 5) and kinds[-1] == "done"

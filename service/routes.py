@@ -51,7 +51,7 @@ async def execute_tool(request: web.Request) -> web.Response:
     parameter, 4xx/502 for a tool failure.
     """
     caller = request_caller(request)
-    caller.require_write()  # running a tool by name needs write permission (README, "Permissions")
+    caller.require_write()  # running a tool by name needs write permission: the one rule in the README
     body = await parse_body(request, ExecuteToolRequest)
     tools = request.app[TOOLS]
     context = ToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,

@@ -77,8 +77,9 @@ async def test_a_user_named_like_an_ai_chat_node_reads_nothing_of_that_node(clie
     model.script(Reply(text="Stored."))
     await chat(client, node, message="the flow caller's secret is papaya", sessionId="caller-1")
     assert await session_ids(client, node) == {"caller-1"}
-    for name in ("flow:a1b2c3d4e5f60718", "a1b2c3d4e5f60718", "flow:a1b2c3d4e5f60718:caller-1"):
-        impostor = user(name)
+    impostors = [user(name) for name in ("flow:a1b2c3d4e5f60718", "a1b2c3d4e5f60718", "caller-1",
+                                         "flow:a1b2c3d4e5f60718:caller-1")]
+    for impostor in impostors + [{}]:  # {}: the anonymous editor
         assert await session_ids(client, impostor) == set()
         assert (await client.get("/ai-sidebar/history/caller-1", headers=impostor)).status == 404
         found = await client.post("/ai-sidebar/search", json={"query": "papaya"}, headers=impostor)

@@ -1,7 +1,7 @@
 """Who a request is for, and what it may do: the headers the palette plugin and the ``ai-chat`` node set.
 
 The plugin and the ``ai-chat`` node are the only callers that hold ``AI_SIDEBAR_TOKEN``, so these headers are trusted
-as they set them (never forwarded from a browser); the contract is in ``/work/briefs/contracts.md``:
+as they set them (they build them themselves and never forward such headers from a browser):
 
 - ``X-Node-RED-Token``: the editor user's own Admin API bearer token (the service reads Node-RED with it, never
   with wider rights).

@@ -131,7 +131,12 @@ def create_app(settings: Settings) -> web.Application:
     middlewares = [error_middleware]
     if settings.token is not None:
         middlewares.insert(0, token_middleware(settings.token.get_secret_value()))
-    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
+    # aiohttp 3.14 arms its keep-alive timer when a connection opens and closes the connection when it fires while
+    # no request has been read completely (web_protocol.RequestHandler.connection_made, _process_keepalive), so
+    # keepalive_timeout bounds the time to send request headers; handler_args wins over the runner's own value.
+    # The body has its own bound in parse_body.
+    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes,
+                          handler_args={"keepalive_timeout": settings.read_timeout})
     app[SETTINGS] = settings
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
     app[MODELS] = ChatModelFactory()

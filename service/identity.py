@@ -1,27 +1,162 @@
-"""Who a request is for: the editor user's Node-RED token and name, as the palette plugin forwards them.
+"""Who a request is for, and what it may do: the headers the palette plugin and the ``ai-chat`` node set.
 
-The plugin is the only caller that holds ``AI_SIDEBAR_TOKEN``, so these headers are trusted as the plugin set
-them: ``X-Node-RED-Token`` is the editor user's own Admin API bearer token (the service reads Node-RED with it,
-never with wider rights); ``X-Node-RED-User`` is ``req.user.username``, percent-encoded. With adminAuth off there
-is no user: everyone shares the identity ``default``.
+The plugin and the ``ai-chat`` node are the only callers that hold ``AI_SIDEBAR_TOKEN``, so these headers are trusted
+as they set them (they build them themselves and never forward such headers from a browser):
+
+- ``X-Node-RED-Token``: the editor user's own Admin API bearer token (the service reads Node-RED with it, never
+  with wider rights).
+- ``X-Node-RED-User``: ``encodeURIComponent(req.user.username)``, editor requests only. It is decoded exactly
+  (no trim, no cut); absent means adminAuth is off and the request is the single anonymous editor's.
+- ``X-AI-Sidebar-Flow-Node``: the id of the ``ai-chat`` node that asks (never with ``X-Node-RED-User``), with
+  ``X-AI-Sidebar-Flow-Grants`` (``tools``, ``memory``: what the node's own config turned on) and
+  ``X-AI-Sidebar-Conversation`` (``encodeURIComponent(msg.sessionId)``).
+- ``X-AI-Sidebar-Permission``: ``read`` or ``write``; absent means ``write`` (direct clients holding the token).
+
+Identities live in separate namespaces (:class:`Identity` ``kind``): editor users, the anonymous editor, flow
+nodes (node id and conversation). Memory keeps the kind, the name and the conversation in separate columns, so no
+name in one namespace can be read as another.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+from typing import Literal
 from urllib.parse import unquote
 
 from aiohttp import web
 
+from .errors import ServiceError
+
 USER_TOKEN_HEADER = "X-Node-RED-Token"
 USER_NAME_HEADER = "X-Node-RED-User"
-SHARED_USER = "default"
+FLOW_NODE_HEADER = "X-AI-Sidebar-Flow-Node"
+FLOW_GRANTS_HEADER = "X-AI-Sidebar-Flow-Grants"
+CONVERSATION_HEADER = "X-AI-Sidebar-Conversation"
+PERMISSION_HEADER = "X-AI-Sidebar-Permission"
+
+GRANTS = frozenset({"tools", "memory"})
+# What encodeURIComponent can produce (ECMA-262, "encodeURIComponent": unreserved marks stay, the rest is %XX of
+# UTF-8). Anything else did not come from it; refusing it keeps decoding one-to-one and exact.
+_URI_COMPONENT = re.compile(r"^(?:[A-Za-z0-9\-_.!~*'()]|%[0-9A-Fa-f]{2})+$")
+# Visible ASCII: Node-RED node ids (16 hex digits, ``<instance>-<id>`` inside subflows, hand-written ids).
+_NODE_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
 
 
-def request_user(request: web.Request) -> str:
-    """The Node-RED user name the request is made for, or ``default``."""
-    raw = request.headers.get(USER_NAME_HEADER, "")
-    name = unquote(raw).strip()[:200]
-    return name or SHARED_USER
+@dataclass(frozen=True)
+class Identity:
+    """Whose conversations and saved knowledge a request reads and writes.
+
+    Attributes:
+        kind: the namespace: ``user`` (an editor user under adminAuth), ``anonymous`` (the one editor identity
+            without adminAuth), ``flow`` (an ``ai-chat`` node).
+        name: the exact user name, or the ``ai-chat`` node id; ``""`` for ``anonymous``.
+        conversation: flow nodes only: the flow's ``msg.sessionId``; ``None`` when the flow set none (then
+            nothing is remembered).
+    """
+
+    kind: Literal["user", "anonymous", "flow"]
+    name: str = ""
+    conversation: str | None = None
+
+    @property
+    def remembers(self) -> bool:
+        """Whether memory can be scoped to this identity (a flow node needs a conversation)."""
+        return self.kind != "flow" or self.conversation is not None
+
+    @property
+    def principal(self) -> tuple[str, str]:
+        """Who is counted for limits (open streams): the user, or the ``ai-chat`` node whatever conversation."""
+        return self.kind, self.name
+
+
+ANONYMOUS = Identity("anonymous")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A request's identity and rights.
+
+    Attributes:
+        identity: whose memory it uses.
+        permission: ``write`` lets it run a tool by name (``@tools:``, ``execute-tool``) and change sessions and
+            templates; ``read`` does not. Flow nodes are always ``read``.
+        grants: flow nodes: what the ``ai-chat`` node's config turned on (``tools``, ``memory``); editor callers
+            have both.
+        token: the editor user's Admin API token, when one was forwarded.
+    """
+
+    identity: Identity = ANONYMOUS
+    permission: Literal["read", "write"] = "write"
+    grants: frozenset[str] = GRANTS
+    token: str | None = field(default=None, repr=False)
+
+    @property
+    def may_write(self) -> bool:
+        return self.permission == "write"
+
+    @property
+    def tools(self) -> bool:
+        """Whether tools may run at all for this caller (before an ``ai-config`` node's own switch)."""
+        return "tools" in self.grants
+
+    @property
+    def memory(self) -> bool:
+        """Whether memory may be read and written (before an ``ai-config`` node's own switch)."""
+        return "memory" in self.grants and self.identity.remembers
+
+    def require_write(self) -> None:
+        """Raises: ServiceError 403 ``forbidden`` for a read-only caller."""
+        if not self.may_write:
+            raise ServiceError("forbidden", "This needs the ai-sidebar.write permission, which the user lacks; "
+                                            "ask a Node-RED administrator for it.", 403)
+
+
+def _decoded(header: str, raw: str) -> str:
+    """An ``encodeURIComponent`` value decoded exactly.
+
+    Raises:
+        ServiceError: 400 ``invalid_request`` for anything encodeURIComponent cannot have produced.
+    """
+    if not _URI_COMPONENT.match(raw):
+        raise ServiceError("invalid_request", f"Header {header} must be percent-encoded with encodeURIComponent.")
+    try:
+        return unquote(raw, errors="strict")
+    except UnicodeDecodeError:
+        raise ServiceError("invalid_request", f"Header {header} is not percent-encoded UTF-8.") from None
+
+
+def request_caller(request: web.Request) -> Caller:
+    """The :class:`Caller` the request's headers describe.
+
+    Raises:
+        ServiceError: 400 ``invalid_request`` naming the header that is malformed, or when a request claims to
+            be both an editor user and a flow node.
+    """
+    headers = request.headers
+    permission = headers.get(PERMISSION_HEADER, "write")
+    if permission not in ("read", "write"):
+        raise ServiceError("invalid_request", f"Header {PERMISSION_HEADER} must be 'read' or 'write'.")
+    token = headers.get(USER_TOKEN_HEADER) or None
+    node_id = headers.get(FLOW_NODE_HEADER)
+    if node_id is not None:
+        if USER_NAME_HEADER in headers:
+            raise ServiceError("invalid_request", f"A request comes from an editor user ({USER_NAME_HEADER}) or "
+                                                  f"from an ai-chat node ({FLOW_NODE_HEADER}), never both.")
+        if not _NODE_ID.match(node_id):
+            raise ServiceError("invalid_request", f"Header {FLOW_NODE_HEADER} must be a Node-RED node id.")
+        grants = frozenset(g.strip() for g in headers.get(FLOW_GRANTS_HEADER, "").split(",") if g.strip())
+        if not grants <= GRANTS:
+            raise ServiceError("invalid_request", f"Header {FLOW_GRANTS_HEADER} lists {', '.join(sorted(grants))}; "
+                                                  f"it may hold only {', '.join(sorted(GRANTS))}.")
+        raw = headers.get(CONVERSATION_HEADER, "")
+        conversation = _decoded(CONVERSATION_HEADER, raw) if raw else None
+        # A flow node answers whoever triggers its flow (an HTTP endpoint may be open to anyone): read only.
+        return Caller(Identity("flow", node_id, conversation), "read", grants, token)
+    if USER_NAME_HEADER in headers:
+        return Caller(Identity("user", _decoded(USER_NAME_HEADER, headers[USER_NAME_HEADER])), permission,
+                      GRANTS, token)
+    return Caller(ANONYMOUS, permission, GRANTS, token)
 
 
 def request_token(request: web.Request) -> str | None:

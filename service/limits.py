@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from typing import Iterator
+from typing import Hashable, Iterator
 
 from .errors import ServiceError
 
@@ -17,13 +17,13 @@ class StreamLimiter:
 
     def __init__(self, max_per_user: int):
         self.max_per_user = max_per_user
-        self._open: Counter[str] = Counter()
+        self._open: Counter[Hashable] = Counter()
 
-    def open_streams(self, user: str) -> int:
+    def open_streams(self, user: Hashable) -> int:
         return self._open[user]
 
     @contextlib.contextmanager
-    def slot(self, user: str) -> Iterator[None]:
+    def slot(self, user: Hashable) -> Iterator[None]:
         if self._open[user] >= self.max_per_user:
             raise ServiceError("too_many_requests", f"You already have {self._open[user]} answers streaming; wait "
                                                     "for one to finish or stop it.", 429)

@@ -1,9 +1,9 @@
 """Conversation memory and knowledge in SQLite (aiosqlite): sessions, messages, long-term entries, FTS5 search.
 
 All SQL lives here. One connection, WAL journal, numbered migrations tracked with ``PRAGMA user_version``. Every
-method that touches a session takes the ``user`` it belongs to: a user never lists, reads, searches or deletes
-another user's sessions (an unknown or foreign session reads as "not found", never "forbidden", so its existence
-does not leak).
+method that touches a session takes the owner's :class:`~service.identity.Identity`, stored as three columns
+(kind, name, conversation): an owner never lists, reads, searches or deletes another owner's sessions, and session
+ids are unique per owner, so another owner's session is exactly as unknown as one that does not exist.
 
 Times are Unix seconds (float, UTC). Ranking is SQLite FTS5's ``bm25()`` (https://sqlite.org/fts5.html): lower is
 better; results are returned best first with ``snippet()`` excerpts.
@@ -23,6 +23,7 @@ from typing import Any
 import aiosqlite
 
 from .errors import ServiceError
+from .identity import Identity
 
 HISTORY_WINDOW = 50          # at most this many messages of a session go back to the model
 HISTORY_MAX_CHARS = 40_000   # and at most this many characters (newest first)
@@ -82,6 +83,92 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO knowledge_fts(rowid, key, value) VALUES (new.id, new.key, new.value);
     END;
     """,
+    # 2: identities in separate columns (kind, owner, conversation) instead of one ``user`` string, so that no name
+    # can be read as another namespace's (issue 14): session ids are unique per owner, knowledge keys per owner and
+    # category. The old anonymous ``default`` becomes the anonymous editor; rows of ``flow:<node id>`` are deleted,
+    # because an editor user of that name wrote to the same rows and a flow node's memory now needs a conversation
+    # that old rows never had. Messages keep their ids, so the message index stays valid.
+    """
+    DELETE FROM short_term_memory WHERE session_id IN (SELECT id FROM sessions WHERE user LIKE 'flow:%');
+    DELETE FROM sessions WHERE user LIKE 'flow:%';
+    DELETE FROM long_term_memory WHERE user LIKE 'flow:%';
+    CREATE TABLE sessions_v2 (
+        key INTEGER PRIMARY KEY,
+        owner_kind TEXT NOT NULL CHECK (owner_kind IN ('user', 'anonymous', 'flow')),
+        owner TEXT NOT NULL,
+        conversation TEXT NOT NULL DEFAULT '',
+        id TEXT NOT NULL,
+        name TEXT NOT NULL DEFAULT '',
+        pinned INTEGER NOT NULL DEFAULT 0,
+        scenario TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        UNIQUE (owner_kind, owner, conversation, id)
+    );
+    INSERT INTO sessions_v2(owner_kind, owner, id, name, pinned, scenario, created_at, updated_at)
+        SELECT CASE WHEN user = 'default' THEN 'anonymous' ELSE 'user' END,
+               CASE WHEN user = 'default' THEN '' ELSE user END, id, name, pinned, scenario, created_at, updated_at
+        FROM sessions;
+    CREATE TABLE short_term_memory_v2 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_key INTEGER NOT NULL REFERENCES sessions_v2(key) ON DELETE CASCADE,
+        message_type TEXT NOT NULL CHECK (message_type IN ('user', 'assistant')),
+        content TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at REAL NOT NULL
+    );
+    INSERT INTO short_term_memory_v2(id, session_key, message_type, content, metadata, created_at)
+        SELECT m.id, s.key, m.message_type, m.content, m.metadata, m.created_at
+        FROM short_term_memory m JOIN sessions_v2 s ON s.id = m.session_id;
+    DROP TABLE short_term_memory;
+    DROP TABLE sessions;
+    ALTER TABLE sessions_v2 RENAME TO sessions;
+    ALTER TABLE short_term_memory_v2 RENAME TO short_term_memory;
+    CREATE INDEX sessions_owner ON sessions(owner_kind, owner, conversation, updated_at);
+    CREATE INDEX short_term_session ON short_term_memory(session_key, id);
+    CREATE INDEX short_term_created ON short_term_memory(created_at);
+    CREATE TRIGGER short_term_ai AFTER INSERT ON short_term_memory BEGIN
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER short_term_ad AFTER DELETE ON short_term_memory BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TABLE long_term_memory_v2 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner_kind TEXT NOT NULL CHECK (owner_kind IN ('shared', 'user', 'anonymous', 'flow')),
+        owner TEXT NOT NULL DEFAULT '',
+        conversation TEXT NOT NULL DEFAULT '',
+        category TEXT NOT NULL DEFAULT 'note',
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        UNIQUE (owner_kind, owner, conversation, category, key)
+    );
+    INSERT OR IGNORE INTO long_term_memory_v2(id, owner_kind, owner, category, key, value, metadata, created_at,
+                                              updated_at)
+        SELECT id, CASE WHEN user IS NULL THEN 'shared' WHEN user = 'default' THEN 'anonymous' ELSE 'user' END,
+               CASE WHEN user IS NULL OR user = 'default' THEN '' ELSE user END, category,
+               CASE WHEN substr(key, 1, length(prefix)) = prefix THEN substr(key, length(prefix) + 1) ELSE key END,
+               value, metadata, created_at, updated_at
+        FROM (SELECT *, category || ':' || COALESCE(user, 'shared') || ':' AS prefix FROM long_term_memory)
+        ORDER BY updated_at DESC;
+    DROP TABLE long_term_memory;
+    ALTER TABLE long_term_memory_v2 RENAME TO long_term_memory;
+    CREATE INDEX long_term_owner ON long_term_memory(category, owner_kind, owner, conversation);
+    CREATE TRIGGER long_term_ai AFTER INSERT ON long_term_memory BEGIN
+        INSERT INTO knowledge_fts(rowid, key, value) VALUES (new.id, new.key, new.value);
+    END;
+    CREATE TRIGGER long_term_ad AFTER DELETE ON long_term_memory BEGIN
+        INSERT INTO knowledge_fts(knowledge_fts, rowid, key, value) VALUES ('delete', old.id, old.key, old.value);
+    END;
+    CREATE TRIGGER long_term_au AFTER UPDATE ON long_term_memory BEGIN
+        INSERT INTO knowledge_fts(knowledge_fts, rowid, key, value) VALUES ('delete', old.id, old.key, old.value);
+        INSERT INTO knowledge_fts(rowid, key, value) VALUES (new.id, new.key, new.value);
+    END;
+    INSERT INTO knowledge_fts(knowledge_fts) VALUES ('rebuild');
+    """,
 )
 
 
@@ -93,7 +180,8 @@ class MemorySlot:
 
 
 class SessionNotFound(ServiceError):
-    """No session with that id belongs to the user (404 ``session_not_found``)."""
+    """The requester has no session with that id (404 ``session_not_found``); another owner's session of that id
+    gives exactly the same answer."""
 
     def __init__(self, session_id: str):
         super().__init__("session_not_found", f"There is no session {session_id!r} for this user.", 404)
@@ -199,100 +287,101 @@ class MemoryStore:
             except sqlite3.Error as err:
                 raise MemoryUnavailable(str(err)) from None
 
-    async def _owned(self, session_id: str, user: str) -> aiosqlite.Row | None:
-        cursor = await self._db.execute("SELECT * FROM sessions WHERE id = ? AND user = ?", (session_id, user))
+    async def _owned(self, owner: Identity, session_id: str) -> aiosqlite.Row | None:
+        cursor = await self._db.execute(f"SELECT * FROM sessions WHERE {_OWNED} AND id = ?",
+                                        (*_scope(owner), session_id))
         return await cursor.fetchone()
 
-    async def owns(self, user: str, session_id: str) -> bool:
-        """Whether ``session_id`` exists and belongs to ``user``."""
-        return await self._owned(session_id, user) is not None
+    async def owns(self, owner: Identity, session_id: str) -> bool:
+        """Whether ``owner`` has a session ``session_id`` (another owner's session of that id is not theirs)."""
+        return await self._owned(owner, session_id) is not None
 
-    async def _exists(self, session_id: str) -> bool:
-        cursor = await self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
-        return await cursor.fetchone() is not None
-
-    async def save_turn(self, session_id: str, user: str, question: str, answer: str,
+    async def save_turn(self, session_id: str, owner: Identity, question: str, answer: str,
                         metadata: dict[str, Any], scenario: str | None = None, create: bool = True) -> bool:
-        """Save the user's message and the assistant's answer together (creating the session when new and
+        """Save the user's message and the assistant's answer together (creating the owner's session when new and
         ``create`` is true). Returns whether the turn was saved: with ``create`` false a session deleted meanwhile
         (the user deleted it while the answer streamed) stays deleted.
 
         Raises:
-            SessionNotFound: the id belongs to another user.
             MemoryUnavailable: the database cannot be written.
         """
         now = time.time()
         meta = json.dumps(metadata, ensure_ascii=False)
-        owned = await self._owned(session_id, user) is not None
-        if not owned and await self._exists(session_id):
-            raise SessionNotFound(session_id)
-        if not owned and not create:
+        if not create and await self._owned(owner, session_id) is None:
             return False
-        name = _session_name(question)
+        scope = _scope(owner)
+        session = f"(SELECT key FROM sessions WHERE {_OWNED} AND id = ?)"
         statements = [
-            ("INSERT INTO sessions(id, user, name, scenario, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
-             "ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
-             "scenario = COALESCE(excluded.scenario, sessions.scenario)",
-             (session_id, user, name, scenario, now, now)),
-            ("INSERT INTO short_term_memory(session_id, message_type, content, metadata, created_at) "
-             "VALUES (?, 'user', ?, ?, ?)", (session_id, question, meta, now)),
+            ("INSERT INTO sessions(owner_kind, owner, conversation, id, name, scenario, created_at, updated_at) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner_kind, owner, conversation, id) DO UPDATE SET "
+             "updated_at = excluded.updated_at, scenario = COALESCE(excluded.scenario, sessions.scenario)",
+             (*scope, session_id, _session_name(question), scenario, now, now)),
+            ("INSERT INTO short_term_memory(session_key, message_type, content, metadata, created_at) "
+             f"VALUES ({session}, 'user', ?, ?, ?)", (*scope, session_id, question, meta, now)),
         ]
         if answer:
-            statements.append(("INSERT INTO short_term_memory(session_id, message_type, content, metadata, "
-                               "created_at) VALUES (?, 'assistant', ?, ?, ?)", (session_id, answer, meta, now)))
+            statements.append(("INSERT INTO short_term_memory(session_key, message_type, content, metadata, "
+                               f"created_at) VALUES ({session}, 'assistant', ?, ?, ?)",
+                               (*scope, session_id, answer, meta, now)))
         await self._write(statements)
         return True
 
-    async def create_session(self, user: str, session_id: str, name: str = "",
+    async def create_session(self, owner: Identity, session_id: str, name: str = "",
                              scenario: str | None = None) -> dict[str, Any]:
-        """A new empty session; an id already taken (by anyone) is 409 ``session_exists``."""
-        if await self._exists(session_id):
+        """A new empty session; an id the owner already has is 409 ``session_exists`` (ids are per owner, so
+        another owner's session of the same id neither blocks nor shows)."""
+        if await self._owned(owner, session_id) is not None:
             raise ServiceError("session_exists", f"A session {session_id!r} already exists.", 409)
         now = time.time()
-        await self._write([("INSERT INTO sessions(id, user, name, scenario, created_at, updated_at) "
-                            "VALUES (?, ?, ?, ?, ?, ?)", (session_id, user, name, scenario, now, now))])
-        return _session_dict(await self._owned(session_id, user))
+        await self._write([("INSERT INTO sessions(owner_kind, owner, conversation, id, name, scenario, created_at, "
+                            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (*_scope(owner), session_id, name, scenario, now, now))])
+        return _session_dict(await self._owned(owner, session_id))
 
-    async def update_session(self, user: str, session_id: str, name: str | None = None,
+    async def update_session(self, owner: Identity, session_id: str, name: str | None = None,
                              pinned: bool | None = None) -> dict[str, Any]:
         """Rename and/or pin a session. Raises :class:`SessionNotFound`."""
-        if await self._owned(session_id, user) is None:
+        row = await self._owned(owner, session_id)
+        if row is None:
             raise SessionNotFound(session_id)
         statements = []
         if name is not None:
-            statements.append(("UPDATE sessions SET name = ? WHERE id = ?", (name, session_id)))
+            statements.append(("UPDATE sessions SET name = ? WHERE key = ?", (name, row["key"])))
         if pinned is not None:
-            statements.append(("UPDATE sessions SET pinned = ? WHERE id = ?", (int(pinned), session_id)))
+            statements.append(("UPDATE sessions SET pinned = ? WHERE key = ?", (int(pinned), row["key"])))
         if statements:
             await self._write(statements)
-        return _session_dict(await self._owned(session_id, user))
+        return _session_dict(await self._owned(owner, session_id))
 
-    async def delete_session(self, user: str, session_id: str) -> None:
+    async def delete_session(self, owner: Identity, session_id: str) -> None:
         """Delete a session and its messages. Raises :class:`SessionNotFound`."""
-        if await self._owned(session_id, user) is None:
+        row = await self._owned(owner, session_id)
+        if row is None:
             raise SessionNotFound(session_id)
-        await self._write([("DELETE FROM sessions WHERE id = ?", (session_id,))])
+        await self._write([("DELETE FROM sessions WHERE key = ?", (row["key"],))])
 
     async def put_knowledge(self, key: str, value: str, category: str, metadata: dict[str, Any] | None = None,
-                            user: str | None = None) -> dict[str, Any]:
-        """Insert or replace a long-term entry (``user`` None: shared, e.g. flow templates)."""
+                            owner: Identity | None = None) -> dict[str, Any]:
+        """Insert or replace the owner's long-term entry ``key`` of ``category`` (``owner`` None: shared with
+        everyone, e.g. the seeded flow templates; no owner can write a shared entry)."""
         now = time.time()
         await self._write([(
-            "INSERT INTO long_term_memory(key, value, category, metadata, user, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
-            "category = excluded.category, metadata = excluded.metadata, updated_at = excluded.updated_at",
-            (key, value, category, json.dumps(metadata or {}, ensure_ascii=False), user, now, now))])
+            "INSERT INTO long_term_memory(owner_kind, owner, conversation, category, key, value, metadata, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(owner_kind, owner, conversation, category, key) DO UPDATE SET value = excluded.value, "
+            "metadata = excluded.metadata, updated_at = excluded.updated_at",
+            (*_scope(owner), category, key, value, json.dumps(metadata or {}, ensure_ascii=False), now, now))])
         return {"key": key, "category": category, "updatedAt": now}
 
     async def seed_templates(self, flows: list[dict[str, Any]]) -> int:
-        """Store each tab of a flow export as a shared template (key ``template:shared:<label>``) unless one of
-        that name exists; returns how many were added."""
+        """Store each tab of a flow export as a shared template (key: the tab's label) unless a shared one of that
+        name exists; returns how many were added."""
         from .flows import slice_flow
 
         existing = {t["key"] for t in await self.knowledge("template")}
         added = 0
         for tab in (n for n in flows if n.get("type") == "tab"):
-            key = f"template:shared:{tab.get('label', tab['id'])}"
+            key = str(tab.get("label", tab["id"]))
             if key in existing:
                 continue
             part = slice_flow(flows, tab["id"])
@@ -311,38 +400,40 @@ class MemoryStore:
             return 0
         cutoff = (now or time.time()) - retention_days * 86_400
         cursor = await self._db.execute(
-            "SELECT COUNT(*) FROM short_term_memory WHERE created_at < ? AND session_id IN "
-            "(SELECT id FROM sessions WHERE pinned = 0)", (cutoff,))
+            "SELECT COUNT(*) FROM short_term_memory WHERE created_at < ? AND session_key IN "
+            "(SELECT key FROM sessions WHERE pinned = 0)", (cutoff,))
         count = (await cursor.fetchone())[0]
         await self._write([
-            ("DELETE FROM short_term_memory WHERE created_at < ? AND session_id IN "
-             "(SELECT id FROM sessions WHERE pinned = 0)", (cutoff,)),
+            ("DELETE FROM short_term_memory WHERE created_at < ? AND session_key IN "
+             "(SELECT key FROM sessions WHERE pinned = 0)", (cutoff,)),
             ("DELETE FROM sessions WHERE pinned = 0 AND updated_at < ? AND NOT EXISTS "
-             "(SELECT 1 FROM short_term_memory m WHERE m.session_id = sessions.id)", (cutoff,)),
+             "(SELECT 1 FROM short_term_memory m WHERE m.session_key = sessions.key)", (cutoff,)),
         ])
         return count
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def history(self, user: str, session_id: str, limit: int = 50) -> list[Turn]:
-        """The newest ``limit`` messages of a session, oldest first. Raises :class:`SessionNotFound`."""
-        if await self._owned(session_id, user) is None:
+    async def history(self, owner: Identity, session_id: str, limit: int = 50) -> list[Turn]:
+        """The newest ``limit`` messages of the owner's session, oldest first. Raises :class:`SessionNotFound`."""
+        row = await self._owned(owner, session_id)
+        if row is None:
             raise SessionNotFound(session_id)
-        return await self._recent(session_id, limit)
+        return await self._recent(row["key"], limit)
 
-    async def _recent(self, session_id: str, limit: int) -> list[Turn]:
+    async def _recent(self, session_key: int, limit: int) -> list[Turn]:
         cursor = await self._db.execute(
-            "SELECT * FROM (SELECT * FROM short_term_memory WHERE session_id = ? ORDER BY id DESC LIMIT ?) "
-            "ORDER BY id", (session_id, limit))
+            "SELECT * FROM (SELECT * FROM short_term_memory WHERE session_key = ? ORDER BY id DESC LIMIT ?) "
+            "ORDER BY id", (session_key, limit))
         return [Turn(r["id"], r["message_type"], r["content"], json.loads(r["metadata"]), r["created_at"])
                 for r in await cursor.fetchall()]
 
-    async def window(self, user: str, session_id: str) -> list[Turn]:
+    async def window(self, owner: Identity, session_id: str) -> list[Turn]:
         """The turns to send back to the model: at most :data:`HISTORY_WINDOW` messages and
-        :data:`HISTORY_MAX_CHARS` characters, newest kept; empty for an unknown or foreign session."""
-        if await self._owned(session_id, user) is None:
+        :data:`HISTORY_MAX_CHARS` characters, newest kept; empty for a session the owner does not have."""
+        row = await self._owned(owner, session_id)
+        if row is None:
             return []
-        turns = await self._recent(session_id, HISTORY_WINDOW)
+        turns = await self._recent(row["key"], HISTORY_WINDOW)
         kept: list[Turn] = []
         size = 0
         for turn in reversed(turns):
@@ -356,36 +447,38 @@ class MemoryStore:
             kept.pop(0)
         return kept
 
-    async def sessions(self, user: str) -> list[dict[str, Any]]:
-        """The user's sessions, pinned first, then most recently updated."""
+    async def sessions(self, owner: Identity) -> list[dict[str, Any]]:
+        """The owner's sessions, pinned first, then most recently updated."""
         cursor = await self._db.execute(
-            "SELECT s.*, (SELECT COUNT(*) FROM short_term_memory m WHERE m.session_id = s.id) AS messages "
-            "FROM sessions s WHERE user = ? ORDER BY pinned DESC, updated_at DESC", (user,))
+            "SELECT s.*, (SELECT COUNT(*) FROM short_term_memory m WHERE m.session_key = s.key) AS messages "
+            f"FROM sessions s WHERE {_OWNED} ORDER BY pinned DESC, updated_at DESC", _scope(owner))
         return [{**_session_dict(r), "messages": r["messages"]} for r in await cursor.fetchall()]
 
-    async def search(self, user: str, query: str, category: str | None = None,
+    async def search(self, owner: Identity, query: str, category: str | None = None,
                      limit: int = 10) -> list[dict[str, Any]]:
-        """BM25-ranked matches among the user's messages (category ``message``) and knowledge entries (any other
-        category; shared entries and the user's own), best first, with snippets marked ``[`` … ``]``."""
+        """BM25-ranked matches among the owner's messages (category ``message``) and knowledge entries (any other
+        category; shared entries and the owner's own), best first, with snippets marked ``[`` … ``]``."""
         match = fts_query(query)
         if match is None:
             return []
+        scope = _scope(owner)
         results: list[dict[str, Any]] = []
         if category in (None, "message"):
             cursor = await self._db.execute(
-                "SELECT m.id, m.session_id, m.message_type, m.created_at, bm25(messages_fts) AS rank, "
+                "SELECT s.id AS session_id, m.message_type, m.created_at, bm25(messages_fts) AS rank, "
                 "snippet(messages_fts, 0, '[', ']', '…', 12) AS snippet FROM messages_fts "
-                "JOIN short_term_memory m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
-                "WHERE messages_fts MATCH ? AND s.user = ? ORDER BY rank LIMIT ?", (match, user, limit))
+                "JOIN short_term_memory m ON m.id = messages_fts.rowid JOIN sessions s ON s.key = m.session_key "
+                "WHERE messages_fts MATCH ? AND s.owner_kind = ? AND s.owner = ? AND s.conversation = ? "
+                "ORDER BY rank LIMIT ?", (match, *scope, limit))
             results += [{"category": "message", "sessionId": r["session_id"], "role": r["message_type"],
                          "snippet": r["snippet"], "score": -r["rank"], "createdAt": r["created_at"]}
                         for r in await cursor.fetchall()]
         if category != "message":
             sql = ("SELECT l.key, l.category, l.updated_at, bm25(knowledge_fts) AS rank, "
                    "snippet(knowledge_fts, 1, '[', ']', '…', 12) AS snippet FROM knowledge_fts "
-                   "JOIN long_term_memory l ON l.id = knowledge_fts.rowid "
-                   "WHERE knowledge_fts MATCH ? AND (l.user IS NULL OR l.user = ?)")
-            params: list[Any] = [match, user]
+                   "JOIN long_term_memory l ON l.id = knowledge_fts.rowid WHERE knowledge_fts MATCH ? AND "
+                   "(l.owner_kind = 'shared' OR (l.owner_kind = ? AND l.owner = ? AND l.conversation = ?))")
+            params: list[Any] = [match, *scope]
             if category is not None:
                 sql += " AND l.category = ?"
                 params.append(category)
@@ -395,32 +488,58 @@ class MemoryStore:
         results.sort(key=lambda r: r["score"], reverse=True)
         return results[:limit]
 
-    async def knowledge(self, category: str, user: str | None = None) -> list[dict[str, Any]]:
-        """Long-term entries of a category visible to ``user`` (shared ones and their own), newest first."""
-        cursor = await self._db.execute(
-            "SELECT * FROM long_term_memory WHERE category = ? AND (user IS NULL OR user = ?) "
-            "ORDER BY updated_at DESC", (category, user))
+    async def knowledge(self, category: str, owner: Identity | None = None) -> list[dict[str, Any]]:
+        """Long-term entries of a category: the shared ones and, with ``owner``, the owner's own; newest first.
+        ``shared`` tells them apart (an owner's entry may have the name of a shared one)."""
+        sql = "SELECT * FROM long_term_memory WHERE category = ? AND (owner_kind = 'shared'"
+        params: tuple = (category,)
+        if owner is not None:
+            sql += f" OR ({_OWNED})"
+            params += _scope(owner)
+        cursor = await self._db.execute(sql + ") ORDER BY updated_at DESC", params)
         return [{"key": r["key"], "value": r["value"], "category": r["category"],
-                 "metadata": json.loads(r["metadata"]), "updatedAt": r["updated_at"]}
+                 "metadata": json.loads(r["metadata"]), "updatedAt": r["updated_at"],
+                 "shared": r["owner_kind"] == "shared"}
                 for r in await cursor.fetchall()]
 
-    async def stats(self, user: str) -> dict[str, Any]:
-        """Counts for ``user`` (sessions, messages), shared knowledge per category, and the database size."""
+    async def stats(self, owner: Identity) -> dict[str, Any]:
+        """Counts for ``owner`` (sessions, messages), knowledge per category (shared and the owner's), and the
+        database size."""
         async def scalar(sql: str, params: tuple = ()) -> int:
             return (await (await self._db.execute(sql, params)).fetchone())[0]
 
+        scope = _scope(owner)
         categories = await (await self._db.execute(
-            "SELECT category, COUNT(*) AS n FROM long_term_memory WHERE user IS NULL OR user = ? GROUP BY category",
-            (user,))).fetchall()
+            f"SELECT category, COUNT(*) AS n FROM long_term_memory WHERE owner_kind = 'shared' OR ({_OWNED}) "
+            "GROUP BY category", scope)).fetchall()
         size = Path(self.path).stat().st_size if self.path != ":memory:" and Path(self.path).exists() else 0
         return {
-            "sessions": await scalar("SELECT COUNT(*) FROM sessions WHERE user = ?", (user,)),
-            "shortTermMemory": await scalar("SELECT COUNT(*) FROM short_term_memory m JOIN sessions s "
-                                            "ON s.id = m.session_id WHERE s.user = ?", (user,)),
+            "sessions": await scalar(f"SELECT COUNT(*) FROM sessions WHERE {_OWNED}", scope),
+            "shortTermMemory": await scalar("SELECT COUNT(*) FROM short_term_memory m JOIN sessions s ON "
+                                            "s.key = m.session_key WHERE s.owner_kind = ? AND s.owner = ? AND "
+                                            "s.conversation = ?", scope),
             "longTermMemory": {r["category"]: r["n"] for r in categories},
             "dbSizeBytes": size,
             "schemaVersion": await self.schema_version(),
         }
+
+
+# Rows of one owner: the three columns of an identity (see _scope), never one joined string.
+_OWNED = "owner_kind = ? AND owner = ? AND conversation = ?"
+
+
+def _scope(owner: Identity | None) -> tuple[str, str, str]:
+    """``(owner_kind, owner, conversation)`` of an identity; ``None`` is the shared scope.
+
+    Raises:
+        ValueError: a flow node without a conversation, which has no memory (callers check
+            ``Identity.remembers`` first).
+    """
+    if owner is None:
+        return "shared", "", ""
+    if not owner.remembers:
+        raise ValueError("a flow node without a conversation has no memory")
+    return owner.kind, owner.name, owner.conversation or ""
 
 
 def _session_name(question: str) -> str:

@@ -1,4 +1,8 @@
-"""Memory routes (sessions, history, search, templates, stats), always scoped to the requesting user."""
+"""Memory routes (sessions, history, search, templates, stats), always scoped to the requester's identity.
+
+Changing sessions or saving templates needs write permission. An ``ai-chat`` node reaches only its own
+conversation's memory, and only when its config turned memory on and the flow set ``msg.sessionId``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ServiceError
-from .identity import request_user
+from .identity import Identity, request_caller
 from .keys import MEMORY
 from .memory import MemoryStore
 from .memory_tools import TEMPLATE_CATEGORY
@@ -56,6 +60,22 @@ def _store(request: web.Request) -> MemoryStore:
     return store
 
 
+def _owner(request: web.Request, write: bool = False) -> Identity:
+    """The identity whose memory the request reads (and, with ``write``, changes).
+
+    Raises:
+        ServiceError: 403 ``forbidden``: a read-only caller asks to change something, or an ``ai-chat`` node
+            without memory (not turned on, or no ``msg.sessionId``).
+    """
+    caller = request_caller(request)
+    if write:
+        caller.require_write()
+    if not caller.memory:
+        raise ServiceError("forbidden", "This ai-chat node keeps no memory: turn memory on in its settings and set "
+                                        "msg.sessionId.", 403)
+    return caller.identity
+
+
 def _limit(request: web.Request, default: int = 50, maximum: int = 500) -> int:
     raw = request.query.get("limit", str(default))
     if not raw.isdigit() or not 1 <= int(raw) <= maximum:
@@ -73,65 +93,68 @@ def _session_id(request: web.Request) -> str:
 @routes.get("/ai-sidebar/history/{sessionId}")
 async def history(request: web.Request) -> web.Response:
     """The newest ``limit`` messages of a session (default 50), oldest first."""
-    turns = await _store(request).history(request_user(request), _session_id(request), _limit(request))
+    turns = await _store(request).history(_owner(request), _session_id(request), _limit(request))
     return web.json_response({"sessionId": request.match_info["sessionId"], "messages": [t.as_dict() for t in turns]})
 
 
 @routes.get("/ai-sidebar/memory-stats")
 async def memory_stats(request: web.Request) -> web.Response:
-    return web.json_response(await _store(request).stats(request_user(request)))
+    return web.json_response(await _store(request).stats(_owner(request)))
 
 
 @routes.post("/ai-sidebar/search")
 async def search(request: web.Request) -> web.Response:
     """``{query, category?, limit?}`` → BM25-ranked results with snippets, best first."""
     body = await parse_body(request, SearchRequest)
-    results = await _store(request).search(request_user(request), body.query, body.category, body.limit)
+    results = await _store(request).search(_owner(request), body.query, body.category, body.limit)
     return web.json_response({"query": body.query, "results": results})
 
 
 @routes.get("/ai-sidebar/templates")
 async def templates(request: web.Request) -> web.Response:
-    entries = await _store(request).knowledge(TEMPLATE_CATEGORY, request_user(request))
+    entries = await _store(request).knowledge(TEMPLATE_CATEGORY, _owner(request))
     return web.json_response({"templates": [
         {"name": e["metadata"].get("name", e["key"]), "description": e["metadata"].get("description", ""),
-         "flow": json.loads(e["value"]), "updatedAt": e["updatedAt"], "shared": e["metadata"].get("shared", False)}
+         "flow": json.loads(e["value"]), "updatedAt": e["updatedAt"], "shared": e["shared"]}
         for e in entries]})
 
 
 @routes.post("/ai-sidebar/templates")
 async def save_template(request: web.Request) -> web.Response:
-    """Save a flow template for the requesting user (same name replaces it)."""
+    """Save a flow template for the requester (their own template of the same name is replaced; shared templates
+    never are)."""
+    owner = _owner(request, write=True)
     body = await parse_body(request, TemplateCreate)
-    user = request_user(request)
     saved = await _store(request).put_knowledge(
-        f"template:{user}:{body.name}", json.dumps(body.flow, ensure_ascii=False), TEMPLATE_CATEGORY,
-        {"name": body.name, "description": body.description}, user=user)
+        body.name, json.dumps(body.flow, ensure_ascii=False), TEMPLATE_CATEGORY,
+        {"name": body.name, "description": body.description}, owner=owner)
     return web.json_response({"name": body.name, **saved}, status=201)
 
 
 @routes.get("/ai-sidebar/sessions")
 async def sessions(request: web.Request) -> web.Response:
-    return web.json_response({"sessions": await _store(request).sessions(request_user(request))})
+    return web.json_response({"sessions": await _store(request).sessions(_owner(request))})
 
 
 @routes.post("/ai-sidebar/sessions")
 async def create_session(request: web.Request) -> web.Response:
+    owner = _owner(request, write=True)
     body = await parse_body(request, SessionCreate)
-    created = await _store(request).create_session(request_user(request), body.id or uuid.uuid4().hex, body.name,
+    created = await _store(request).create_session(owner, body.id or uuid.uuid4().hex, body.name,
                                                    body.scenario)
     return web.json_response(created, status=201)
 
 
 @routes.patch("/ai-sidebar/sessions/{sessionId}")
 async def update_session(request: web.Request) -> web.Response:
+    owner = _owner(request, write=True)
     body = await parse_body(request, SessionUpdate)
-    updated = await _store(request).update_session(request_user(request), _session_id(request), body.name,
+    updated = await _store(request).update_session(owner, _session_id(request), body.name,
                                                    body.pinned)
     return web.json_response(updated)
 
 
 @routes.delete("/ai-sidebar/sessions/{sessionId}")
 async def delete_session(request: web.Request) -> web.Response:
-    await _store(request).delete_session(request_user(request), _session_id(request))
+    await _store(request).delete_session(_owner(request, write=True), _session_id(request))
     return web.json_response({"deleted": request.match_info["sessionId"]})

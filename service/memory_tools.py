@@ -1,6 +1,7 @@
 """Built-in tools over the memory store: ``search_memory``, ``get_user_preferences``, ``get_flow_templates``.
 
-They read only what belongs to the requesting user (and shared entries such as flow templates).
+They read only what belongs to the requester's identity (an editor user, or an ``ai-chat`` node's conversation)
+and shared entries such as flow templates.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _store(ctx: ToolContext):
 
 async def search_memory(ctx: ToolContext, query: str, category: str | None = None, limit: int = 5) -> ToolOutput:
     """BM25-ranked matches in the user's earlier conversations and in saved knowledge (templates, notes)."""
-    results = await _store(ctx).search(ctx.user, query, category, limit)
+    results = await _store(ctx).search(ctx.identity, query, category, limit)
     lines = [f"{i}. [{r['category']}] {r.get('key') or r.get('sessionId')}: {r['snippet']}"
              for i, r in enumerate(results, 1)] or ["No match."]
     return ToolOutput(data={"results": results}, text="\n".join(lines))
@@ -32,15 +33,15 @@ async def search_memory(ctx: ToolContext, query: str, category: str | None = Non
 
 async def get_user_preferences(ctx: ToolContext) -> ToolOutput:
     """The preferences the user saved (category ``preference``)."""
-    entries = await _store(ctx).knowledge(PREFERENCE_CATEGORY, ctx.user)
-    prefs = {e["key"].split(":", 2)[-1]: e["value"] for e in entries}
+    entries = await _store(ctx).knowledge(PREFERENCE_CATEGORY, ctx.identity)
+    prefs = {e["key"]: e["value"] for e in entries}
     return ToolOutput(data={"preferences": prefs},
                       text="\n".join(f"{k}: {v}" for k, v in prefs.items()) or "No saved preferences.")
 
 
 async def get_flow_templates(ctx: ToolContext, name: str | None = None) -> ToolOutput:
     """Saved flow templates: names and descriptions, or one template's flow JSON when ``name`` is given."""
-    templates = await _store(ctx).knowledge(TEMPLATE_CATEGORY, ctx.user)
+    templates = await _store(ctx).knowledge(TEMPLATE_CATEGORY, ctx.identity)
     if name:
         chosen = [t for t in templates if t["metadata"].get("name") == name or t["key"] == name]
         if not chosen:

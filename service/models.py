@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 from typing import Any, Literal, TypeVar
 
+import pydantic_core
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from .errors import ServiceError
+from .keys import SETTINGS
 
 ID_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
 
@@ -103,16 +105,44 @@ class ExecuteToolRequest(BaseModel):
 Model = TypeVar("Model", bound=BaseModel)
 
 
-async def parse_body(request: web.Request, model: type[Model]) -> Model:
-    """Read a JSON body into ``model``.
+MAX_JSON_DEPTH = 200  # jiter's recursion limit (pydantic-core's JSON parser): deeper nesting is refused
+
+
+def load_json(raw: bytes | str) -> Any:
+    """Parse JSON text with nesting bounded, so nothing recursive later (validation, redaction, ``json.dumps``)
+    can meet a structure deep enough to exhaust the stack.
+
+    pydantic-core's ``from_json`` (Rust, jiter) refuses nesting deeper than about :data:`MAX_JSON_DEPTH` levels
+    without recursing in Python; it is as fast as ``json.loads``. It is stricter in one way: a lone UTF-16
+    surrogate escape (``"\\ud800"``) is refused.
 
     Raises:
-        ServiceError: 400 ``invalid_json`` (not JSON or not an object) or ``invalid_request`` (naming the field).
+        ValueError: not JSON, or nested too deeply (the message says which and where).
     """
-    raw = await request.read()
+    return pydantic_core.from_json(raw)
+
+
+async def parse_body(request: web.Request, model: type[Model]) -> Model:
+    """Read a JSON body into ``model``; the client has ``Settings.read_timeout`` seconds to send it.
+
+    Raises:
+        ServiceError: 400 ``invalid_json`` (not JSON, nested deeper than :data:`MAX_JSON_DEPTH` levels, or not an
+            object), ``invalid_request`` (naming the field), 408 ``request_timeout`` (the body did not arrive in
+            time).
+    """
+    timeout = request.app[SETTINGS].read_timeout
     try:
-        data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
+        async with asyncio.timeout(timeout):
+            raw = await request.read()
+    except TimeoutError:
+        raise ServiceError("request_timeout", f"The request body did not arrive within {timeout:g} seconds "
+                                              "(AI_SIDEBAR_READ_TIMEOUT).", 408) from None
+    try:
+        data = load_json(raw or b"null")
+    except ValueError as err:
+        if "recursion limit" in str(err):
+            raise ServiceError("invalid_json", f"The request body is nested more than {MAX_JSON_DEPTH} levels "
+                                               "deep.") from None
         raise ServiceError("invalid_json", "The request body is not valid JSON.") from None
     if not isinstance(data, dict):
         raise ServiceError("invalid_json", "The request body must be a JSON object.")

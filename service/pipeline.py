@@ -7,7 +7,6 @@ Every run emits events through ``emit`` and always ends with exactly one ``done`
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import re
 import uuid
@@ -20,7 +19,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from .agent import AgentLimits, agent_tools, run_agent
 from .compact import bounded
 from .errors import ServiceError
-from .models import ProviderOverride, StreamChatRequest
+from .identity import ANONYMOUS, Identity
+from .memory_tools import MEMORY_TOOLS
+from .models import ProviderOverride, StreamChatRequest, load_json
 from .nodered import NodeRedClient
 from .prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
 from .providers import ChatModelFactory, ProviderConfig, provider_error
@@ -56,14 +57,17 @@ class ChatDeps:
     scenarios: ScenarioCatalog
     tools: Toolbox = field(default_factory=Toolbox)
     user_token: str | None = field(default=None, repr=False)
-    user: str = "default"
+    identity: Identity = ANONYMOUS
     memory: MemoryStore | None = None
     provider: ProviderOverride | None = field(default=None, repr=False)
+    may_write: bool = True       # write permission: needed to run a tool by name (@tools:)
+    granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
 
     @property
     def tools_enabled(self) -> bool:
-        """An ``ai-config`` node may turn tools off; the environment's provider always has them."""
-        return self.provider is None or self.provider.tools
+        """Tools run only when the caller has them (an ``ai-chat`` node's grants) and the ``ai-config`` node, if
+        any, has not turned them off; the environment's provider always has them."""
+        return self.granted_tools and (self.provider is None or self.provider.tools)
 
     def allowed(self, scenario: str | None) -> bool:
         """Whether the ``ai-config`` node allows ``scenario`` (all are allowed without a list)."""
@@ -72,8 +76,12 @@ class ChatDeps:
 
 @dataclass
 class ToolRun:
+    """One tool call of the pipeline; ``origin`` is ``direct`` (the user's ``@tools:``) or ``keyword`` (forced by a
+    scenario keyword); the agent's own calls are ``agent`` (agent.py)."""
+
     name: str
     params: dict[str, Any]
+    origin: str = "direct"
     output: ToolOutput | None = None
     failure: ToolFailure | None = None
 
@@ -114,7 +122,7 @@ async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResu
     if deps.memory is None or request.silent:
         return None
     try:
-        await deps.memory.save_turn(result.session_id, deps.user, request.message, result.answer,
+        await deps.memory.save_turn(result.session_id, deps.identity, request.message, result.answer,
                                     result.metadata(request), result.scenario, create=not result.session_existed)
     except ServiceError as err:
         log.warning("turn of session %s not saved: %s", result.session_id, err.code)
@@ -137,11 +145,13 @@ def parse_direct_trigger(message: str) -> tuple[str, Any] | None:
     if not raw:
         return name, None
     try:
-        params = json.loads(raw)
+        params = load_json(raw)
     except ValueError:
         try:
             params = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
+        # CPython's parser answers deep nesting with SyntaxError, RecursionError or MemoryError (its own stack,
+        # not the process's memory): all mean "not a literal we take".
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             raise ServiceError("invalid_params", f"@tools:{name}: the parameters after '|' must be a list such "
                                                  "as ['id1','id2'] or a JSON object.") from None
     if not isinstance(params, (list, dict)):
@@ -167,11 +177,16 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     emit = _recording_errors(emit, result)
     context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
                           node_ids=[n.id for n in request.selectedNodes] or ([request.nodeId] if request.nodeId else []),
-                          user_token=deps.user_token, user=deps.user, memory=deps.memory,
+                          user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
                           flow_data=request.flowData)
 
     tool_run: ToolRun | None = None
     task = ""
+    if not deps.may_write and DIRECT_TRIGGER.match(request.message):
+        await emit({"type": "error", "code": "forbidden",
+                    "message": "Running a tool by name needs the ai-sidebar.write permission, which this user "
+                               "lacks; ask without @tools: and the assistant reads what it needs."})
+        return result
     try:
         direct = parse_direct_trigger(request.message)
     except ServiceError as err:
@@ -203,7 +218,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
             task = match.group.newHumanPrompt
             forced = _forced_tool(match.group.tool, context)
             if deps.tools_enabled and forced and deps.tools.has(forced):
-                tool_run = ToolRun(forced, {})
+                tool_run = ToolRun(forced, {}, origin="keyword")
 
     if tool_run is not None:
         await _run_tool(tool_run, deps.tools, context, emit)
@@ -260,8 +275,8 @@ async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResul
     session_id = result.session_id
     if deps.memory is not None and request.sessionId:
         try:
-            result.session_existed = await deps.memory.owns(deps.user, session_id)
-            turns = await deps.memory.window(deps.user, session_id) if result.session_existed else []
+            result.session_existed = await deps.memory.owns(deps.identity, session_id)
+            turns = await deps.memory.window(deps.identity, session_id) if result.session_existed else []
         except ServiceError as err:
             log.warning("history of session %s not read: %s", session_id, err.code)
             turns = []
@@ -278,7 +293,7 @@ async def _run_tool(run: ToolRun, tools: Toolbox, context: ToolContext, emit: Em
         shown["flow_id"] = context.flow_id
     if run.name == "get-node-info" and not shown.get("node_ids") and context.node_ids:
         shown["node_ids"] = context.node_ids
-    await emit({"type": "tool_call", "tool": run.name, "params": shown})
+    await emit({"type": "tool_call", "tool": run.name, "params": shown, "origin": run.origin})
     try:
         run.output = await tools.run(run.name, run.params, context)
     except ToolFailure as failure:
@@ -295,6 +310,10 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event."""
     settings = deps.settings
     limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit)
+    if deps.memory is None:
+        # Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
+        # offered: they would read nothing.
+        tool_names = [name for name in tool_names if name not in MEMORY_TOOLS]
     tools = agent_tools(deps.tools, tool_names, context, emit, result)
     system = messages[0]
     messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}")

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from . import __version__
 from .errors import ServiceError
-from .identity import request_token, request_user
+from .identity import Caller, request_caller
 from .keys import LIMITER, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from .models import ExecuteToolRequest, StreamChatRequest, parse_body
 from .openapi import openapi_document
@@ -47,13 +47,15 @@ async def scenarios(request: web.Request) -> web.Response:
 async def execute_tool(request: web.Request) -> web.Response:
     """``{tool, params}`` → ``{tool, result}`` with the tool's structured data; any built-in or MCP tool.
 
-    Errors: 404 ``unknown_tool``, 400 ``invalid_params`` naming the parameter, 4xx/502 for a tool failure.
+    Errors: 403 ``forbidden`` without write permission, 404 ``unknown_tool``, 400 ``invalid_params`` naming the
+    parameter, 4xx/502 for a tool failure.
     """
+    caller = request_caller(request)
+    caller.require_write()  # running a tool by name needs write permission: the one rule in the README
     body = await parse_body(request, ExecuteToolRequest)
     tools = request.app[TOOLS]
-    user_token = request_token(request)
-    context = ToolContext(nodered=request.app[NODERED].for_user(user_token), user_token=user_token,
-                          user=request_user(request), memory=request.app[MEMORY].store)
+    context = ToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,
+                          identity=caller.identity, memory=request.app[MEMORY].store if caller.memory else None)
     try:
         output = await tools.run(body.tool, await tools.parse(body.tool, body.params), context)
     except ToolFailure as failure:
@@ -97,17 +99,18 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
     if len(body.message) > settings.max_message_chars:
         raise ServiceError("message_too_long", f"The message has {len(body.message)} characters; the limit is "
                                                f"{settings.max_message_chars}.", 413)
-    user = request_user(request)
-    with request.app[LIMITER].slot(user):
-        return await _stream_answer(request, body, user)
+    caller = request_caller(request)
+    with request.app[LIMITER].slot(caller.identity.principal):
+        return await _stream_answer(request, body, caller)
 
 
-async def _stream_answer(request: web.Request, body: StreamChatRequest, user: str) -> web.StreamResponse:
-    user_token = request_token(request)
-    deps = ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(user_token),
+async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: Caller) -> web.StreamResponse:
+    remember = caller.memory and (body.provider is None or body.provider.memory)
+    deps = ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(caller.token),
                     models=request.app[MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
-                    user_token=user_token, user=user, provider=body.provider,
-                    memory=request.app[MEMORY].store if body.provider is None or body.provider.memory else None)
+                    user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
+                    granted_tools=caller.tools, provider=body.provider,
+                    memory=request.app[MEMORY].store if remember else None)
     result = new_result(body)
     stream = EventStream()
     await stream.prepare(request)

@@ -42,6 +42,7 @@ ENV_FIELDS: dict[str, str] = {
     "AI_AGENT_MAX_MODEL_CALLS": "agent_max_model_calls",
     "AI_AGENT_MAX_TOOL_CALLS": "agent_max_tool_calls",
     "AI_AGENT_TIME_LIMIT": "agent_time_limit",
+    "AI_SIDEBAR_READ_TIMEOUT": "read_timeout",
 }
 
 
@@ -88,6 +89,8 @@ class Settings(BaseModel):
     max_message_chars: int = 10_000
     max_streams_per_user: int = Field(4, ge=1, le=1000)
     max_body_bytes: int = 4 * 1024 * 1024
+    read_timeout: float = Field(30.0, gt=0, description="seconds a client has to send a request's headers (from "
+                                                        "connecting, or after the previous answer), and again its body")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

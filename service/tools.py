@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .compact import compact_flow, compact_nodes
 from .flows import FlowNotFound, FlowSlice, diff_nodes, find_nodes, module_index, slice_flow, strip_secrets
+from .identity import ANONYMOUS, Identity
 from .nodered import NodeRedClient, NodeRedError
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class ToolContext:
     flow_id: str | None = None
     node_ids: list[str] = field(default_factory=list)
     user_token: str | None = field(default=None, repr=False)
-    user: str = "default"
+    identity: Identity = ANONYMOUS
     memory: MemoryStore | None = None
     flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
 

@@ -39,7 +39,7 @@ async def test_model_chooses_get_flow_then_get_node_info_then_answers(client, no
     kinds = [e["type"] for e in events]
     assert kinds[:4] == ["tool_call", "tool_result", "tool_call", "tool_result"]
     assert events[0]["tool"] == "get-flow" and events[2] == {"type": "tool_call", "tool": "get-node-info",
-                                                               "params": {"node_ids": [node["id"]]}}
+                                                               "params": {"node_ids": [node["id"]]}, "origin": "agent"}
     assert all(n["id"] in events[1]["result"] for n in nodered.nodes_of(tab["id"]))  # defaulted to the open tab
     assert node["id"] in events[3]["result"] and "node-red" in events[3]["result"]
     assert kinds[4:-1] == ["token"] * (len(kinds) - 5) and kinds[-1] == "done"
@@ -100,13 +100,53 @@ async def test_provider_fault_in_agent_mode_is_one_mapped_error(client, model):
     assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "invalid_api_key"
 
 
-async def test_tool_arguments_from_the_model_are_validated(client, model):
+async def test_a_tool_call_with_invalid_arguments_is_shown_and_told_to_the_model_which_retries(client, nodered,
+                                                                                                model):
+    node = nodered.nodes_of(nodered.tabs()[0]["id"])[0]
     model.script(Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": "not-a-list"}}]),
-                 Reply(text="Sorry."))
+                 Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": [node["id"]]}}]),
+                 Reply(text="Found it."))
     events = await chat(client, message="Which nodes are odd?")
-    assert [e["type"] for e in events][-1] == "done"
-    sent_back = json.dumps(model.requests[1]["messages"])
-    assert "node_ids" in sent_back
+    assert [e["type"] for e in events] == ["tool_call", "tool_result", "tool_call", "tool_result", "token", "token",
+                                           "done"]
+    assert events[0] == {"type": "tool_call", "tool": "get-node-info", "params": {"node_ids": "not-a-list"},
+                         "origin": "agent"}
+    assert events[1] == {"type": "tool_result", "tool": "get-node-info", "ok": False,
+                         "result": "get-node-info: parameter 'node_ids': Input should be a valid list."}
+    told = tool_messages(model.requests[1])
+    assert len(told) == 1 and "failed" in told[0]["content"] and "valid list" in told[0]["content"]
+    assert events[3]["ok"] is True and node["id"] in events[3]["result"]
+    # the model still sees the same argument schema as LangChain builds it from the tool's pydantic model
+    offered = {t["function"]["name"]: t["function"]["parameters"] for t in model.requests[0]["tools"]}
+    assert offered["get-node-info"] == {"type": "object", "properties": {"node_ids": {
+        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None,
+        "description": "node ids; default: the nodes selected in the editor"}}}
+
+
+async def test_a_tool_call_whose_arguments_are_not_json_is_shown_and_the_model_may_retry(client, nodered, model):
+    tab = nodered.tabs()[0]
+    model.script(Reply(tool_calls=[{"name": "get-flow", "raw_arguments": "}{flow_id: oops"}]),
+                 Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": tab["id"]}}]),
+                 Reply(text="Done."))
+    events = await chat(client, message="Look at my first tab")
+    assert [e["type"] for e in events] == ["tool_call", "tool_result", "tool_call", "tool_result", "token", "done"]
+    assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": "}{flow_id: oops", "origin": "agent"}
+    assert events[1]["ok"] is False and "not valid JSON" in events[1]["result"]
+    told = tool_messages(model.requests[1])
+    assert len(told) == 1 and "not valid JSON" in told[0]["content"]
+    assert events[2]["params"] == {"flow_id": tab["id"]} and events[3]["ok"] is True
+
+
+async def test_a_call_of_a_tool_that_was_not_offered_is_shown(client, model):
+    model.script(Reply(tool_calls=[{"name": "deploy-flows", "arguments": {"everything": True}}]),
+                 Reply(text="I cannot deploy."))
+    events = await chat(client, message="Deploy my flows")
+    assert [e["type"] for e in events][:2] == ["tool_call", "tool_result"]
+    assert events[0] == {"type": "tool_call", "tool": "deploy-flows", "params": {"everything": True},
+                         "origin": "agent"}
+    assert events[1]["ok"] is False and "no such tool" in events[1]["result"]
+    assert "no such tool" in tool_messages(model.requests[1])[0]["content"]
+    assert [e["type"] for e in events][-2:] == ["token", "done"]
 
 
 

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from service.app import create_app
+from service.identity import ANONYMOUS
 from service.keys import LIMITER, STREAMS
 from tests.conftest import SERVICE_TOKEN
 from tests.support.model_server import Reply
@@ -78,7 +79,7 @@ async def test_a_hundred_faulted_streams_leave_no_task_stream_or_slot_behind(aio
     gc.collect()
     assert len([t for t in asyncio.all_tasks() if not t.done()]) <= baseline
     assert len(app[STREAMS]) == 0
-    assert app[LIMITER].open_streams("default") == 0
+    assert app[LIMITER].open_streams(ANONYMOUS.principal) == 0
 
 
 def open_fds(pid: int) -> int:

@@ -58,7 +58,7 @@ async def test_direct_trigger_runs_get_settings_in_the_mcp_child(mcp_client, mod
     model.script(Reply(text="You run Node-RED " + NODERED_VERSION))
     events = await chat(mcp_client, message="@tools:get-settings")
     assert types(events)[:2] == ["tool_call", "tool_result"]
-    assert events[0] == {"type": "tool_call", "tool": "get-settings", "params": {}}
+    assert events[0] == {"type": "tool_call", "tool": "get-settings", "params": {}, "origin": "direct"}
     assert events[1]["ok"] is True and f"Node-RED {NODERED_VERSION} runtime settings" in events[1]["result"]
     assert "error" not in types(events) and types(events)[-1] == "done"
     assert NODERED_VERSION in model.requests[-1]["messages"][-1]["content"]
@@ -66,7 +66,7 @@ async def test_direct_trigger_runs_get_settings_in_the_mcp_child(mcp_client, mod
 
 async def test_current_config_keyword_streams_get_settings_from_the_mcp_child(mcp_client, model):
     events = await chat(mcp_client, message="show me the current config", language="en-US")
-    assert events[0] == {"type": "tool_call", "tool": "get-settings", "params": {}}
+    assert events[0] == {"type": "tool_call", "tool": "get-settings", "params": {}, "origin": "keyword"}
     assert events[1]["ok"] is True and '"httpNodeRoot"' in events[1]["result"]
     assert "token" in types(events) and types(events)[-1] == "done"
     prompt = model.requests[-1]["messages"][-1]["content"]

@@ -9,12 +9,14 @@ import time
 import pytest
 
 from service.app import create_app
+from service.identity import Identity
 from service.memory import HISTORY_WINDOW, MemoryStore, SessionNotFound
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
 
 ALICE = {"X-Node-RED-User": "alice"}
 BOB = {"X-Node-RED-User": "bob"}
+alice, bob = Identity("user", "alice"), Identity("user", "bob")
 
 
 @pytest.fixture
@@ -33,13 +35,13 @@ async def chat(client, headers=None, **body):
 async def test_store_uses_wal_and_migrates_once(tmp_path):
     path = tmp_path / "sub" / "memory.db"
     first = await MemoryStore.open(path)
-    assert await first.schema_version() == 1
-    await first.save_turn("s1", "alice", "q", "a", {})
+    assert await first.schema_version() == 2
+    await first.save_turn("s1", alice, "q", "a", {})
     await first.close()
     await first.close()  # idempotent
     again = await MemoryStore.open(path)
-    assert await again.schema_version() == 1
-    assert [t.content for t in await again.history("alice", "s1")] == ["q", "a"]
+    assert await again.schema_version() == 2
+    assert [t.content for t in await again.history(alice, "s1")] == ["q", "a"]
     await again.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -49,62 +51,65 @@ async def test_store_uses_wal_and_migrates_once(tmp_path):
 
 async def test_history_gives_the_newest_messages_oldest_first(store):
     for i in range(5):
-        await store.save_turn("s1", "alice", f"question {i}", f"answer {i}", {"scenario": "general"})
-    turns = await store.history("alice", "s1", limit=3)
+        await store.save_turn("s1", alice, f"question {i}", f"answer {i}", {"scenario": "general"})
+    turns = await store.history(alice, "s1", limit=3)
     assert [t.content for t in turns] == ["answer 3", "question 4", "answer 4"]
     assert turns[0].metadata == {"scenario": "general"}
 
 
 async def test_window_is_bounded_by_count_and_size_and_starts_with_a_question(store):
     for i in range(40):
-        await store.save_turn("s1", "alice", f"q{i}", f"a{i}", {})
-    window = await store.window("alice", "s1")
+        await store.save_turn("s1", alice, f"q{i}", f"a{i}", {})
+    window = await store.window(alice, "s1")
     assert len(window) <= HISTORY_WINDOW and window[0].role == "user" and window[-1].content == "a39"
-    await store.save_turn("big", "alice", "q", "x" * 30_000, {})
-    await store.save_turn("big", "alice", "q2", "y" * 30_000, {})
-    window = await store.window("alice", "big")
+    await store.save_turn("big", alice, "q", "x" * 30_000, {})
+    await store.save_turn("big", alice, "q2", "y" * 30_000, {})
+    window = await store.window(alice, "big")
     assert [t.content for t in window] == ["q2", "y" * 30_000]
 
 
 async def test_a_user_never_reads_lists_searches_or_deletes_another_users_session(store):
-    await store.save_turn("s-alice", "alice", "my secret MQTT broker password idea", "noted", {})
+    await store.save_turn("s-alice", alice, "my secret MQTT broker password idea", "noted", {})
     with pytest.raises(SessionNotFound):
-        await store.history("bob", "s-alice")
+        await store.history(bob, "s-alice")
     with pytest.raises(SessionNotFound):
-        await store.delete_session("bob", "s-alice")
-    with pytest.raises(SessionNotFound):
-        await store.save_turn("s-alice", "bob", "hijack", "no", {})
-    assert await store.sessions("bob") == []
-    assert await store.search("bob", "MQTT broker") == []
-    assert await store.window("bob", "s-alice") == []
-    assert len(await store.search("alice", "MQTT broker")) == 1
+        await store.delete_session(bob, "s-alice")
+    assert await store.sessions(bob) == []
+    assert await store.search(bob, "MQTT broker") == []
+    assert await store.window(bob, "s-alice") == []
+    # the same id is only bob's own, new session: alice's stays as it was
+    await store.save_turn("s-alice", bob, "hijack", "no", {})
+    assert [t.content for t in await store.history(bob, "s-alice")] == ["hijack", "no"]
+    assert [t.content for t in await store.history(alice, "s-alice")] == ["my secret MQTT broker password idea",
+                                                                         "noted"]
+    assert len(await store.search(alice, "MQTT broker")) == 1
 
 
 async def test_search_ranks_by_bm25_with_snippets_and_treats_operators_as_text(store):
-    await store.save_turn("s1", "alice", "How do I connect an MQTT broker with TLS?",
+    await store.save_turn("s1", alice, "How do I connect an MQTT broker with TLS?",
                           "Use the mqtt-broker config node and a tls-config node for MQTT over TLS.", {})
-    await store.save_turn("s2", "alice", "What is a debug node?", "It shows messages in the sidebar.", {})
-    results = await store.search("alice", "MQTT TLS")
+    await store.save_turn("s2", alice, "What is a debug node?", "It shows messages in the sidebar.", {})
+    results = await store.search(alice, "MQTT TLS")
     assert results and all(r["category"] == "message" for r in results)
     assert "[" in results[0]["snippet"] and results[0]["sessionId"] == "s1"
     assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
-    assert await store.search("alice", 'debug" OR "mqtt') == []  # quotes and OR are text, not syntax
-    assert await store.search("alice", "NEAR( * ") == []
+    assert await store.search(alice, 'debug" OR "mqtt') == []  # quotes and OR are text, not syntax
+    assert await store.search(alice, "NEAR( * ") == []
 
 
 async def test_search_finds_chinese_text(store):
-    await store.save_turn("s1", "alice", "如何连接 MQTT 服务器？", "使用 mqtt-broker 配置节点。", {})
-    assert (await store.search("alice", "配置节点"))[0]["role"] == "assistant"
+    await store.save_turn("s1", alice, "如何连接 MQTT 服务器？", "使用 mqtt-broker 配置节点。", {})
+    assert (await store.search(alice, "配置节点"))[0]["role"] == "assistant"
 
 
 async def test_retention_removes_old_messages_but_keeps_pinned_sessions(store):
-    await store.save_turn("old", "alice", "old question", "old answer", {})
-    await store.save_turn("pinned", "alice", "pinned question", "pinned answer", {})
-    await store.update_session("alice", "pinned", pinned=True)
+    await store.save_turn("old", alice, "old question", "old answer", {})
+    await store.save_turn("pinned", alice, "pinned question", "pinned answer", {})
+    await store.update_session(alice, "pinned", pinned=True)
     removed = await store.remove_expired(30, now=time.time() + 31 * 86_400)
     assert removed == 2
-    assert [s["id"] for s in await store.sessions("alice")] == ["pinned"]
-    assert len(await store.history("alice", "pinned")) == 2
+    assert [s["id"] for s in await store.sessions(alice)] == ["pinned"]
+    assert len(await store.history(alice, "pinned")) == 2
     assert await store.remove_expired(0) == 0
 
 
@@ -193,7 +198,8 @@ async def test_memory_tools_run_through_the_direct_trigger(client, model):
     model.script(Reply(text="Saved."), Reply(text="Found it."))
     await chat(client, ALICE, message="remember the word zeppelin for later", sessionId="m4")
     events = await chat(client, ALICE, message='@tools:search_memory|{"query": "zeppelin"}', sessionId="m5")
-    assert events[0] == {"type": "tool_call", "tool": "search_memory", "params": {"query": "zeppelin", "limit": 5}}
+    assert events[0] == {"type": "tool_call", "tool": "search_memory", "params": {"query": "zeppelin", "limit": 5},
+                         "origin": "direct"}
     assert events[1]["ok"] is True and "zeppelin" in events[1]["result"]
     events = await chat(client, ALICE, message="@tools:get_flow_templates")
     assert "Sensor telemetry" in events[1]["result"]

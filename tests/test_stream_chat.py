@@ -78,7 +78,8 @@ async def test_chinese_and_spanish_keywords_force_get_flow_and_answer_language(c
     tab = nodered.tabs()[0]
     for message, language in (("解释一下当前流程", "zh-CN"), ("¿Qué hace el flujo actual?", "es-ES")):
         events = await chat(client, message=message, selectedFlow={"id": tab["id"]}, language=language)
-        assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": tab["id"]}}
+        assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": tab["id"]},
+                             "origin": "keyword"}
         prompt = model.requests[-1]["messages"]
         assert message in prompt[-1]["content"]
     assert "中文" in model.requests[0]["messages"][0]["content"]
@@ -98,7 +99,8 @@ async def test_current_node_forces_get_node_info_with_module_and_version(client,
 async def test_direct_trigger_runs_the_named_tool_with_list_params(client, nodered, model):
     tab = nodered.tabs()[1]
     events = await chat(client, message=f"@tools:get-flow|['{tab['id']}']")
-    assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": tab["id"]}}
+    assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": tab["id"]},
+                         "origin": "direct"}
     assert events[1]["ok"] is True
     assert types(events)[-1] == "done"
 

@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from service.identity import Identity
 from service.memory import MemoryStore
 
 from .client import percentile
 
-USERS = [f"user{i}" for i in range(8)]
+USERS = [Identity("user", f"user{i}") for i in range(8)]
 TURNS_PER_SESSION = 25
 QUERIES = ("mqtt broker", "function node return", "http request timeout", "influxdb write", "dashboard chart",
            "split join", "environment variable", "flow context", "catch node error", "adminAuth settings.js",

@@ -27,7 +27,8 @@ class Reply:
 
     Attributes:
         text: assistant text, sent in ``chunks`` pieces (split on spaces when ``chunks`` is None).
-        tool_calls: ``[{"name": str, "arguments": dict}]`` to stream as tool calls.
+        tool_calls: ``[{"name": str, "arguments": dict}]`` to stream as tool calls (``"raw_arguments": str``
+            instead sends that text as the arguments, e.g. JSON that does not parse).
         status: an HTTP error status to answer instead (with an OpenAI-shaped error body).
         delay: seconds to wait before answering (to test timeouts); ``token_delay`` between chunks.
     """
@@ -143,7 +144,7 @@ class ScriptedModelServer:
                 await asyncio.sleep(reply.token_delay)
             await send({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
         for index, call in enumerate(reply.tool_calls):
-            arguments = json.dumps(call.get("arguments", {}))
+            arguments = call["raw_arguments"] if "raw_arguments" in call else json.dumps(call.get("arguments", {}))
             head = {"index": index, "id": f"call_{index}_{call['name']}", "type": "function",
                     "function": {"name": call["name"], "arguments": ""}}
             await send({**base, "choices": [{"index": 0, "delta": {"tool_calls": [head]}, "finish_reason": None}]})

@@ -1,0 +1,123 @@
+"""Hostile requests (issue 14 item 7): deeply nested JSON is a 400, never a 500 with a RecursionError in the log;
+a client that is slow to send its headers or its body is cut off after ``read_timeout`` seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+import pytest
+
+from service.app import create_app
+from tests.support.sse import read_events
+
+DEEP = 100_000  # levels of nesting
+
+JSON_ROUTES = [("POST", "/ai-sidebar/stream-chat"), ("POST", "/ai-sidebar/execute-tool"),
+               ("POST", "/ai-sidebar/search"), ("POST", "/ai-sidebar/templates"), ("POST", "/ai-sidebar/sessions"),
+               ("PATCH", "/ai-sidebar/sessions/s1")]
+
+
+@pytest.mark.parametrize("body", [b"[" * DEEP, b'{"message": "hi", "flowData": [{"id": "n1", "x": ' + b"[" * DEEP,
+                                  b'{"a":' * DEEP + b"1" + b"}" * DEEP],
+                         ids=["open-brackets", "deep-inside-flowdata", "closed-objects"])
+async def test_deeply_nested_json_is_a_400_on_every_json_route_and_leaves_no_error_in_the_log(client, caplog, body):
+    caplog.set_level(logging.INFO)
+    for method, path in JSON_ROUTES:
+        response = await client.request(method, path, data=body, headers={"Content-Type": "application/json"})
+        answer = await response.json()
+        assert response.status == 400, (path, answer)
+        assert answer["error"]["code"] == "invalid_json" and "nested" in answer["error"]["message"]
+    assert "RecursionError" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_nesting_a_flow_really_uses_is_accepted(client, model):
+    value: object = "leaf"
+    for _ in range(60):
+        value = {"inner": [value]}
+    flow = [{"id": "t1", "type": "tab", "label": "Deep"},
+            {"id": "n1", "type": "change", "z": "t1", "x": 100, "y": 40,
+             "rules": [{"t": "set", "p": "payload", "to": value}], "wires": [[]]}]
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": "explain the current flow",
+                                                                  "selectedFlow": {"id": "t1"}, "flowData": flow})
+    events = await read_events(response)
+    assert response.status == 200 and events[1]["ok"] is True and "n1" in events[1]["result"]
+
+
+@pytest.mark.parametrize("params", ["[" * 5000, "-" * 5000 + "1", "1+" * 3000 + "1"],
+                         ids=["deep-list", "deep-unary", "long-sum"])
+async def test_hostile_direct_trigger_parameters_are_invalid_params(client, caplog, model, params):
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": f"@tools:get-flow|{params}"})
+    events = await read_events(response)
+    assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "invalid_params"
+    assert "RecursionError" not in caplog.text and "MemoryError" not in caplog.text
+
+
+@pytest.fixture
+async def quick_server(aiohttp_server, settings):
+    """The service with a read timeout of half a second."""
+    return await aiohttp_server(create_app(settings.model_copy(update={"read_timeout": 0.5})))
+
+
+def content_length(head: bytes) -> int:
+    return int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+
+
+async def test_a_connection_that_sends_part_of_its_headers_is_closed_after_the_read_timeout(quick_server):
+    reader, writer = await asyncio.open_connection(quick_server.host, quick_server.port)
+    started = time.monotonic()
+    writer.write(b"POST /ai-sidebar/stream-chat HTTP/1.1\r\nHost: service\r\nContent-Type: appl")
+    await writer.drain()
+    rest = await asyncio.wait_for(reader.read(), 10.0)
+    waited = time.monotonic() - started
+    writer.close()
+    assert rest == b"" and 0.4 < waited < 3.0
+
+
+async def test_sending_headers_a_byte_at_a_time_does_not_extend_the_read_timeout(quick_server):
+    reader, writer = await asyncio.open_connection(quick_server.host, quick_server.port)
+    started = time.monotonic()
+    header = b"GET /healthz HTTP/1.1\r\nHost: service\r\nX-Slow: " + b"a" * 100
+
+    async def trickle() -> None:
+        for byte in header:
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    sender = asyncio.create_task(trickle())
+    try:
+        rest = await asyncio.wait_for(reader.read(), 10.0)
+    finally:
+        sender.cancel()
+        writer.close()
+    assert rest == b"" and 0.4 < time.monotonic() - started < 3.0
+
+
+async def test_a_body_that_does_not_arrive_in_time_is_a_408(quick_server):
+    reader, writer = await asyncio.open_connection(quick_server.host, quick_server.port)
+    writer.write(b"POST /ai-sidebar/search HTTP/1.1\r\nHost: service\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 100\r\n\r\n{\"query\":")
+    await writer.drain()
+    started = time.monotonic()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
+    waited = time.monotonic() - started
+    body = json.loads(await reader.readexactly(content_length(head)))
+    writer.close()
+    assert head.startswith(b"HTTP/1.1 408") and body["error"]["code"] == "request_timeout"
+    assert "AI_SIDEBAR_READ_TIMEOUT" in body["error"]["message"] and 0.4 < waited < 3.0
+
+
+async def test_a_normal_request_on_a_kept_alive_connection_is_unaffected(quick_server):
+    reader, writer = await asyncio.open_connection(quick_server.host, quick_server.port)
+    for _ in range(3):
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: service\r\n\r\n")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
+        assert head.startswith(b"HTTP/1.1 200")
+        await reader.readexactly(content_length(head))
+        await asyncio.sleep(0.2)  # idle, but less than the timeout
+    writer.close()

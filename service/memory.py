@@ -96,15 +96,14 @@ class SessionNotFound(ServiceError):
     """No session with that id belongs to the user (404 ``session_not_found``)."""
 
     def __init__(self, session_id: str):
-        super().__init__("session_not_found", f"There is no session {session_id!r} for this user.", 404)
+        super().__init__("session_not_found", status=404, params={"session_id": session_id})
 
 
 class MemoryUnavailable(ServiceError):
     """The database cannot be written or read (locked, read-only, disk full): 503 ``memory_unavailable``."""
 
     def __init__(self, detail: str):
-        super().__init__("memory_unavailable", f"Conversation memory is unavailable ({detail}); answers still "
-                                               "work but are not remembered.", 503)
+        super().__init__("memory_unavailable", status=503, params={"detail": detail})
 
 
 @dataclass(frozen=True)
@@ -247,7 +246,7 @@ class MemoryStore:
                              scenario: str | None = None) -> dict[str, Any]:
         """A new empty session; an id already taken (by anyone) is 409 ``session_exists``."""
         if await self._exists(session_id):
-            raise ServiceError("session_exists", f"A session {session_id!r} already exists.", 409)
+            raise ServiceError("session_exists", status=409, params={"session_id": session_id})
         now = time.time()
         await self._write([("INSERT INTO sessions(id, user, name, scenario, created_at, updated_at) "
                             "VALUES (?, ?, ?, ?, ?, ?)", (session_id, user, name, scenario, now, now))])

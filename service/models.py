@@ -113,12 +113,12 @@ async def parse_body(request: web.Request, model: type[Model]) -> Model:
     try:
         data = json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError):
-        raise ServiceError("invalid_json", "The request body is not valid JSON.") from None
+        raise ServiceError("invalid_json") from None
     if not isinstance(data, dict):
-        raise ServiceError("invalid_json", "The request body must be a JSON object.")
+        raise ServiceError("invalid_json", key="invalid_json.not_object")
     try:
         return model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise ServiceError("invalid_request", f"Field '{where}': {first['msg']}.") from None
+        raise ServiceError("invalid_request", params={"field": where, "detail": first["msg"]}) from None

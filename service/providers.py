@@ -205,7 +205,8 @@ def provider_error(exc: BaseException, *, timeout: float | None = None,
 
 
 def llm_timeout(seconds: float | None) -> ServiceError:
-    """``llm_timeout``: the model did not start answering within ``seconds`` (``AI_LLM_TIMEOUT``)."""
+    """``llm_timeout``: the model did not answer within ``seconds`` (``AI_LLM_TIMEOUT``): no first chunk in that
+    time, retries included, or (the client's read timeout) a pause that long in the middle of an answer."""
     return ServiceError("llm_timeout", status=504, params={"seconds": f"{seconds:g}" if seconds else "?"})
 
 

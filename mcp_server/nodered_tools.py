@@ -61,8 +61,13 @@ class NodeTypesResult(BaseModel):
 
 
 def failure(err: NodeRedError) -> ToolFailure:
-    """A Node-RED error as a tool failure; the message already names what to check next."""
-    return ToolFailure(err.code, err.message)
+    """A Node-RED error as a tool failure with the same code and sentence; it already names what to check next."""
+    return ToolFailure(err.code, **err.sentence_args())
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``1 module``, ``2 modules``: the count with the English noun in the right number (tool texts are English)."""
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"
 
 
 def _json(data: Any) -> str:
@@ -91,12 +96,7 @@ async def get_diagnostics(client: NodeRedClient) -> ToolOutput:
         report = await client.get_diagnostics()
     except NodeRedError as err:
         if err.code == "not_found":
-            raise ToolFailure("not_found", "This Node-RED has no diagnostics report: GET /diagnostics exists from "
-                                           "Node-RED 3.0 on. Use get-settings for its version instead.") from None
-        if err.code == "diagnostics_disabled":
-            raise ToolFailure(err.code, "Diagnostics are turned off in this Node-RED (diagnostics.enabled is false "
-                                        "in settings.js). Use get-settings instead, or ask an administrator to "
-                                        "enable diagnostics and restart Node-RED.") from None
+            raise ToolFailure("not_found", key="not_found.diagnostics") from None
         raise failure(err) from None
     version = str((report.get("runtime") or {}).get("version") or "unknown")
     result = DiagnosticsResult(nodeRedVersion=version, report=report)
@@ -130,10 +130,11 @@ async def get_flows(client: NodeRedClient) -> ToolOutput:
     except NodeRedError as err:
         raise failure(err) from None
     result = summarize_flows(config["flows"], config.get("rev"))
-    lines = [f"{len(result.flows)} tabs and subflows, {result.globalConfigNodeCount} global config nodes:"]
+    lines = [f"{counted(len(result.flows), 'tab or subflow', 'tabs and subflows')}, "
+             f"{counted(result.globalConfigNodeCount, 'global config node')}:"]
     for flow in result.flows:
         state = " (disabled)" if flow.disabled else ""
-        lines.append(f"[{flow.id}] {flow.type} \"{flow.label}\"{state}: {flow.nodeCount} nodes; "
+        lines.append(f"[{flow.id}] {flow.type} \"{flow.label}\"{state}: {counted(flow.nodeCount, 'node')}; "
                      f"types {', '.join(flow.nodeTypes) or 'none'}")
     return ToolOutput(data=result.model_dump(), text="\n".join(lines))
 
@@ -166,10 +167,9 @@ async def list_node_types(client: NodeRedClient, module: str | None = None) -> T
     result = node_types(node_sets, module)
     if module and not result.modules:
         installed = sorted({s.get("module") for s in node_sets if s.get("module")})
-        raise ToolFailure("module_not_found", f"The module {module!r} is not installed in this Node-RED. "
-                                              f"Installed modules: {', '.join(installed)}.")
+        raise ToolFailure("module_not_found", params={"module": module, "installed": ", ".join(installed)})
     per_module = Counter(entry.module for entry in result.nodeTypes)
-    lines = [f"{len(result.nodeTypes)} node types from {len(result.modules)} modules:"]
+    lines = [f"{counted(len(result.nodeTypes), 'node type')} from {counted(len(result.modules), 'module')}:"]
     for name, version in result.modules.items():
         types = [e.type + ("" if e.enabled else " (disabled)") for e in result.nodeTypes if e.module == name]
         lines.append(f"{name} {version or ''} ({per_module[name]}): {', '.join(types)}")

@@ -32,6 +32,10 @@ from .nodered_tools import DiagnosticsResult, FlowsResult, NodeTypesResult, Sett
 # ``_meta`` key of a tools/call request carrying the Node-RED token of the user on whose behalf the call is made
 # (the service forwards the editor user's token so that a call never reads with more rights than that user has).
 USER_TOKEN_META = "ai-sidebar/nodeRedToken"
+# ``_meta`` key of a failed tool result carrying the failure's stable code and the values of its sentence
+# (``{"code", "key", "params"}``), so that the service keeps the code (``diagnostics_disabled``, not a generic
+# tool failure) and can word the sentence in its user's language. The text content stays the plain sentence.
+ERROR_META = "ai-sidebar/error"
 
 INSTRUCTIONS = (
     "Read-only access to one Node-RED instance through its Admin API. Start with get-flows to see the tabs and "
@@ -101,11 +105,26 @@ def _client(ctx: ToolCtx) -> NodeRedClient:
 
 
 async def _answer(work: Awaitable[ToolOutput]) -> CallToolResult:
-    try:
-        output = await work
-    except ToolFailure as failure:
-        raise ToolError(failure.message) from None
+    # A ToolFailure propagates: FastMCP wraps it in a ToolError, which NodeRedMcp.call_tool turns into a failed
+    # result that keeps the failure's code.
+    output = await work
     return CallToolResult(content=[TextContent(type="text", text=output.text)], structuredContent=output.data)
+
+
+class NodeRedMcp(FastMCP):
+    """FastMCP whose tool failures (:class:`ToolFailure`) are answered as ``isError`` results with the plain
+    sentence as text and the code under ``_meta`` (:data:`ERROR_META`); other errors stay FastMCP's."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as err:
+            failure = err.__cause__
+            if not isinstance(failure, ToolFailure):
+                raise
+            error = {"code": failure.code, "key": failure.key, "params": failure.params}
+            return CallToolResult(content=[TextContent(type="text", text=failure.message)], isError=True,
+                                  _meta={ERROR_META: error})
 
 
 def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 8766) -> FastMCP:
@@ -117,8 +136,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
         async with aiohttp.ClientSession() as session:
             yield ServerState(NodeRedClient(config.url, session, config.credentials, timeout=config.timeout))
 
-    mcp = FastMCP("nodered", instructions=INSTRUCTIONS, lifespan=lifespan, host=host, port=port,
-                  log_level="WARNING")
+    mcp = NodeRedMcp("nodered", instructions=INSTRUCTIONS, lifespan=lifespan, host=host, port=port,
+                     log_level="WARNING")
     # FastMCP reports the SDK's version in serverInfo unless the low-level server is told ours.
     mcp._mcp_server.version = __version__
 

@@ -12,12 +12,14 @@ and calls that never reach a runner (arguments that are not JSON, a tool that wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware, ToolCallLimitMiddleware, hook_config
+from langchain.agents.middleware import (AgentMiddleware, ModelCallLimitMiddleware, ModelRequest,
+                                         ToolCallLimitMiddleware, hook_config, wrap_model_call)
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain.agents.middleware.tool_call_limit import ToolCallLimitExceededError
 from langchain_core.language_models import BaseChatModel
@@ -28,6 +30,7 @@ from pydantic import BaseModel
 
 from .compact import bounded
 from .errors import ServiceError
+from .providers import llm_timeout
 from .toolbox import Toolbox
 from .tools import ToolContext, ToolFailure
 
@@ -43,11 +46,14 @@ MODEL_TOOL_LIMIT = 30_000  # characters of a tool result sent back to the model
 
 @dataclass(frozen=True)
 class AgentLimits:
-    """Per-request limits: model calls, tool calls, and wall-clock seconds for the whole run."""
+    """Per-request limits: model calls, tool calls, wall-clock seconds for the whole run
+    (``AI_AGENT_TIME_LIMIT``), and seconds each model call may take to start answering, its client's retries
+    included (``AI_LLM_TIMEOUT``; ``None``: no such bound)."""
 
     model_calls: int = 8
     tool_calls: int = 12
     seconds: float = 120.0
+    first_token: float | None = None
 
 
 def agent_tools(toolbox: Toolbox, names: list[str], context: ToolContext, emit: Emit,
@@ -150,19 +156,27 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
     """Run the agent over ``messages`` (system prompt first), streaming its text as ``token`` events.
 
     Raises:
-        ServiceError: ``agent_limit`` (model or tool calls exhausted) or ``agent_timeout``; provider faults
-            propagate as the client raised them, for the caller to map once.
+        ServiceError: ``agent_limit`` (model or tool calls exhausted), ``agent_timeout`` (the run passed
+            ``limits.seconds``, ``AI_AGENT_TIME_LIMIT``) or ``llm_timeout`` (a model call did not start answering
+            within ``limits.first_token``, ``AI_LLM_TIMEOUT``), whichever comes first; provider faults propagate
+            as the client raised them, for the caller to map once.
     """
+    run_deadline = asyncio.get_running_loop().time() + limits.seconds
+    watch = _FirstTokenWatch(run_deadline, limits.first_token)
     agent = create_agent(model, tools, middleware=[
         ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"),
         ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),
         UnrunnableToolCalls([tool.name for tool in tools], emit, result),
+        watch.middleware(),
     ])
     try:
-        async with asyncio.timeout(limits.seconds):
-            async for chunk, metadata in agent.astream({"messages": messages}, stream_mode="messages"):
+        async with (asyncio.timeout_at(run_deadline) as deadline,
+                    contextlib.aclosing(agent.astream({"messages": messages}, stream_mode="messages")) as stream):
+            watch.deadline = deadline
+            async for chunk, metadata in stream:
                 if metadata.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
                     continue
+                watch.answered()
                 text = chunk.text if isinstance(chunk.text, str) else chunk.text()
                 if text:
                     result.answer += text
@@ -173,11 +187,54 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
                     usage["outputTokens"] += chunk.usage_metadata.get("output_tokens", 0)
                     result.usage = usage
     except ModelCallLimitExceededError:
-        raise ServiceError("agent_limit", f"The assistant stopped after {limits.model_calls} model calls without "
-                                          "finishing; ask a narrower question.", 500) from None
+        raise ServiceError("agent_limit", status=500, params={"limit": limits.model_calls}) from None
     except ToolCallLimitExceededError:
-        raise ServiceError("agent_limit", f"The assistant stopped after {limits.tool_calls} tool calls without "
-                                          "finishing; ask a narrower question.", 500) from None
+        raise ServiceError("agent_limit", status=500, key="agent_limit.tool_calls",
+                           params={"limit": limits.tool_calls}) from None
     except TimeoutError:
-        raise ServiceError("agent_timeout", f"The assistant did not finish within {limits.seconds:g} seconds.",
-                           504) from None
+        if watch.waiting:
+            raise llm_timeout(limits.first_token) from None
+        raise ServiceError("agent_timeout", status=504, params={"seconds": f"{limits.seconds:g}"}) from None
+
+
+class _FirstTokenWatch:
+    """Bounds each model call's wait for its first chunk by moving the run's deadline: nearer while a call
+    waits (``first_token`` seconds, when that comes before the run's own deadline), back once the model
+    answers. ``waiting`` stays true when the deadline expired during such a wait."""
+
+    def __init__(self, run_deadline: float, first_token: float | None):
+        self.deadline: asyncio.Timeout | None = None
+        self._run_deadline = run_deadline
+        self._first_token = first_token
+        self.waiting = False
+
+    def middleware(self) -> AgentMiddleware:
+        @wrap_model_call
+        async def first_token_deadline(request: ModelRequest, handler: Callable) -> Any:
+            self.started()
+            try:
+                return await handler(request)
+            finally:
+                self.answered()
+        return first_token_deadline
+
+    def started(self) -> None:
+        if self._first_token is None:
+            return
+        wait_until = asyncio.get_running_loop().time() + self._first_token
+        if wait_until < self._run_deadline:
+            self.waiting = True
+            self._move(wait_until)
+
+    def answered(self) -> None:
+        # An expired deadline keeps ``waiting`` for run_agent to tell which limit it was.
+        if self.waiting and self.deadline is not None and not self.deadline.expired():
+            self.waiting = False
+            self._move(self._run_deadline)
+
+    def _move(self, when: float) -> None:
+        # The stream is closed inside the deadline's block, so no model call outlives it; a late one changes
+        # nothing (asyncio.Timeout refuses to move once left).
+        if self.deadline is not None:
+            with contextlib.suppress(RuntimeError):
+                self.deadline.reschedule(when)

@@ -14,12 +14,13 @@ from typing import AsyncIterator, Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
-from .errors import ServiceError, error_middleware, error_response
-from .keys import HTTP_SESSION, LIMITER, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .errors import ServiceError, error_middleware
+from .keys import HTTP_SESSION, LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from .limits import StreamLimiter
 from .mcp_client import McpTools
 from .memory import MemorySlot, MemoryStore
 from .memory_routes import routes as memory_routes
+from .messages import MessageCatalog
 from .nodered import NodeRedClient, NodeRedCredentials
 from .providers import ChatModelFactory
 from .routes import routes
@@ -41,7 +42,7 @@ def token_middleware(token: str) -> Callable:
         if request.path not in OPEN_PATHS:
             given = request.headers.get("Authorization", "").encode()
             if not hmac.compare_digest(given, expected):
-                return error_response("unauthorized", "Missing or wrong service token (AI_SIDEBAR_TOKEN).", 401)
+                raise ServiceError("unauthorized", status=401)
         return await handler(request)
 
     return check
@@ -130,7 +131,8 @@ def create_app(settings: Settings) -> web.Application:
     """
     middlewares = [error_middleware]
     if settings.token is not None:
-        middlewares.insert(0, token_middleware(settings.token.get_secret_value()))
+        # Inside the error middleware, so that its refusal is worded in the request's language too.
+        middlewares.append(token_middleware(settings.token.get_secret_value()))
     # aiohttp 3.14 arms its keep-alive timer when a connection opens and closes the connection when it fires while
     # no request has been read completely (web_protocol.RequestHandler.connection_made, _process_keepalive), so
     # keepalive_timeout bounds the time to send request headers; handler_args wins over the runner's own value.
@@ -139,6 +141,7 @@ def create_app(settings: Settings) -> web.Application:
                           handler_args={"keepalive_timeout": settings.read_timeout})
     app[SETTINGS] = settings
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
+    app[MESSAGES] = MessageCatalog(settings.locales_dir)
     app[MODELS] = ChatModelFactory()
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = Toolbox(McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)

@@ -1,26 +1,39 @@
-"""Errors with the design's stable codes, and the middleware that turns them into JSON answers.
+"""Errors with the design's stable codes, and where they leave the service: the middleware that turns them into
+JSON answers and the stream's ``error`` events, both worded in the request's language.
 
 Outside a stream every error is ``{"error": {"code": "snake_case", "message": "sentence"}}`` with a 4xx/5xx
-status (DESIGN.md, "HTTP API"); never an HTML page, never a stack trace.
+status (DESIGN.md, "HTTP API"); never an HTML page, never a stack trace. Sentences come from
+``locales/<lang>/errors.json`` (:mod:`service.messages`); the code never changes with the language.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping
 
 from aiohttp import web
 
+from .keys import MESSAGES
+from .messages import CodedError, MessageCatalog, english_catalog
+
 log = logging.getLogger(__name__)
 
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+# The ``language`` of a request body, for handlers that read one (stream-chat): it wins over Accept-Language.
+REQUEST_LANGUAGE = web.RequestKey("ai_sidebar_language", str)
 
-class ServiceError(Exception):
-    """A fault with a stable code; ``status`` is the HTTP status used outside a stream."""
 
-    def __init__(self, code: str, message: str, status: int = 400):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class ServiceError(CodedError):
+    """A fault with a stable code; ``status`` is the HTTP status used outside a stream.
+
+    ``ServiceError("tools_disabled", status=400)`` words itself from the catalog (translated on the way out);
+    ``params`` fill the sentence's placeholders and ``key`` picks a variant sentence of the code. A free
+    ``message`` is kept as given, in English.
+    """
+
+    def __init__(self, code: str, message: str | None = None, status: int = 400, *, key: str | None = None,
+                 params: Mapping[str, Any] | None = None):
+        super().__init__(code, message, key=key, params=params)
         self.status = status
 
     def as_dict(self) -> dict[str, str]:
@@ -32,26 +45,71 @@ def error_response(code: str, message: str, status: int) -> web.Response:
     return web.json_response({"error": {"code": code, "message": message}}, status=status)
 
 
+def request_language(request: web.Request) -> str:
+    """The shipped language to word this request's errors in: the body's ``language`` (when a handler stored it
+    under :data:`REQUEST_LANGUAGE`), else ``Accept-Language``, else English."""
+    return _catalog(request.app).negotiate(request.get(REQUEST_LANGUAGE), request.headers.get("Accept-Language"))
+
+
+def _catalog(app: web.Application) -> MessageCatalog:
+    return app.get(MESSAGES) or english_catalog()
+
+
+class ErrorEvent(dict):
+    """A stream ``error`` event, ``{"type": "error", "code", "message"}`` in English, that keeps its error so the
+    stream can word it in the request's language (:func:`localized`)."""
+
+    def __init__(self, error: CodedError):
+        super().__init__(type="error", code=error.code, message=error.message)
+        self.error = error
+
+
+def error_event(error: CodedError) -> ErrorEvent:
+    """The one way to build a stream ``error`` event from a :class:`ServiceError` or a tool failure."""
+    return ErrorEvent(error)
+
+
+def localized(emit: Emit, catalog: MessageCatalog, language: str) -> Emit:
+    """``emit`` with every :class:`ErrorEvent` worded in ``language`` (code unchanged); other events pass as
+    they are. Every ``error`` event of a stream leaves through this function."""
+    async def send(event: dict[str, Any]) -> None:
+        if isinstance(event, ErrorEvent):
+            event = {**event, "message": event.error.translated(catalog, language)}
+        await emit(event)
+    return send
+
+
 _HTTP_CODES = {
     400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
     413: "request_too_large", 415: "unsupported_media_type",
 }
 
 
+def _http_error(request: web.Request, err: web.HTTPException) -> ServiceError:
+    code = _HTTP_CODES.get(err.status, "http_error")
+    if err.status == 404:
+        return ServiceError(code, status=404, key="not_found.route",
+                            params={"method": request.method, "path": request.path})
+    if err.status == 405:
+        return ServiceError(code, status=405, params={"method": request.method, "path": request.path})
+    return ServiceError(code, status=err.status, params={"status": err.status})
+
+
 @web.middleware
 async def error_middleware(request: web.Request,
                            handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-    """Map :class:`ServiceError`, aiohttp's HTTP exceptions and anything unexpected to JSON errors."""
+    """Map :class:`ServiceError`, aiohttp's HTTP exceptions and anything unexpected to JSON errors, worded in
+    the request's language (:func:`request_language`)."""
     try:
         return await handler(request)
     except ServiceError as err:
-        return error_response(err.code, err.message, err.status)
+        error = err
     except web.HTTPException as err:
         if err.status < 400:
             raise
-        code = _HTTP_CODES.get(err.status, "http_error")
-        message = err.reason if err.status != 404 else f"There is no route {request.method} {request.path}."
-        return error_response(code, message, err.status)
+        error = _http_error(request, err)
     except Exception:
         log.exception("unexpected error in %s %s", request.method, request.path)
-        return error_response("internal_error", "The assistant service hit an unexpected error; see its log.", 500)
+        error = ServiceError("internal_error", status=500)
+    message = error.translated(_catalog(request.app), request_language(request))
+    return error_response(error.code, message, error.status)

@@ -108,8 +108,7 @@ class Caller:
     def require_write(self) -> None:
         """Raises: ServiceError 403 ``forbidden`` for a read-only caller."""
         if not self.may_write:
-            raise ServiceError("forbidden", "This needs the ai-sidebar.write permission, which the user lacks; "
-                                            "ask a Node-RED administrator for it.", 403)
+            raise ServiceError("forbidden", status=403, key="forbidden.write")
 
 
 def _decoded(header: str, raw: str) -> str:
@@ -119,11 +118,11 @@ def _decoded(header: str, raw: str) -> str:
         ServiceError: 400 ``invalid_request`` for anything encodeURIComponent cannot have produced.
     """
     if not _URI_COMPONENT.match(raw):
-        raise ServiceError("invalid_request", f"Header {header} must be percent-encoded with encodeURIComponent.")
+        raise ServiceError("invalid_request", key="invalid_request.header_encoding", params={"header": header})
     try:
         return unquote(raw, errors="strict")
     except UnicodeDecodeError:
-        raise ServiceError("invalid_request", f"Header {header} is not percent-encoded UTF-8.") from None
+        raise ServiceError("invalid_request", key="invalid_request.header_utf8", params={"header": header}) from None
 
 
 def request_caller(request: web.Request) -> Caller:
@@ -136,19 +135,20 @@ def request_caller(request: web.Request) -> Caller:
     headers = request.headers
     permission = headers.get(PERMISSION_HEADER, "write")
     if permission not in ("read", "write"):
-        raise ServiceError("invalid_request", f"Header {PERMISSION_HEADER} must be 'read' or 'write'.")
+        raise ServiceError("invalid_request", key="invalid_request.permission", params={"header": PERMISSION_HEADER})
     token = headers.get(USER_TOKEN_HEADER) or None
     node_id = headers.get(FLOW_NODE_HEADER)
     if node_id is not None:
         if USER_NAME_HEADER in headers:
-            raise ServiceError("invalid_request", f"A request comes from an editor user ({USER_NAME_HEADER}) or "
-                                                  f"from an ai-chat node ({FLOW_NODE_HEADER}), never both.")
+            raise ServiceError("invalid_request", key="invalid_request.two_identities",
+                               params={"user_header": USER_NAME_HEADER, "node_header": FLOW_NODE_HEADER})
         if not _NODE_ID.match(node_id):
-            raise ServiceError("invalid_request", f"Header {FLOW_NODE_HEADER} must be a Node-RED node id.")
+            raise ServiceError("invalid_request", key="invalid_request.node_id", params={"header": FLOW_NODE_HEADER})
         grants = frozenset(g.strip() for g in headers.get(FLOW_GRANTS_HEADER, "").split(",") if g.strip())
         if not grants <= GRANTS:
-            raise ServiceError("invalid_request", f"Header {FLOW_GRANTS_HEADER} lists {', '.join(sorted(grants))}; "
-                                                  f"it may hold only {', '.join(sorted(GRANTS))}.")
+            raise ServiceError("invalid_request", key="invalid_request.grants",
+                               params={"header": FLOW_GRANTS_HEADER, "grants": ", ".join(sorted(grants)),
+                                       "allowed": ", ".join(sorted(GRANTS))})
         raw = headers.get(CONVERSATION_HEADER, "")
         conversation = _decoded(CONVERSATION_HEADER, raw) if raw else None
         # A flow node answers whoever triggers its flow (an HTTP endpoint may be open to anyone): read only.

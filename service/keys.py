@@ -9,6 +9,7 @@ import aiohttp
 from aiohttp import web
 
 if TYPE_CHECKING:
+    from .messages import MessageCatalog
     from .nodered import NodeRedClient
     from .providers import ChatModelFactory
     from .scenarios import ScenarioCatalog
@@ -24,3 +25,4 @@ STREAMS = web.AppKey("streams", weakref.WeakSet)
 TOOLS = web.AppKey("tools", "Toolbox")
 MEMORY = web.AppKey("memory", "MemorySlot")
 LIMITER = web.AppKey("limiter", "StreamLimiter")
+MESSAGES = web.AppKey("messages", "MessageCatalog")

@@ -25,8 +25,7 @@ class StreamLimiter:
     @contextlib.contextmanager
     def slot(self, user: Hashable) -> Iterator[None]:
         if self._open[user] >= self.max_per_user:
-            raise ServiceError("too_many_requests", f"You already have {self._open[user]} answers streaming; wait "
-                                                    "for one to finish or stop it.", 429)
+            raise ServiceError("too_many_requests", status=429, params={"count": self._open[user]})
         self._open[user] += 1
         try:
             yield

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from mcp import ClientSession, McpError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import Tool
 
+from .messages import DEFAULT_LANGUAGE, english_catalog
 from .settings import Settings
 from .tools import ToolFailure, ToolOutput
 
@@ -31,6 +33,9 @@ log = logging.getLogger(__name__)
 
 # Must match mcp_server.server.USER_TOKEN_META: the ``_meta`` key the server reads the editor user's token from.
 USER_TOKEN_META = "ai-sidebar/nodeRedToken"
+# Must match mcp_server.server.ERROR_META: the ``_meta`` key of a failed result holding its code and values.
+ERROR_META = "ai-sidebar/error"
+ERROR_CODE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # Tools the bundled MCP server offers; used for routing until a child has listed its own.
 EXPECTED_TOOLS = ("get-settings", "get-diagnostics", "get-flows", "get-flow", "get-node-info", "list-node-types")
 # Environment handed to the child: the Node-RED connection, nothing else of the service's secrets.
@@ -155,23 +160,25 @@ class McpTools:
             if len(properties) == 1 and schema["properties"][properties[0]].get("type") == "array":
                 params = {properties[0]: params}
             elif len(params) > len(properties):
-                raise ToolFailure("invalid_params", f"{name}: takes {len(properties)} parameter(s) "
-                                                    f"({', '.join(properties) or 'none'}), got {len(params)}.")
+                raise ToolFailure("invalid_params", key="invalid_params.count",
+                                  params={"tool": name, "expected": len(properties),
+                                          "parameters": ", ".join(properties) or "none", "given": len(params)})
             else:
                 params = dict(zip(properties, params))
         params = params or {}
         if not isinstance(params, dict):
-            raise ToolFailure("invalid_params", f"{name}: parameters must be an object.")
+            raise ToolFailure("invalid_params", key="invalid_params.not_object", params={"tool": name})
         if tool is not None:
             unknown = sorted(set(params) - set(properties))
             if unknown:
-                raise ToolFailure("invalid_params", f"{name}: parameter '{unknown[0]}' is not known; parameters: "
-                                                    f"{', '.join(properties) or 'none'}.")
+                raise ToolFailure("invalid_params", key="invalid_params.unknown",
+                                  params={"tool": name, "parameter": unknown[0],
+                                          "parameters": ", ".join(properties) or "none"})
             errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(params), key=lambda e: e.path)
             if errors:
                 first = errors[0]
                 where = ".".join(str(p) for p in first.path) or _required_name(first) or "params"
-                raise ToolFailure("invalid_params", f"{name}: parameter '{where}': {first.message}.")
+                raise ToolFailure("invalid_params", params={"tool": name, "parameter": where, "detail": first.message})
         return params
 
     async def call(self, name: str, params: dict[str, Any], user_token: str | None = None) -> ToolOutput:
@@ -179,7 +186,8 @@ class McpTools:
         instead of its own credentials.
 
         Raises:
-            ToolFailure: ``tool_failed`` with the server's sentence, or when the child cannot be reached.
+            ToolFailure: the code the bundled server sent with its sentence (``diagnostics_disabled``, ...), else
+                ``tool_failed`` with the server's sentence, or when the child cannot be reached.
         """
         meta = {USER_TOKEN_META: user_token} if user_token else None
         for attempt in (1, 2):
@@ -188,8 +196,8 @@ class McpTools:
                 return await self._call(child, name, params, meta)
             except _ChildGone as gone:
                 if attempt == 2 or self._closed:
-                    raise ToolFailure("tool_failed", f"The MCP server is not available ({gone}); {name} could not "
-                                                     "run. Check the service log.") from None
+                    raise ToolFailure("tool_failed", key="tool_failed.unavailable",
+                                      params={"reason": str(gone), "tool": name}) from None
                 log.warning("MCP server died (%s); starting it again for %s", gone, name)
         raise AssertionError("unreachable")
 
@@ -212,12 +220,12 @@ class McpTools:
         except McpError as err:
             if child.ended.is_set():
                 raise _ChildGone(err.error.message) from None
-            raise ToolFailure("tool_failed", f"{name} failed in the MCP server: {err.error.message}") from None
+            raise ToolFailure("tool_failed", params={"tool": name, "detail": err.error.message}) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as err:
             raise _ChildGone(type(err).__name__) from None
         text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
         if result.isError:
-            raise ToolFailure("tool_failed", _tool_error_sentence(name, text))
+            raise _failure(name, text, (result.meta or {}).get(ERROR_META))
         data = result.structuredContent if result.structuredContent is not None else {"text": text}
         return ToolOutput(data=data, text=text)
 
@@ -300,6 +308,21 @@ def _required_name(error: jsonschema.ValidationError) -> str | None:
     if error.validator == "required" and error.message.startswith("'"):
         return error.message.split("'")[1]
     return None
+
+
+def _failure(name: str, text: str, error: Any) -> ToolFailure:
+    """The failure of an ``isError`` result: with the code and sentence values the bundled server sends under
+    :data:`ERROR_META` (``diagnostics_disabled``, ``nodered_unauthorized``, ...), else ``tool_failed`` with the
+    server's text (any other MCP server)."""
+    sentence = _tool_error_sentence(name, text)
+    if not isinstance(error, dict) or not isinstance(error.get("code"), str) or not ERROR_CODE.match(error["code"]):
+        return ToolFailure("tool_failed", sentence)
+    params, key = error.get("params"), error.get("key")
+    if (isinstance(params, dict) and isinstance(key, str) and key.split(".")[0] == error["code"]
+            and english_catalog().render(key, params, DEFAULT_LANGUAGE) is not None):
+        return ToolFailure(error["code"], key=key, params=params)
+    # A key or value this service does not know (another version of the server): its own sentence, untranslated.
+    return ToolFailure(error["code"], sentence)
 
 
 def _tool_error_sentence(name: str, text: str) -> str:

@@ -184,15 +184,14 @@ class SessionNotFound(ServiceError):
     gives exactly the same answer."""
 
     def __init__(self, session_id: str):
-        super().__init__("session_not_found", f"There is no session {session_id!r} for this user.", 404)
+        super().__init__("session_not_found", status=404, params={"session_id": session_id})
 
 
 class MemoryUnavailable(ServiceError):
     """The database cannot be written or read (locked, read-only, disk full): 503 ``memory_unavailable``."""
 
     def __init__(self, detail: str):
-        super().__init__("memory_unavailable", f"Conversation memory is unavailable ({detail}); answers still "
-                                               "work but are not remembered.", 503)
+        super().__init__("memory_unavailable", status=503, params={"detail": detail})
 
 
 @dataclass(frozen=True)
@@ -331,7 +330,7 @@ class MemoryStore:
         """A new empty session; an id the owner already has is 409 ``session_exists`` (ids are per owner, so
         another owner's session of the same id neither blocks nor shows)."""
         if await self._owned(owner, session_id) is not None:
-            raise ServiceError("session_exists", f"A session {session_id!r} already exists.", 409)
+            raise ServiceError("session_exists", status=409, params={"session_id": session_id})
         now = time.time()
         await self._write([("INSERT INTO sessions(owner_kind, owner, conversation, id, name, scenario, created_at, "
                             "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -55,8 +55,7 @@ class TemplateCreate(BaseModel):
 def _store(request: web.Request) -> MemoryStore:
     store = request.app[MEMORY].store
     if store is None:
-        raise ServiceError("memory_unavailable", "Conversation memory is unavailable: the database could not be "
-                                                 "opened (see the service log and MEMORY_DB_PATH).", 503)
+        raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
     return store
 
 
@@ -71,22 +70,21 @@ def _owner(request: web.Request, write: bool = False) -> Identity:
     if write:
         caller.require_write()
     if not caller.memory:
-        raise ServiceError("forbidden", "This ai-chat node keeps no memory: turn memory on in its settings and set "
-                                        "msg.sessionId.", 403)
+        raise ServiceError("forbidden", status=403, key="forbidden.no_memory")
     return caller.identity
 
 
 def _limit(request: web.Request, default: int = 50, maximum: int = 500) -> int:
     raw = request.query.get("limit", str(default))
     if not raw.isdigit() or not 1 <= int(raw) <= maximum:
-        raise ServiceError("invalid_request", f"Query 'limit' must be a whole number from 1 to {maximum}.")
+        raise ServiceError("invalid_request", key="invalid_request.limit", params={"maximum": maximum})
     return int(raw)
 
 
 def _session_id(request: web.Request) -> str:
     session_id = request.match_info["sessionId"]
     if not re.match(ID_PATTERN, session_id):
-        raise ServiceError("invalid_request", "The session id may hold letters, digits and . _ : - only.")
+        raise ServiceError("invalid_request", key="invalid_request.session_id")
     return session_id
 
 

@@ -19,7 +19,7 @@ PREFERENCE_CATEGORY = "preference"
 
 def _store(ctx: ToolContext):
     if ctx.memory is None:
-        raise ToolFailure("memory_unavailable", "Conversation memory is not available in this service.")
+        raise ToolFailure("memory_unavailable", key="memory_unavailable.tool")
     return ctx.memory
 
 
@@ -45,8 +45,7 @@ async def get_flow_templates(ctx: ToolContext, name: str | None = None) -> ToolO
     if name:
         chosen = [t for t in templates if t["metadata"].get("name") == name or t["key"] == name]
         if not chosen:
-            raise ToolFailure("template_not_found", f"There is no flow template {name!r}; call get_flow_templates "
-                                                    "without a name to list them.")
+            raise ToolFailure("template_not_found", params={"name": name})
         template = chosen[0]
         return ToolOutput(data=template, text=bounded(f"{template['metadata'].get('name')}: "
                                                       f"{template['metadata'].get('description', '')}\n"

@@ -138,17 +138,21 @@ async def parse_body(request: web.Request, model: type[Model]) -> Model:
         raise ServiceError("request_timeout", f"The request body did not arrive within {timeout:g} seconds "
                                               "(AI_SIDEBAR_READ_TIMEOUT).", 408) from None
     try:
+        async with asyncio.timeout(timeout):
+            raw = await request.read()
+    except TimeoutError:
+        raise ServiceError("request_timeout", status=408, params={"seconds": f"{timeout:g}"}) from None
+    try:
         data = load_json(raw or b"null")
     except ValueError as err:
         if "recursion limit" in str(err):
-            raise ServiceError("invalid_json", f"The request body is nested more than {MAX_JSON_DEPTH} levels "
-                                               "deep.") from None
-        raise ServiceError("invalid_json", "The request body is not valid JSON.") from None
+            raise ServiceError("invalid_json", key="invalid_json.depth", params={"depth": MAX_JSON_DEPTH}) from None
+        raise ServiceError("invalid_json") from None
     if not isinstance(data, dict):
-        raise ServiceError("invalid_json", "The request body must be a JSON object.")
+        raise ServiceError("invalid_json", key="invalid_json.not_object")
     try:
         return model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise ServiceError("invalid_request", f"Field '{where}': {first['msg']}.") from None
+        raise ServiceError("invalid_request", params={"field": where, "detail": first["msg"]}) from None

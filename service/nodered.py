@@ -23,6 +23,8 @@ from typing import Any
 import aiohttp
 from pydantic import SecretStr
 
+from .messages import CodedError
+
 log = logging.getLogger(__name__)
 
 API_VERSION = "v2"
@@ -31,7 +33,7 @@ LOGIN_RETRY_AFTER = 300  # seconds before trying a refused password login again
 CLIENT_ID = "node-red-admin"
 
 
-class NodeRedError(Exception):
+class NodeRedError(CodedError):
     """A failed Admin API call.
 
     Attributes:
@@ -39,14 +41,14 @@ class NodeRedError(Exception):
         code: stable snake_case code: ``nodered_unreachable``, ``nodered_timeout``, ``nodered_unauthorized``
             (401: no or insufficient token), ``nodered_login_failed`` (403 ``invalid_grant``),
             ``diagnostics_disabled``, ``not_found``, ``flow_not_found``, ``node_not_found``, ``nodered_error``.
-        message: a sentence for a user, naming what to check next.
+        message: a sentence for a user, naming what to check next (worded from ``locales/<lang>/errors.json``
+            by ``key`` and ``params`` when not given, see :class:`service.messages.CodedError`).
     """
 
-    def __init__(self, status: int | None, code: str, message: str):
-        super().__init__(message)
+    def __init__(self, status: int | None, code: str, message: str | None = None, *, key: str | None = None,
+                 params: dict[str, Any] | None = None):
+        super().__init__(code, message, key=key, params=params)
         self.status = status
-        self.code = code
-        self.message = message
 
 
 @dataclass
@@ -163,12 +165,10 @@ class NodeRedClient:
         if self._login_refused is not None and time.monotonic() < self._login_refused[0]:
             raise self._login_refused[1]
         if not creds.can_login:
-            raise NodeRedError(401, "nodered_unauthorized", "Node-RED asks for a login: set NODE_RED_TOKEN, or "
-                               "NODE_RED_USERNAME and NODE_RED_PASSWORD.")
+            raise NodeRedError(401, "nodered_unauthorized", key="nodered_unauthorized.login")
         scheme = await self._send("GET", "/auth/login", auth=False)
         if not isinstance(scheme, dict) or scheme.get("type") != "credentials":
-            raise NodeRedError(None, "nodered_login_failed", "Node-RED does not offer a username/password login "
-                               "(adminAuth type is not 'credentials'); use NODE_RED_TOKEN instead.")
+            raise NodeRedError(None, "nodered_login_failed", key="nodered_login_failed.scheme")
         form = {
             "client_id": CLIENT_ID,
             "grant_type": "password",
@@ -183,14 +183,10 @@ class NodeRedClient:
         except NodeRedError as err:
             if err.status in (401, 403):
                 refused = NodeRedError(err.status, "nodered_login_failed",
-                                       f"Node-RED refused the login of user {creds.username!r}: check "
-                                       "NODE_RED_USERNAME and NODE_RED_PASSWORD (not retried for "
-                                       f"{LOGIN_RETRY_AFTER // 60} minutes, so the account is not locked).")
+                                       params={"user": creds.username, "minutes": LOGIN_RETRY_AFTER // 60})
             elif err.status in (429, 500):
                 # Node-RED rate-limits /auth/token after repeated failures (and may answer 500 for it).
-                refused = NodeRedError(err.status, "nodered_login_failed",
-                                       "Node-RED is refusing logins after too many attempts; wait about 10 minutes, "
-                                       "then check NODE_RED_USERNAME and NODE_RED_PASSWORD.")
+                refused = NodeRedError(err.status, "nodered_login_failed", key="nodered_login_failed.rate_limited")
             else:
                 raise
             self._login_refused = (time.monotonic() + LOGIN_RETRY_AFTER, refused)
@@ -232,12 +228,10 @@ class NodeRedClient:
                     raise await _error_from(resp, path)
                 return await resp.json(content_type=None)
         except asyncio.TimeoutError:
-            raise NodeRedError(None, "nodered_timeout",
-                               f"Node-RED at {self.base_url} did not answer {path} in time.") from None
+            raise NodeRedError(None, "nodered_timeout", params={"url": self.base_url, "path": path}) from None
         except aiohttp.ClientError as err:
             raise NodeRedError(None, "nodered_unreachable",
-                               f"Node-RED at {self.base_url} is not reachable ({type(err).__name__}); "
-                               "check that it runs and that NODE_RED_URL includes httpAdminRoot.") from None
+                               params={"url": self.base_url, "reason": type(err).__name__}) from None
 
 
 async def _error_from(resp: aiohttp.ClientResponse, path: str) -> NodeRedError:
@@ -250,15 +244,10 @@ async def _error_from(resp: aiohttp.ClientResponse, path: str) -> NodeRedError:
     nr_code = body.get("code") if isinstance(body, dict) else None
     nr_message = body.get("message") if isinstance(body, dict) else None
     if resp.status == 401:
-        return NodeRedError(401, "nodered_unauthorized",
-                            f"Node-RED refused {path} (401): the token is missing or expired, or its user lacks "
-                            "the permission. Log in again in the editor, or set NODE_RED_TOKEN, or "
-                            "NODE_RED_USERNAME and NODE_RED_PASSWORD of a user with read permission.")
+        return NodeRedError(401, "nodered_unauthorized", params={"path": path})
     if resp.status == 403 and nr_code == "diagnostics.disabled":
-        return NodeRedError(403, "diagnostics_disabled",
-                            "Diagnostics are turned off in this Node-RED (settings.js: diagnostics.enabled).")
+        return NodeRedError(403, "diagnostics_disabled")
     if resp.status == 404:
-        return NodeRedError(404, "not_found", f"Node-RED has no {path}: check that NODE_RED_URL includes "
-                                              "httpAdminRoot (for example http://127.0.0.1:1880/admin).")
+        return NodeRedError(404, "not_found", params={"path": path})
     return NodeRedError(resp.status, "nodered_error",
-                        f"Node-RED answered {resp.status} to {path}: {nr_message or nr_code or resp.reason}.")
+                        params={"status": resp.status, "path": path, "detail": nr_message or nr_code or resp.reason})

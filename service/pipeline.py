@@ -18,13 +18,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .agent import AgentLimits, agent_tools, run_agent
 from .compact import bounded
-from .errors import ServiceError
+from .errors import ServiceError, error_event
 from .identity import ANONYMOUS, Identity
 from .memory_tools import MEMORY_TOOLS
 from .models import ProviderOverride, StreamChatRequest, load_json
 from .nodered import NodeRedClient
 from .prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
-from .providers import ChatModelFactory, ProviderConfig, provider_error
+from .providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from .scenarios import ScenarioCatalog
 from .settings import Settings
 from .toolbox import Toolbox
@@ -152,8 +152,7 @@ def parse_direct_trigger(message: str) -> tuple[str, Any] | None:
         # CPython's parser answers deep nesting with SyntaxError, RecursionError or MemoryError (its own stack,
         # not the process's memory): all mean "not a literal we take".
         except (ValueError, SyntaxError, RecursionError, MemoryError):
-            raise ServiceError("invalid_params", f"@tools:{name}: the parameters after '|' must be a list such "
-                                                 "as ['id1','id2'] or a JSON object.") from None
+            raise ServiceError("invalid_params", key="invalid_params.trigger", params={"tool": name}) from None
     if not isinstance(params, (list, dict)):
         params = [params]
     return name, params
@@ -183,18 +182,15 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     tool_run: ToolRun | None = None
     task = ""
     if not deps.may_write and DIRECT_TRIGGER.match(request.message):
-        await emit({"type": "error", "code": "forbidden",
-                    "message": "Running a tool by name needs the ai-sidebar.write permission, which this user "
-                               "lacks; ask without @tools: and the assistant reads what it needs."})
+        await emit(error_event(ServiceError("forbidden", status=403, key="forbidden.run_tool")))
         return result
     try:
         direct = parse_direct_trigger(request.message)
     except ServiceError as err:
-        await emit({"type": "error", **err.as_dict()})
+        await emit(error_event(err))
         return result
     if direct is not None and not deps.tools_enabled:
-        await emit({"type": "error", "code": "tools_disabled",
-                    "message": "Tools are turned off in the selected ai-config node."})
+        await emit(error_event(ServiceError("tools_disabled")))
         return result
     if direct is not None:
         name, params = direct
@@ -202,7 +198,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         try:
             tool_run.params = await deps.tools.parse(name, params)
         except ToolFailure as failure:
-            await emit({"type": "error", "code": failure.code, "message": failure.message})
+            await emit(error_event(failure))
             return result
     else:
         match, written_in = deps.scenarios.match_any(request.message, catalog.language)
@@ -299,7 +295,7 @@ async def _run_tool(run: ToolRun, tools: Toolbox, context: ToolContext, emit: Em
     except ToolFailure as failure:
         run.failure = failure
         await emit({"type": "tool_result", "tool": run.name, "result": failure.message, "ok": False})
-        await emit({"type": "error", "code": failure.code, "message": failure.message})
+        await emit(error_event(failure))
         return
     await emit({"type": "tool_result", "tool": run.name, "result": bounded(run.output.text, PREVIEW_LIMIT),
                 "ok": True})
@@ -309,7 +305,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                         emit: Emit, result: ChatResult) -> None:
     """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event."""
     settings = deps.settings
-    limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit)
+    limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit,
+                         settings.llm_timeout)
     if deps.memory is None:
         # Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
         # offered: they would read nothing.
@@ -328,7 +325,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
             # that offers tools: answer as a plain chat instead of failing.
             log.info("the model refused tool calling (%s); answering without tools", type(exc).__name__)
             messages[0] = system
-            async for chunk in model.astream(messages):
+            async for chunk in first_chunk_within(model.astream(messages), settings.llm_timeout):
                 await _relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, agent_or_chat)
@@ -344,7 +341,7 @@ def _tools_unsupported(exc: BaseException) -> bool:
 async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
     """Pure chat: stream the model's answer as ``token`` events."""
     async def stream(model: BaseChatModel) -> None:
-        async for chunk in model.astream(messages):
+        async for chunk in first_chunk_within(model.astream(messages), deps.settings.llm_timeout):
             await _relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, stream)
@@ -363,17 +360,28 @@ async def _relay_chunk(chunk: Any, emit: Emit, result: ChatResult) -> None:
 
 async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel], Awaitable[None]]) -> None:
     """Run ``work`` with the request's chat model; a missing configuration or a provider fault becomes exactly one
-    ``error`` event (the provider's exception mapped once, never its stack)."""
+    ``error`` event (the provider's exception mapped once, never its stack, its text redacted of the request's
+    keys and tokens before it is emitted or logged)."""
+    config = ProviderConfig.from_settings(deps.settings, deps.provider)
     try:
-        model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
+        model = deps.models.get(config)
     except ServiceError as err:
-        await emit({"type": "error", **err.as_dict()})
+        await emit(error_event(err))
         return
     try:
         await work(model)
     except ConnectionResetError:
         raise
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
-        err = provider_error(exc)
+        err = provider_error(exc, timeout=config.timeout, secrets=_secrets(deps, config))
         log.warning("model request failed: %s (%s: %s)", err.code, type(exc).__name__, err.message)
-        await emit({"type": "error", **err.as_dict()})
+        await emit(error_event(err))
+
+
+def _secrets(deps: ChatDeps, config: ProviderConfig) -> list[Any]:
+    """Every key and token this request could hand to a provider or echo: the model key in use (an ai-config
+    node's included), the environment's provider keys, the service token and the Node-RED credentials."""
+    settings = deps.settings
+    return [config.api_key, settings.openai_api_key, settings.deepseek_api_key, settings.google_api_key,
+            settings.anthropic_api_key, settings.token, settings.nodered_token, settings.nodered_password,
+            deps.user_token]

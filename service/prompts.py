@@ -48,14 +48,15 @@ def tool_answer_prompt(question: str, task: str, tool: str, result_text: str | N
 
     Args:
         question: the user's original message, kept verbatim.
-        task: the keyword group's ``newHumanPrompt`` (may be empty).
+        task: the keyword group's ``newHumanPrompt`` (may be empty); left out when the tool failed, because it
+            speaks of the tool's result ("use the diagnostics report above").
         tool: the tool's name.
         result_text: compact tool output, or ``None`` when the tool failed.
         failure: the failure sentence when the tool failed, so the model can say what is missing.
         answer_instruction: "Answer in <language>." in that language.
     """
     parts = []
-    if task:
+    if task and result_text is not None:
         parts.append(task)
     parts.append(f"User's question:\n{question}")
     if result_text is not None:

@@ -5,18 +5,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, TypeVar
 
 import httpx2
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from .errors import ServiceError
+from .flows import REDACTED, redact_text
 from .settings import Settings
 
 if TYPE_CHECKING:
     from .models import ProviderOverride
 
+T = TypeVar("T")
 OPENAI_STYLE = frozenset({"openai", "openai-compatible", "deepseek"})
 # Enough connections for hundreds of simultaneous streams to one provider.
 HTTP_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
@@ -129,10 +131,9 @@ class ChatModelFactory:
         return model
 
 
-def _missing(config: ProviderConfig, what: str) -> ServiceError:
-    return ServiceError("provider_not_configured",
-                        f"The {config.provider} provider is not configured: {what}. Set it in the environment of "
-                        "the assistant service or in an ai-config node.", 400)
+def _missing(config: ProviderConfig, setting: str) -> ServiceError:
+    return ServiceError("provider_not_configured", status=400,
+                        params={"provider": config.provider, "setting": setting})
 
 
 def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseChatModel:
@@ -144,11 +145,11 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
     provider = config.provider
     if provider in ("openai", "openai-compatible"):
         if provider == "openai-compatible" and not config.base_url:
-            raise _missing(config, "OPENAI_BASE_URL is not set")
+            raise _missing(config, "OPENAI_BASE_URL")
         if not config.api_key and not config.base_url:
-            raise _missing(config, "OPENAI_API_KEY is not set")
+            raise _missing(config, "OPENAI_API_KEY")
         if not config.model:
-            raise _missing(config, "AI_MODEL is not set")
+            raise _missing(config, "AI_MODEL")
         from langchain_openai import ChatOpenAI
 
         # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one.
@@ -158,7 +159,7 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
                           **common)
     if provider == "deepseek":
         if not config.api_key:
-            raise _missing(config, "DEEPSEEK_API_KEY is not set")
+            raise _missing(config, "DEEPSEEK_API_KEY")
         from langchain_deepseek import ChatDeepSeek
 
         extra = {"api_base": config.base_url} if config.base_url else {}
@@ -167,45 +168,111 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
                             **common)
     if provider == "google":
         if not config.api_key:
-            raise _missing(config, "GOOGLE_API_KEY is not set")
+            raise _missing(config, "GOOGLE_API_KEY")
         from langchain_google_genai import ChatGoogleGenerativeAI
 
         return ChatGoogleGenerativeAI(model=config.model, google_api_key=config.api_key, timeout=config.timeout,
                                       max_retries=2, **common)
-    raise _missing(config, f"the {provider} provider is not available in this installation "
-                           "(supported: openai, deepseek, google, openai-compatible)")
+    raise ServiceError("provider_not_configured", status=400, key="provider_not_configured.unsupported",
+                       params={"provider": provider, "supported": "openai, deepseek, google, openai-compatible"})
 
 
-def provider_error(exc: BaseException) -> ServiceError:
-    """Map a provider client's exception to the design's codes, without the provider's stack or any key.
+def provider_error(exc: BaseException, *, timeout: float | None = None,
+                   secrets: Iterable[SecretStr | str | None] = ()) -> ServiceError:
+    """Map a provider client's exception to the design's codes, without the provider's stack or any secret.
 
-    ``invalid_api_key`` (401/403), ``rate_limited`` (429, after the client's own retries), ``llm_timeout``,
-    ``llm_unreachable`` (no connection), ``llm_error`` (anything else, with the provider's sentence).
+    ``invalid_api_key`` (401/403), ``rate_limited`` (429, after the client's own retries), ``llm_timeout`` (naming
+    ``AI_LLM_TIMEOUT`` and ``timeout`` seconds), ``llm_unreachable`` (no connection, or the connection was lost),
+    ``llm_error`` (anything else, with the provider's sentence). The provider's sentence is redacted before it is
+    used: each of ``secrets`` literally (some OpenAI-compatible servers echo the Authorization header in their
+    error text), then every secret-looking pattern (:func:`service.flows.redact_text`).
     """
     if isinstance(exc, ServiceError):
         return exc
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
-        return ServiceError("llm_timeout", "The model did not answer in time; try again or raise AI_LLM_TIMEOUT.", 504)
-    if "APIConnectionError" in type(exc).__name__ or "ConnectError" in type(exc).__name__:
-        return ServiceError("llm_unreachable", "The model server cannot be reached; check the base URL and the "
-                                               "network.", 502)
+    names = _class_names(exc)
+    if names & TIMEOUT_ERRORS or isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return llm_timeout(timeout)
+    if names & CONNECTION_ERRORS:
+        # Refused or unresolvable before any byte was exchanged: unreachable; anything else dropped mid-way.
+        reached = not (_class_names_of_causes(exc) & CONNECT_ERRORS)
+        return ServiceError("llm_unreachable", status=502, key="llm_unreachable.lost" if reached else None)
     status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
-    if status in (401, 403):
-        return ServiceError("invalid_api_key", "The model provider refused the API key; check the key in the "
-                                               "ai-config node or the service environment.", 401)
-    if status == 429:
-        return ServiceError("rate_limited", "The model provider is rate limiting requests; wait a moment and "
-                                            "try again.", 429)
-    detail = _provider_sentence(exc)
-    return ServiceError("llm_error", f"The model provider answered with an error: {detail}", 502)
+    if status in (401, 403) or names & {"ModelAuthenticationError", "ModelPermissionDeniedError"}:
+        return ServiceError("invalid_api_key", status=401)
+    if status == 429 or "ModelRateLimitError" in names:
+        return ServiceError("rate_limited", status=429)
+    return ServiceError("llm_error", status=502, params={"detail": _provider_sentence(exc, secrets)})
 
 
-def _provider_sentence(exc: BaseException) -> str:
+def llm_timeout(seconds: float | None) -> ServiceError:
+    """``llm_timeout``: the model did not answer within ``seconds`` (``AI_LLM_TIMEOUT``): no first chunk in that
+    time, retries included, or (the client's read timeout) a pause that long in the middle of an answer."""
+    return ServiceError("llm_timeout", status=504, params={"seconds": f"{seconds:g}" if seconds else "?"})
+
+
+async def first_chunk_within(chunks: AsyncIterator[T], seconds: float) -> AsyncIterator[T]:
+    """Relay ``chunks`` (a model's stream); the wait for the first one, the client's own retries included, is
+    bounded by ``seconds``. Later chunks are bounded by the client's read timeout only.
+
+    Raises:
+        ServiceError: ``llm_timeout`` naming ``AI_LLM_TIMEOUT``.
+    """
+    iterator = aiter(chunks)
+    try:
+        async with asyncio.timeout(seconds):
+            first = await anext(iterator)
+    except StopAsyncIteration:
+        return
+    except TimeoutError:
+        raise llm_timeout(seconds) from None
+    yield first
+    async for chunk in iterator:
+        yield chunk
+
+
+def redact_secrets(text: str, secrets: Iterable[SecretStr | str | None] = ()) -> str:
+    """``text`` without any of ``secrets`` (each literally; values shorter than 8 characters are not secrets
+    worth a search) and without secret-looking patterns (:func:`service.flows.redact_text`)."""
+    values = []
+    for secret in secrets:
+        value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
+        if value and len(value) >= 8:
+            values.append(value)
+    for value in sorted(values, key=len, reverse=True):  # a key that contains another goes first
+        text = text.replace(value, REDACTED)
+    return redact_text(text)
+
+
+# Class names (anywhere in an exception's MRO) of provider-client faults, across LangChain's own standard
+# exceptions (langchain_core.exceptions), the openai SDK (langchain-openai, langchain-deepseek) and httpx.
+TIMEOUT_ERRORS = frozenset({"ModelTimeoutError", "APITimeoutError", "TimeoutException", "DeadlineExceeded"})
+CONNECTION_ERRORS = frozenset({"ModelConnectionError", "APIConnectionError", "TransportError", "ConnectionError"})
+CONNECT_ERRORS = frozenset({"ConnectError", "ConnectionRefusedError", "gaierror"})
+
+
+def _class_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _class_names_of_causes(exc: BaseException) -> set[str]:
+    names: set[str] = set()
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        names |= _class_names(current)
+        current = current.__cause__ or current.__context__
+    return names
+
+
+def _provider_sentence(exc: BaseException, secrets: Iterable[SecretStr | str | None]) -> str:
+    """The provider's own error sentence, redacted first and then cut to 300 characters (cutting first could
+    leave the start of a key)."""
     body = getattr(exc, "body", None)
+    message = None
     if isinstance(body, dict):
-        message = body.get("message") or (body.get("error") or {}).get("message") if isinstance(
-            body.get("error", {}), dict) else body.get("message")
-        if message:
-            return str(message)[:300]
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:300]
+        error = body.get("error")
+        message = body.get("message") or (error.get("message") if isinstance(error, dict) else None)
+    if not message:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return redact_secrets(str(message), secrets)[:300]

@@ -9,9 +9,9 @@ import logging
 from aiohttp import web
 
 from . import __version__
-from .errors import ServiceError
+from .errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from .identity import Caller, request_caller
-from .keys import LIMITER, MEMORY, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from .keys import LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from .models import ExecuteToolRequest, StreamChatRequest, parse_body
 from .openapi import openapi_document
 from .pipeline import ChatDeps, new_result, run_chat, save_turn
@@ -59,7 +59,7 @@ async def execute_tool(request: web.Request) -> web.Response:
     try:
         output = await tools.run(body.tool, await tools.parse(body.tool, body.params), context)
     except ToolFailure as failure:
-        raise ServiceError(failure.code, failure.message, failure_status(failure.code)) from None
+        raise ServiceError(failure.code, status=failure_status(failure.code), **failure.sentence_args()) from None
     return web.json_response({"tool": body.tool, "result": output.data})
 
 
@@ -95,10 +95,12 @@ async def _until_client_leaves(request: web.Request, work) -> None:
 async def stream_chat(request: web.Request) -> web.StreamResponse:
     """Answer a chat message as a server-sent event stream; bad input is a JSON 4xx before the stream opens."""
     body = await parse_body(request, StreamChatRequest)
+    if body.language:
+        request[REQUEST_LANGUAGE] = body.language
     settings = request.app[SETTINGS]
     if len(body.message) > settings.max_message_chars:
-        raise ServiceError("message_too_long", f"The message has {len(body.message)} characters; the limit is "
-                                               f"{settings.max_message_chars}.", 413)
+        raise ServiceError("message_too_long", status=413,
+                           params={"length": len(body.message), "limit": settings.max_message_chars})
     caller = request_caller(request)
     with request.app[LIMITER].slot(caller.identity.principal):
         return await _stream_answer(request, body, caller)
@@ -113,15 +115,17 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
                     memory=request.app[MEMORY].store if remember else None)
     result = new_result(body)
     stream = EventStream()
+    # Every error event of the stream is worded in the request's language on its way out.
+    send = localized(stream.send, request.app[MESSAGES], request_language(request))
     await stream.prepare(request)
     request.app[STREAMS].add(stream)
     saved = False
     try:
-        await _until_client_leaves(request, run_chat(body, deps, stream.send, result))
+        await _until_client_leaves(request, run_chat(body, deps, send, result))
         saved = True
         fault = await asyncio.shield(save_turn(body, deps, result))
         if fault is not None:
-            await stream.send({"type": "error", **fault.as_dict()})
+            await send(error_event(fault))
         done = {"type": "done", "sessionId": result.session_id}
         if result.usage:
             done["usage"] = result.usage
@@ -134,8 +138,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     except Exception:
         log.exception("chat failed")
         try:
-            await stream.send({"type": "error", "code": "internal_error",
-                               "message": "The assistant service hit an unexpected error; see its log."})
+            await send(error_event(ServiceError("internal_error", status=500)))
             await stream.send({"type": "done", "sessionId": result.session_id})
         except ConnectionResetError:
             pass

@@ -12,12 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .messages import match_language
+
 DEFAULT_LANGUAGE = "en-US"
 PLACEHOLDERS = frozenset({"nodeRedVersion", "selectedFlow", "selectedNodes", "language"})
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8}){0,3}$")
-# Region variants whose base is not "same primary subtag, first shipped": traditional script regions.
-TRADITIONAL_CHINESE = {"zh-tw", "zh-hk", "zh-mo", "zh-hant"}
 KNOWN_TOOLS = frozenset({"get-flow", "get-node-info", "get-flows", "get-settings", "get-diagnostics",
                          "list-node-types", "search_memory", "get_user_preferences", "get_flow_templates"})
 SCENARIO_KEYS = ("general", "learning", "solution", "integration", "development", "configuration", "management")
@@ -206,7 +205,6 @@ class ScenarioCatalog:
             self.catalogs[path.parent.name] = Catalog(data)
         if DEFAULT_LANGUAGE not in self.catalogs:
             raise CatalogError(f"{locales_dir}: {DEFAULT_LANGUAGE}/scenarios.json is missing")
-        self._by_lower = {name.lower(): name for name in self.catalogs}
 
     @property
     def languages(self) -> list[str]:
@@ -215,21 +213,7 @@ class ScenarioCatalog:
     def resolve(self, lang: str | None) -> str:
         """The shipped language for a requested tag: exact, then traditional/simplified Chinese by region, then
         same primary subtag, else ``en-US``. Anything that is not a language tag gives ``en-US``."""
-        lang = (lang or "").replace("_", "-")  # POSIX locale style (pt_BR) as sent by some clients
-        if not LANGUAGE_TAG.match(lang):
-            return DEFAULT_LANGUAGE
-        lower = lang.lower()
-        if lower in self._by_lower:
-            return self._by_lower[lower]
-        primary = lower.split("-")[0]
-        if primary == "zh":
-            wanted = "zh-tw" if (lower in TRADITIONAL_CHINESE or "hant" in lower) else "zh-cn"
-            if wanted in self._by_lower:
-                return self._by_lower[wanted]
-        for name in self.languages:
-            if name.lower().split("-")[0] == primary:
-                return name
-        return DEFAULT_LANGUAGE
+        return match_language(lang, self.catalogs) or DEFAULT_LANGUAGE
 
     def match_any(self, message: str, language: str) -> tuple[KeywordMatch | None, Catalog | None]:
         """Keyword match for ``message``: in ``language`` first, then English (many users write "current flow"

@@ -73,7 +73,8 @@ class Settings(BaseModel):
     deepseek_api_base: str | None = None
     google_api_key: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
-    llm_timeout: float = Field(60.0, gt=0, description="seconds for one model request")
+    llm_timeout: float = Field(60.0, gt=0, description="seconds a model call may take to start answering, "
+                                                       "its client's retries included")
     agent_max_model_calls: int = Field(8, ge=1, le=100)
     agent_max_tool_calls: int = Field(12, ge=1, le=200)
     agent_time_limit: float = Field(120.0, gt=0, description="seconds for one whole agent run")

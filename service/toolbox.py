@@ -32,7 +32,7 @@ class Toolbox:
             return LOCAL_TOOLS[name].description, LOCAL_TOOLS[name].args
         tool = self.mcp.tool(name) if self.mcp is not None else None
         if tool is None:
-            raise ToolFailure("unknown_tool", f"There is no tool {name!r}.")
+            raise ToolFailure("unknown_tool", params={"tool": name, "tools": ", ".join(self.names())})
         return tool.description or name, tool.inputSchema
 
     async def parse(self, name: str, params: Any) -> dict[str, Any]:
@@ -46,26 +46,29 @@ class Toolbox:
         if self.has(name):
             await self.mcp.listed()  # the child starts in the background: its schemas decide what is valid
             return self.mcp.parse(name, params)
-        raise ToolFailure("unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self.names())}.")
+        raise ToolFailure("unknown_tool", params={"tool": name, "tools": ", ".join(self.names())})
 
     async def run(self, name: str, params: dict[str, Any], context: ToolContext) -> ToolOutput:
         """Run tool ``name`` with parsed ``params``; MCP tools read with the context's user token when present.
 
         Raises:
-            ToolFailure: the tool's failure (``tool_failed`` for any MCP tool failure).
+            ToolFailure: the tool's failure; an MCP tool's keeps the code the bundled server sends
+                (``diagnostics_disabled``, ``nodered_unauthorized``, ...), else ``tool_failed``.
         """
         if name in LOCAL_TOOLS:
             return await LOCAL_TOOLS[name].run(context, **params)
         if not self.has(name):
-            raise ToolFailure("unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self.names())}.")
+            raise ToolFailure("unknown_tool", params={"tool": name, "tools": ", ".join(self.names())})
         return await self.mcp.call(name, params, context.user_token)
 
 
 # HTTP status of a tool failure outside a stream (execute-tool); anything else is an upstream fault (502).
+# A 4xx means the user must change something: the request, a selection, a permission or a Node-RED setting.
 FAILURE_STATUS = {
     "unknown_tool": 404, "flow_not_found": 404, "node_not_found": 404, "module_not_found": 404,
-    "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
+    "template_not_found": 404, "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
     "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
+    "nodered_timeout": 504, "memory_unavailable": 503,
 }
 
 

@@ -15,19 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .compact import compact_flow, compact_nodes
 from .flows import FlowNotFound, FlowSlice, diff_nodes, find_nodes, module_index, slice_flow, strip_secrets
 from .identity import ANONYMOUS, Identity
+from .messages import CodedError
 from .nodered import NodeRedClient, NodeRedError
 
 if TYPE_CHECKING:
     from .memory import MemoryStore
 
 
-class ToolFailure(Exception):
-    """A tool could not answer; ``code`` is a design error code, ``message`` tells the user what to do next."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class ToolFailure(CodedError):
+    """A tool could not answer; ``code`` is a design error code, ``message`` tells the user what to do next
+    (worded from ``locales/<lang>/errors.json`` when no free ``message`` is given, see :class:`CodedError`)."""
 
 
 @dataclass
@@ -56,7 +53,7 @@ async def _flows(ctx: ToolContext) -> list[dict[str, Any]]:
     try:
         return (await ctx.nodered.get_flows())["flows"]
     except NodeRedError as err:
-        raise ToolFailure(err.code, err.message) from None
+        raise ToolFailure(err.code, **err.sentence_args()) from None
 
 
 async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
@@ -67,7 +64,7 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
     """
     flow_id = flow_id or ctx.flow_id
     if not flow_id:
-        raise ToolFailure("flow_not_selected", "No flow is selected: open a tab in the editor or give a flow id.")
+        raise ToolFailure("flow_not_selected")
     editor = _editor_version(ctx.flow_data, flow_id)
     try:
         flows = await _flows(ctx)
@@ -79,7 +76,7 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
         flow = editor or slice_flow(flows, flow_id)
     except FlowNotFound as err:
         known = ", ".join(f'"{t["label"]}" ({t["id"]})' for t in err.known[:20]) or "none"
-        raise ToolFailure("flow_not_found", f"There is no tab or subflow with id {flow_id}. Tabs: {known}.") from None
+        raise ToolFailure("flow_not_found", params={"flow_id": flow_id, "tabs": known}) from None
     note, changes = "", None
     if editor is not None:
         note, changes = _compare_with_deployed(editor, flows, flow_id)
@@ -138,15 +135,15 @@ async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> 
     """
     node_ids = list(node_ids or ctx.node_ids)
     if not node_ids:
-        raise ToolFailure("node_not_selected", "No node is selected: select nodes in the editor or give node ids.")
+        raise ToolFailure("node_not_selected")
     flows = await _flows(ctx)
     nodes, missing = find_nodes(flows, node_ids)
     if not nodes:
-        raise ToolFailure("node_not_found", f"No node has the id {', '.join(missing)}; it may not be deployed yet.")
+        raise ToolFailure("node_not_found", params={"node_ids": ", ".join(missing)})
     try:
         index = module_index(await ctx.nodered.get_nodes())
     except NodeRedError as err:
-        raise ToolFailure(err.code, err.message) from None
+        raise ToolFailure(err.code, **err.sentence_args()) from None
     described = []
     for node in nodes:
         entry = strip_secrets(node)
@@ -197,7 +194,8 @@ class BuiltinTool:
         except ValidationError as err:
             first = err.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "params"
-            raise ToolFailure("invalid_params", f"{self.name}: parameter '{where}': {first['msg']}.") from None
+            raise ToolFailure("invalid_params", params={"tool": self.name, "parameter": where,
+                                                        "detail": first["msg"]}) from None
 
 
 BUILTIN_TOOLS: dict[str, BuiltinTool] = {

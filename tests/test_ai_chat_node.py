@@ -94,6 +94,16 @@ async def test_a_key_the_provider_refuses_ends_the_request_through_the_catch_nod
     assert "invalid_api_key" in text and CONFIG_KEY not in text
 
 
+async def test_a_provider_error_that_echoes_the_config_nodes_key_reaches_the_flow_redacted(node_red, model):
+    # Some OpenAI-compatible servers put the Authorization header they received into their error text.
+    model.script(Reply(status=400, error_message="Bad request", echo_authorization=True))
+    status, text = await ask(node_red.url, "Does my key leak?")
+    assert model.headers[-1]["Authorization"] == f"Bearer {CONFIG_KEY}"
+    assert status == 502
+    assert "llm_error" in text and "Bad request" in text and "[redacted]" in text
+    assert CONFIG_KEY not in text
+
+
 async def test_a_missing_question_is_a_400_from_the_catch_node(node_red, model):
     async with aiohttp.ClientSession() as http:
         async with http.get(f"{node_red.url}/ask") as response:

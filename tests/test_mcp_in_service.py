@@ -73,8 +73,9 @@ async def test_current_config_keyword_streams_get_settings_from_the_mcp_child(mc
     assert "show me the current config" in prompt and NODERED_VERSION in prompt
 
 
-async def test_disabled_diagnostics_gives_one_tool_failed_error_then_an_answer(aiohttp_client, settings, model,
-                                                                             nodered_without_diagnostics):
+async def test_disabled_diagnostics_gives_one_diagnostics_disabled_error_then_an_answer(aiohttp_client, settings,
+                                                                                       model,
+                                                                                       nodered_without_diagnostics):
     app = create_app(settings.model_copy(update={"mcp_tools_enabled": True,
                                                  "nodered_url": nodered_without_diagnostics.url}))
     client = await aiohttp_client(app)
@@ -82,10 +83,28 @@ async def test_disabled_diagnostics_gives_one_tool_failed_error_then_an_answer(a
     events = await chat(client, message="run the diagnostics please", language="en-US")
     assert types(events)[:3] == ["tool_call", "tool_result", "error"]
     assert events[0]["tool"] == "get-diagnostics" and events[1]["ok"] is False
-    assert events[2]["code"] == "tool_failed" and events[2]["message"].startswith("Diagnostics are turned off")
+    assert events[2]["code"] == "diagnostics_disabled"
+    assert events[2]["message"].startswith("Diagnostics are turned off")
     assert types(events).count("error") == 1
     assert "token" in types(events) and types(events)[-1] == "done"
-    assert "Diagnostics are turned off" in model.requests[-1]["messages"][-1]["content"]
+    prompt = model.requests[-1]["messages"][-1]["content"]
+    assert "Diagnostics are turned off" in prompt
+    # The keyword's task speaks of a report that never came: after a failed read it is not sent.
+    assert "diagnostics report above" not in prompt and "run the diagnostics please" in prompt
+
+
+async def test_execute_tool_with_diagnostics_turned_off_is_a_403_diagnostics_disabled(aiohttp_client, settings,
+                                                                                      nodered_without_diagnostics):
+    app = create_app(settings.model_copy(update={"mcp_tools_enabled": True,
+                                                 "nodered_url": nodered_without_diagnostics.url}))
+    client = await aiohttp_client(app)
+    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get-diagnostics"})
+    assert response.status == 403
+    error = (await response.json())["error"]
+    assert error["code"] == "diagnostics_disabled" and "settings.js" in error["message"]
+    # The same through @tools: in a stream.
+    events = await chat(client, message="@tools:get-diagnostics")
+    assert [e["code"] for e in events if e["type"] == "error"] == ["diagnostics_disabled"]
 
 
 async def test_killing_the_mcp_child_between_two_chats_does_not_lose_the_second_answer(mcp_client, model):
@@ -159,11 +178,12 @@ async def test_a_forwarded_user_token_is_not_widened_to_the_service_credentials(
     assert response.status == 200
 
     headers = {"X-Node-RED-Token": "token-of-a-logged-out-user"}
+    # MCP tools keep Node-RED's code through the MCP child, like the in-process get-flow below.
     for tool in ("get-settings", "get-flows"):
         response = await client.post("/ai-sidebar/execute-tool", json={"tool": tool}, headers=headers)
-        assert response.status == 502
+        assert response.status == 403
         error = (await response.json())["error"]
-        assert error["code"] == "tool_failed" and "refused" in error["message"]
+        assert error["code"] == "nodered_unauthorized" and "refused" in error["message"]
     response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get-flow", "params": ["x"]},
                                  headers=headers)
     assert response.status == 403 and (await response.json())["error"]["code"] == "nodered_unauthorized"

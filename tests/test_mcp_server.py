@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import SecretStr
 
-from mcp_server.server import USER_TOKEN_META, NodeRedConfig, build_server
+from mcp_server.server import ERROR_META, USER_TOKEN_META, NodeRedConfig, build_server
 from service.nodered import NodeRedClient, NodeRedCredentials
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
@@ -90,6 +90,7 @@ async def assert_every_tool_answers_from(session: ClientSession, nodered) -> Non
     entries = {e["type"]: e for e in types.structuredContent["nodeTypes"]}
     assert {"inject", "debug", "function", "mqtt in"} <= set(entries)
     assert entries["inject"]["version"] == NODERED_VERSION
+    assert text_of(types).startswith(f"{len(entries)} node types from 1 module:")
 
 
 async def test_stdio_session_lists_all_tools_and_each_answers_from_real_node_red(nodered):
@@ -113,6 +114,10 @@ async def test_disabled_diagnostics_is_a_tool_error_saying_so(nodered_without_di
         result = await session.call_tool("get-diagnostics", {})
         assert result.isError
         assert "Diagnostics are turned off" in text_of(result) and "get-settings" in text_of(result)
+        # The code travels with the failure (the service keeps it: a 403 diagnostics_disabled, not tool_failed).
+        assert result.meta[ERROR_META] == {"code": "diagnostics_disabled", "key": "diagnostics_disabled",
+                                           "params": {}}
+        assert text_of(result).startswith("Diagnostics are turned off")
         assert not (await session.call_tool("get-settings", {})).isError
 
 

@@ -174,7 +174,11 @@ async def test_search_route_and_memory_stats(client, model):
     await chat(client, ALICE, message="How do I catch function node errors?", sessionId="m3")
     response = await client.post("/ai-sidebar/search", json={"query": "catch node", "limit": 5}, headers=ALICE)
     results = (await response.json())["results"]
-    assert results and results[0]["sessionId"] == "m3"
+    # The shipped templates (examples/flows.json) hold catch nodes too: the message is among the best matches.
+    assert "m3" in [result.get("sessionId") for result in results if result["category"] == "message"]
+    response = await client.post("/ai-sidebar/search", json={"query": "catch node", "category": "message"},
+                                 headers=ALICE)
+    assert [result["sessionId"] for result in (await response.json())["results"]][:1] == ["m3"]
     stats = await (await client.get("/ai-sidebar/memory-stats", headers=ALICE)).json()
     assert stats["sessions"] == 1 and stats["shortTermMemory"] == 2 and stats["dbSizeBytes"] > 0
     assert stats["longTermMemory"]["template"] >= 3

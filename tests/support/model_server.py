@@ -30,17 +30,23 @@ class Reply:
         tool_calls: ``[{"name": str, "arguments": dict}]`` to stream as tool calls (``"raw_arguments": str``
             instead sends that text as the arguments, e.g. JSON that does not parse).
         status: an HTTP error status to answer instead (with an OpenAI-shaped error body).
+        echo_authorization: put the request's ``Authorization`` header into the error message, as some
+            OpenAI-compatible servers do.
         delay: seconds to wait before answering (to test timeouts); ``token_delay`` between chunks.
+        drop_after: close the connection without a proper end after this many text pieces (0: before any
+            answer), as a server or proxy that goes away does.
     """
 
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
     error_message: str = "scripted error"
+    echo_authorization: bool = False
     delay: float = 0.0
     token_delay: float = 0.0
     chunks: list[str] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    drop_after: int | None = None
 
     def pieces(self) -> list[str]:
         if self.chunks is not None:
@@ -122,8 +128,14 @@ class ScriptedModelServer:
         reply = self._next(body, dict(request.headers))
         if reply.delay:
             await asyncio.sleep(reply.delay)
+        if reply.drop_after == 0:
+            request.transport.abort()
+            return web.Response()
         if reply.status != 200:
-            return web.json_response({"error": {"message": reply.error_message, "type": "scripted",
+            message = reply.error_message
+            if reply.echo_authorization:
+                message += f" (received Authorization: {request.headers.get('Authorization')})"
+            return web.json_response({"error": {"message": message, "type": "scripted",
                                                 "code": str(reply.status)}}, status=reply.status,
                                      headers=reply.headers)
         model = body.get("model", "scripted")
@@ -139,7 +151,10 @@ class ScriptedModelServer:
 
         await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                          "finish_reason": None}]})
-        for piece in (reply.pieces() if reply.text else []):
+        for index, piece in enumerate(reply.pieces() if reply.text else []):
+            if index == reply.drop_after:
+                request.transport.abort()
+                return response
             if reply.token_delay:
                 await asyncio.sleep(reply.token_delay)
             await send({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})

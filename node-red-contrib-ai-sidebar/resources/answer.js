@@ -43,6 +43,13 @@
         return t("tool.running", { tool: tool });
     }
 
+    /** Set an element's text only when it changes (the waiting line is updated every second). */
+    function setText(element, text) {
+        if (element.text() !== text) {
+            element.text(text);
+        }
+    }
+
     /** Put sanitised, highlighted markdown (or plain text when the renderer is missing) into `element`. */
     function renderInto(element, text, renderMarkdown) {
         if (renderMarkdown) {
@@ -98,6 +105,7 @@
             this.waitLine = $('<div class="ai-sidebar-waiting" aria-hidden="true"></div>')
                 .append($('<i class="fa fa-circle-o-notch fa-spin"></i>'))
                 .append($('<span class="ai-sidebar-waiting-text"></span>'))
+                .append(document.createTextNode(" "))
                 .append($('<span class="ai-sidebar-waiting-time"></span>'));
             this.waitTimer = setInterval(function () {
                 self.showWaiting(true);
@@ -105,10 +113,11 @@
         }
         var label = view.phase === "tool" ? toolLabel(view.tool) : t("answer.waitingModel");
         var line = this.waitLine;
-        line.find(".ai-sidebar-waiting-text").text(label);
-        line.find(".ai-sidebar-waiting-time").text(t("answer.elapsed", { seconds: view.seconds }));
+        setText(line.find(".ai-sidebar-waiting-text"), label);
+        setText(line.find(".ai-sidebar-waiting-time"), t("answer.elapsed", { seconds: view.seconds }));
         this.element.addClass("ai-sidebar-waiting-shown");
-        if (!line.is(":last-child")) {
+        // Below everything else: tool cards and notes are added after the line.
+        if (this.element.children().last()[0] !== line[0]) {
             this.sidebar.withScroll(function () {
                 line.appendTo(self.element);
             });
@@ -191,7 +200,8 @@
         var summary = $("<summary></summary>").appendTo(card);
         $('<i class="fa fa-spinner fa-spin ai-sidebar-tool-icon"></i>').appendTo(summary);
         $('<span class="ai-sidebar-tool-label"></span>').text(toolLabel(tool)).appendTo(summary);
-        var origin = Object.prototype.hasOwnProperty.call(TOOL_ORIGINS, event.origin) ? TOOL_ORIGINS[event.origin] : null;
+        var origin = Object.prototype.hasOwnProperty.call(TOOL_ORIGINS, event.origin) ?
+            TOOL_ORIGINS[event.origin] : null;
         if (origin) {
             card.attr("data-origin", event.origin);
             $('<span class="ai-sidebar-tool-origin"></span>')

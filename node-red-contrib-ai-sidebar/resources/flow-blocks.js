@@ -156,8 +156,9 @@
             return false;
         }
         var lines = [t("flow.imported", { count: prepared.length }), t("flow.placeHint")];
-        var reusedIds = Object.keys(plan.replacements).map(function (id) {
-            return plan.replacements[id];
+        // Config nodes re-used because they are the same; the ones the user chose were named in the dialog.
+        var reusedIds = plan.reused.map(function (entry) {
+            return entry.existing.id;
         }).filter(function (id, index, all) {
             return all.indexOf(id) === index;
         });

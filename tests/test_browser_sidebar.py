@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -634,3 +635,179 @@ def test_the_tab_has_its_own_button_and_the_header_keeps_new_chat_with_a_long_na
         assert state["clipped"] == [], state
     for screenshot in seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 500, screenshot
+
+
+GREENHOUSE_BROKER = {"id": "ai-broker-1", "type": "mqtt-broker", "name": "Greenhouse broker",
+                     "broker": "broker.greenhouse.local", "port": "1883", "clientid": "", "usetls": False,
+                     "keepalive": "60", "cleansession": True}
+
+
+def mqtt_flow(broker: dict[str, Any]) -> list[dict[str, Any]]:
+    """An answer's flow as a model writes it: an mqtt in node, a debug node and their broker config node."""
+    return [
+        {"id": "ai-mqtt-in-1", "type": "mqtt in", "z": "ai-tab", "name": "greenhouse readings",
+         "topic": "greenhouse/+/temperature", "qos": "1", "datatype": "auto-detect", "broker": broker["id"],
+         "nl": False, "rap": True, "rh": 0, "inputs": 0, "x": 150, "y": 60, "wires": [["ai-mqtt-debug-1"]]},
+        {"id": "ai-mqtt-debug-1", "type": "debug", "z": "ai-tab", "name": "greenhouse debug", "active": True,
+         "tosidebar": True, "complete": "payload", "targetType": "msg", "x": 380, "y": 60, "wires": []},
+        broker,
+    ]
+
+
+def test_importing_an_answer_twice_re_uses_its_broker_and_a_differing_broker_is_the_users_choice(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    local = next(n for n in nodered.flows if n["type"] == "mqtt-broker")
+    cloud = {**GREENHOUSE_BROKER, "id": "ai-broker-2", "name": "Cloud broker", "broker": "cloud.example.com",
+             "port": "8883"}
+    model.script(Reply(text="Import this flow:\n\n" + fenced(mqtt_flow(GREENHOUSE_BROKER))),
+                 Reply(text="This one reads from the cloud:\n\n" + fenced(mqtt_flow(cloud))))
+
+    seen = run_feature(nodered, "config-import", tab["id"], LOCAL_BROKER_ID=local["id"])
+
+    start = seen["start"]
+    assert [broker["id"] for broker in start["brokers"]] == [local["id"]]
+    # The answer's broker differs from the workspace's: the user is asked before anything is imported.
+    first = seen["firstDialog"]
+    assert first["modal"] and first["buttons"] == ["Cancel", "Import"]
+    assert first["rows"] == [{
+        "label": "Greenhouse broker (mqtt-broker)", "labelFor": True, "selected": "",
+        "options": [{"value": "", "text": "Add it as a new config node"},
+                    {"value": local["id"],
+                     "text": "Use the existing Local broker (mqtt-broker) "
+                             "(differs in: name, broker, autoConnect, sessionExpiry)"}]}]
+    assert "Credentials (user names, passwords, keys) cannot be compared" in first["text"]
+    assert seen["stateWhileAsked"] == start
+    after_first = seen["afterFirst"]
+    added = [broker for broker in after_first["brokers"] if broker["id"] != local["id"]]
+    assert [(broker["broker"], broker["users"]) for broker in added] == [("broker.greenhouse.local", 1)]
+    (first_input,) = after_first["inputs"]
+    assert first_input["broker"] == added[0]["id"]
+    assert after_first["historyDepth"] == start["historyDepth"] + 1
+
+    # The same answer again: no question, no second broker; the new mqtt in uses the first import's broker.
+    assert seen["secondDialog"] is None
+    after_second = seen["afterSecond"]
+    assert sorted(b["id"] for b in after_second["brokers"]) == sorted(b["id"] for b in after_first["brokers"])
+    second_input = next(i for i in after_second["inputs"] if i["id"] != first_input["id"])
+    assert second_input["broker"] == added[0]["id"]
+    assert next(b for b in after_second["brokers"] if b["id"] == added[0]["id"])["users"] == 2
+    assert after_second["nodes"] == after_first["nodes"] + 2
+    said = " ".join(seen["secondNotifications"])
+    assert "Imported 2 nodes." in said
+    assert "Used 1 existing config node instead of adding an identical copy:" in said
+    assert "Greenhouse broker (mqtt-broker)" in said and "cannot be compared" in said
+
+    # A third broker: both existing ones are offered, the closer first; Cancel imports nothing.
+    third = seen["thirdDialog"]
+    assert [option["value"] for option in third["rows"][0]["options"]] == ["", added[0]["id"], local["id"]]
+    assert third["rows"][0]["options"][1]["text"].endswith("(differs in: name, broker, port)")
+    assert seen["afterCancel"] == after_second and seen["viewStateAfterCancel"] == 0
+    # Choosing the workspace's Local broker: no broker added, the new node points at it.
+    chosen = seen["afterChoosingExisting"]
+    assert sorted(b["id"] for b in chosen["brokers"]) == sorted(b["id"] for b in after_second["brokers"])
+    new_input = next(i for i in chosen["inputs"] if i["id"] not in (first_input["id"], second_input["id"]))
+    assert new_input["broker"] == local["id"]
+    assert not any("identical copy" in text for text in seen["lastNotifications"])
+
+
+def test_a_slow_model_shows_in_words_what_the_answer_waits_for_until_its_first_token(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    answer = "Nothing obvious can go wrong in this flow."
+    # Agent mode: the model thinks 3.5 s, calls get-flow for a tab that does not exist, thinks 2.5 s, answers;
+    # the next question's model call fails after 2 s.
+    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": "no-such-flow"}}], delay=3.5),
+                 Reply(text=answer, delay=2.5),
+                 Reply(status=400, error_message="scripted bad request", delay=2))
+
+    seen = run_feature(nodered, "waiting", tab["id"], QUESTION="What could go wrong here?",
+                       FAILING_QUESTION="And what else?")
+
+    during = seen["during"]
+    assert re.fullmatch(r"Waiting for the model… [2-9] s", during["line"]), during
+    assert during["lineHidden"] == "true" and during["dot"] == "none"
+    assert during["status"] == {"text": "Waiting for the model…", "live": "polite", "visible": False}
+    log = seen["log"]
+    # Said in words, in order: the model, the tool it called (the catalog's name for get-flow), the model again.
+    assert log["labels"] == ["Waiting for the model…", "Reading flow…", "Waiting for the model…"]
+    # Screen readers hear each change, with how long it has been once a wait passes 10 s, 20 s, ...
+    announced = [re.sub(r" [1-9]0 s$", "", text) for text in log["announced"]]
+    assert [text for i, text in enumerate(announced) if i == 0 or text != announced[i - 1]] == log["labels"]
+    # One clock from the question to the first text, ticking each second (a busy machine may skip one).
+    shown = [int(re.search(r"(\d+) s$", s["waiting"]).group(1)) for s in log["snapshots"] if s["waiting"]]
+    seconds = [value for i, value in enumerate(shown) if i == 0 or value != shown[i - 1]]
+    assert seconds[0] == 0 and seconds[-1] >= 5
+    assert all(0 < later - earlier <= 2 for earlier, later in zip(seconds, seconds[1:])), seconds
+    # Shown below everything else until the first text, and never together with it.
+    waiting = [s for s in log["snapshots"] if s["waiting"] is not None]
+    assert waiting and all(s["lastChild"] and not s["text"] for s in waiting)
+    first_text = next(i for i, s in enumerate(log["snapshots"]) if s["text"])
+    assert all(s["waiting"] is None for s in log["snapshots"][first_text:])
+    assert answer in log["snapshots"][-1]["text"]
+    assert seen["after"] == {"line": None, "lineHidden": None, "dot": "none",
+                             "status": {"text": "", "live": "polite", "visible": False}}
+
+    # The tool's failure is on its card without opening it; the mark follows the event's origin, if it has one.
+    events = seen["events"][0]
+    call = next(e for e in events if e["type"] == "tool_call")
+    failure = next(e for e in events if e["type"] == "tool_result")
+    assert failure["ok"] is False and "no-such-flow" in failure["result"]
+    (card,) = seen["cards"]
+    assert (card["label"], card["failed"], card["open"]) == ("get-flow failed", True, False)
+    # A long failure (this one lists every tab) is cut on the card and shown in full in its Result section.
+    reason = failure["result"].strip()
+    assert card["failure"] == (reason if len(reason) <= 300 else reason[:300] + "…") and card["failureVisible"]
+    assert card["sections"] == ["Parameters"] + (["Result"] if len(reason) > 300 else [])
+    assert card["originAttribute"] == call.get("origin")
+    assert card["origin"] == {"agent": "chosen by the assistant"}.get(call.get("origin"))
+
+    # A model call that fails: the line goes with the error.
+    failed = seen["failedLog"]
+    assert failed["labels"] == ["Waiting for the model…"]
+    assert all(s["errors"] == 0 for s in failed["snapshots"] if s["waiting"] is not None)
+    assert failed["snapshots"][-1]["waiting"] is None and failed["snapshots"][-1]["errors"] == 1
+    assert seen["failedAfter"]["line"] is None and seen["failedAfter"]["status"]["text"] == ""
+
+
+VALIDATION_FAILURE = ("search_memory: parameter 'query': Field required. The model sent " + "x" * 400 +
+                      " and nothing else.")
+CONTRACT_EVENTS = [
+    {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": "t1"}, "origin": "keyword"},
+    {"type": "tool_result", "tool": "get-flow", "result": "[{\"id\": \"t1\", \"type\": \"tab\"}]", "ok": True},
+    {"type": "tool_call", "tool": "get-node-info", "params": {"node_ids": ["n404"]}, "origin": "agent"},
+    {"type": "tool_result", "tool": "get-node-info", "result": "No node has the id n404; it may not be deployed yet.",
+     "ok": False},
+    {"type": "tool_call", "tool": "get-settings", "params": {}, "origin": "direct"},
+    {"type": "tool_result", "tool": "get-settings", "result": "{}", "ok": True},
+    # An older service: no origin.
+    {"type": "tool_call", "tool": "get-flows", "params": {}},
+    {"type": "tool_result", "tool": "get-flows", "result": "[]", "ok": True},
+    # Arguments that failed validation come raw, then the failure (contracts.md "Stream event additions").
+    {"type": "tool_call", "tool": "search_memory", "params": "{\"quer", "origin": "agent"},
+    {"type": "tool_result", "tool": "search_memory", "result": VALIDATION_FAILURE, "ok": False},
+    {"type": "token", "content": "Here is what I found."},
+    {"type": "done", "sessionId": "contract-events"},
+]
+
+
+def test_tool_cards_say_who_started_each_tool_and_why_one_failed(auth_stack):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+
+    seen = run_feature(nodered, "tool-cards", tab["id"], QUESTION="What do my flows read?",
+                       EVENTS=json.dumps(CONTRACT_EVENTS))
+
+    summary = [(c["label"], c["origin"], c["originAttribute"], c["failure"], c["sections"]) for c in seen["cards"]]
+    assert summary == [
+        ("get-flow finished", "from your question", "keyword", None, ["Parameters", "Result"]),
+        ("get-node-info failed", "chosen by the assistant", "agent",
+         "No node has the id n404; it may not be deployed yet.", ["Parameters"]),
+        ("get-settings finished", "asked by you", "direct", None, ["Result"]),
+        ("get-flows finished", None, None, None, ["Result"]),
+        ("search_memory failed", "chosen by the assistant", "agent", VALIDATION_FAILURE[:300] + "…",
+         ["Parameters", "Result"]),
+    ]
+    failed = [c for c in seen["cards"] if c["failure"]]
+    assert all(c["failureVisible"] and not c["open"] and c["failed"] for c in failed)
+    assert seen["cards"][1]["originTooltip"] == "The assistant chose to run this tool to answer your question."

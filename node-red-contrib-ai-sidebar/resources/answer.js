@@ -12,6 +12,16 @@
 
     var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
     var RESULT_PREVIEW_CHARS = 4000;
+    // A failed tool's message is shown on its card without opening it; a longer one is cut there and shown in full
+    // in the card's Result section.
+    var FAILURE_SUMMARY_CHARS = 300;
+    // Who started a tool call (the `origin` of a tool_call event, DESIGN.md "Stream events"); events of older
+    // services have none and get no mark.
+    var TOOL_ORIGINS = {
+        agent: { icon: "fa-magic", label: "tool.origin.agent", tooltip: "tool.originTooltip.agent" },
+        direct: { icon: "fa-user", label: "tool.origin.direct", tooltip: "tool.originTooltip.direct" },
+        keyword: { icon: "fa-user", label: "tool.origin.keyword", tooltip: "tool.originTooltip.keyword" }
+    };
 
     function t(key, options) {
         return RED._(NS + key, options);
@@ -19,6 +29,25 @@
 
     function sidebarLib() {
         return window.NodeRedAiSidebar;
+    }
+
+    /** What the sidebar calls a running tool: its catalog name ("Reading flow…") or "Running <tool>…". */
+    function toolLabel(tool) {
+        if (/^[a-z0-9_-]+$/i.test(tool)) {
+            var known = t("tool.names." + tool);
+            // RED._ answers with the key itself when the catalog has no such entry.
+            if (known.indexOf("tool.names.") === -1) {
+                return known;
+            }
+        }
+        return t("tool.running", { tool: tool });
+    }
+
+    /** Set an element's text only when it changes (the waiting line is updated every second). */
+    function setText(element, text) {
+        if (element.text() !== text) {
+            element.text(text);
+        }
     }
 
     /** Put sanitised, highlighted markdown (or plain text when the renderer is missing) into `element`. */
@@ -50,7 +79,72 @@
         this.received = false;
         this.failed = false;
         element.addClass("ai-sidebar-cursor");
+        // Until text arrives a line says what the answer waits for, with the time; screen readers are told
+        // politely through a live region that exists before its first words (else some would not read them).
+        this.wait = new (sidebarLib().waiting.WaitState)(Date.now());
+        this.waitLine = null;
+        this.waitTimer = null;
+        this.spoken = "";
+        this.announcer = $('<div class="ai-sidebar-sr-only ai-sidebar-waiting-status" role="status"></div>')
+            .attr("aria-live", "polite").attr("aria-atomic", "true").appendTo(element);
+        this.showWaiting(false);
     }
+
+    /**
+     * Show, update or remove the waiting line for the current state of the wait; `announce` also tells screen
+     * readers (not at once for a new answer: a live region that gets its words at birth is often not read).
+     */
+    Answer.prototype.showWaiting = function (announce) {
+        var self = this;
+        var view = this.wait.current(Date.now());
+        if (!view) {
+            this.hideWaiting();
+            return;
+        }
+        if (!this.waitLine) {
+            this.waitLine = $('<div class="ai-sidebar-waiting" aria-hidden="true"></div>')
+                .append($('<i class="fa fa-circle-o-notch fa-spin"></i>'))
+                .append($('<span class="ai-sidebar-waiting-text"></span>'))
+                .append(document.createTextNode(" "))
+                .append($('<span class="ai-sidebar-waiting-time"></span>'));
+            this.waitTimer = setInterval(function () {
+                self.showWaiting(true);
+            }, 1000);
+        }
+        var label = view.phase === "tool" ? toolLabel(view.tool) : t("answer.waitingModel");
+        var line = this.waitLine;
+        setText(line.find(".ai-sidebar-waiting-text"), label);
+        setText(line.find(".ai-sidebar-waiting-time"), t("answer.elapsed", { seconds: view.seconds }));
+        this.element.addClass("ai-sidebar-waiting-shown");
+        // Below everything else: tool cards and notes are added after the line.
+        if (this.element.children().last()[0] !== line[0]) {
+            this.sidebar.withScroll(function () {
+                line.appendTo(self.element);
+            });
+        }
+        if (announce) {
+            var spoken = view.announcedSeconds ?
+                label + " " + t("answer.elapsed", { seconds: view.announcedSeconds }) : label;
+            if (spoken !== this.spoken) {
+                this.spoken = spoken;
+                this.announcer.text(spoken);
+            }
+        }
+    };
+
+    Answer.prototype.hideWaiting = function () {
+        if (this.waitTimer) {
+            clearInterval(this.waitTimer);
+            this.waitTimer = null;
+        }
+        if (this.waitLine) {
+            this.waitLine.remove();
+            this.waitLine = null;
+        }
+        this.element.removeClass("ai-sidebar-waiting-shown");
+        this.spoken = "";
+        this.announcer.text("");
+    };
 
     /** The text block that tokens go into; a new one starts after a tool card, so the order stays visible. */
     Answer.prototype.currentText = function () {
@@ -102,18 +196,21 @@
         this.render();
         this.textElement = null;
         var tool = String(event.tool || "");
-        var label = t("tool.running", { tool: tool });
-        if (/^[a-z0-9_-]+$/i.test(tool)) {
-            var known = t("tool.names." + tool);
-            // RED._ answers with the key itself when the catalog has no such entry.
-            if (known.indexOf("tool.names.") === -1) {
-                label = known;
-            }
-        }
         var card = $('<details class="ai-sidebar-tool"></details>');
         var summary = $("<summary></summary>").appendTo(card);
-        $('<i class="fa fa-spinner fa-spin"></i>').appendTo(summary);
-        $("<span></span>").text(label).appendTo(summary);
+        $('<i class="fa fa-spinner fa-spin ai-sidebar-tool-icon"></i>').appendTo(summary);
+        $('<span class="ai-sidebar-tool-label"></span>').text(toolLabel(tool)).appendTo(summary);
+        var origin = Object.prototype.hasOwnProperty.call(TOOL_ORIGINS, event.origin) ?
+            TOOL_ORIGINS[event.origin] : null;
+        if (origin) {
+            card.attr("data-origin", event.origin);
+            $('<span class="ai-sidebar-tool-origin"></span>')
+                .addClass("ai-sidebar-tool-origin-" + event.origin)
+                .attr("title", t(origin.tooltip))
+                .append($("<i></i>").addClass("fa " + origin.icon))
+                .append(document.createTextNode(" " + t(origin.label)))
+                .appendTo(summary);
+        }
         if (event.params !== undefined && event.params !== null &&
                 !($.isPlainObject(event.params) && $.isEmptyObject(event.params))) {
             appendSection(card, t("tool.parameters"), event.params);
@@ -142,15 +239,26 @@
         var ok = event.ok !== false;
         var card = entry.card;
         card.toggleClass("ai-sidebar-tool-failed", !ok);
-        card.find("summary i").attr("class", ok ? "fa fa-check" : "fa fa-exclamation-triangle");
-        card.find("summary span").text(t(ok ? "tool.finished" : "tool.failed", { tool: tool }));
-        if (event.result !== undefined && event.result !== null) {
-            appendSection(card, t("tool.result"), event.result);
+        card.find(".ai-sidebar-tool-icon").attr("class", "ai-sidebar-tool-icon fa " +
+            (ok ? "fa-check" : "fa-exclamation-triangle"));
+        card.find(".ai-sidebar-tool-label").text(t(ok ? "tool.finished" : "tool.failed", { tool: tool }));
+        var result = event.result;
+        var failure = !ok && typeof result === "string" ? result.trim() : "";
+        if (failure) {
+            // Why the tool failed is what the user needs, so it shows without opening the card.
+            var shown = failure.length > FAILURE_SUMMARY_CHARS ?
+                failure.slice(0, FAILURE_SUMMARY_CHARS) + "\u2026" : failure;
+            $('<span class="ai-sidebar-tool-failure"></span>').text(shown).appendTo(card.children("summary"));
+        }
+        if (result !== undefined && result !== null && (!failure || failure.length > FAILURE_SUMMARY_CHARS)) {
+            appendSection(card, t("tool.result"), result);
         }
     };
 
     Answer.prototype.error = function (message) {
         this.failed = true;
+        this.wait.stop();
+        this.hideWaiting();
         this.render();
         this.textElement = null;
         var self = this;
@@ -166,10 +274,13 @@
         this.sidebar.withScroll(function () {
             $('<div class="ai-sidebar-note"></div>').text(message).appendTo(self.element);
         });
+        this.showWaiting(false);
     };
 
     /** The user stopped the answer: a small mark says that what is shown is not all of it. */
     Answer.prototype.stopped = function () {
+        this.wait.stop();
+        this.hideWaiting();
         this.render();
         this.textElement = null;
         var self = this;
@@ -205,14 +316,18 @@
             // Event types added to the contract later are ignored by older sidebars.
             break;
         }
+        this.wait.handle(event, Date.now());
+        this.showWaiting(true);
     };
 
     Answer.prototype.finish = function () {
+        this.wait.stop();
+        this.hideWaiting();
         this.render();
         this.element.removeClass("ai-sidebar-cursor");
         this.toolCards.forEach(function (entry) {
             if (!entry.done) {
-                entry.card.find("summary i").attr("class", "fa fa-minus");
+                entry.card.find(".ai-sidebar-tool-icon").attr("class", "ai-sidebar-tool-icon fa fa-minus");
             }
         });
         // Flow blocks get their buttons once the text is final: a half-streamed block is not valid JSON yet.

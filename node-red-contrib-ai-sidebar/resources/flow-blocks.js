@@ -8,6 +8,10 @@
  * tab, subflow, group, junction, or an instance of a subflow that exists or comes with the flow). Otherwise the
  * import is refused and the unknown types are listed; Node-RED itself would add them as "unknown" placeholder
  * nodes that break the flow on deploy.
+ *
+ * Nor does it duplicate config nodes silently (config-reuse.js): one the workspace already has is re-used (and the
+ * user told so, credentials not compared); one of a type the workspace has, but with other settings, is added or
+ * replaced by an existing one as the user chooses before anything is imported.
  */
 (function () {
     "use strict";
@@ -20,6 +24,30 @@
 
     function flowJson() {
         return window.NodeRedAiSidebar.flowJson;
+    }
+
+    function configReuse() {
+        return window.NodeRedAiSidebar.configReuse;
+    }
+
+    function definitionOf(type) {
+        return RED.nodes.getType(type) || null;
+    }
+
+    /** The workspace's config nodes, as config-reuse.js compares them. */
+    function existingConfigNodes() {
+        var nodes = [];
+        RED.nodes.eachConfig(function (node) {
+            nodes.push(node);
+        });
+        return nodes;
+    }
+
+    /** "Label (type)" of a config node, imported (a plain object) or in the workspace, as the editor labels it. */
+    function configNodeName(node) {
+        var definition = definitionOf(node.type);
+        var label = definition ? RED.utils.getNodeLabel(Object.assign({}, node, { _def: definition }), "") : "";
+        return label && label !== node.type ? t("flow.configName", { label: label, type: node.type }) : node.type;
     }
 
     /** A notification whose text is set as text, never parsed as HTML (it holds names from an answer). */
@@ -59,12 +87,14 @@
      * editor-client red.js `importNodes`: `RED.history.push(historyEvent)` once, after `RED.nodes.import`), so
      * one Ctrl-Z removes them all. Without `touchImport` the nodes follow the mouse until a click on the
      * workspace places them, exactly like Node-RED's own Import dialog; placing them adds no history event.
-     * `generateIds` gives them fresh ids, so importing the same answer twice never clashes with existing nodes.
+     * `generateIds` gives them fresh ids, so importing the same answer twice never clashes with existing nodes;
+     * its config nodes are matched against the workspace's first (config-reuse.js), and when one differs from the
+     * existing ones of its type the user chooses in a dialog before anything is imported.
      * Node-RED's own import would add unknown types as "unknown" placeholder nodes; they are refused before.
      *
      * @param {string} text the code block's JSON
      * @param {jQuery} status where to say why an import was refused
-     * @returns {boolean} whether the nodes were imported
+     * @returns {boolean} whether the nodes were imported (false also while the user is still asked)
      */
     function importFlow(text, status) {
         status.empty().hide();
@@ -89,8 +119,28 @@
             notify([t("flow.locked")], "warning");
             return false;
         }
+        // Config nodes scoped to the open tab can serve nodes imported into it; a flow with its own tabs gets
+        // only global ones.
+        var scope = containsTab ? null : RED.workspaces.active();
+        var plan = configReuse().planReuse(nodes, existingConfigNodes(), definitionOf, { scope: scope });
+        if (plan.conflicts.length) {
+            askAboutConfigNodes(plan.conflicts, function (decisions) {
+                // Read the workspace again: it may have changed while the dialog was open.
+                importPlanned(nodes, configReuse().planReuse(nodes, existingConfigNodes(), definitionOf,
+                    { scope: scope, decisions: decisions }));
+            });
+            return false;
+        }
+        return importPlanned(nodes, plan);
+    }
+
+    /** Hand the flow to Node-RED's import with the config nodes `plan` re-uses left out; say what was done. */
+    function importPlanned(nodes, plan) {
+        var prepared = configReuse().applyPlan(nodes, plan, function (id) {
+            return !!RED.nodes.node(id);
+        }, RED.nodes.id, definitionOf);
         try {
-            RED.view.importNodes(nodes, {
+            RED.view.importNodes(prepared, {
                 generateIds: true,
                 addFlow: false,
                 touchImport: false,
@@ -105,8 +155,75 @@
             notify([t("flow.importFailed", { message: (err && err.message) || String(err) })], "error");
             return false;
         }
-        notify([t("flow.imported", { count: nodes.length }), t("flow.placeHint")], "success", 6000);
+        var lines = [t("flow.imported", { count: prepared.length }), t("flow.placeHint")];
+        // Config nodes re-used because they are the same; the ones the user chose were named in the dialog.
+        var reusedIds = plan.reused.map(function (entry) {
+            return entry.existing.id;
+        }).filter(function (id, index, all) {
+            return all.indexOf(id) === index;
+        });
+        if (reusedIds.length) {
+            lines.push(t("flow.configReused", { count: reusedIds.length }), reusedIds.map(function (id) {
+                var node = RED.nodes.node(id);
+                return node ? configNodeName(node) : id;
+            }), t("flow.credentialsNotCompared"));
+        }
+        notify(lines, "success", reusedIds.length ? 10000 : 6000);
         return true;
+    }
+
+    /**
+     * Ask, in one modal dialog, what to do with each imported config node that differs from the existing ones of
+     * its type: add it (the default) or use one of them. `done(decisions)` is called on Import, with imported id
+     * -> existing id or configReuse.KEEP; nothing is called on Cancel.
+     *
+     * @param {{imported: object, candidates: {existing: object, differences: string[]}[]}[]} conflicts
+     * @param {function(Object<string, ?string>)} done
+     */
+    function askAboutConfigNodes(conflicts, done) {
+        var content = $('<div class="ai-sidebar-config-choice"></div>');
+        $("<p></p>").text(t("flow.configChoiceIntro", { count: conflicts.length })).appendTo(content);
+        var selects = conflicts.map(function (conflict) {
+            var id = "ai-sidebar-config-choice-" + conflict.imported.id.replace(/[^\w-]/g, "_");
+            var row = $('<div class="ai-sidebar-config-choice-row"></div>').appendTo(content);
+            $("<label></label>").attr("for", id).text(configNodeName(conflict.imported)).appendTo(row);
+            var select = $("<select></select>").attr("id", id).appendTo(row);
+            $("<option></option>").val("").text(t("flow.configAdd")).appendTo(select);
+            conflict.candidates.forEach(function (candidate) {
+                $("<option></option>").val(candidate.existing.id)
+                    .text(t("flow.configUse", { name: configNodeName(candidate.existing),
+                        properties: candidate.differences.join(", ") }))
+                    .appendTo(select);
+            });
+            return { imported: conflict.imported, select: select };
+        });
+        $('<p class="ai-sidebar-config-choice-note"></p>').text(t("flow.credentialsNotCompared")).appendTo(content);
+        var dialog = RED.notify(content, {
+            modal: true,
+            fixed: true,
+            type: "warning",
+            buttons: [
+                {
+                    text: RED.utils.sanitize(t("flow.cancel")),
+                    class: "ai-sidebar-config-choice-cancel",
+                    click: function () {
+                        dialog.close();
+                    }
+                },
+                {
+                    text: RED.utils.sanitize(t("flow.importConfirm")),
+                    class: "primary ai-sidebar-config-choice-import",
+                    click: function () {
+                        var decisions = {};
+                        selects.forEach(function (entry) {
+                            decisions[entry.imported.id] = entry.select.val() || configReuse().KEEP;
+                        });
+                        dialog.close();
+                        done(decisions);
+                    }
+                }
+            ]
+        });
     }
 
     function copyFlow(text, button) {

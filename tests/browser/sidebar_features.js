@@ -2,7 +2,7 @@
 // user saw as one JSON line on stdout (progress lines before it are JSON too, with a "stage" field).
 // Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, optionally USERNAME + PASSWORD (adminAuth), QUESTION(S).
 // Modes: import, unknown-types, sessions, inert-html, explain, context, offline, configs, highlight, and those of
-// sidebar_conversation.js.
+// sidebar_conversation.js and sidebar_import_wait.js.
 "use strict";
 const path = require("path");
 const editor = require("./editor");
@@ -206,7 +206,7 @@ async function explainMode(page, result) {
     await editor.waitIdle(page);
     result.visibleAfterExplain = await page.locator(".ai-sidebar").isVisible();
     result.transcript = await editor.transcript(page);
-    result.toolCards = await page.locator(".ai-sidebar-tool summary").allInnerTexts();
+    result.toolCards = await page.locator(".ai-sidebar-tool .ai-sidebar-tool-label").allInnerTexts();
     await screenshot(page, result, "sidebar-explain-selection.png");
 }
 
@@ -479,7 +479,7 @@ const MODES = Object.assign({
     "offline": offlineMode,
     "configs": configsMode,
     "highlight": highlightMode
-}, require("./sidebar_conversation").MODES);
+}, require("./sidebar_conversation").MODES, require("./sidebar_import_wait").MODES);
 
 function credentials() {
     return env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null;

@@ -23,8 +23,16 @@ from typing import Any
 import pytest
 
 from tests.support.model_server import Reply, ScriptedModelServer
-from tests.support.nodered import (NODERED_VERSION, PALETTE, REPO, NodeRed, example_flows, free_port, hash_password,
-                                   project_flows)
+from tests.support.nodered import (
+    NODERED_VERSION,
+    PALETTE,
+    REPO,
+    NodeRed,
+    example_flows,
+    free_port,
+    hash_password,
+    project_flows,
+)
 
 # One folder per Node-RED version: `make test` runs these tests on 4.1 and on 5.x.
 ARTIFACTS = REPO / "test-artifacts" / f"node-red-{NODERED_VERSION}"

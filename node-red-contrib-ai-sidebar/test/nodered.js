@@ -51,7 +51,8 @@ async function startNodeRed(options) {
         editorTheme: { tours: false, projects: { enabled: false } }
     }, settings)) + ";\n");
     const port = Number(new URL(await helpers.unusedUrl()).port);
-    const child = spawn(process.env.NODE_RED_NODE || process.execPath, [path.join(nodeRedHome(), "red.js"), "-u", userDir, "-p", String(port)], {
+    const node = process.env.NODE_RED_NODE || process.execPath;
+    const child = spawn(node, [path.join(nodeRedHome(), "red.js"), "-u", userDir, "-p", String(port)], {
         env: Object.assign({}, process.env, options.env),
         stdio: ["ignore", "pipe", "pipe"]
     });

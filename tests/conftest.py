@@ -14,7 +14,24 @@ import pytest
 from service.app import create_app
 from service.settings import Settings
 from tests.support.model_server import ScriptedModelServer
-from tests.support.nodered import REPO, NodeRed, example_flows, free_port, hash_password, project_flows
+from tests.support.nodered import (
+    NODE_BINARY,
+    NODERED_HOME,
+    NODERED_VERSION,
+    REPO,
+    NodeRed,
+    example_flows,
+    free_port,
+    hash_password,
+    project_flows,
+)
+
+
+def pytest_report_header(config) -> str:
+    """Which Node-RED the run tests (``make test`` runs the suite once per supported version)."""
+    node = subprocess.run([NODE_BINARY, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return f"Node-RED {NODERED_VERSION} ({NODERED_HOME}) on Node.js {node} ({NODE_BINARY})"
+
 
 TEST_API_KEY = "sk-test-key-for-scripted-server-0001"
 SERVICE_TOKEN = "test-service-token-0123456789"
@@ -43,7 +60,8 @@ def service_port() -> int:
 
 @pytest.fixture(scope="session")
 def nodered(tmp_path_factory, service_port):
-    """Node-RED 4.1 from npm with example flows and the palette package, pointed at the service port."""
+    """Node-RED from npm (4.1 or 5.x, see tests/support/nodered.py) with example flows and the palette package,
+    pointed at the service port."""
     instance = NodeRed(
         userdir=tmp_path_factory.mktemp("nodered"), port=free_port(),
         flows=example_flows() + project_flows(),

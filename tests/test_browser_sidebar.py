@@ -24,9 +24,19 @@ from typing import Any
 import pytest
 
 from tests.support.model_server import Reply, ScriptedModelServer
-from tests.support.nodered import PALETTE, REPO, NodeRed, example_flows, free_port, hash_password, project_flows
+from tests.support.nodered import (
+    NODERED_VERSION,
+    PALETTE,
+    REPO,
+    NodeRed,
+    example_flows,
+    free_port,
+    hash_password,
+    project_flows,
+)
 
-ARTIFACTS = REPO / "test-artifacts"
+# One folder per Node-RED version: `make test` runs these tests on 4.1 and on 5.x.
+ARTIFACTS = REPO / "test-artifacts" / f"node-red-{NODERED_VERSION}"
 CHROMIUM = "/usr/bin/chromium"
 SERVICE_TOKEN = "browser-test-service-token-0123"
 API_KEY = "sk-test-key-for-scripted-server-0001"
@@ -63,6 +73,10 @@ def test_asking_about_the_current_tab_streams_the_answer_into_the_sidebar(nodere
     # Text appeared piece by piece while the model was still streaming.
     assert any(0 < len(text) < len(answer) for text in seen["partialTexts"])
     assert seen["toolCards"] >= 1 and seen["errors"] == []
+    # Room to read the conversation in the 900 px high window: on Node-RED 5 the tab shares a stacked sidebar with
+    # Debug, and its section opened 300 px high, which left the messages about 90 px.
+    assert seen["layout"]["messagesHeight"] >= 300, seen["layout"]
+    assert seen["layout"]["answerInView"], seen["layout"]
     # The question went out with the editor's selection: the model saw that tab's nodes.
     prompt = model.requests[-1]["messages"][-1]["content"]
     assert all(node["id"] in prompt for node in nodered.nodes_of(tab["id"]))
@@ -299,6 +313,7 @@ def test_the_shortcuts_open_the_tab_and_explain_the_selected_nodes(auth_stack, m
 
     seen = run_feature(nodered, "explain", tab["id"])
 
+    assert seen["sharedKeys"] == []
     assert (seen["visibleBefore"], seen["visibleAfterOpen"], seen["visibleAfterExplain"]) == (False, True, True)
     assert seen["actionLabels"] == ["Open AI assistant", "Explain selection with the AI assistant"]
     assert seen["transcript"][0] == {"role": "user", "text": "Explain the selected nodes", "badges": []}

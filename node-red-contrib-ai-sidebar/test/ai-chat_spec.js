@@ -10,12 +10,14 @@ const assert = require("assert");
 const { EventEmitter, once } = require("events");
 const path = require("path");
 const helper = require("node-red-node-test-helper");
-const { i18n } = require("@node-red/util");
+const { nodeRedMain } = require("./nodered");
+// The i18n of the Node-RED under test (with NODE_RED_HOME another install than this package's devDependency).
+const { i18n } = require(require.resolve("@node-red/util", { paths: [nodeRedMain()] }));
 const aiChatModule = require("../nodes/ai-chat.js");
 const aiConfigNode = require("../nodes/ai-config.js");
 const helpers = require("./helpers");
 
-helper.init(require.resolve("node-red"));
+helper.init(nodeRedMain());
 
 const NAMESPACE = "node-red-contrib-ai-sidebar/ai-chat";
 

@@ -8,7 +8,7 @@ const path = require("path");
 const helper = require("node-red-node-test-helper");
 const aiConfigNode = require("../nodes/ai-config.js");
 
-helper.init(require.resolve("node-red"));
+helper.init(require("./nodered").nodeRedMain());
 
 const KEY = "sk-config-node-secret-0001";
 

@@ -1,6 +1,8 @@
 /**
- * A real Node-RED for the tests: the `node-red` devDependency (or NODE_RED_HOME) started as a child process on a
- * free loopback port, with this package symlinked into a temporary user directory, as `make run` installs it.
+ * A real Node-RED for the tests: the `node-red` devDependency (or the `node-red` package directory NODE_RED_HOME
+ * names, run by the Node.js binary NODE_RED_NODE; `make test` sets both for its Node-RED 5 pass) started as a child
+ * process on a free loopback port, with this package symlinked into a temporary user directory, as `make run`
+ * installs it.
  */
 "use strict";
 
@@ -17,6 +19,12 @@ function nodeRedHome() {
         return process.env.NODE_RED_HOME;
     }
     return path.dirname(require.resolve("node-red/package.json"));
+}
+
+/** The runtime module of the Node-RED under test, for node-red-node-test-helper's `helper.init`. */
+function nodeRedMain() {
+    const home = nodeRedHome();
+    return path.join(home, require(path.join(home, "package.json")).main);
 }
 
 /**
@@ -43,7 +51,8 @@ async function startNodeRed(options) {
         editorTheme: { tours: false, projects: { enabled: false } }
     }, settings)) + ";\n");
     const port = Number(new URL(await helpers.unusedUrl()).port);
-    const child = spawn(process.execPath, [path.join(nodeRedHome(), "red.js"), "-u", userDir, "-p", String(port)], {
+    const node = process.env.NODE_RED_NODE || process.execPath;
+    const child = spawn(node, [path.join(nodeRedHome(), "red.js"), "-u", userDir, "-p", String(port)], {
         env: Object.assign({}, process.env, options.env),
         stdio: ["ignore", "pipe", "pipe"]
     });
@@ -121,4 +130,4 @@ function filesBelow(dir) {
     return found;
 }
 
-module.exports = { startNodeRed, filesBelow };
+module.exports = { startNodeRed, nodeRedMain, filesBelow };

@@ -75,6 +75,35 @@ async function showTab(page, tabId) {
     }, tabId);
 }
 
+/**
+ * The AI tab's button and the row of tab buttons holding it: in the sidebar's own tab row on Node-RED 4.1, in the
+ * editor's footer bar of sidebar buttons on Node-RED 5.
+ */
+function tabButton(page) {
+    return page.locator("#red-ui-tab-ai-sidebar-link-button, .red-ui-sidebar-tab-bar button[data-tab-id='ai-sidebar']");
+}
+
+function tabButtonRow(page) {
+    return page.locator("#red-ui-sidebar .red-ui-tabs, .red-ui-sidebar-tab-bar");
+}
+
+/**
+ * What the AI tab's layout gives the user, in CSS pixels: the message area's and the sidebar's heights, and
+ * whether the last answer's last line is inside the message area's visible part.
+ */
+async function sidebarLayout(page) {
+    return page.evaluate(() => {
+        const messages = document.querySelector(".ai-sidebar-messages").getBoundingClientRect();
+        const texts = document.querySelectorAll(".ai-sidebar-message-assistant .ai-sidebar-text");
+        const last = texts.length ? texts[texts.length - 1].getBoundingClientRect() : null;
+        return {
+            messagesHeight: Math.round(messages.height),
+            sidebarHeight: Math.round(document.querySelector("#red-ui-sidebar").getBoundingClientRect().height),
+            answerInView: !!last && last.bottom <= messages.bottom + 1 && last.bottom > messages.top
+        };
+    });
+}
+
 /** Start a new conversation with the header's "New chat" button. */
 async function newChat(page) {
     await page.click(".ai-sidebar-new-chat");
@@ -128,5 +157,5 @@ async function detailScreenshot(locator, result, name) {
     return file;
 }
 
-module.exports = { launch, openEditor, login, editorReady, showTab, newChat, waitIdle, ask, lastAnswerText,
-    transcript, screenshot, detailScreenshot };
+module.exports = { launch, openEditor, login, editorReady, showTab, tabButton, tabButtonRow, sidebarLayout, newChat,
+    waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot };

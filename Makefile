@@ -18,12 +18,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
 
-test: test-deps ## run the Python and the palette package's tests
+test: test-deps $(CHROMIUM) ## run the Python and the palette package's tests
 	$(VENV)/bin/pytest -q
 	cd $(PALETTE) && npm test
 
+# The Python tests without a browser from apt: the browser tests skip, saying why (under `make test` they run).
 test-python: test-deps
-	$(VENV)/bin/pytest -q
+	BROWSER_TESTS=optional $(VENV)/bin/pytest -q
 
 test-node: install
 	cd $(PALETTE) && npm test
@@ -37,8 +38,8 @@ bench: install ## run the benchmarks against a real Node-RED and the scripted mo
 
 install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
 
-# What only the tests need: Debian's Chromium for browser tests, the MCP Inspector CLI (with Node 22 from npm).
-test-deps: install $(CHROMIUM) $(INSPECTOR)/node_modules/.installed
+# What only the tests need: the MCP Inspector CLI (with Node 22 from npm); `make test` adds Debian's Chromium.
+test-deps: install $(INSPECTOR)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)

@@ -17,7 +17,8 @@ editor_url=$(node -e '
   const s = require(process.argv[1]);
   const host = !s.uiHost || s.uiHost === "0.0.0.0" || s.uiHost === "::" ? "127.0.0.1" : s.uiHost;
   const root = typeof s.httpAdminRoot === "string" ? s.httpAdminRoot.replace(/\/?$/, "/") : "/";
-  process.stdout.write(`${s.https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${s.uiPort || 1880}${root}`);
+  const hostname = host.includes(":") ? `[${host}]` : host;
+  process.stdout.write(`${s.https ? "https" : "http"}://${hostname}:${s.uiPort || 1880}${root}`);
 ' "$(cd "$USERDIR" && pwd)/settings.js")
 
 export AI_SIDEBAR_HOST=${AI_SIDEBAR_HOST:-127.0.0.1}

@@ -39,7 +39,8 @@ if (process.argv[1] === "encrypt") {
 } else {
   const $ = JSON.parse(fs.readFileSync(process.argv[2], "utf8")).$;
   const d = crypto.createDecipheriv("aes-256-ctr", key, Buffer.from($.substring(0, 32), "hex"));
-  try { process.stdout.write(JSON.stringify(JSON.parse(d.update($.substring(32), "base64", "utf8") + d.final("utf8")))); }
+  try { process.stdout.write(JSON.stringify(JSON.parse(d.update($.substring(32), "base64", "utf8")
+                                                      + d.final("utf8")))); }
   catch (err) { process.exit(1); }
 }
 """
@@ -50,8 +51,8 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def encrypt(credentials: dict, secret: str) -> str:
-    return subprocess.run(["node", "-e", _CRYPT, "encrypt"], env=clean_env(SECRET=secret, PLAIN=json.dumps(credentials)),
-                          check=True, capture_output=True, text=True).stdout
+    return subprocess.run(["node", "-e", _CRYPT, "encrypt"], check=True, capture_output=True, text=True,
+                          env=clean_env(SECRET=secret, PLAIN=json.dumps(credentials))).stdout
 
 
 def decrypt(path: Path, secret: str) -> dict | None:

@@ -339,7 +339,8 @@ async def test_planted_secrets_reach_neither_model_nor_stream_nor_mcp_nor_databa
                  # the editor's own copy, credentials and all, as a careless client might send it
                  {"message": "explain the current flow", "selectedFlow": {"id": "plant-tab"},
                   "flowData": planted_flows()}):
-        response = await client.post("/ai-sidebar/stream-chat", json={**body, "sessionId": "plant", "language": "en-US"})
+        response = await client.post("/ai-sidebar/stream-chat",
+                                     json={**body, "sessionId": "plant", "language": "en-US"})
         events = await read_events(response)
         assert [e["type"] for e in events if e["type"] == "error"] == [], events
         outputs.append(json.dumps(events))

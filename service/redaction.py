@@ -137,7 +137,7 @@ _DETECTOR_HINTS = {
 _ASSIGNMENT_PREFIXES = ("(?:(?<=\\W)|(?<=^))", "aws")
 
 
-def _library_detectors() -> tuple[list[tuple[re.Pattern, bool, tuple[str, ...], tuple[str, ...]]],
+def _library_detectors() -> tuple[list[tuple[re.Pattern, bool, frozenset[str], frozenset[str]]],
                                   list[tuple[re.Pattern, bool]]]:
     """Every regex-based ``detect-secrets`` detector's patterns, split into patterns scanned over the whole text
     (with their literal hints) and assignment patterns scanned on secret-naming lines. Each comes with whether the
@@ -492,8 +492,11 @@ def _clean_rule(rule: dict[str, Any], references: Container[str], secret: bool =
     value_types = dict(_RULE_VALUES)
     cleaned: dict[str, Any] = {}
     for key, value in rule.items():
-        if key in _RULE_TARGETS or key in _RULE_TYPES:
-            cleaned[key] = value  # a property name or a typedInput type
+        if key in _RULE_TYPES:
+            cleaned[key] = value  # a typedInput type
+        elif key in _RULE_TARGETS:
+            # a property name, unless it is a key in a format of its own ({"key": "AKIA..."})
+            cleaned[key] = redact_text(value) if isinstance(value, str) else _clean(key, value, references)
         elif key not in value_types or not secret or not isinstance(value, str) or not value:
             cleaned[key] = _clean(key, value, references)
         elif value in references or not cred and rule.get(value_types[key]) in _REFERENCE_TYPES:

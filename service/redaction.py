@@ -35,7 +35,7 @@ from collections.abc import Container, Iterator
 from typing import Any
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.filters.heuristic import (is_potential_uuid, is_sequential_string, is_templated_secret)
+from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string, is_templated_secret
 from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
 from detect_secrets.plugins.jwt import JwtTokenDetector

@@ -12,8 +12,8 @@ import random
 import string
 import time
 import urllib.request
-from pathlib import Path
 
+import aiohttp
 import pytest
 
 from service.app import create_app
@@ -325,7 +325,8 @@ def planted_nodered(tmp_path_factory):
 async def test_planted_secrets_reach_neither_model_nor_stream_nor_mcp_nor_database(
         planted_nodered, model, tmp_path, aiohttp_client, caplog):
     caplog.set_level(logging.DEBUG)
-    deployed = json.loads(urllib.request.urlopen(f"{planted_nodered.url}/flows", timeout=10).read())
+    async with aiohttp.ClientSession() as http, http.get(f"{planted_nodered.url}/flows") as response:
+        deployed = await response.json()
     assert leaks(json.dumps(deployed)), "Node-RED itself keeps the planted values (except credentials)"
     node_ids = [node["id"] for node in planted_flows()[1:]]
     settings = Settings(nodered_url=planted_nodered.url, openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,

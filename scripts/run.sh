@@ -7,28 +7,34 @@ cd "$(dirname "$0")/.."
 USERDIR=${USERDIR:-.nodered/userdir}
 NODERED=${NODERED:-.nodered/node_modules/node-red/red.js}
 VENV=${VENV:-.venv}
+export USERDIR VENV
+# Everything the script, Node-RED and the service create (flows_cred.json, memory.db) is for this user only.
+umask 077
+bash scripts/setup-userdir.sh
+
+# Where Node-RED listens and its admin root, as the user dir's settings.js says (PORT moves the template's uiPort).
+editor_url=$(node -e '
+  const s = require(process.argv[1]);
+  const host = !s.uiHost || s.uiHost === "0.0.0.0" || s.uiHost === "::" ? "127.0.0.1" : s.uiHost;
+  const root = typeof s.httpAdminRoot === "string" ? s.httpAdminRoot.replace(/\/?$/, "/") : "/";
+  const hostname = host.includes(":") ? `[${host}]` : host;
+  process.stdout.write(`${s.https ? "https" : "http"}://${hostname}:${s.uiPort || 1880}${root}`);
+' "$(cd "$USERDIR" && pwd)/settings.js")
+
 export AI_SIDEBAR_HOST=${AI_SIDEBAR_HOST:-127.0.0.1}
 export AI_SIDEBAR_PORT=${AI_SIDEBAR_PORT:-8765}
 export AI_SIDEBAR_SERVICE_URL=${AI_SIDEBAR_SERVICE_URL:-http://$AI_SIDEBAR_HOST:$AI_SIDEBAR_PORT}
-export NODE_RED_URL=${NODE_RED_URL:-http://127.0.0.1:1880}
+export NODE_RED_URL=${NODE_RED_URL:-${editor_url%/}}
 export MEMORY_DB_PATH=${MEMORY_DB_PATH:-$USERDIR/ai-sidebar/memory.db}
+export AI_SIDEBAR_TOKEN=${AI_SIDEBAR_TOKEN:-$(cat "$USERDIR/ai-sidebar/service-token")}
 
-# Project-local Node-RED user dir: the palette package linked in, example flows on first run.
-mkdir -p "$USERDIR/node_modules" "$USERDIR/ai-sidebar"
-ln -sfn "$PWD/node-red-contrib-ai-sidebar" "$USERDIR/node_modules/node-red-contrib-ai-sidebar"
-[ -f "$USERDIR/settings.js" ] || cp scripts/nodered-settings.js "$USERDIR/settings.js"
-[ -f "$USERDIR/flows.json" ] || cp examples/flows.json "$USERDIR/flows.json"
-
-# The plugin and the service share a secret. A bare start gets one generated once and kept (readable by this
-# user only) in the user dir, so the service can be restarted on its own and still match the running plugin.
-if [ -z "${AI_SIDEBAR_TOKEN:-}" ]; then
-  token_file="$USERDIR/ai-sidebar/service-token"
-  if [ ! -s "$token_file" ]; then
-    (umask 077 && "$VENV/bin/python" -c 'import secrets; print(secrets.token_urlsafe(32))' > "$token_file")
-  fi
-  AI_SIDEBAR_TOKEN=$(cat "$token_file")
+# A settings.js copied by an earlier version falls back to a public credential secret: give it the generated one
+# (only Node-RED gets it; the service never needs it).
+credential_env=()
+if [ -z "${NODE_RED_CREDENTIAL_SECRET:-}" ] && [ -s "$USERDIR/ai-sidebar/credential-secret" ] \
+    && grep -q "change-me-node-red-ai-sidebar" "$USERDIR/settings.js"; then
+  credential_env=("NODE_RED_CREDENTIAL_SECRET=$(cat "$USERDIR/ai-sidebar/credential-secret")")
 fi
-export AI_SIDEBAR_TOKEN
 
 # Keep the service running: if it stops (crash, or killed), it is started again after a short pause.
 supervise_service() {
@@ -53,8 +59,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-admin_root=$(node -e 'try { const s = require(process.argv[1]); process.stdout.write((s.httpAdminRoot || "/").replace(/\/?$/, "/")) } catch (e) { process.stdout.write("/") }' "$PWD/$USERDIR/settings.js")
-echo "Node-RED editor: http://127.0.0.1:1880${admin_root}  (AI tab in the sidebar; Ctrl-C stops both)"
-node "$NODERED" --userDir "$USERDIR" --settings "$USERDIR/settings.js" &
+echo "Node-RED editor: ${editor_url}  (AI tab in the sidebar; Ctrl-C stops both)"
+env "${credential_env[@]}" node "$NODERED" --userDir "$USERDIR" --settings "$USERDIR/settings.js" &
 nodered_pid=$!
 wait "$nodered_pid"

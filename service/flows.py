@@ -10,13 +10,12 @@ and an instance of it is a node of type ``"subflow:<id>"``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-# Property names whose values are never sent anywhere (credentials, secrets, tokens).
-SECRET_NAME = re.compile(r"(pass(word|wd)?|secret|token|api[-_]?key|credential|private[-_]?key|auth)", re.I)
-REDACTED = "[redacted]"
+# Secret detection lives in its own module; these names stay importable from here.
+from .redaction import REDACTED, redact_text, strip_secrets  # noqa: F401
+
 # Layout and bookkeeping properties that say nothing about behaviour.
 LAYOUT_KEYS = frozenset({"x", "y", "w", "h", "l", "g", "z", "wires", "id", "type", "name", "_users", "inputLabels",
                          "outputLabels", "icon", "color", "changed", "moved", "dirty", "valid", "selected"})
@@ -121,61 +120,6 @@ def find_nodes(flows: list[dict[str, Any]], node_ids: Iterable[str]) -> tuple[li
     for node_id in node_ids:
         (found.append(by_id[node_id]) if node_id in by_id else missing.append(node_id))
     return found, missing
-
-
-# Secrets written inside text (function code, URLs, templates): the secret part is replaced, the rest kept.
-SECRET_PATTERNS: tuple[tuple[re.Pattern, str], ...] = (
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),                         # OpenAI-style keys
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), REDACTED),                         # Google API keys
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),                       # GitHub tokens
-    (re.compile(r"\bxox[abpr]-[A-Za-z0-9\-]{10,}"), REDACTED),                     # Slack tokens
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), REDACTED),  # JWTs
-    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{12,}=*"), r"\1" + REDACTED),
-    (re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:)([^@\s/]+)(@)", re.I), r"\1" + REDACTED + r"\3"),
-    (re.compile(r"(?i)([?&;](?:api[_\-]?key|apikey|key|token|access[_\-]?token|auth|secret|sig|signature|"
-                r"pass(?:word)?|client[_\-]?secret)=)[^&#\s\"'`]+"), r"\1" + REDACTED),
-    (re.compile(r"(?i)((?:pass(?:word|wd)?|secret|token|api[_\-]?key|apikey|private[_\-]?key|client[_\-]?secret)"
-                r"[\w\-]*[\"']?\s*[:=]\s*[\"'`])([^\"'`\n]{4,})([\"'`])"), r"\1" + REDACTED + r"\3"),
-)
-
-
-def redact_text(text: str) -> str:
-    """``text`` with secret-looking parts (API keys, bearer tokens, JWTs, URL passwords, ``password = "..."``)
-    replaced by ``[redacted]``."""
-    for pattern, replacement in SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def strip_secrets(node: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``node`` safe to show or send to a model.
-
-    ``credentials`` is dropped; properties named like secrets are replaced by ``[redacted]``; secrets inside other
-    text (code, URLs, query strings) are redacted in place, at any depth; a rule that sets a secret-named
-    property (a change node's ``{"p": "password", "to": "..."}``) loses its value; flow/subflow environment entries
-    of type ``cred`` (Node-RED's secret env values) lose their value.
-    """
-    return {key: _clean(key, value) for key, value in node.items() if key != "credentials"}
-
-
-# Keys under which rules name the property they set, and the keys holding the value set.
-_RULE_TARGETS = ("p", "property", "name", "key")
-_RULE_VALUES = ("to", "value", "v")
-
-
-def _clean(key: str, value: Any) -> Any:
-    if isinstance(value, str):
-        if value and SECRET_NAME.search(key) and key not in ("authType",):
-            return REDACTED
-        return redact_text(value)
-    if isinstance(value, list):
-        return [_clean(key, item) for item in value]
-    if isinstance(value, dict):
-        secret_rule = any(isinstance(value.get(k), str) and SECRET_NAME.search(value[k]) for k in _RULE_TARGETS)
-        secret_env = value.get("type") == "cred"
-        return {k: (REDACTED if (secret_rule or secret_env) and k in _RULE_VALUES and value.get(k) not in ("", None)
-                    else _clean(k, v)) for k, v in value.items()}
-    return value
 
 
 def module_index(node_sets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sqlite3
 import time
@@ -244,7 +245,8 @@ class MemoryStore:
     async def open(cls, path: str | Path) -> MemoryStore:
         path = str(path)
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _owner_only(Path(path))
         db = await aiosqlite.connect(path)
         db.row_factory = aiosqlite.Row
         store = cls(db, path)
@@ -539,6 +541,16 @@ def _scope(owner: Identity | None) -> tuple[str, str, str]:
     if not owner.remembers:
         raise ValueError("a flow node without a conversation has no memory")
     return owner.kind, owner.name, owner.conversation or ""
+def _owner_only(path: Path) -> None:
+    """Create the database file readable by its owner only (conversations are private), or tighten an existing one.
+    SQLite gives the -wal and -shm files the database file's permissions."""
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            file.chmod(0o600)
+        except OSError:  # absent, or not ours to change: SQLite decides whether it can be used
+            pass
 
 
 def _session_name(question: str) -> str:

@@ -14,6 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 Provider = Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+
+def bundled(name: str) -> Path:
+    """The ``locales`` or ``examples`` folder: inside the installed package (a wheel ships them as
+    ``service/locales``, ``service/examples``; see pyproject.toml), else the checkout's top-level folder."""
+    packaged = Path(__file__).resolve().parent / name
+    return packaged if packaged.is_dir() else REPO_ROOT / name
+
+
 # Environment name → Settings field.
 ENV_FIELDS: dict[str, str] = {
     "AI_SIDEBAR_HOST": "host",
@@ -85,8 +93,8 @@ class Settings(BaseModel):
     mcp_tools_enabled: bool = True
     mcp_server_path: str | None = None
 
-    locales_dir: Path = REPO_ROOT / "locales"
-    templates_path: Path = REPO_ROOT / "examples" / "flows.json"
+    locales_dir: Path = bundled("locales")
+    templates_path: Path = bundled("examples") / "flows.json"
     max_message_chars: int = 10_000
     max_streams_per_user: int = Field(4, ge=1, le=1000)
     max_body_bytes: int = 4 * 1024 * 1024

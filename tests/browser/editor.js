@@ -9,7 +9,8 @@ const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disabl
 
 /** Chromium and one browser context (one profile: pages share localStorage, hence the editor's login). */
 async function launch() {
-    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+                                            args: CHROMIUM_FLAGS });
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     return { browser, context };
 }

@@ -1,0 +1,131 @@
+"""The Python distribution outside the checkout, and what `make test-python` needs.
+
+A wheel built from the project and installed into a fresh virtual environment must start ``ai-sidebar-service``
+from an unrelated folder: the scenario locales and the example flows ship inside it. `make test-python` must not
+install Chromium from apt; `make test` still does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import tomllib
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.nodered import REPO, free_port
+
+# What the build reads: the metadata, the packages and the top-level data folders they ship.
+SOURCES = ("pyproject.toml", "README.md", "service", "mcp_server", "locales", "examples")
+
+
+def test_every_python_package_is_listed_for_the_wheel():
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(REPO).parts)
+             for top in ("service", "mcp_server") for init in (REPO / top).rglob("__init__.py")}
+    assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages in pyproject.toml"
+
+
+def _get_json(url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return json.loads(response.read())
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_two_languages(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(REPO / name, source / name)
+    # pip's own isolated build (setuptools from pip's cache or PyPI), as `pip install .` does.
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
+                    str(source)], check=True, capture_output=True, timeout=300)
+    wheel = next((tmp_path / "dist").glob("node_red_ai_sidebar-*.whl"))
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q",
+                    str(wheel)], check=True, capture_output=True, timeout=120)
+    # The dependencies come from this test's own environment (no download); added only after the install, so pip
+    # never sees the checkout's editable install there.
+    target = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 check=True, capture_output=True, text=True).stdout.strip())
+    (target / "_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "AI_SIDEBAR_TOKEN", "AI_SIDEBAR_LOCALES_DIR", "AI_SIDEBAR_CONFIG")}
+    located = subprocess.run([str(python), "-c", "from service.settings import Settings; s = Settings(); "
+                              "print(s.locales_dir); print(s.templates_path)"],
+                             check=True, capture_output=True, text=True, cwd=elsewhere, env=env).stdout.split()
+    assert all(Path(path).is_relative_to(target) and Path(path).exists() for path in located), located
+
+    port = free_port()
+    env.update(AI_SIDEBAR_PORT=str(port), MEMORY_DB_PATH=str(tmp_path / "memory.db"), MCP_TOOLS_ENABLED="false",
+               NODE_RED_URL=f"http://127.0.0.1:{free_port()}")
+    log = tmp_path / "service.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen([str(venv / "bin" / "ai-sidebar-service")], cwd=elsewhere, env=env,
+                                   stdout=output, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while (health := _get_json(f"{base}/healthz")) is None:
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.2)
+        assert health["status"] == "ok"
+        english = _get_json(f"{base}/ai-sidebar/scenarios?lang=en-US")
+        german = _get_json(f"{base}/ai-sidebar/scenarios?lang=de")
+        assert english["language"] == "en-US" and german["language"] == "de"
+        assert set(english["scenarios"]) == set(german["scenarios"]) and english["scenarios"]
+        assert [s["name"] for s in english["scenarios"].values()] != [s["name"] for s in german["scenarios"].values()]
+        # The example tabs were seeded as shared flow templates from the packaged examples/flows.json.
+        templates = _get_json(f"{base}/ai-sidebar/templates")
+        assert templates["templates"], log.read_text(errors="replace")
+    finally:
+        process.terminate()
+        process.wait(15)
+    assert subprocess.run([str(venv / "bin" / "nodered-mcp"), "--help"], capture_output=True, cwd=elsewhere,
+                          env=env, timeout=60).returncode == 0
+
+
+def _dry_run(target: str) -> str:
+    """The commands `make <target>` would run, every prerequisite treated as out of date; nothing is run."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    return subprocess.run(["make", "--dry-run", "--always-make", target], cwd=REPO, capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+
+
+def test_make_test_python_needs_no_chromium_and_make_test_installs_it():
+    assert "chromium" not in _dry_run("test-python")
+    assert "BROWSER_TESTS=optional" in _dry_run("test-python")
+    assert "apt-get install -y -qq chromium" in _dry_run("test")
+
+
+def test_browser_tests_skip_without_chromium_only_when_optional():
+    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+               "tests/test_browser_sidebar.py", "-k", "streams_the_answer_into_the_sidebar"]
+    env = {**os.environ, "CHROMIUM": "/nonexistent/chromium"}
+    optional = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+                              env={**env, "BROWSER_TESTS": "optional"})
+    assert optional.returncode == 0 and "1 skipped" in optional.stdout, optional.stdout
+    assert "/nonexistent/chromium not installed: `make test-python` runs without a browser" in optional.stdout
+    required = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+                              env={k: v for k, v in env.items() if k != "BROWSER_TESTS"})
+    assert required.returncode == 1 and "`make test` installs Debian's chromium" in required.stdout, required.stdout

@@ -14,6 +14,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ServiceError
+from .flows import redact_text, strip_secrets
 from .identity import Identity, request_caller
 from .keys import MEMORY
 from .memory import MemoryStore
@@ -120,12 +121,15 @@ async def templates(request: web.Request) -> web.Response:
 @routes.post("/ai-sidebar/templates")
 async def save_template(request: web.Request) -> web.Response:
     """Save a flow template for the requester (their own template of the same name is replaced; shared templates
-    never are)."""
+    never are). Node credentials and secret values are redacted before anything is stored."""
     owner = _owner(request, write=True)
     body = await parse_body(request, TemplateCreate)
+    # A template is shown to the model and kept at rest: it is stored as the model would see it, secrets redacted.
+    references = frozenset(node["id"] for node in body.flow if isinstance(node.get("id"), str))
+    flow = [strip_secrets(node, references) for node in body.flow]
     saved = await _store(request).put_knowledge(
-        body.name, json.dumps(body.flow, ensure_ascii=False), TEMPLATE_CATEGORY,
-        {"name": body.name, "description": body.description}, owner=owner)
+        body.name, json.dumps(flow, ensure_ascii=False), TEMPLATE_CATEGORY,
+        {"name": body.name, "description": redact_text(body.description)}, owner=owner)
     return web.json_response({"name": body.name, **saved}, status=201)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -196,6 +198,28 @@ async def test_templates_are_seeded_from_the_examples_and_can_be_saved(client):
     assert next(t for t in mine if t["name"] == "tick")["flow"] == flow
     theirs = (await (await client.get("/ai-sidebar/templates", headers=BOB)).json())["templates"]
     assert "tick" not in {t["name"] for t in theirs}
+
+
+async def test_a_saved_template_keeps_its_wiring_and_references_but_no_secret_reaches_the_database(client, settings):
+    key, password = "sk-live-template-3f9a8b7c6d5e4f3a2b1c", "hunter2-template-pw"
+    flow = [{"id": "t1", "type": "http request", "x": 1, "y": 1, "url": "https://api.example.com/v1",
+             "headers": [{"keyType": "other", "keyValue": "X-API-Key", "valueType": "other", "valueValue": key}],
+             "tls": "t3", "wires": [["t2"]]},
+            {"id": "t2", "type": "function", "x": 2, "y": 1, "func": f'const pw = "{password}";\nreturn msg;',
+             "wires": [[]]},
+            {"id": "t3", "type": "tls-config", "name": "tls", "credentials": {"passphrase": password}}]
+    response = await client.post("/ai-sidebar/templates", json={"name": "api call", "flow": flow,
+                                                                 "description": f"uses key {key}"}, headers=ALICE)
+    assert response.status == 201
+    mine = (await (await client.get("/ai-sidebar/templates", headers=ALICE)).json())["templates"]
+    stored = next(t for t in mine if t["name"] == "api call")
+    assert [(n["id"], n["type"], n.get("wires")) for n in stored["flow"]] == [
+        (n["id"], n["type"], n.get("wires")) for n in flow]
+    assert stored["flow"][0]["tls"] == "t3" and "credentials" not in stored["flow"][2]
+    text = json.dumps(stored) + Path(settings.memory_db_path).read_bytes().decode("latin-1")
+    wal = Path(f"{settings.memory_db_path}-wal")
+    text += wal.read_bytes().decode("latin-1") if wal.exists() else ""
+    assert key not in text and password not in text
 
 
 async def test_memory_tools_run_through_the_direct_trigger(client, model):

@@ -59,7 +59,7 @@ def browser_installed():
 
 
 def browser_env(env: dict[str, str]) -> dict[str, str]:
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return {**os.environ, "NODE_PATH": os.environ.get("BROWSER_NODE_PATH", str(PALETTE / "node_modules")),
             "OUT_DIR": str(ARTIFACTS), **env}
 

@@ -21,7 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.tools import StructuredTool
 
-from .compact import bounded
+from .compact import MODEL_TOOL_LIMIT, bounded
 from .errors import ServiceError
 from .toolbox import Toolbox
 from .tools import ToolContext, ToolFailure
@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 PREVIEW_LIMIT = 8_000      # characters of a tool result in a tool_result event
-MODEL_TOOL_LIMIT = 30_000  # characters of a tool result sent back to the model
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
 
 from .errors import ServiceError
 
 ID_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
+MAX_FLOW_ITEMS = 20_000      # objects in flowData
+LARGE_BODY_BYTES = 256 * 1024  # bodies larger than this are decoded off the event loop
+
+
+def _flow_items(value: Any) -> list[dict[str, Any]] | None:
+    """flowData: a list of at most :data:`MAX_FLOW_ITEMS` objects, kept as they are. Checked here in Python rather
+    than by pydantic-core, whose one long call would hold the GIL (and so the event loop) on a large flowData."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError("must be an array of node objects")
+    if len(value) > MAX_FLOW_ITEMS:
+        raise ValueError(f"has {len(value)} items, more than {MAX_FLOW_ITEMS}")
+    if not all(isinstance(item, dict) for item in value):
+        raise ValueError("must hold node objects only")
+    return value
 
 
 class SelectedFlow(BaseModel):
@@ -74,7 +91,9 @@ class StreamChatRequest(BaseModel):
     nodeId: str | None = Field(None, pattern=ID_PATTERN)
     selectedFlow: SelectedFlow | None = None
     selectedNodes: list[SelectedNode] = Field(default_factory=list, max_length=1000)
-    flowData: list[dict[str, Any]] | None = Field(None, max_length=20_000)
+    flowData: Annotated[list[dict[str, Any]] | None,
+                        PlainValidator(_flow_items, json_schema_input_type=list[dict[str, Any]] | None),
+                        Field(json_schema_extra={"maxItems": MAX_FLOW_ITEMS})] = None
     history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
     silent: bool = False
     dynamicData: DynamicData | None = None
@@ -110,8 +129,20 @@ async def parse_body(request: web.Request, model: type[Model]) -> Model:
         ServiceError: 400 ``invalid_json`` (not JSON or not an object) or ``invalid_request`` (naming the field).
     """
     raw = await request.read()
+    if len(raw) > LARGE_BODY_BYTES:
+        # A large flowData takes long to decode: in a thread, through a Python-level hook so that the decoding
+        # hands the GIL back to the event loop between objects (json's C scanner alone never does).
+        return await asyncio.to_thread(_decode, raw, model, _pairs)
+    return _decode(raw, model)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return dict(pairs)
+
+
+def _decode(raw: bytes, model: type[Model], object_pairs_hook: Any = None) -> Model:
     try:
-        data = json.loads(raw or b"null")
+        data = json.loads(raw or b"null", object_pairs_hook=object_pairs_hook)
     except (ValueError, UnicodeDecodeError):
         raise ServiceError("invalid_json", "The request body is not valid JSON.") from None
     if not isinstance(data, dict):

@@ -64,7 +64,7 @@ class Toolbox:
 # HTTP status of a tool failure outside a stream (execute-tool); anything else is an upstream fault (502).
 FAILURE_STATUS = {
     "unknown_tool": 404, "flow_not_found": 404, "node_not_found": 404, "module_not_found": 404,
-    "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
+    "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400, "flow_too_large": 413,
     "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
 }
 

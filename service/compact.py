@@ -363,9 +363,11 @@ def _defaults_section(context: _Context) -> list[Part]:
     lines = ["Defaults (properties left out above are at these values; any other left out is empty, false or "
              "unset):\n"]
     for kind, defaults in context.omitted.items():
-        values = " ".join(f"{key}={_default_text(value)}" for key, value in defaults.items())
-        lines.append(f"  {kind}: {values}\n")
-    return lines
+        values = " ".join(f"{key}={_default_text(value)}" for key, value in defaults.items()
+                          if not _empty(value[0] if isinstance(value, AnyOf) else value))
+        if values:
+            lines.append(f"  {kind}: {values}\n")
+    return lines if len(lines) > 1 else []
 
 
 def _default_text(value: Any) -> str:

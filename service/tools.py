@@ -222,11 +222,11 @@ def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: li
     lines = ["Where they are:", *where]
     if missing:
         lines.append(f"Not found (maybe not deployed): {', '.join(missing)}")
-    tail = "\n".join(lines)
+    head = "\n".join(lines)
     config_ids = {node_id for node_id, node in index.by_id.items() if is_config(node)}
     text = compact_nodes(nodes, config_ids, references, link_targets(index, nodes),
-                         budget=TEXT_BUDGET - len(tail) - 1)
-    return ToolOutput(data={"nodes": described, "missing": missing}, text=f"{text}\n{tail}")
+                         budget=TEXT_BUDGET - len(head) - 1)
+    return ToolOutput(data={"nodes": described, "missing": missing}, text=f"{head}\n{text}")
 
 
 def _where(node: dict[str, Any], place: dict[str, Any] | None) -> str:

@@ -79,7 +79,17 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
     except ToolFailure as failure:
         flows, unread = None, failure
     # Slicing and compaction grow with the flows (the editor's flowData may be megabytes): off the event loop.
-    return await asyncio.to_thread(_flow_output, ctx.flow_data, flows, unread, flow_id)
+    return await _off_loop(_flow_output, ctx.flow_data, flows, unread, flow_id)
+
+
+async def _off_loop(work: Callable[..., ToolOutput], *args: Any) -> ToolOutput:
+    """``work(*args)`` in a thread; a property nested deeper than the interpreter's recursion limit (a hostile
+    flowData) fails as ``flow_too_large`` instead of an internal error."""
+    try:
+        return await asyncio.to_thread(work, *args)
+    except RecursionError:
+        raise ToolFailure("flow_too_large", "The flow holds a property nested too deeply to read (hundreds of levels "
+                                            "of lists or objects).") from None
 
 
 def _flow_output(flow_data: list[dict[str, Any]] | None, flows: list[dict[str, Any]] | None,
@@ -201,7 +211,7 @@ async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> 
         modules = module_index(await ctx.nodered.get_nodes())
     except NodeRedError as err:
         raise ToolFailure(err.code, err.message) from None
-    return await asyncio.to_thread(_node_info_output, index, nodes, missing, modules)
+    return await _off_loop(_node_info_output, index, nodes, missing, modules)
 
 
 def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: list[str],

@@ -33,8 +33,9 @@ passes :data:`STRUCTURE_LIMIT` (about 2,500 nodes) raises :class:`FlowTooLarge` 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
-from typing import Any, Callable, Container
+from typing import Any
 
 from .flows import LAYOUT_KEYS, FlowSlice, strip_secrets
 from .node_defaults import CORE_DEFAULTS, AnyOf, default_differs, is_default
@@ -49,6 +50,8 @@ NESTING_LIMIT = 32         # deeper JSON values are written as one piece of text
 # Properties holding code or templates: shown as an indented block.
 CODE_KEYS = ("func", "initialize", "finalize", "template", "sql", "query", "syntax_code")
 DROPPED_MARK = " …"
+DEFAULTS_HEAD = ("Defaults (properties left out above are at these values; any other left out is empty, false or "
+                 "unset):\n")
 
 
 class FlowTooLarge(ValueError):
@@ -77,9 +80,11 @@ class Piece:
         cut = cap is not None and len(self.text) > cap
         if self.code:
             body = self.text[:cap] if cut else self.text
+            if cut and body.rfind("\n") >= cap // 2:
+                body = body[:body.rfind("\n")]  # a whole last line reads better than half of one
             lines = [f"    | {line}" for line in body.splitlines()]
             if cut:
-                lines.append(f"    | …[+{len(self.text) - cap} chars]")
+                lines.append(f"    | …[+{len(self.text) - len(body)} chars]")
             return "\n".join(lines)
         if cut:
             return json.dumps(f"{self.text[:cap]}…[+{len(self.text) - cap} chars]", ensure_ascii=False)
@@ -152,7 +157,7 @@ def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None, budget: in
             continue
         # Without room for them, subflow definitions (tabs of their own, read by get-flow) are only named.
         context = _Context(config_ids, clean, flow.link_targets)
-        text, size = _fit(_flow_items(flow, context, expand=expand), context, budget, limit)
+        text, size = _fit(_flow_items(flow, context, expand=expand), budget, limit)
         if text is not None:
             return text
     raise FlowTooLarge(size, limit, nodes)
@@ -181,7 +186,7 @@ def compact_nodes(nodes: list[dict[str, Any]], config_ids: Container[str] | None
     context = _Context(config_ids or set(), _cleaner(references), link_targets)
     items: list[Part | NodeText | None] = [None, *(_node_text(node, context) for node in nodes)]
     items += _defaults_section(context)
-    text, _ = _fit(items, context, budget, limit=None)
+    text, _ = _fit(items, budget, limit=None)
     return text.rstrip("\n")
 
 
@@ -360,8 +365,7 @@ def _links(ids: list[Any], targets: dict[str, dict[str, Any] | None]) -> str:
 def _defaults_section(context: _Context) -> list[Part]:
     if not context.omitted:
         return []
-    lines = ["Defaults (properties left out above are at these values; any other left out is empty, false or "
-             "unset):\n"]
+    lines = [DEFAULTS_HEAD]
     for kind, defaults in context.omitted.items():
         values = " ".join(f"{key}={_default_text(value)}" for key, value in defaults.items()
                           if not _empty(value[0] if isinstance(value, AnyOf) else value))
@@ -414,8 +418,7 @@ def _render(part: Part, cap: int | None) -> str:
     return part if isinstance(part, str) else part.render(cap)
 
 
-def _fit(items: list[Part | NodeText | None], context: _Context, budget: int,
-         limit: int | None) -> tuple[str | None, int]:
+def _fit(items: list[Part | NodeText | None], budget: int, limit: int | None) -> tuple[str | None, int]:
     """Render ``items`` within ``budget`` (see the module docstring); ``(None, size)`` when even the structure is
     longer than ``limit`` (``None``: no limit)."""
     nodes = [item for item in items if isinstance(item, NodeText)]
@@ -507,21 +510,19 @@ def _shortened_note(plan: _Plan, cap: int | None, dropped: set[str], budget: int
     """The line naming every node that was shortened, or ``""``."""
     if cap is None and not dropped:
         return ""
-    owners: dict[str, None] = {}
-    for piece in plan.pieces:
-        if cap is not None and len(piece.text) > cap and piece.owner not in dropped:
-            owners[piece.owner] = None
-    for text in plan.nodes:
-        if text.node_id in dropped:
-            owners[text.node_id] = None
-    marks = ['"…[+N chars]" marks cut code or text'] if any(o not in dropped for o in owners) else []
+    cut = {piece.owner for piece in plan.pieces if cap is not None and len(piece.text) > cap} - dropped
+    marks = ['"…[+N chars]" marks cut code or text'] if cut else []
     if dropped:
         marks.append('"…" after a node\'s name marks its properties left out')
     head = f"Shortened to fit {budget:,} characters ({'; '.join(marks)})"
     if size > budget:
-        head = (f"Too large for {budget:,} characters even shortened: every node is listed with its wires, "
-                f"properties left out where \"…\" follows the name")
-    return f"{head}. Read these nodes in full with get-node-info: {','.join(owners)}\n"
+        head = f"Too large for {budget:,} characters even shortened ({'; '.join(marks)})"
+    with_detail = [text.node_id for text in plan.nodes if text.detail or text.blocks]
+    if dropped and all(node_id in dropped for node_id in with_detail):
+        return f"{head}. Every node's properties are left out: read the nodes in question with get-node-info\n"
+    in_order = [text.node_id for text in plan.nodes if text.node_id in cut or text.node_id in dropped]
+    others = sorted(cut - set(in_order))  # the tab's own info or env
+    return f"{head}. Read these nodes in full with get-node-info: {','.join(others + in_order)}\n"
 
 
 def bounded(text: str, limit: int) -> str:

@@ -15,8 +15,19 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .compact import STRUCTURE_LIMIT, TEXT_BUDGET, FlowTooLarge, compact_flow, compact_nodes
-from .flows import (FlowIndex, FlowNotFound, FlowSlice, diff_nodes, find_nodes, index_flows, is_config, link_targets,
-                    module_index, slice_flow, strip_secrets)
+from .flows import (
+    FlowIndex,
+    FlowNotFound,
+    FlowSlice,
+    diff_nodes,
+    find_nodes,
+    index_flows,
+    is_config,
+    link_targets,
+    module_index,
+    slice_flow,
+    strip_secrets,
+)
 from .nodered import NodeRedClient, NodeRedError
 
 if TYPE_CHECKING:

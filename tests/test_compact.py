@@ -9,7 +9,7 @@ import re
 import pytest
 
 from service.compact import FlowTooLarge, compact_flow
-from service.flows import FlowNotFound, REDACTED, slice_flow, strip_secrets
+from service.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
 from service.tools import _off_loop
 from tests.support.compact_reader import property_json, read
 from tests.support.nodered import EXAMPLES_DIR
@@ -234,6 +234,19 @@ def test_when_cutting_is_not_enough_properties_are_left_out_but_every_node_stays
     assert all(reading.node(f"c{n:03d}").wires == [[f"c{n + 1:03d}"]] for n in range(300))
     left_out = [node_id for node_id, node in reading.sections["t1"].nodes.items() if " … " in node.line]
     assert left_out and reading.shortened == left_out
+
+
+def test_a_structure_longer_than_the_budget_is_still_sent_whole_and_says_so():
+    flows = [{"id": "t1", "type": "tab", "label": "T"}]
+    flows += [{"id": f"c{n:03d}", "type": "change", "z": "t1", "x": 1, "y": 1, "name": f"c{n}",
+               "rules": [{"t": "set", "p": "p", "pt": "msg", "to": "v", "tot": "str"}],
+               "wires": [[f"c{n + 1:03d}"]]} for n in range(300)]
+    text = compact_flow(slice_flow(flows, "t1"), budget=8_000, limit=100_000)
+    reading = read(text)
+    assert len(text) > 8_000
+    assert "Every node's properties are left out" in text and reading.shortened == ["*"]
+    assert all(reading.node(f"c{n:03d}").wires == [[f"c{n + 1:03d}"]] for n in range(300))
+    assert all(" … " in node.line for node in reading.sections["t1"].nodes.values())
 
 
 def test_structure_beyond_the_limit_names_subflows_then_refuses_the_tab():

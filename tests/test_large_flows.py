@@ -19,10 +19,9 @@ from tests.support.compact_reader import Reading, property_json, read
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.sse import read_events
-from tests.support.workspaces import (CRED_VALUE, SUBFLOW_CRED_VALUE, big_code_tab, change_rules, switch_rules,
-                                      workspace)
+from tests.support.workspaces import CRED_VALUE, SUBFLOW_CRED_VALUE, big_code_tab, change_rules, switch_rules, workspace
 
-FLOW_BLOCK = re.compile(r'<tool_result tool="(?P<tool>[^"]+)">\n(?P<text>.*?)\n</tool_result>', re.S)
+FLOW_BLOCK = re.compile(r'<tool_result tool="(?P<tool>[^"]+)">\n(?P<text>.*?)\n</tool_result>', re.DOTALL)
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +125,20 @@ async def test_a_tab_of_62_functions_with_300_kb_of_code_reaches_the_model_whole
            if any(line.startswith("…[+") for line in node.code)}
     assert cut and set(reading.shortened) == cut
     assert "get-node-info" in text
+
+
+async def test_the_editors_flow_data_of_the_big_tab_reaches_the_model_whole_in_structure(large_client, model,
+                                                                                          deployed):
+    editor = [n for n in deployed if n["id"] == "bigtab" or n.get("z") == "bigtab"]
+    editor.append({"id": "bigtab-new", "type": "debug", "z": "bigtab", "x": 1, "y": 1})  # not deployed yet
+    await chat(large_client, message="explain the current flow", selectedFlow={"id": "bigtab"}, flowData=editor)
+
+    text = received(model)
+    assert len(text) <= TEXT_BUDGET
+    assert "changes not deployed yet: 1 added (bigtab-new)" in text
+    reading = read(text)
+    assert_structure_recovered(reading, editor, "bigtab")
+    assert reading.sections["bigtab"].nodes["bigtab-new"].type == "debug" and reading.shortened
 
 
 async def test_agent_mode_gets_the_same_whole_structure_of_the_big_tab(large_client, model, deployed):

@@ -61,8 +61,11 @@ def read(text: str) -> Reading:
             reading.sections[section.id] = section
             in_defaults, last = False, None
             continue
-        if line.startswith("Shortened to fit") or line.startswith("Too large for"):
-            reading.shortened += line.rsplit("get-node-info: ", 1)[1].split(",")
+        if line.startswith(("Shortened to fit", "Too large for")):
+            if "get-node-info: " in line:
+                reading.shortened += line.rsplit("get-node-info: ", 1)[1].split(",")
+            else:
+                reading.shortened.append("*")  # every node's properties left out
             continue
         if line.startswith("Defaults ("):
             in_defaults = True

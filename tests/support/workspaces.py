@@ -67,8 +67,8 @@ def _subflows() -> list[dict[str, Any]]:
 
 
 def _tab(number: int, size: int) -> list[dict[str, Any]]:
-    """A tab of ``size`` nodes: chains of inject → change → switch → function → delay → debug, groups, junctions,
-    link nodes and subflow instances."""
+    """A tab of ``size`` nodes: chains of inject, change, switch, function, delay, json, template and debug nodes,
+    a group, a junction, link nodes and subflow instances."""
     tab_id = f"w{number}"
     nodes: list[dict[str, Any]] = [{
         "id": tab_id, "type": "tab", "label": f"Area {number}", "disabled": False, "info": "",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import hmac
 import json
 import logging
@@ -114,17 +113,6 @@ async def _retention(store: MemoryStore, days: int) -> None:
         await asyncio.sleep(RETENTION_INTERVAL)
 
 
-async def _tune_collector(app: web.Application) -> None:
-    """Garbage-collector passes walk objects with the GIL held, so no other request is served meanwhile; a request
-    that allocates much (a megabyte flowData: ~50,000 containers) triggered a full pass over the whole heap that
-    took 0.3-0.8 s on a loaded 2-core machine. What exists once the service has started (modules, catalogs,
-    clients) lives as long as it does: frozen out of every pass. Young passes run every 20,000 allocations instead
-    of 700, so that such a request's objects are not walked again and again on their way to the old generation.
-    (CPython's gc.freeze and gc.set_threshold: https://docs.python.org/3/library/gc.html)"""
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 10)
-
-
 async def _close_models(app: web.Application) -> None:
     await app[MODELS].aclose()
 
@@ -154,7 +142,6 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(_http_session)
     app.cleanup_ctx.append(_memory)
     app.cleanup_ctx.append(_mcp_child)
-    app.on_startup.append(_tune_collector)
     app.on_shutdown.append(_close_streams)
     app.on_cleanup.append(_close_models)
     app.add_routes(routes)

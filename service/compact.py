@@ -4,12 +4,15 @@ properties and code, shortened only when the text would pass its budget.
 One line per node::
 
     Tab "Sensors" [t1]: 4 nodes, locked
-    env: SITE=greenhouse (str), PORT=1883 (num), DB_PASS (cred, value hidden)
+    env: SITE="north field" (str), LIMIT=30 (num), DB_PASS (cred, value hidden)
+    Shortened to fit 60,000 characters ("…[+N chars]" marks cut code or text). Read these nodes in full with
+    get-node-info: a2                                                    (one line; only when something was cut)
     Nodes:
     [a1] inject: "every 5 s" repeat=5 → a2
-    [a2] function: "parse" → [1] a3 [2] -
+    [a2] function: "parse" outputs=2 → [1] a3 [2] -
         func:
         | const t = Number(msg.payload);
+        | …[+11591 chars]
     [a3] mqtt out: broker=@b1 topic=temp
     [a4] link call: links=l9 ("store", tab "Storage" [t2]) → a1
     Config nodes:

@@ -80,15 +80,21 @@ class FlowResult(BaseModel):
     type: str | None = Field(description="'tab' or 'subflow'")
     label: str | None
     disabled: bool
+    locked: bool = Field(False, description="the tab or subflow is locked against edits in the editor")
     info: str = Field(description="the tab's description (markdown)")
+    env: list[dict[str, Any]] = Field(default_factory=list, description="the tab's or subflow's environment "
+                                                                        "variables: name, type, value (cred "
+                                                                        "values redacted)")
     nodes: list[dict[str, Any]] = Field(description="nodes on the tab, credentials redacted")
     configs: list[dict[str, Any]] = Field(description="config nodes those nodes use")
-    subflows: list[dict[str, Any]] = Field(description="definitions of the subflows instantiated on the tab")
+    subflows: list[dict[str, Any]] = Field(description="definitions of the subflows instantiated on the tab, "
+                                                       "directly or inside other subflows: id, name, env, nodes")
 
 
 class NodeInfoResult(BaseModel):
     nodes: list[dict[str, Any]] = Field(description="each node's properties (credentials redacted), module and "
-                                                    "moduleVersion of its type")
+                                                    "moduleVersion of its type, and flow: the tab or subflow it is "
+                                                    "on (id, type, label; null for a global config node)")
     missing: list[str] = Field(description="ids that matched no deployed node")
 
 
@@ -184,9 +190,12 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
         ctx: ToolCtx,
     ) -> Annotated[CallToolResult, FlowResult]:
         """Read one deployed tab (or subflow) with all its nodes and wires, the config nodes they use and the
-        subflows they instantiate. The text lists one node per line: [id] type "name" properties → wired targets.
+        subflows they instantiate. The text lists one node per line: [id] type "name" properties → wired targets;
+        properties at their default are named once, at the end.
 
-        Credentials are redacted. An unknown id fails with the list of existing tabs.
+        Every node's id, type, name and wires are always there. On a large tab long code and values are cut
+        (marked …[+N chars]) and the text names the nodes shortened: read those with get-node-info. Credentials
+        are redacted. An unknown id fails with the list of existing tabs.
         """
         return await _answer(get_flow(ToolContext(nodered=_client(ctx)), flow_id))
 
@@ -196,8 +205,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
                                              min_length=1, max_length=200)],
         ctx: ToolCtx,
     ) -> Annotated[CallToolResult, NodeInfoResult]:
-        """Read deployed nodes by id: every property (credentials redacted), wiring, and the npm module and version
-        that provide the node's type.
+        """Read deployed nodes by id: every property and their code in full (credentials redacted), wiring, the tab
+        or subflow each node is on, and the npm module and version that provide the node's type.
 
         Ids that match nothing are listed as missing; it fails only when none matches.
         """

@@ -28,7 +28,7 @@ from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from .compact import bounded
+from .compact import MODEL_TOOL_LIMIT, bounded
 from .errors import ServiceError
 from .providers import llm_timeout
 from .toolbox import Toolbox
@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 PREVIEW_LIMIT = 8_000      # characters of a tool result in a tool_result event
-MODEL_TOOL_LIMIT = 30_000  # characters of a tool result sent back to the model
 
 
 @dataclass(frozen=True)

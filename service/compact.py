@@ -1,131 +1,411 @@
-"""Flow → compact text for a model: every node id, type, name and wire kept; layout dropped; code kept.
+"""Flow → compact text for a model: structure first (every node's id, type, name, group and wires, always), then
+properties and code, shortened only when the text would pass its budget.
 
 One line per node::
 
-    [a1] inject: "every 5 s" repeat=5 payloadType=date → a2
-    [a3] switch: "range" property=payload rules=[{"t":"gt","v":"30"}] outputs=2 → [1] a4 [2] a5,a6
+    Tab "Sensors" [t1]: 4 nodes, locked
+    env: SITE="north field" (str), LIMIT=30 (num), DB_PASS (cred, value hidden)
+    Shortened to fit 60,000 characters ("…[+N chars]" marks cut code or text). Read these nodes in full with
+    get-node-info: a2                                                    (one line; only when something was cut)
+    Nodes:
+    [a1] inject: "every 5 s" repeat=5 → a2
+    [a2] function: "parse" outputs=2 → [1] a3 [2] -
         func:
         | const t = Number(msg.payload);
+        | …[+11591 chars]
+    [a3] mqtt out: broker=@b1 topic=temp
+    [a4] link call: links=l9 ("store", tab "Storage" [t2]) → a1
+    Config nodes:
+    [b1] mqtt-broker: broker=localhost
+    Defaults (properties left out above are at these values; any other left out is empty, false or unset):
+      mqtt-broker: port=1883 keepalive=60
 
 The type ends at the first colon followed by a space (types such as ``mqtt in`` hold spaces, ``subflow:<id>``
-holds a colon). Single-output wires read ``→ id,id``; several outputs read ``→ [1] ids [2] ids`` with ``-`` for an unwired
-output. Config nodes a node references appear as ``broker=@b1`` and are listed under "Config nodes". Secrets are
-redacted before anything is formatted (:func:`service.flows.strip_secrets`). Properties still at their core
-default (:mod:`service.node_defaults`) are left out.
+holds a colon). Single-output wires read ``→ id,id``; several outputs read ``→ [1] ids [2] ids`` with ``-`` for an
+unwired output. A property holding the id of a config node reads ``broker=@b1`` and the node is listed under
+"Config nodes"; ``links`` names each target with its name and tab. Secrets are redacted before anything is
+formatted (:func:`service.flows.strip_secrets`); a value that is a node id is a reference, never a secret.
+
+Budget: when the text would pass :data:`TEXT_BUDGET` characters, the longest code and values are cut first, all to
+one common length (largest first), each cut marked ``…[+N chars]`` in place; when that is not enough, the
+properties of the nodes with the most of them are left out (``…`` after the name). A "Shortened" line then names
+every node concerned, to be read in full with ``get-node-info``. Structure is never cut: a tab whose structure alone
+passes :data:`STRUCTURE_LIMIT` (about 2,500 nodes) raises :class:`FlowTooLarge` instead.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Container
+from dataclasses import dataclass, field
 from typing import Any
 
 from .flows import LAYOUT_KEYS, FlowSlice, strip_secrets
-from .node_defaults import default_differs, is_default
+from .node_defaults import CORE_DEFAULTS, AnyOf, default_differs, is_default
 
-# Properties holding code or templates: kept whole (up to CODE_LIMIT), shown as an indented block.
+TEXT_BUDGET = 60_000       # characters of get-flow / get-node-info text aimed at (code and values shortened to fit)
+STRUCTURE_LIMIT = 180_000  # characters the structure alone may take (beyond: FlowTooLarge, never a silent cut)
+# The bound of any tool result sent to a model (pipeline, agent): get-flow's text never reaches it.
+MODEL_TOOL_LIMIT = STRUCTURE_LIMIT + 2_000
+SHORTEST = 80              # a shortened code block or value keeps at least this many characters
+NESTING_LIMIT = 32         # deeper JSON values are written as one piece of text
+
+# Properties holding code or templates: shown as an indented block.
 CODE_KEYS = ("func", "initialize", "finalize", "template", "sql", "query", "syntax_code")
-CODE_LIMIT = 6000
-VALUE_LIMIT = 300
+DROPPED_MARK = " …"
+DEFAULTS_HEAD = ("Defaults (properties left out above are at these values; any other left out is empty, false or "
+                 "unset):\n")
 
 
-def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None) -> str:
-    """Format a :class:`FlowSlice` (tab, nodes, configs, subflows) as compact text; see the module docstring."""
+class FlowTooLarge(ValueError):
+    """Even one line per node (no properties) is longer than the limit; ``size`` and ``limit`` in characters."""
+
+    def __init__(self, size: int, limit: int, nodes: int):
+        super().__init__(f"structure of {nodes} nodes is {size} characters, limit {limit}")
+        self.size, self.limit, self.nodes = size, limit, nodes
+
+
+@dataclass(eq=False)
+class Piece:
+    """A long string that may be cut: code (an indented block) or a value (bare when it has no spaces or quotes,
+    else a JSON string). ``owner`` is the id of the node it belongs to."""
+
+    owner: str
+    text: str
+    code: bool = False
+    bare: bool = False
+    full: int = 0
+
+    def __post_init__(self) -> None:
+        self.full = len(self.render(None))
+
+    def render(self, cap: int | None) -> str:
+        cut = cap is not None and len(self.text) > cap
+        if self.code:
+            body = self.text[:cap] if cut else self.text
+            if cut and body.rfind("\n") >= cap // 2:
+                body = body[:body.rfind("\n")]  # a whole last line reads better than half of one
+            lines = [f"    | {line}" for line in body.splitlines()]
+            if cut:
+                lines.append(f"    | …[+{len(self.text) - len(body)} chars]")
+            return "\n".join(lines)
+        if cut:
+            return json.dumps(f"{self.text[:cap]}…[+{len(self.text) - cap} chars]", ensure_ascii=False)
+        return self.text if self.bare else json.dumps(self.text, ensure_ascii=False)
+
+    def size(self, cap: int | None) -> int:
+        return self.full if cap is None or len(self.text) <= cap else len(self.render(cap))
+
+
+Part = str | Piece
+
+
+@dataclass(eq=False)
+class NodeText:
+    """One node: ``head`` (id, type, name, disabled, group, references, links) is structure and always shown;
+    ``detail`` (other properties) and ``blocks`` (code) may be left out; ``wires`` ends the line."""
+
+    node_id: str
+    head: list[Part]
+    detail: list[Part] = field(default_factory=list)
+    wires: str = ""
+    blocks: list[Part] = field(default_factory=list)
+
+    def parts(self, dropped: bool) -> list[Part]:
+        if dropped:
+            return [*self.head, DROPPED_MARK if (self.detail or self.blocks) else "", self.wires, "\n"]
+        return [*self.head, *self.detail, self.wires, *self.blocks, "\n"]
+
+
+Clean = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass
+class _Context:
+    config_ids: Container[str]
+    clean: Clean
+    link_targets: dict[str, dict[str, Any] | None] | None
+    omitted: dict[str, dict[str, Any]] = field(default_factory=dict)  # type → defaults left out, in order seen
+
+
+def _cleaner(references: Container[str]) -> Clean:
+    return lambda node: strip_secrets(node, references)
+
+
+def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None, budget: int = TEXT_BUDGET,
+                 limit: int = STRUCTURE_LIMIT, clean: Clean | None = None) -> str:
+    """Format a :class:`FlowSlice` (tab, nodes, configs, subflows) as compact text; see the module docstring.
+
+    Args:
+        flow: the slice; its ``references`` and ``link_targets`` are used.
+        config_ids: ids written as ``@id`` references (default: the slice's config nodes).
+        budget: characters aimed at; code and values are shortened to fit, then properties left out.
+        limit: characters the structure alone may take.
+        clean: how a node is made safe to show (default :func:`~service.flows.strip_secrets` with the slice's
+            references); a caller that also needs the cleaned nodes passes a memoising one.
+
+    Raises:
+        FlowTooLarge: the structure (one line per node, subflow definitions only named) passes ``limit``.
+    """
     config_ids = config_ids if config_ids is not None else _all_config_ids(flow)
-    tab = flow.tab
-    kind = "Subflow" if tab.get("type") == "subflow" else "Tab"
-    title = tab.get("label") or tab.get("name") or ""
-    head = f'{kind} "{title}" [{tab["id"]}]: {len(flow.nodes)} nodes'
-    if tab.get("disabled"):
-        head += ", disabled"
-    lines = [head]
-    if tab.get("info"):
-        lines.append(f"info: {_inline(str(tab['info']), VALUE_LIMIT)}")
-    if tab.get("type") == "subflow":
-        lines.append(f"in: {_wire_targets(tab.get('in'))}  out: {_wire_targets(tab.get('out'))}")
-    lines.append("Nodes:")
-    lines.extend(line for node in flow.nodes for line in compact_node(node, config_ids))
-    if flow.configs:
-        lines.append("Config nodes:")
-        lines.extend(line for node in flow.configs for line in compact_node(node, config_ids))
+    clean = clean or _cleaner(flow.references)
+    nodes = len(flow.nodes) + sum(len(s.nodes) for s in flow.subflows)
+    # A cheap lower bound of the structure's size first: a hostile tab is refused before any node is formatted.
+    floor = _structure_floor(flow, expand=False)
+    if floor > limit:
+        raise FlowTooLarge(floor, limit, nodes)
+    size = floor
+    for expand in (True, False) if flow.subflows else (True,):
+        if expand and _structure_floor(flow, expand=True) > limit:
+            continue
+        # Without room for them, subflow definitions (tabs of their own, read by get-flow) are only named.
+        context = _Context(config_ids, clean, flow.link_targets)
+        text, size = _fit(_flow_items(flow, context, expand=expand), budget, limit)
+        if text is not None:
+            return text
+    raise FlowTooLarge(size, limit, nodes)
+
+
+def _structure_floor(flow: FlowSlice, expand: bool) -> int:
+    """Characters the structure takes at least: ``[id] type:`` and the wires of every node shown."""
+    def floor(nodes: list[dict[str, Any]]) -> int:
+        total = 0
+        for node in nodes:
+            total += len(str(node.get("id"))) + len(str(node.get("type"))) + 5
+            wires = node.get("wires")
+            for port in wires if isinstance(wires, list) else ():
+                total += sum(len(str(target)) + 1 for target in port) if isinstance(port, list) else 0
+        return total
+    parts = [flow] + (flow.subflows if expand else [])
+    total = sum(floor(part.nodes) + floor(part.configs) for part in parts)
+    return total + (0 if expand else sum(60 + len(str(sub.tab.get("id"))) for sub in flow.subflows))
+
+
+def compact_nodes(nodes: list[dict[str, Any]], config_ids: Container[str] | None = None,
+                  references: Container[str] = frozenset(),
+                  link_targets: dict[str, dict[str, Any] | None] | None = None, budget: int = TEXT_BUDGET) -> str:
+    """Format loose nodes (a selection, ``get-node-info``) one per line, same notation and budget as
+    :func:`compact_flow`; the structure of every node is kept whatever its size."""
+    context = _Context(config_ids or set(), _cleaner(references), link_targets)
+    items: list[Part | NodeText | None] = [None, *(_node_text(node, context) for node in nodes)]
+    items += _defaults_section(context)
+    text, _ = _fit(items, budget, limit=None)
+    return text.rstrip("\n")
+
+
+def compact_node(node: dict[str, Any], config_ids: Container[str], references: Container[str] = frozenset(),
+                 link_targets: dict[str, dict[str, Any] | None] | None = None) -> list[str]:
+    """The line (plus code blocks) for one node, nothing shortened."""
+    context = _Context(config_ids, _cleaner(references), link_targets)
+    parts = _node_text(node, context).parts(dropped=False)
+    return "".join(_render(part, None) for part in parts).rstrip("\n").split("\n")
+
+
+# --- building the text -------------------------------------------------------------------------------------------
+
+def _flow_items(flow: FlowSlice, context: _Context, expand: bool) -> list[Part | NodeText | None]:
+    """The parts of the whole text; ``None`` marks where the "Shortened" line goes."""
+    items: list[Part | NodeText | None] = [*_header(flow, flow.tab["id"], context), None]
+    items += _members(flow, context)
     for sub in flow.subflows:
-        lines.append("")
-        lines.append(compact_flow(sub, config_ids))
-    return "\n".join(lines)
+        if expand:
+            items += ["\n", *_header(sub, sub.tab["id"], context), *_members(sub, context)]
+        else:
+            tab = sub.tab
+            name = json.dumps(_inline(str(tab.get("name") or "")), ensure_ascii=False)
+            items.append(f"\nSubflow {name} [{tab['id']}]: {len(sub.nodes)} nodes, not expanded here (read it with "
+                         f"get-flow flow_id={tab['id']})\n")
+    items += _defaults_section(context)
+    return items
 
 
-def compact_nodes(nodes: list[dict[str, Any]], config_ids: set[str] | None = None) -> str:
-    """Format loose nodes (a selection) one per line, same notation as :func:`compact_flow`."""
-    config_ids = config_ids or set()
-    return "\n".join(line for node in nodes for line in compact_node(node, config_ids))
+def _header(flow: FlowSlice, owner: str, context: _Context) -> list[Part]:
+    tab = flow.tab
+    subflow = tab.get("type") == "subflow"
+    title = _inline(str(tab.get("label") or tab.get("name") or ""))
+    head = f'{"Subflow" if subflow else "Tab"} {json.dumps(title, ensure_ascii=False)} [{tab["id"]}]: ' \
+           f'{len(flow.nodes)} nodes'
+    head += ", disabled" if tab.get("disabled") else ""
+    head += ", locked" if tab.get("locked") else ""
+    parts: list[Part] = [head + "\n"]
+    clean = context.clean(tab)
+    if clean.get("info"):
+        parts += ["info: ", *_scalar(str(clean["info"]), owner, context), "\n"]
+    if subflow:
+        parts.append(f"in: {_wire_targets(tab.get('in'))}  out: {_wire_targets(tab.get('out'))}\n")
+    if isinstance(clean.get("env"), list) and clean["env"]:
+        parts += ["env: ", *_env(clean["env"], owner, context), "\n"]
+    return parts
 
 
-def compact_node(node: dict[str, Any], config_ids: set[str]) -> list[str]:
-    """The line (plus code blocks) for one node."""
-    node = strip_secrets(node)
-    parts = [f"[{node.get('id')}] {node.get('type')}:"]
+def _members(flow: FlowSlice, context: _Context) -> list[Part | NodeText]:
+    items: list[Part | NodeText] = ["Nodes:\n"]
+    items += [_node_text(node, context) for node in flow.nodes]
+    if flow.configs:
+        items.append("Config nodes:\n")
+        items += [_node_text(node, context) for node in flow.configs]
+    return items
+
+
+def _node_text(node: dict[str, Any], context: _Context) -> NodeText:
+    node = context.clean(node)
+    node_id, kind = str(node.get("id")), str(node.get("type"))
+    text = NodeText(node_id, [f"[{node_id}] {kind}:"])
     if node.get("name"):
-        parts.append(json.dumps(_inline(str(node["name"]), VALUE_LIMIT), ensure_ascii=False))
+        name = _inline(str(node["name"]))
+        text.head.append(" ")
+        text.head.append(Piece(node_id, name) if len(name) > SHORTEST else json.dumps(name, ensure_ascii=False))
     if node.get("d"):
-        parts.append("(disabled)")
+        text.head.append(" (disabled)")
     if node.get("g"):
-        parts.append(f"group=@{node['g']}")
-    blocks: list[str] = []
+        text.head.append(f" group=@{node['g']}")
     for key, value in node.items():
-        if key in LAYOUT_KEYS or key == "d" or is_default(node.get("type", ""), key, value):
+        if key in LAYOUT_KEYS or key == "d" or (key == "style" and kind == "group"):
+            continue
+        if is_default(kind, key, value):
+            context.omitted.setdefault(kind, {})[key] = CORE_DEFAULTS[kind][key]
             continue
         # An empty or false value is noise, unless the type's default is something else (autoConnect=false).
-        if _empty(value) and not default_differs(node.get("type", ""), key, value):
+        if _empty(value) and not default_differs(kind, key, value):
             continue
-        if key in CODE_KEYS and isinstance(value, str) and ("\n" in value or len(value) > 60):
-            blocks.append(f"    {key}:")
-            blocks.extend(f"    | {line}" for line in _shorten(value, CODE_LIMIT).splitlines())
-            continue
-        parts.append(f"{key}={_value(value, config_ids)}")
+        if isinstance(value, str) and value in context.config_ids:
+            text.head.append(f" {key}=@{value}")
+        elif key == "links" and isinstance(value, list) and context.link_targets is not None:
+            text.head.append(f" links={_links(value, context.link_targets)}")
+        elif key == "env" and isinstance(value, list):
+            text.detail += [" env=[", *_env(value, node_id, context), "]"]
+        elif key in CODE_KEYS and isinstance(value, str) and ("\n" in value or len(value) > 60):
+            text.blocks += [f"\n    {key}:\n", Piece(node_id, value, code=True)]
+        else:
+            text.detail += [f" {key}=", *_value(value, node_id, context)]
     wires = node.get("wires")
     if isinstance(wires, list) and wires:
-        parts.append("→ " + _wires(wires))
-    return [" ".join(parts)] + blocks
+        text.wires = " → " + _wires(wires)
+    return text
 
 
-def _wires(wires: list[list[str]]) -> str:
+def _value(value: Any, owner: str, context: _Context, depth: int = 0) -> list[Part]:
+    """A property value; strings inside lists and objects stay JSON, each long one a piece of its own."""
+    if isinstance(value, str):
+        return _scalar(value, owner, context) if depth == 0 else _json_string(value, owner)
+    if isinstance(value, bool) or value is None:
+        return [json.dumps(value)]
+    if isinstance(value, (int, float)):
+        return [str(value) if depth == 0 else json.dumps(value)]
+    if depth >= NESTING_LIMIT:
+        try:
+            return _json_string(json.dumps(value, ensure_ascii=False, separators=(",", ":")), owner)
+        except (ValueError, RecursionError):
+            return ['"(nested too deep to show)"']
+    if isinstance(value, list):
+        parts: list[Part] = ["["]
+        for index, item in enumerate(value):
+            parts += ([","] if index else []) + _value(item, owner, context, depth + 1)
+        return parts + ["]"]
+    if isinstance(value, dict):
+        parts = ["{"]
+        for index, (key, item) in enumerate(value.items()):
+            parts += [("," if index else "") + json.dumps(str(key), ensure_ascii=False) + ":"]
+            parts += _value(item, owner, context, depth + 1)
+        return parts + ["}"]
+    return _json_string(str(value), owner)
+
+
+def _scalar(value: str, owner: str, context: _Context) -> list[Part]:
+    if value in context.config_ids:
+        return [f"@{value}"]
+    text = _inline(value)
+    bare = bool(text) and '"' not in text and not any(ch.isspace() for ch in text)
+    if len(text) > SHORTEST:
+        return [Piece(owner, text, bare=bare)]
+    return [text if bare else json.dumps(text, ensure_ascii=False)]
+
+
+def _json_string(value: str, owner: str) -> list[Part]:
+    text = _inline(value)
+    return [Piece(owner, text)] if len(text) > SHORTEST else [json.dumps(text, ensure_ascii=False)]
+
+
+def _env(entries: list[Any], owner: str, context: _Context) -> list[Part]:
+    """Node-RED env entries (``{name, type, value}``; tab, subflow definition or instance) as
+    ``NAME=value (type)``; a ``cred`` entry shows its name only."""
+    parts: list[Part] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        parts.append(", " if parts else "")
+        name, kind = str(entry.get("name", "")), str(entry.get("type") or "str")
+        if kind == "cred":
+            parts.append(f"{name} (cred, value hidden)")
+            continue
+        value = entry.get("value", "")
+        parts += [f"{name}=", *(_scalar(value, owner, context) if isinstance(value, str)
+                                else _value(value, owner, context)), f" ({kind})"]
+    return parts
+
+
+def _links(ids: list[Any], targets: dict[str, dict[str, Any] | None]) -> str:
+    """``l1 ("name", tab "Flow 2" [t2]),l2 (not found)``: each link target or source with where it is."""
+    out = []
+    for target_id in ids:
+        if not isinstance(target_id, str):
+            continue
+        target = targets.get(target_id)
+        if target is None:
+            out.append(f"{target_id} (not found)")
+            continue
+        where = []
+        if target.get("name"):
+            where.append(json.dumps(_inline(str(target["name"]))[:SHORTEST], ensure_ascii=False))
+        flow = target.get("flow")
+        if flow:
+            where.append(f'{flow["type"]} {json.dumps(_inline(flow["label"])[:SHORTEST], ensure_ascii=False)} '
+                         f'[{flow["id"]}]')
+        out.append(f"{target_id} ({', '.join(where)})" if where else target_id)
+    return ",".join(out) or "-"
+
+
+def _defaults_section(context: _Context) -> list[Part]:
+    if not context.omitted:
+        return []
+    lines = [DEFAULTS_HEAD]
+    for kind, defaults in context.omitted.items():
+        values = " ".join(f"{key}={_default_text(value)}" for key, value in defaults.items()
+                          if not _empty(value[0] if isinstance(value, AnyOf) else value))
+        if values:
+            lines.append(f"  {kind}: {values}\n")
+    return lines if len(lines) > 1 else []
+
+
+def _default_text(value: Any) -> str:
+    value = value[0] if isinstance(value, AnyOf) else value
+    if isinstance(value, str):
+        return value if value and not any(ch.isspace() or ch == '"' for ch in value) else json.dumps(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _wires(wires: list[Any]) -> str:
+    def targets(port: Any) -> str:
+        return ",".join(str(t) for t in port) if isinstance(port, list) and port else "-"
     if len(wires) == 1:
-        return ",".join(wires[0]) if wires[0] else "-"
-    return " ".join(f"[{port}] {','.join(targets) if targets else '-'}" for port, targets in enumerate(wires, 1))
+        return targets(wires[0])
+    return " ".join(f"[{port}] {targets(ids)}" for port, ids in enumerate(wires, 1))
 
 
 def _wire_targets(ports: Any) -> str:
     if not isinstance(ports, list) or not ports:
         return "-"
-    return " ".join(",".join(w.get("id", "?") for w in port.get("wires", [])) or "-" for port in ports)
-
-
-def _value(value: Any, config_ids: set[str]) -> str:
-    if isinstance(value, str):
-        if value in config_ids:
-            return f"@{value}"
-        if value and not any(ch.isspace() for ch in value) and '"' not in value:
-            return _inline(value, VALUE_LIMIT)
-        return json.dumps(_inline(value, VALUE_LIMIT), ensure_ascii=False)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return _inline(json.dumps(value, ensure_ascii=False, separators=(",", ":")), VALUE_LIMIT)
+    return " ".join(",".join(str(w.get("id", "?")) for w in port.get("wires", []) if isinstance(w, dict)) or "-"
+                    for port in ports if isinstance(port, dict)) or "-"
 
 
 def _empty(value: Any) -> bool:
     return value is None or value is False or value == "" or value == [] or value == {}
 
 
-def _inline(text: str, limit: int) -> str:
+def _inline(text: str) -> str:
     # "→" introduces the wires; in names and values it is written "->" so a line has one arrow at most.
-    return _shorten(text.replace("→", "->"), limit)
-
-
-def _shorten(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+    return text.replace("→", "->")
 
 
 def _all_config_ids(flow: FlowSlice) -> set[str]:
@@ -133,6 +413,119 @@ def _all_config_ids(flow: FlowSlice) -> set[str]:
     for sub in flow.subflows:
         ids |= _all_config_ids(sub)
     return ids
+
+
+# --- fitting into the budget ---------------------------------------------------------------------------------------
+
+def _render(part: Part, cap: int | None) -> str:
+    return part if isinstance(part, str) else part.render(cap)
+
+
+def _fit(items: list[Part | NodeText | None], budget: int, limit: int | None) -> tuple[str | None, int]:
+    """Render ``items`` within ``budget`` (see the module docstring); ``(None, size)`` when even the structure is
+    longer than ``limit`` (``None``: no limit)."""
+    nodes = [item for item in items if isinstance(item, NodeText)]
+    plan = _Plan(items, nodes)
+    cap, dropped = None, set()
+    reserve = 0
+    for _ in range(4):
+        cap, dropped, size = plan.choose(budget - reserve)
+        note = _shortened_note(plan, cap, dropped, budget, size)
+        if len(note) <= reserve:
+            break
+        reserve = len(note)
+    size = plan.size(cap, dropped) + len(note)
+    if limit is not None and size > limit:
+        return None, size
+    out = []
+    for item in items:
+        if item is None:
+            out.append(note)
+        elif isinstance(item, NodeText):
+            out.extend(_render(part, cap) for part in item.parts(item.node_id in dropped))
+        else:
+            out.append(_render(item, cap))
+    return "".join(out).rstrip("\n"), size
+
+
+class _Plan:
+    """Sizes of the text for a common cut length ``cap`` of all pieces and a set of nodes without properties."""
+
+    def __init__(self, items: list[Part | NodeText | None], nodes: list[NodeText]):
+        self.nodes = nodes
+        self.fixed = 0
+        pieces: list[Piece] = []
+        for item in items:
+            for part in (item.parts(False) if isinstance(item, NodeText) else [item] if item is not None else []):
+                if isinstance(part, Piece):
+                    pieces.append(part)
+                else:
+                    self.fixed += len(part)
+        self.pieces = sorted(pieces, key=lambda piece: len(piece.text), reverse=True)
+        self.suffix = [0] * (len(self.pieces) + 1)
+        for index in range(len(self.pieces) - 1, -1, -1):
+            self.suffix[index] = self.suffix[index + 1] + self.pieces[index].full
+
+    def size(self, cap: int | None, dropped: set[str] = frozenset()) -> int:
+        total = self.fixed
+        for index, piece in enumerate(self.pieces):
+            if cap is None or len(piece.text) <= cap:
+                total += self.suffix[index]
+                break
+            total += piece.size(cap)
+        for text in self.dropped_texts(dropped):
+            total -= self._saving(text, cap)
+        return total
+
+    def dropped_texts(self, dropped: set[str]) -> list[NodeText]:
+        return [text for text in self.nodes if text.node_id in dropped] if dropped else []
+
+    @staticmethod
+    def _saving(text: NodeText, cap: int | None) -> int:
+        detail = sum(len(part) if isinstance(part, str) else part.size(cap) for part in (*text.detail, *text.blocks))
+        return detail - (len(DROPPED_MARK) if (text.detail or text.blocks) else 0)
+
+    def choose(self, budget: int) -> tuple[int | None, set[str], int]:
+        """``(cap, dropped node ids, size)``: no cut when it fits; else the longest cap that fits; else the
+        shortest cap and the properties of the nodes with the most of them left out, as few as fit."""
+        full = self.size(None)
+        if full <= budget:
+            return None, set(), full
+        if self.pieces and self.size(SHORTEST) <= budget:
+            low, high = SHORTEST, len(self.pieces[0].text)  # size(low) fits, size(high) does not
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (middle, high) if self.size(middle) <= budget else (low, middle)
+            return low, set(), self.size(low)
+        cap = SHORTEST if self.pieces else None
+        size = self.size(cap)
+        savings = sorted(((self._saving(text, cap), text.node_id) for text in self.nodes), reverse=True)
+        dropped: set[str] = set()
+        for saving, node_id in savings:
+            if size <= budget or saving <= 0:
+                break
+            dropped.add(node_id)
+            size -= saving
+        return cap, dropped, size
+
+
+def _shortened_note(plan: _Plan, cap: int | None, dropped: set[str], budget: int, size: int) -> str:
+    """The line naming every node that was shortened, or ``""``."""
+    if cap is None and not dropped:
+        return ""
+    cut = {piece.owner for piece in plan.pieces if cap is not None and len(piece.text) > cap} - dropped
+    marks = ['"…[+N chars]" marks cut code or text'] if cut else []
+    if dropped:
+        marks.append('"…" after a node\'s name marks its properties left out')
+    head = f"Shortened to fit {budget:,} characters ({'; '.join(marks)})"
+    if size > budget:
+        head = f"Too large for {budget:,} characters even shortened ({'; '.join(marks)})"
+    with_detail = [text.node_id for text in plan.nodes if text.detail or text.blocks]
+    if dropped and all(node_id in dropped for node_id in with_detail):
+        return f"{head}. Every node's properties are left out: read the nodes in question with get-node-info\n"
+    in_order = [text.node_id for text in plan.nodes if text.node_id in cut or text.node_id in dropped]
+    others = sorted(cut - set(in_order))  # the tab's own info or env
+    return f"{head}. Read these nodes in full with get-node-info: {','.join(others + in_order)}\n"
 
 
 def bounded(text: str, limit: int) -> str:

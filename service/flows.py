@@ -10,8 +10,10 @@ and an instance of it is a node of type ``"subflow:<id>"``.
 
 from __future__ import annotations
 
+import functools
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Container, Iterable
 
 # Secret detection lives in its own module; these names stay importable from here.
 from .redaction import REDACTED, redact_text, strip_secrets  # noqa: F401
@@ -29,13 +31,21 @@ class FlowSlice:
         tab: the tab object itself (``type`` ``tab`` or ``subflow``).
         nodes: the nodes whose ``z`` is the tab id, in file order.
         configs: config nodes those nodes reference, transitively (global or tab-scoped).
-        subflows: subflow definitions used by ``subflow:<id>`` nodes, each as its own FlowSlice.
+        subflows: subflow definitions used by ``subflow:<id>`` nodes, each as its own FlowSlice; on the slice
+            :func:`slice_flow` returns, every definition used directly or through other subflows, once each (their
+            own ``subflows`` are empty).
+        references: the id of every node of the whole flow configuration (a property holding one is a reference,
+            never a secret: :func:`strip_secrets`).
+        link_targets: for each id named in a ``links`` property of a node here (link in/out/call), the node it
+            names: ``{"type", "name", "flow": {"id", "type", "label"} | None}``, or ``None`` when no node has it.
     """
 
     tab: dict[str, Any]
     nodes: list[dict[str, Any]] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
     subflows: list[FlowSlice] = field(default_factory=list)
+    references: frozenset[str] = frozenset()
+    link_targets: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     @property
     def node_ids(self) -> list[str]:
@@ -51,48 +61,123 @@ class FlowNotFound(LookupError):
         self.known = known
 
 
+@dataclass
+class FlowIndex:
+    """A flow configuration indexed once, so that slicing and look-ups stay linear in its size.
+
+    Attributes:
+        flows: the configuration as given (items that are not objects with a string ``id`` are ignored).
+        by_id: every node by id.
+        by_z: the nodes of each tab or subflow (by their ``z``), in file order.
+    """
+
+    flows: list[dict[str, Any]]
+    by_id: dict[str, dict[str, Any]]
+    by_z: dict[str, list[dict[str, Any]]]
+
+    @functools.cached_property
+    def references(self) -> frozenset[str]:
+        """The id of every node."""
+        return frozenset(self.by_id)
+
+    def place(self, node: dict[str, Any]) -> dict[str, Any] | None:
+        """The tab or subflow ``node`` is on: ``{"id", "type", "label"}``; ``None`` for a global config node, a
+        tab or a subflow definition."""
+        owner = self.by_id.get(node.get("z")) if isinstance(node.get("z"), str) else None
+        if owner is None or owner.get("type") not in ("tab", "subflow"):
+            return None
+        return {"id": owner["id"], "type": owner["type"], "label": owner.get("label") or owner.get("name") or ""}
+
+
+def index_flows(flows: list[dict[str, Any]] | FlowIndex) -> FlowIndex:
+    """Index a flow configuration by id and by ``z`` in one pass (an index is returned as it is)."""
+    if isinstance(flows, FlowIndex):
+        return flows
+    by_id: dict[str, dict[str, Any]] = {}
+    by_z: dict[str, list[dict[str, Any]]] = {}
+    for node in flows:
+        if not isinstance(node, dict) or not isinstance(node.get("id"), str):
+            continue
+        by_id[node["id"]] = node
+        if isinstance(node.get("z"), str):
+            by_z.setdefault(node["z"], []).append(node)
+    return FlowIndex(flows=flows, by_id=by_id, by_z=by_z)
+
+
 def tabs(flows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tabs of a flow configuration in editor order: ``[{id, label, disabled}]``."""
     return [{"id": n["id"], "label": n.get("label", ""), "disabled": bool(n.get("disabled"))}
-            for n in flows if n.get("type") == "tab"]
+            for n in flows if isinstance(n, dict) and n.get("type") == "tab"]
 
 
-def slice_flow(flows: list[dict[str, Any]], flow_id: str) -> FlowSlice:
+def slice_flow(flows: list[dict[str, Any]] | FlowIndex, flow_id: str) -> FlowSlice:
     """Cut one tab (or subflow definition) out of a full flow configuration.
 
+    Linear in the size of the configuration (it is indexed once; pass a :class:`FlowIndex` to slice several tabs
+    of one configuration without indexing it again).
+
     Args:
-        flows: every node, as ``GET /flows`` returns them (``flows`` of the v2 answer).
+        flows: every node, as ``GET /flows`` returns them (``flows`` of the v2 answer), or their index.
         flow_id: id of a tab or subflow.
 
     Returns:
         A :class:`FlowSlice` with the tab, its nodes, the config nodes they reference (followed through config
-        nodes that reference other config nodes) and the subflow definitions they instantiate (recursively).
+        nodes that reference other config nodes), every subflow definition they instantiate (directly or inside
+        other subflows) and where the targets of its link nodes are.
 
     Raises:
         FlowNotFound: no tab or subflow has that id.
     """
-    by_id = {n["id"]: n for n in flows if isinstance(n, dict) and "id" in n}
-    return _slice(flows, by_id, flow_id, seen=set())
+    index = index_flows(flows)
+    top = _slice(index, flow_id)
+    if top is None:
+        raise FlowNotFound(flow_id, tabs(index.flows))
+    # Breadth-first over subflow instances, iteratively: nesting depth is whatever the flows say.
+    seen = {flow_id}
+    queue = deque([top])
+    while queue:
+        current = queue.popleft()
+        for node in current.nodes:
+            kind = node.get("type")
+            sub_id = kind[8:] if isinstance(kind, str) and kind.startswith("subflow:") else None
+            if sub_id is None or sub_id in seen:
+                continue
+            seen.add(sub_id)
+            sub = _slice(index, sub_id)
+            if sub is not None:
+                top.subflows.append(sub)
+                queue.append(sub)
+    targets = link_targets(index, (node for part in (top, *top.subflows) for node in part.nodes))
+    for part in (top, *top.subflows):
+        part.references = index.references
+        part.link_targets = targets
+    return top
 
 
-def _slice(flows: list[dict], by_id: dict[str, dict], flow_id: str, seen: set[str]) -> FlowSlice:
-    tab = by_id.get(flow_id)
-    if tab is None or tab.get("type") not in ("tab", "subflow"):
-        raise FlowNotFound(flow_id, tabs(flows))
-    seen.add(flow_id)
-    nodes = [n for n in flows if n.get("z") == flow_id and not _is_config(n, by_id)]
-    configs = referenced_configs(nodes + [n for n in flows if n.get("z") == flow_id], by_id)
-    result = FlowSlice(tab=tab, nodes=nodes, configs=configs)
+def link_targets(index: FlowIndex, nodes: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
+    """For each id in the ``links`` property of ``nodes`` (link in, link out, link call): the node it names as
+    ``{"type", "name", "flow": {"id", "type", "label"} | None}``, or ``None`` when the flows have no such node."""
+    targets: dict[str, dict[str, Any] | None] = {}
     for node in nodes:
-        kind = node.get("type", "")
-        if kind.startswith("subflow:"):
-            sub_id = kind.split(":", 1)[1]
-            if sub_id not in seen and sub_id in by_id:
-                result.subflows.append(_slice(flows, by_id, sub_id, seen))
-    return result
+        links = node.get("links")
+        for target_id in links if isinstance(links, list) else ():
+            if isinstance(target_id, str) and target_id not in targets:
+                target = index.by_id.get(target_id)
+                targets[target_id] = None if target is None else {
+                    "type": target.get("type"), "name": target.get("name") or "", "flow": index.place(target)}
+    return targets
 
 
-def _is_config(node: dict, by_id: dict) -> bool:
+def _slice(index: FlowIndex, flow_id: str) -> FlowSlice | None:
+    tab = index.by_id.get(flow_id)
+    if tab is None or tab.get("type") not in ("tab", "subflow"):
+        return None
+    members = index.by_z.get(flow_id, [])
+    nodes = [n for n in members if not is_config(n)]
+    return FlowSlice(tab=tab, nodes=nodes, configs=referenced_configs(members, index.by_id))
+
+
+def is_config(node: dict[str, Any]) -> bool:
     """Config nodes have no position; ordinary nodes have ``x``/``y`` (groups and junctions aside)."""
     return "x" not in node and node.get("type") not in ("group", "junction", "tab", "subflow")
 
@@ -100,22 +185,23 @@ def _is_config(node: dict, by_id: dict) -> bool:
 def referenced_configs(nodes: Iterable[dict[str, Any]], by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Config nodes referenced by any string property of ``nodes``, followed transitively, in discovery order."""
     found: dict[str, dict] = {}
-    queue = list(nodes)
+    queue = deque(nodes)
     while queue:
-        node = queue.pop(0)
+        node = queue.popleft()
         for key, value in node.items():
             if key in ("id", "z", "wires", "type", "g") or not isinstance(value, str):
                 continue
             target = by_id.get(value)
-            if target is not None and target["id"] not in found and _is_config(target, by_id):
+            if target is not None and target["id"] not in found and is_config(target):
                 found[target["id"]] = target
                 queue.append(target)
     return list(found.values())
 
 
-def find_nodes(flows: list[dict[str, Any]], node_ids: Iterable[str]) -> tuple[list[dict], list[str]]:
+def find_nodes(flows: list[dict[str, Any]] | FlowIndex,
+               node_ids: Iterable[str]) -> tuple[list[dict], list[str]]:
     """The nodes with the given ids (in the order asked) and the ids that matched nothing."""
-    by_id = {n["id"]: n for n in flows if isinstance(n, dict) and "id" in n}
+    by_id = index_flows(flows).by_id
     found, missing = [], []
     for node_id in node_ids:
         (found.append(by_id[node_id]) if node_id in by_id else missing.append(node_id))

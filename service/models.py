@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic_core
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
 
 from .errors import ServiceError
 from .keys import SETTINGS
 
 ID_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
+MAX_FLOW_ITEMS = 20_000      # objects in flowData
+LARGE_BODY_BYTES = 256 * 1024  # bodies larger than this are decoded off the event loop
+
+
+def _flow_items(value: Any) -> list[dict[str, Any]] | None:
+    """flowData: a list of at most :data:`MAX_FLOW_ITEMS` objects, kept as they are. Checked here in Python rather
+    than by pydantic-core, whose one long call would hold the GIL (and so the event loop) on a large flowData."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError("must be an array of node objects")
+    if len(value) > MAX_FLOW_ITEMS:
+        raise ValueError(f"has {len(value)} items, more than {MAX_FLOW_ITEMS}")
+    if not all(isinstance(item, dict) for item in value):
+        raise ValueError("must hold node objects only")
+    return value
 
 
 class SelectedFlow(BaseModel):
@@ -76,7 +92,9 @@ class StreamChatRequest(BaseModel):
     nodeId: str | None = Field(None, pattern=ID_PATTERN)
     selectedFlow: SelectedFlow | None = None
     selectedNodes: list[SelectedNode] = Field(default_factory=list, max_length=1000)
-    flowData: list[dict[str, Any]] | None = Field(None, max_length=20_000)
+    flowData: Annotated[list[dict[str, Any]] | None,
+                        PlainValidator(_flow_items, json_schema_input_type=list[dict[str, Any]] | None),
+                        Field(json_schema_extra={"maxItems": MAX_FLOW_ITEMS})] = None
     history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
     silent: bool = False
     dynamicData: DynamicData | None = None
@@ -123,7 +141,8 @@ def load_json(raw: bytes | str) -> Any:
 
 
 async def parse_body(request: web.Request, model: type[Model]) -> Model:
-    """Read a JSON body into ``model``; the client has ``Settings.read_timeout`` seconds to send it.
+    """Read a JSON body into ``model``; the client has ``Settings.read_timeout`` seconds to send it. A body over
+    :data:`LARGE_BODY_BYTES` (a large flowData) is decoded and validated in a thread.
 
     Raises:
         ServiceError: 400 ``invalid_json`` (not JSON, nested deeper than :data:`MAX_JSON_DEPTH` levels, or not an
@@ -135,13 +154,13 @@ async def parse_body(request: web.Request, model: type[Model]) -> Model:
         async with asyncio.timeout(timeout):
             raw = await request.read()
     except TimeoutError:
-        raise ServiceError("request_timeout", f"The request body did not arrive within {timeout:g} seconds "
-                                              "(AI_SIDEBAR_READ_TIMEOUT).", 408) from None
-    try:
-        async with asyncio.timeout(timeout):
-            raw = await request.read()
-    except TimeoutError:
         raise ServiceError("request_timeout", status=408, params={"seconds": f"{timeout:g}"}) from None
+    if len(raw) > LARGE_BODY_BYTES:
+        return await asyncio.to_thread(_decode, raw, model)
+    return _decode(raw, model)
+
+
+def _decode(raw: bytes, model: type[Model]) -> Model:
     try:
         data = load_json(raw or b"null")
     except ValueError as err:

@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .agent import AgentLimits, agent_tools, run_agent
-from .compact import bounded
+from .compact import MODEL_TOOL_LIMIT, bounded
 from .errors import ServiceError, error_event
 from .identity import ANONYMOUS, Identity
 from .memory_tools import MEMORY_TOOLS
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 DIRECT_TRIGGER = re.compile(r"^\s*@tools:([A-Za-z0-9_\-]+)\s*(?:\|(.*))?$", re.S)
 PREVIEW_LIMIT = 8_000      # characters of a tool result shown to the user in a tool_result event
-MODEL_TOOL_LIMIT = 60_000  # characters of a tool result sent to the model
 TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get-flow without flow_id reads the tab open in the editor; "
                       "get-node-info without node_ids reads the selected nodes. Call a tool only when the answer "
                       "needs the user's own flows, nodes, settings or memory.")

@@ -67,6 +67,7 @@ class Toolbox:
 FAILURE_STATUS = {
     "unknown_tool": 404, "flow_not_found": 404, "node_not_found": 404, "module_not_found": 404,
     "template_not_found": 404, "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
+    "flow_too_large": 413,
     "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
     "nodered_timeout": 504, "memory_unavailable": 503,
 }

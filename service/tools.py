@@ -7,13 +7,27 @@ functions, so both give the same answers.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .compact import compact_flow, compact_nodes
-from .flows import FlowNotFound, FlowSlice, diff_nodes, find_nodes, module_index, slice_flow, strip_secrets
+from .compact import STRUCTURE_LIMIT, TEXT_BUDGET, FlowTooLarge, compact_flow, compact_nodes
+from .flows import (
+    FlowIndex,
+    FlowNotFound,
+    FlowSlice,
+    diff_nodes,
+    find_nodes,
+    index_flows,
+    is_config,
+    link_targets,
+    module_index,
+    slice_flow,
+    strip_secrets,
+)
 from .identity import ANONYMOUS, Identity
 from .messages import CodedError
 from .nodered import NodeRedClient, NodeRedError
@@ -59,43 +73,90 @@ async def _flows(ctx: ToolContext) -> list[dict[str, Any]]:
 async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
     """One tab (or subflow) with its nodes, the config nodes they use and the subflow definitions they instantiate.
 
-    ``flow_id`` defaults to the request's selected flow. Raises :class:`ToolFailure` ``flow_not_selected``,
-    ``flow_not_found`` or a Node-RED error code (``nodered_unreachable``, ``nodered_unauthorized``, ...).
+    ``flow_id`` defaults to the request's selected flow. The text keeps every node's structure and fits
+    :data:`~service.compact.TEXT_BUDGET` by shortening code and values (it names the nodes shortened).
+
+    Raises:
+        ToolFailure: ``flow_not_selected``, ``flow_not_found``, ``flow_too_large`` (even one line per node passes
+            :data:`~service.compact.STRUCTURE_LIMIT`) or a Node-RED error code (``nodered_unreachable``, ...).
     """
     flow_id = flow_id or ctx.flow_id
     if not flow_id:
         raise ToolFailure("flow_not_selected")
-    editor = _editor_version(ctx.flow_data, flow_id)
     try:
-        flows = await _flows(ctx)
-    except ToolFailure:
-        if editor is None:
-            raise
-        flows = None  # the editor's copy still answers; the deployed one is unknown
+        flows, unread = await _flows(ctx), None
+    except ToolFailure as failure:
+        flows, unread = None, failure
+    # Slicing and compaction grow with the flows (the editor's flowData may be megabytes): off the event loop.
+    return await _off_loop(_flow_output, ctx.flow_data, flows, unread, flow_id)
+
+
+async def _off_loop(work: Callable[..., ToolOutput], *args: Any) -> ToolOutput:
+    """``work(*args)`` in a thread; a property nested deeper than the interpreter's recursion limit (a hostile
+    flowData) fails as ``flow_too_large`` instead of an internal error."""
     try:
-        flow = editor or slice_flow(flows, flow_id)
+        return await asyncio.to_thread(work, *args)
+    except RecursionError:
+        raise ToolFailure("flow_too_large", key="flow_too_large.nested") from None
+
+
+def _flow_output(flow_data: list[dict[str, Any]] | None, flows: list[dict[str, Any]] | None,
+                 unread: ToolFailure | None, flow_id: str) -> ToolOutput:
+    """get-flow's answer from the editor's copy (when it has the tab) or the deployed flows; runs in a thread."""
+    editor = _editor_version(flow_data, flow_id)
+    if editor is None and unread is not None:
+        raise unread
+    deployed = index_flows(flows) if flows is not None else None
+    try:
+        flow = editor or slice_flow(deployed, flow_id)
     except FlowNotFound as err:
         known = ", ".join(f'"{t["label"]}" ({t["id"]})' for t in err.known[:20]) or "none"
         raise ToolFailure("flow_not_found", params={"flow_id": flow_id, "tabs": known}) from None
     note, changes = "", None
     if editor is not None:
-        note, changes = _compare_with_deployed(editor, flows, flow_id)
+        note, changes = _compare_with_deployed(editor, deployed, flow_id)
+        if deployed is not None:
+            _complete_from_deployed(editor, deployed)
+    clean = _memo(lambda node: strip_secrets(node, flow.references))
+    room = len(note) + 1 if note else 0
+    try:
+        text = compact_flow(flow, budget=TEXT_BUDGET - room, limit=STRUCTURE_LIMIT - room, clean=clean)
+    except FlowTooLarge as err:
+        kind = "subflow" if flow.tab.get("type") == "subflow" else "tab"
+        label = flow.tab.get("label") or flow.tab.get("name") or ""
+        raise ToolFailure("flow_too_large", params={"kind": kind, "label": label, "flow_id": flow_id,
+                                                    "nodes": err.nodes, "size": f"{err.size:,}",
+                                                    "limit": f"{err.limit:,}"}) from None
     data = {
         "id": flow.tab["id"],
         "type": flow.tab.get("type"),
         "label": flow.tab.get("label") or flow.tab.get("name"),
         "disabled": bool(flow.tab.get("disabled")),
-        "info": flow.tab.get("info", ""),
-        "nodes": [strip_secrets(n) for n in flow.nodes],
-        "configs": [strip_secrets(n) for n in flow.configs],
-        "subflows": [{"id": s.tab["id"], "name": s.tab.get("name"), "nodes": [strip_secrets(n) for n in s.nodes]}
+        "locked": bool(flow.tab.get("locked")),
+        "info": clean(flow.tab).get("info", ""),
+        "env": clean(flow.tab).get("env") or [],
+        "nodes": [clean(n) for n in flow.nodes],
+        "configs": [clean(n) for n in flow.configs],
+        "subflows": [{"id": s.tab["id"], "name": s.tab.get("name"), "locked": bool(s.tab.get("locked")),
+                      "env": clean(s.tab).get("env") or [], "nodes": [clean(n) for n in s.nodes]}
                      for s in flow.subflows],
         "source": "editor" if editor is not None else "deployed",
     }
     if changes is not None:
         data["undeployedChanges"] = changes
-    text = compact_flow(flow)
     return ToolOutput(data=data, text=f"{note}\n{text}" if note else text)
+
+
+def _memo(clean: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``clean`` computed once per node object (the text and the structured data show the same cleaned nodes)."""
+    done: dict[int, dict[str, Any]] = {}
+
+    def cached(node: dict[str, Any]) -> dict[str, Any]:
+        key = id(node)
+        if key not in done:
+            done[key] = clean(node)
+        return done[key]
+    return cached
 
 
 def _editor_version(flow_data: list[dict[str, Any]] | None, flow_id: str) -> FlowSlice | None:
@@ -108,18 +169,29 @@ def _editor_version(flow_data: list[dict[str, Any]] | None, flow_id: str) -> Flo
         return None
 
 
-def _compare_with_deployed(editor: FlowSlice, flows: list[dict[str, Any]] | None,
+def _complete_from_deployed(editor: FlowSlice, deployed: FlowIndex) -> None:
+    """The editor sends its open tab only: ids and link targets elsewhere in the workspace come from the deployed
+    flows (a reference to a node on another tab is still a reference; a link call's target is on another tab)."""
+    references = editor.references | deployed.references
+    for part in (editor, *editor.subflows):
+        part.references = references
+    for target_id, target in editor.link_targets.items():
+        if target is None and target_id in deployed.by_id:
+            editor.link_targets[target_id] = link_targets(deployed, [{"links": [target_id]}])[target_id]
+
+
+def _compare_with_deployed(editor: FlowSlice, deployed: FlowIndex | None,
                            flow_id: str) -> tuple[str, dict[str, list[str]] | None]:
     """A sentence for the model on how the editor's version differs from the deployed one, and the diff."""
-    if flows is None:
+    if deployed is None:
         return ("This is the editor's version of the tab; the deployed version could not be read, so undeployed "
                 "changes are unknown."), None
     try:
-        deployed = slice_flow(flows, flow_id)
+        deployed_tab = slice_flow(deployed, flow_id)
     except FlowNotFound:
         return "This tab exists only in the editor: it has not been deployed yet.", {
             "added": editor.node_ids, "removed": [], "changed": []}
-    changes = diff_nodes(editor.nodes + editor.configs, deployed.nodes + deployed.configs)
+    changes = diff_nodes(editor.nodes + editor.configs, deployed_tab.nodes + deployed_tab.configs)
     if not any(changes.values()):
         return "", changes
     parts = [f"{len(ids)} {kind} ({', '.join(ids[:10])})" for kind, ids in changes.items() if ids]
@@ -128,7 +200,9 @@ def _compare_with_deployed(editor: FlowSlice, flows: list[dict[str, Any]] | None
 
 
 async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> ToolOutput:
-    """Nodes by id: their properties minus credentials, plus the module and version of their type.
+    """Nodes by id: their properties minus credentials, the tab or subflow each is on, and the module and version
+    of their type. The text gives their code in full within :data:`~service.compact.TEXT_BUDGET` (else it names
+    what was shortened).
 
     ``node_ids`` defaults to the request's selected nodes. Raises :class:`ToolFailure` ``node_not_selected``,
     ``node_not_found`` (none of the ids exist) or a Node-RED error code.
@@ -136,27 +210,48 @@ async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> 
     node_ids = list(node_ids or ctx.node_ids)
     if not node_ids:
         raise ToolFailure("node_not_selected")
-    flows = await _flows(ctx)
-    nodes, missing = find_nodes(flows, node_ids)
+    index = await asyncio.to_thread(index_flows, await _flows(ctx))
+    nodes, missing = find_nodes(index, node_ids)
     if not nodes:
         raise ToolFailure("node_not_found", params={"node_ids": ", ".join(missing)})
     try:
-        index = module_index(await ctx.nodered.get_nodes())
+        modules = module_index(await ctx.nodered.get_nodes())
     except NodeRedError as err:
         raise ToolFailure(err.code, **err.sentence_args()) from None
-    described = []
+    return await _off_loop(_node_info_output, index, nodes, missing, modules)
+
+
+def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: list[str],
+                      modules: dict[str, dict[str, Any]]) -> ToolOutput:
+    """get-node-info's answer; runs in a thread."""
+    references = index.references
+    described, where = [], []
     for node in nodes:
-        entry = strip_secrets(node)
-        entry["module"] = index.get(node.get("type"), {}).get("module")
-        entry["moduleVersion"] = index.get(node.get("type"), {}).get("version")
+        entry = strip_secrets(node, references)
+        entry["module"] = modules.get(node.get("type"), {}).get("module")
+        entry["moduleVersion"] = modules.get(node.get("type"), {}).get("version")
+        entry["flow"] = index.place(node)
         described.append(entry)
-    config_ids = {n["id"] for n in flows if "x" not in n and n.get("type") not in ("tab", "subflow")}
-    lines = [compact_nodes(nodes, config_ids)]
-    lines += [f"[{n['id']}] type {n['type']} comes from {n['module']} {n['moduleVersion']}" for n in described
-              if n.get("module")]
+        line = f"  {node['id']}: {_where(node, entry['flow'])}"
+        if entry["module"]:
+            line += f"; type {node.get('type')} from {entry['module']} {entry['moduleVersion']}"
+        where.append(line)
+    lines = ["Where they are:", *where]
     if missing:
         lines.append(f"Not found (maybe not deployed): {', '.join(missing)}")
-    return ToolOutput(data={"nodes": described, "missing": missing}, text="\n".join(lines))
+    head = "\n".join(lines)
+    config_ids = {node_id for node_id, node in index.by_id.items() if is_config(node)}
+    text = compact_nodes(nodes, config_ids, references, link_targets(index, nodes),
+                         budget=TEXT_BUDGET - len(head) - 1)
+    return ToolOutput(data={"nodes": described, "missing": missing}, text=f"{head}\n{text}")
+
+
+def _where(node: dict[str, Any], place: dict[str, Any] | None) -> str:
+    if place is not None:
+        return f'on {place["type"]} {json.dumps(place["label"], ensure_ascii=False)} [{place["id"]}]'
+    if node.get("type") in ("tab", "subflow"):
+        return f"a {node['type']} itself"
+    return "a global config node" if is_config(node) else "on no tab"
 
 
 class GetFlowArgs(BaseModel):
@@ -201,9 +296,11 @@ class BuiltinTool:
 BUILTIN_TOOLS: dict[str, BuiltinTool] = {
     tool.name: tool
     for tool in (
-        BuiltinTool("get-flow", "Read one Node-RED tab (flow) with its nodes, wiring, config nodes and subflows.",
+        BuiltinTool("get-flow", "Read one Node-RED tab (flow) with its nodes, wiring, config nodes and subflows. "
+                                "Long code and values may be shortened; the answer names those nodes.",
                     GetFlowArgs, get_flow),
-        BuiltinTool("get-node-info", "Read Node-RED nodes by id: properties (no credentials), module and version.",
+        BuiltinTool("get-node-info", "Read Node-RED nodes by id: properties and code in full (no credentials), the "
+                                     "tab or subflow each is on, module and version.",
                     GetNodeInfoArgs, get_node_info),
     )
 }

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
 import pytest
 
-from service.compact import compact_flow
-from service.flows import FlowNotFound, REDACTED, slice_flow, strip_secrets
+from service.compact import FlowTooLarge, compact_flow
+from service.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
+from service.tools import _off_loop
+from tests.support.compact_reader import property_json, read
 from tests.support.nodered import EXAMPLES_DIR
 
 EXAMPLE_FILES = sorted(EXAMPLES_DIR.rglob("*.json"))
@@ -52,6 +55,12 @@ def test_every_node_id_type_and_wire_is_recoverable_from_the_compact_form(path):
         assert [w for w in wires] == [list(w) for w in expected] or (not any(expected) and not any(wires))
     for config in flow.configs:
         assert parsed[config["id"]][0] == config["type"]
+    # Link targets (link in/out/call) are named with the tab they are on.
+    reading = read(text)
+    ids = {n["id"]: n for n in flows}
+    for node in flow.nodes:
+        for target in node.get("links") or []:
+            assert reading.node(node["id"]).links[target] == (ids[target].get("z") if target in ids else None)
 
 
 def test_compact_form_is_much_smaller_than_pretty_printed_json():
@@ -163,3 +172,167 @@ def test_core_defaults_are_left_out_and_every_other_value_is_kept():
     assert "autoConnect=false" in line and "keepalive=30" in line and "port=" not in line
     unknown = {"id": "u1", "type": "contrib-thing", "outputs": 1, "flag": False, "mode": "a"}
     assert compact_node(unknown, set())[0] == "[u1] contrib-thing: outputs=1 mode=a"
+
+
+# --- structure first, within a budget (issue 13, items 1-5; issue 14, item 4) ---------------------------------------
+
+def function_tab(sizes: list[int]) -> list[dict]:
+    flows = [{"id": "t1", "type": "tab", "label": "T"}]
+    for number, size in enumerate(sizes):
+        code = "\n".join(f"msg.v{line} = {line}; // node {number}" for line in range(size // 25 + 1))[:size]
+        flows.append({"id": f"f{number}", "type": "function", "z": "t1", "name": f"fn {number}", "x": 1, "y": 1,
+                      "func": code, "wires": [[f"f{number + 1}"]] if number + 1 < len(sizes) else [[]]})
+    return flows
+
+
+def test_over_the_budget_the_longest_code_is_cut_first_and_named_for_get_node_info():
+    flows = function_tab([600, 600, 100_000, 40_000])
+    text = compact_flow(slice_flow(flows, "t1"), budget=20_000)
+    reading = read(text)
+    assert len(text) <= 20_000
+    assert list(reading.sections["t1"].nodes) == ["f0", "f1", "f2", "f3"]
+    assert reading.sections["t1"].nodes["f2"].wires == [["f3"]]
+    # The short ones stay whole; both long ones are cut to one common length and named.
+    for small in ("f0", "f1"):
+        assert reading.node(small).code == flows[1 + int(small[1])]["func"].split("\n")
+    assert reading.shortened == ["f2", "f3"]
+    kept = [len("\n".join(reading.node(n).code[:-1])) for n in ("f2", "f3")]
+    assert abs(kept[0] - kept[1]) < 100 and reading.node("f3").code[-1].startswith("…[+")
+
+
+def test_a_tab_within_the_budget_is_not_shortened():
+    flows = function_tab([600, 20_000])
+    text = compact_flow(slice_flow(flows, "t1"))
+    assert "Shortened" not in text and "…[+" not in text
+    assert read(text).node("f1").code == flows[2]["func"].split("\n")
+
+
+def test_all_rules_stay_and_their_long_values_are_shortened_instead():
+    rules = [{"t": "eq", "v": f"rule {n} " + "v" * 2000, "vt": "str"} for n in range(28)]
+    flows = [{"id": "t1", "type": "tab", "label": "T"},
+             {"id": "s1", "type": "switch", "z": "t1", "x": 1, "y": 1, "property": "topic", "rules": rules,
+              "outputs": 28, "wires": [[] for _ in range(28)]}]
+    text = compact_flow(slice_flow(flows, "t1"), budget=12_000)
+    assert len(text) <= 12_000
+    shown = property_json(read(text).node("s1").line, "rules")
+    assert len(shown) == 28
+    for rule, original in zip(shown, rules):
+        assert rule["t"] == "eq" and rule["vt"] == "str"
+        assert rule["v"].startswith(original["v"][:60]) and "…[+" in rule["v"]
+    assert read(text).shortened == ["s1"]
+
+
+def test_when_cutting_is_not_enough_properties_are_left_out_but_every_node_stays():
+    flows = [{"id": "t1", "type": "tab", "label": "T"}]
+    flows += [{"id": f"c{n:03d}", "type": "change", "z": "t1", "x": 1, "y": 1, "name": f"c{n}",
+               "rules": [{"t": "set", "p": f"p{k}", "pt": "msg", "to": f"v{k}", "tot": "str"} for k in range(8)],
+               "wires": [[f"c{n + 1:03d}"]]} for n in range(300)]
+    text = compact_flow(slice_flow(flows, "t1"), budget=30_000)
+    reading = read(text)
+    assert len(text) <= 30_000
+    assert list(reading.sections["t1"].nodes) == [f"c{n:03d}" for n in range(300)]
+    assert all(reading.node(f"c{n:03d}").wires == [[f"c{n + 1:03d}"]] for n in range(300))
+    left_out = [node_id for node_id, node in reading.sections["t1"].nodes.items() if " … " in node.line]
+    assert left_out and reading.shortened == left_out
+
+
+def test_a_structure_longer_than_the_budget_is_still_sent_whole_and_says_so():
+    flows = [{"id": "t1", "type": "tab", "label": "T"}]
+    flows += [{"id": f"c{n:03d}", "type": "change", "z": "t1", "x": 1, "y": 1, "name": f"c{n}",
+               "rules": [{"t": "set", "p": "p", "pt": "msg", "to": "v", "tot": "str"}],
+               "wires": [[f"c{n + 1:03d}"]]} for n in range(300)]
+    text = compact_flow(slice_flow(flows, "t1"), budget=8_000, limit=100_000)
+    reading = read(text)
+    assert len(text) > 8_000
+    assert "Every node's properties are left out" in text and reading.shortened == ["*"]
+    assert all(reading.node(f"c{n:03d}").wires == [[f"c{n + 1:03d}"]] for n in range(300))
+    assert all(" … " in node.line for node in reading.sections["t1"].nodes.values())
+
+
+def test_structure_beyond_the_limit_names_subflows_then_refuses_the_tab():
+    flows = [{"id": "t1", "type": "tab", "label": "T"}]
+    for number in range(10):
+        sub = f"sf{number}"
+        flows.append({"id": sub, "type": "subflow", "name": f"S{number}", "in": [], "out": []})
+        flows += [{"id": f"{sub}-n{k:03d}", "type": "debug", "z": sub, "x": 1, "y": 1} for k in range(200)]
+        flows.append({"id": f"i{number}", "type": f"subflow:{sub}", "z": "t1", "x": 1, "y": 1, "wires": [[]]})
+    flow = slice_flow(flows, "t1")
+    text = compact_flow(flow, budget=5_000, limit=10_000)
+    reading = read(text)
+    assert list(reading.sections["t1"].nodes) == [f"i{n}" for n in range(10)]
+    assert 'Subflow "S3" [sf3]: 200 nodes, not expanded here (read it with get-flow flow_id=sf3)' in text
+    with pytest.raises(FlowTooLarge) as info:
+        compact_flow(flow, budget=100, limit=400)
+    assert info.value.nodes == 2010 and info.value.size > 400
+
+
+def test_tab_env_locked_subflow_env_definitions_and_link_targets_are_shown():
+    flows = [{"id": "t1", "type": "tab", "label": "Main", "locked": True,
+              "env": [{"name": "SITE", "type": "str", "value": "north field"},
+                      {"name": "TOKEN", "type": "cred", "value": "secret-in-env-1234"}]},
+             {"id": "t2", "type": "tab", "label": "Other"},
+             {"id": "sf", "type": "subflow", "name": "Sub", "in": [], "out": [],
+              "env": [{"name": "LEVEL", "type": "num", "value": "3"}]},
+             {"id": "i1", "type": "subflow:sf", "z": "t1", "x": 1, "y": 1, "wires": [[]]},
+             {"id": "lc", "type": "link call", "z": "t1", "x": 1, "y": 1, "links": ["li"], "linkType": "static",
+              "timeout": "30", "wires": [[]]},
+             {"id": "li", "type": "link in", "z": "t2", "name": "Get data", "x": 1, "y": 1, "links": [],
+              "wires": [[]]}]
+    text = compact_flow(slice_flow(flows, "t1"))
+    reading = read(text)
+    assert reading.sections["t1"].flags == ", locked"
+    assert reading.sections["t1"].env_line == 'env: SITE="north field" (str), TOKEN (cred, value hidden)'
+    assert reading.sections["sf"].env_line == "env: LEVEL=3 (num)"
+    assert reading.node("lc").links == {"li": "t2"}
+    assert 'links=li ("Get data", tab "Other" [t2])' in reading.node("lc").line
+    assert "secret-in-env-1234" not in text
+
+
+def test_a_reference_stored_under_a_secret_looking_name_is_kept_and_its_config_node_listed():
+    node = {"id": "h1", "type": "http request", "z": "t1", "x": 1, "y": 1, "auth": "cfg1", "password": "cfg1x",
+            "wires": [[]]}
+    assert strip_secrets(node)["auth"] == REDACTED
+    clean = strip_secrets(node, references={"cfg1", "h1"})
+    assert clean["auth"] == "cfg1" and clean["password"] == REDACTED
+    flows = [{"id": "t1", "type": "tab"}, node, {"id": "cfg1", "type": "http proxy", "url": "http://proxy:1"}]
+    text = compact_flow(slice_flow(flows, "t1"))
+    assert " auth=@cfg1" in text and "[cfg1] http proxy:" in text and "cfg1x" not in text
+
+
+def test_defaults_left_out_are_stated_once_per_type():
+    flows = [{"id": "t1", "type": "tab"},
+             {"id": "m1", "type": "mqtt in", "z": "t1", "x": 1, "y": 1, "topic": "a", "broker": "b1", "qos": "2",
+              "wires": [[]]},
+             {"id": "b1", "type": "mqtt-broker", "broker": "localhost", "port": "1883", "keepalive": "60"},
+             {"id": "b2", "type": "mqtt-broker", "broker": "other", "port": 8883}]
+    flows[1]["broker2"] = "b2"
+    reading = read(compact_flow(slice_flow(flows, "t1")))
+    assert "port=" not in reading.node("b1").line and "port=8883" in reading.node("b2").line
+    assert reading.defaults["mqtt-broker"] == {"port": "1883", "keepalive": "60"}
+    assert reading.defaults["mqtt in"] == {"qos": "2"}
+
+
+def test_subflows_nested_thousands_deep_are_sliced_without_recursion():
+    flows = [{"id": "t1", "type": "tab"}, {"id": "top", "type": "subflow:sf0000", "z": "t1", "x": 1, "y": 1}]
+    for number in range(3000):
+        flows.append({"id": f"sf{number:04d}", "type": "subflow", "name": str(number), "in": [], "out": []})
+        if number + 1 < 3000:
+            flows.append({"id": f"n{number:04d}", "type": f"subflow:sf{number + 1:04d}", "z": f"sf{number:04d}",
+                          "x": 1, "y": 1})
+    flow = slice_flow(flows, "t1")
+    assert len(flow.subflows) == 3000 and flow.subflows[-1].tab["id"] == "sf2999"
+
+
+def test_a_value_nested_hundreds_deep_is_a_tool_failure_not_a_crash():
+    from service.tools import ToolFailure, _flow_output
+
+    deep: list = []
+    inner = deep
+    for _ in range(600):
+        inner.append([])
+        inner = inner[0]
+    flow_data = [{"id": "t1", "type": "tab"},
+                 {"id": "a", "type": "function", "z": "t1", "x": 1, "y": 1, "deep": deep, "wires": []}]
+    with pytest.raises(ToolFailure) as info:
+        asyncio.run(_off_loop(_flow_output, flow_data, [], None, "t1"))
+    assert info.value.code == "flow_too_large"

@@ -77,6 +77,7 @@ SECRETS = {
     "tab env cred": "planted-env-cred",
     "tab env API_TOKEN": "planted-env-token-str",
     "http response Set-Cookie": "session=planted-cookie-77",
+    "tab info token": "ghp_plantedInfoToken0123456789abcdefAB",
 }
 # Ordinary values that must reach the model unchanged.
 ORDINARY = ["sensors/kitchen", "https://api.example.com/v1/items", "page=2", "msg.payload.temperature * 1.8 + 32",
@@ -110,7 +111,8 @@ def planted_flows(tab_id: str = "plant-tab") -> list[dict]:
         "return msg;",
     ])
     return [
-        {"id": tab_id, "type": "tab", "label": "Plant-Tab-HTTP", "disabled": False, "info": "",
+        {"id": tab_id, "type": "tab", "label": "Plant-Tab-HTTP", "disabled": False,
+         "info": f"Call the API with token {s['tab info token']}",
          "env": [{"name": "SERVICE_PW", "type": "cred", "value": s["tab env cred"]},
                  {"name": "API_TOKEN", "type": "str", "value": s["tab env API_TOKEN"]},
                  {"name": "REGION", "type": "str", "value": "eu-west-1"}]},

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from service.memory import MemoryStore
-from tests.support.nodered import NODERED_HOME, REPO, free_port
+from tests.support.nodered import NODE_BINARY, NODERED_HOME, REPO, free_port
 
 LEGACY_SECRET = "change-me-node-red-ai-sidebar"
 VENV = Path(sys.executable).parent.parent
@@ -154,7 +154,9 @@ def test_make_run_on_a_moved_port_prints_that_url_reaches_it_and_keeps_secrets_o
     env = clean_env(USERDIR=str(userdir), VENV=str(VENV), NODERED=str(NODERED_HOME / "red.js"), PORT=str(port),
                     AI_SIDEBAR_PORT=str(service_port), MCP_TOOLS_ENABLED="false",
                     # the service started by the script runs this checkout's code
-                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+                    # run.sh starts `node`: the one that runs the Node-RED under test (Node 22 for Node-RED 5)
+                    PATH=os.pathsep.join(filter(None, [os.path.dirname(NODE_BINARY), os.environ["PATH"]])))
     with log.open("wb") as output:
         process = subprocess.Popen(["bash", str(REPO / "scripts" / "run.sh")], cwd=REPO, env=env, stdout=output,
                                    stderr=subprocess.STDOUT, umask=0o022, start_new_session=True)

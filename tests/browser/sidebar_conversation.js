@@ -240,6 +240,12 @@ function contrast(foreground, background) {
 }
 
 async function deleteButtonColours(page, state) {
+    // The confirmation fades in: its button has rgb() colours only once it is rendered.
+    await page.waitForFunction(() => {
+        const button = document.querySelector(".ai-sidebar-session-confirm .ai-sidebar-session-confirm-delete");
+        const style = button && getComputedStyle(button);
+        return Boolean(style) && /\d/.test(style.color) && /\d/.test(style.backgroundColor);
+    });
     const colours = await page.locator(".ai-sidebar-session-confirm").evaluate((confirm) => {
         const button = confirm.querySelector(".ai-sidebar-session-confirm-delete");
         return {

@@ -23,10 +23,15 @@ INSPECTOR := tests/inspector
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-python test-node test-deps install clean bench
+.PHONY: run lint test test-python test-node test-deps install clean bench
 
 run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
+
+# Linters only need the palette's npm packages (eslint is a devDependency there): no Node-RED, no browser.
+lint: $(PALETTE)/node_modules/.installed ## run the linters: eslint on the palette package (its eslint.config.js)
+	cd $(PALETTE) && npm run --silent lint
+# >>> Python linters go here: ruff and a type checker on the Python packages (to be added, issue 15). <<<
 
 test: test-python test-node ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
 

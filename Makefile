@@ -23,10 +23,15 @@ INSPECTOR := tests/inspector
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-python test-node test-deps install clean bench
+.PHONY: run lint test test-python test-node test-deps install clean bench
 
 run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
+
+# The linters need the venv (ruff) and the palette's npm packages (eslint): no Node-RED, no browser.
+lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: ruff on the Python code, eslint on the palette package
+	$(VENV)/bin/ruff check service mcp_server tests
+	cd $(PALETTE) && npm run --silent lint
 
 test: test-deps $(CHROMIUM) $(NODERED5) ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
 	$(ON_NODERED_4) $(VENV)/bin/pytest -q

@@ -9,7 +9,7 @@ import json
 import logging
 import sqlite3
 import weakref
-from typing import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
 from aiohttp import web

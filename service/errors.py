@@ -9,7 +9,8 @@ status (DESIGN.md, "HTTP API"); never an HTML page, never a stack trace. Sentenc
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Container, Iterable
+from typing import Any
 
 # Secret detection lives in its own module; these names stay importable from here.
 from .redaction import REDACTED, redact_text, strip_secrets  # noqa: F401

@@ -9,12 +9,7 @@ import aiohttp
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from .messages import MessageCatalog
-    from .nodered import NodeRedClient
-    from .providers import ChatModelFactory
-    from .scenarios import ScenarioCatalog
-    from .settings import Settings
-    from .toolbox import Toolbox
+    pass
 
 SETTINGS = web.AppKey("settings", "Settings")
 HTTP_SESSION = web.AppKey("http_session", aiohttp.ClientSession)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from typing import Hashable, Iterator
+from collections.abc import Hashable, Iterator
 
 from .errors import ServiceError
 

@@ -513,7 +513,7 @@ class MemoryStore:
         categories = await (await self._db.execute(
             f"SELECT category, COUNT(*) AS n FROM long_term_memory WHERE owner_kind = 'shared' OR ({_OWNED}) "
             "GROUP BY category", scope)).fetchall()
-        size = Path(self.path).stat().st_size if self.path != ":memory:" and Path(self.path).exists() else 0
+        size = await asyncio.to_thread(_file_size, self.path)
         return {
             "sessions": await scalar(f"SELECT COUNT(*) FROM sessions WHERE {_OWNED}", scope),
             "shortTermMemory": await scalar("SELECT COUNT(*) FROM short_term_memory m JOIN sessions s ON "
@@ -541,6 +541,11 @@ def _scope(owner: Identity | None) -> tuple[str, str, str]:
     if not owner.remembers:
         raise ValueError("a flow node without a conversation has no memory")
     return owner.kind, owner.name, owner.conversation or ""
+def _file_size(path: str) -> int:
+    """Bytes of the database file (0 for an in-memory database or a file not created yet)."""
+    return Path(path).stat().st_size if path != ":memory:" and Path(path).exists() else 0
+
+
 def _owner_only(path: Path) -> None:
     """Create the database file readable by its owner only (conversations are private), or tighten an existing one.
     SQLite gives the -wal and -shm files the database file's permissions."""

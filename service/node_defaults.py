@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+
 class AnyOf(tuple):
     """Several stored forms of one default (the editor changed how it stores some values between releases)."""
 

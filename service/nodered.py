@@ -227,7 +227,7 @@ class NodeRedClient:
                 if resp.status >= 400:
                     raise await _error_from(resp, path)
                 return await resp.json(content_type=None)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise NodeRedError(None, "nodered_timeout", params={"url": self.base_url, "path": path}) from None
         except aiohttp.ClientError as err:
             raise NodeRedError(None, "nodered_unreachable",

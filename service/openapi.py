@@ -61,7 +61,8 @@ def openapi_document() -> dict[str, Any]:
     schemas: dict[str, Any] = {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {
             "type": "object", "required": ["code", "message"],
-            "properties": {"code": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}, "message": {"type": "string"}}}}},
+            "properties": {"code": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                           "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, SearchRequest, SessionCreate, SessionUpdate,
                   TemplateCreate):

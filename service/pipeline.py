@@ -10,8 +10,9 @@ import ast
 import logging
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -174,7 +175,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     result.scenario, result.language = scenario_key, catalog.language
     emit = _recording_errors(emit, result)
     context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
-                          node_ids=[n.id for n in request.selectedNodes] or ([request.nodeId] if request.nodeId else []),
+                          node_ids=([n.id for n in request.selectedNodes]
+                                    or ([request.nodeId] if request.nodeId else [])),
                           user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
                           flow_data=request.flowData)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx2
 from langchain_core.language_models import BaseChatModel

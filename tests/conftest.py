@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -100,7 +99,7 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
             break
         except OSError:
             if process.poll() is not None:
-                raise RuntimeError(log_path.read_text())
+                raise RuntimeError(log_path.read_text()) from None
             time.sleep(0.2)
     else:
         process.kill()

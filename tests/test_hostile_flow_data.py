@@ -14,7 +14,8 @@ from tests.support.sse import read_events
 
 
 def many_subflows(subflows: int = 4900) -> list[dict]:
-    """One tab holding an instance of each of ``subflows`` subflow definitions of two nodes each (~2.5 MB, 19,601 items):
+    """One tab holding an instance of each of ``subflows`` subflow definitions of two nodes each
+    (~2.5 MB, 19,601 items):
     slicing that rescans every item per subflow is quadratic."""
     flows: list[dict] = [{"id": "hostile-tab", "type": "tab", "label": "hostile"}]
     for number in range(subflows):

@@ -183,7 +183,7 @@ def http_server(nodered_with_auth, tmp_path_factory):
         except httpx.TransportError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                raise RuntimeError(Path(log_path).read_text())
+                raise RuntimeError(Path(log_path).read_text()) from None
             time.sleep(0.1)
     yield url
     process.terminate()

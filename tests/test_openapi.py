@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import schemathesis
-from hypothesis import HealthCheck, given, settings as hypothesis_settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
 
 from service.app import create_app
 from tests.conftest import SERVICE_TOKEN

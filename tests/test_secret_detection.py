@@ -217,7 +217,8 @@ def test_rules_that_set_a_secret_property_lose_literals_but_keep_msg_paths():
     env_reference = strip_secrets({"id": "t", "env": [{"name": "DB_PASSWORD", "type": "env", "value": "PGPASS"}]})
     assert env_reference["env"][0]["value"] == "PGPASS"  # names the variable that holds it
     github = SECRETS["function GitHub token"]
-    assert strip_secrets({"id": "o", "extra": {"name": "ci", "key": github}})["extra"] == {"name": "ci", "key": REDACTED}
+    cleaned = strip_secrets({"id": "o", "extra": {"name": "ci", "key": github}})
+    assert cleaned["extra"] == {"name": "ci", "key": REDACTED}
 
 
 def test_a_value_equal_to_a_node_id_is_a_reference_kept_whatever_its_name():

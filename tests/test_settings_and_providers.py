@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import httpx
 import openai
 import pytest
@@ -91,7 +90,7 @@ async def test_models_are_cached_by_settings_with_the_key_hashed():
 def _status_error(cls, status):
     request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
     response = httpx.Response(status, request=request, json={"error": {"message": "scripted"}})
-    return cls("Error code: %d - sk-should-not-leak" % status, response=response, body={"message": "scripted"})
+    return cls(f"Error code: {status} - sk-should-not-leak", response=response, body={"message": "scripted"})
 
 
 @pytest.mark.parametrize("exc,code", [

@@ -52,7 +52,7 @@ function wellFormed(text) {
     try {
         encodeURIComponent(text);
         return true;
-    } catch (err) {
+    } catch {
         return false;
     }
 }
@@ -276,7 +276,7 @@ module.exports = function (RED) {
         function finishWithError(done, err) {
             try {
                 done(err);
-            } catch (failure) {
+            } catch {
                 node.error(err);
             }
         }

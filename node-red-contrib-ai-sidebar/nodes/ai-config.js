@@ -107,7 +107,7 @@ function isHttpUrl(value) {
     try {
         const url = new URL(value);
         return (url.protocol === "http:" || url.protocol === "https:") && !!url.hostname;
-    } catch (err) {
+    } catch {
         return false;
     }
 }

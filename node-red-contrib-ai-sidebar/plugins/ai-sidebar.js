@@ -132,7 +132,7 @@ module.exports = function (RED) {
                 RED.auth.needsPermission("ai-sidebar.write")(req, probe, function (err) {
                     decide(err ? "read" : "write");
                 });
-            } catch (err) {
+            } catch {
                 decide("read");
             }
         });

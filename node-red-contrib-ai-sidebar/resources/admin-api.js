@@ -82,7 +82,7 @@
             if (body && body.error && typeof body.error === "object") {
                 return body.error;
             }
-        } catch (err) {
+        } catch {
             // Not JSON: the caller falls back to a message for the status.
         }
         return null;
@@ -114,7 +114,7 @@
                 }
                 try {
                     return text ? JSON.parse(text) : {};
-                } catch (err) {
+                } catch {
                     throw new ApiError(response.status, { code: "service_bad_answer" });
                 }
             });

@@ -353,7 +353,7 @@
         if (typeof value === "string") {
             try {
                 text = JSON.stringify(JSON.parse(value), null, 2);
-            } catch (err) {
+            } catch {
                 // Not JSON: shown as it came.
             }
         }

@@ -112,9 +112,8 @@
             let highlighted = null;
             try {
                 highlighted = highlightCode(hljs, code.textContent, languageOf(code.getAttribute("class")));
-            } catch (err) {
+            } catch {
                 // A grammar that fails on odd input leaves that block plain; the answer itself is unaffected.
-                highlighted = null;
             }
             if (!highlighted) {
                 return;

@@ -230,8 +230,8 @@
         var copied = false;
         try {
             copied = RED.clipboard.copyText(text, button, NS + "flow.copied");
-        } catch (err) {
-            copied = false;
+        } catch {
+            // The editor's clipboard helper failed: the browser's clipboard below is tried instead.
         }
         if (!copied && navigator.clipboard && window.isSecureContext) {
             navigator.clipboard.writeText(text).then(function () {

@@ -53,7 +53,7 @@
         let value;
         try {
             value = JSON.parse(trimmed);
-        } catch (err) {
+        } catch {
             return null;
         }
         if (isNodeObject(value)) {

@@ -32,7 +32,7 @@
             return new Date(seconds * 1000).toLocaleString(RED.i18n.lang(), {
                 dateStyle: "short", timeStyle: "short"
             });
-        } catch (err) {
+        } catch {
             return new Date(seconds * 1000).toLocaleString();
         }
     }

@@ -52,7 +52,7 @@
             let event;
             try {
                 event = JSON.parse(data);
-            } catch (err) {
+            } catch {
                 if (onInvalid) {
                     onInvalid(data);
                 }

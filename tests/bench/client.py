@@ -7,7 +7,6 @@ token is the same small constant on every path.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,7 +67,7 @@ async def stream_service(http: aiohttp.ClientSession, url: str, body: dict[str, 
                     sample.done = True
                 elif SERVICE_ERROR_EVENT in line and sample.error is None:
                     sample.error = line.decode(errors="replace").strip()[:300]
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+    except (TimeoutError, aiohttp.ClientError, OSError) as err:
         sample.error = f"{type(err).__name__}: {err}"
     return sample
 
@@ -87,7 +86,7 @@ async def stream_model(http: aiohttp.ClientSession, base_url: str, message: str,
                     sample.arrivals.append(time.monotonic_ns())
                 elif line.startswith(MODEL_DONE):
                     sample.done = True
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+    except (TimeoutError, aiohttp.ClientError, OSError) as err:
         sample.error = f"{type(err).__name__}: {err}"
     return sample
 

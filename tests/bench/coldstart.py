@@ -8,7 +8,6 @@ port and a fresh memory database.
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any
 
 from tests.support.nodered import free_port

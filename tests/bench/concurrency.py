@@ -24,7 +24,7 @@ async def _sample_rss(pid: int, peak: list[int], stop: asyncio.Event) -> None:
             return
         try:
             await asyncio.wait_for(stop.wait(), 0.05)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 
@@ -65,7 +65,7 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
         gate.set()
         try:
             samples = await asyncio.wait_for(asyncio.gather(*tasks), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             for task in tasks:
                 task.cancel()
             samples = [t.result() for t in tasks if t.done() and not t.cancelled() and t.exception() is None]

@@ -23,7 +23,8 @@ import json
 import re
 import sys
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from aiohttp import web
 

@@ -14,8 +14,9 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from tests.support.nodered import REPO
 

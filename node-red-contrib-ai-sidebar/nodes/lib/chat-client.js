@@ -58,8 +58,8 @@ async function answerError(res) {
     let body = null;
     try {
         body = JSON.parse(text);
-    } catch (err) {
-        body = null;
+    } catch {
+        // Not JSON: the generic error below.
     }
     if (body && body.error && typeof body.error.code === "string") {
         const detail = String(body.error.message || "");

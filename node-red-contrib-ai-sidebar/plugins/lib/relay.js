@@ -602,7 +602,7 @@ function isJson(body) {
     try {
         JSON.parse(body.toString("utf8"));
         return true;
-    } catch (err) {
+    } catch {
         return false;
     }
 }

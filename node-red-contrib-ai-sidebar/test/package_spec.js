@@ -1,0 +1,70 @@
+"use strict";
+
+const assert = require("assert");
+const fs = require("fs");
+const path = require("path");
+const { builtinModules } = require("module");
+
+const packageRoot = path.join(__dirname, "..");
+const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, "package.json"), "utf8"));
+
+/** The bare module names (`"ws"`, `"node:fs"`, `"@scope/pkg/sub"`) that `file` requires. */
+function requiredNames(file) {
+    const source = fs.readFileSync(file, "utf8");
+    return Array.from(source.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g), function (match) {
+        return match[1];
+    });
+}
+
+function packageName(specifier) {
+    const parts = specifier.split("/");
+    return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+/**
+ * What Node-RED loads when it installs the package: the `node-red` entry points (nodes and plugins) and every file
+ * of the package they require, followed transitively; returns the packages outside it that they require.
+ */
+function runtimePackages() {
+    const entries = Object.values(manifest["node-red"].nodes).concat(Object.values(manifest["node-red"].plugins));
+    const pending = entries.map(function (entry) { return path.join(packageRoot, entry); });
+    const seen = new Set();
+    const packages = new Set();
+    while (pending.length) {
+        const file = pending.pop();
+        if (seen.has(file)) {
+            continue;
+        }
+        seen.add(file);
+        requiredNames(file).forEach(function (specifier) {
+            if (specifier.startsWith(".")) {
+                pending.push(require.resolve(path.resolve(path.dirname(file), specifier)));
+            } else if (!specifier.startsWith("node:") && builtinModules.indexOf(packageName(specifier)) === -1) {
+                packages.add(packageName(specifier));
+            }
+        });
+    }
+    return { files: seen, packages: Array.from(packages).sort() };
+}
+
+describe("package manifest", function () {
+    it("follows the runtime's requires through the package's own files", function () {
+        const files = Array.from(runtimePackages().files, function (file) {
+            return path.relative(packageRoot, file);
+        }).sort();
+        assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/chat-client.js",
+            "plugins/ai-sidebar.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "resources/sse-parser.js"]);
+    });
+
+    it("declares as runtime dependencies exactly the packages the runtime requires", function () {
+        // marked and DOMPurify reach the editor as vendored copies (resources/vendor, scripts/vendor.js): they are
+        // devDependencies, not something an install from the palette manager should fetch.
+        assert.deepStrictEqual(Object.keys(manifest.dependencies || {}).sort(), runtimePackages().packages);
+    });
+
+    it("keeps the vendored libraries' sources among the devDependencies", function () {
+        ["marked", "dompurify", "@highlightjs/cdn-assets"].forEach(function (name) {
+            assert.ok(manifest.devDependencies[name], name);
+        });
+    });
+});

@@ -377,15 +377,16 @@ class MemoryStore:
     async def seed_templates(self, flows: list[dict[str, Any]]) -> int:
         """Store each tab of a flow export as a shared template (key: the tab's label) unless a shared one of that
         name exists; returns how many were added."""
-        from .flows import slice_flow
+        from .flows import index_flows, slice_flow
 
         existing = {t["key"] for t in await self.knowledge("template")}
+        index = index_flows(flows)  # once for every tab: slicing an index stays linear
         added = 0
         for tab in (n for n in flows if n.get("type") == "tab"):
             key = str(tab.get("label", tab["id"]))
             if key in existing:
                 continue
-            part = slice_flow(flows, tab["id"])
+            part = slice_flow(index, tab["id"])
             value = json.dumps([part.tab, *part.nodes, *part.configs], ensure_ascii=False)
             await self.put_knowledge(key, value, "template", {"name": tab.get("label", tab["id"]),
                                                                "description": tab.get("info", ""), "shared": True})

@@ -14,7 +14,7 @@ from service.identity import ANONYMOUS, Identity
 from service.memory import MIGRATIONS, MemoryStore
 from tests.conftest import SERVICE_TOKEN
 from tests.support.model_server import Reply
-from tests.support.nodered import NodeRed, example_flows, free_port, hash_password
+from tests.support.nodered import admin_auth_nodered
 from tests.support.sse import read_events
 
 
@@ -136,13 +136,9 @@ async def test_headers_that_could_blur_an_identity_are_refused(client, headers):
 @pytest.fixture(scope="module")
 def twin_admins_nodered(tmp_path_factory, service_process):
     """adminAuth with users "admin" and "admin " (Node-RED accepts both names), the plugin pointed at the service."""
-    users = [{"username": "admin", "password": hash_password("admin-pass"), "permissions": "*"},
-             {"username": "admin ", "password": hash_password("spaced-pass"), "permissions": "*"}]
-    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-twins"), port=free_port(), admin_root="/admin",
-                       admin_auth={"type": "credentials", "users": users},
-                       flows=example_flows(("common/catch/01 - Catch error.json",)),
-                       env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_process.service_port}",
-                            "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    instance = admin_auth_nodered(tmp_path_factory.mktemp("nodered-twins"),
+                                  {"admin": ("admin-pass", "*"), "admin ": ("spaced-pass", "*")},
+                                  service_process.service_port, SERVICE_TOKEN)
     instance.start()
     yield instance
     instance.stop()

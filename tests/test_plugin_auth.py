@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import SERVICE_TOKEN
-from tests.support.nodered import PALETTE, NodeRed, example_flows, free_port, hash_password
+from tests.support.nodered import PALETTE, admin_auth_nodered
 
 ROUTE = re.compile(r'RED\.httpAdmin\.(get|post|patch|put|delete)\("([^"]+)",\s*RED\.auth\.needsPermission\('
                    r'"([^"]+)"\)')
@@ -31,13 +31,9 @@ def test_every_admin_route_in_the_plugin_source_is_permission_gated():
 
 @pytest.fixture(scope="module")
 def guarded_nodered(tmp_path_factory, service_process):
-    users = [{"username": "admin", "password": hash_password("admin-pass"), "permissions": "*"},
-             {"username": "reader", "password": hash_password("reader-pass"), "permissions": "read"}]
-    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-guarded"), port=free_port(), admin_root="/admin",
-                       admin_auth={"type": "credentials", "users": users},
-                       flows=example_flows(("common/catch/01 - Catch error.json",)),
-                       env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_process.service_port}",
-                            "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    instance = admin_auth_nodered(tmp_path_factory.mktemp("nodered-guarded"),
+                                  {"admin": ("admin-pass", "*"), "reader": ("reader-pass", "read")},
+                                  service_process.service_port, SERVICE_TOKEN)
     instance.start()
     yield instance
     instance.stop()

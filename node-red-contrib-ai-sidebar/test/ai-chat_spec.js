@@ -22,6 +22,22 @@ helper.init(nodeRedMain());
 const NAMESPACE = "node-red-contrib-ai-sidebar/ai-chat";
 
 /**
+ * An object nested `levels` deep (`{a: {a: ...}}`), built without recursion.
+ *
+ * @param {number} levels
+ * @returns {object}
+ */
+function nested(levels) {
+    const top = {};
+    let level = top;
+    for (let i = 0; i < levels; i++) {
+        level.a = {};
+        level = level.a;
+    }
+    return top;
+}
+
+/**
  * The ai-chat module with its message catalog, as Node-RED loads it: the test helper's `RED._` returns the key
  * itself, so messages are translated here the way Node-RED's node API does (namespace of the node set).
  */
@@ -205,12 +221,7 @@ describe("ai-chat node", function () {
             const node = helper.getNode("n1");
             // Each answer piece is a copy of the input message; copying this one exhausts the call stack (and so
             // does the copy Node-RED makes for a Catch node, so the error is only logged).
-            const deep = {};
-            let level = deep;
-            for (let i = 0; i < 100000; i++) {
-                level.a = {};
-                level = level.a;
-            }
+            const deep = nested(100000);
             const reported = new Promise(function (resolve) {
                 node.on("call:error", function (call) {
                     resolve(call.args[0]);
@@ -231,12 +242,7 @@ describe("ai-chat node", function () {
             const node = helper.getNode("n1");
             // What an http in node makes of a hostile JSON body: msg.payload nested 100,000 levels deep. Node-RED
             // copies the message for the Catch node, and that copy exhausts the call stack.
-            const deep = {};
-            let level = deep;
-            for (let i = 0; i < 100000; i++) {
-                level.a = {};
-                level = level.a;
-            }
+            const deep = nested(100000);
             const logged = new Promise(function (resolve) {
                 node.on("call:error", function (call) {
                     if (call.args[0] && call.args[0].code === "invalid_payload") {

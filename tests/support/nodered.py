@@ -95,6 +95,23 @@ def project_flows() -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
 
 
+def admin_auth_nodered(userdir: Path, users: dict[str, tuple[str, str]], service_port: int,
+                    service_token: str) -> NodeRed:
+    """A Node-RED (not started) with adminAuth under ``/admin`` and the "Catch error" example, its plugin pointed at
+    the service on ``service_port``.
+
+    Args:
+        users: username → (password in clear, Node-RED permissions such as ``"*"`` or ``"read"``).
+    """
+    return NodeRed(userdir=userdir, port=free_port(), admin_root="/admin",
+                   admin_auth={"type": "credentials", "users": [
+                       {"username": name, "password": hash_password(password), "permissions": permissions}
+                       for name, (password, permissions) in users.items()]},
+                   flows=example_flows(("common/catch/01 - Catch error.json",)),
+                   env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}",
+                        "AI_SIDEBAR_TOKEN": service_token})
+
+
 @dataclass
 class NodeRed:
     """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``)."""

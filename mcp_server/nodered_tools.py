@@ -1,9 +1,9 @@
 """The work behind the MCP tools: plain async functions of a :class:`NodeRedClient`, returning a
-:class:`service.tools.ToolOutput` (structured ``data`` and a ``text`` for a model).
+:class:`service.tools.builtin.ToolOutput` (structured ``data`` and a ``text`` for a model).
 
-``get-flow`` and ``get-node-info`` are not here: the server wraps :mod:`service.tools` so that the service and any
-MCP client get the same answers. Every failure is a :class:`service.tools.ToolFailure` whose message a user
-understands (Admin API facts: https://nodered.org/docs/api/admin/).
+``get-flow`` and ``get-node-info`` are not here: the server wraps :mod:`service.tools.builtin` so that the service and
+any MCP client get the same answers. Every failure is a :class:`service.tools.builtin.ToolFailure` whose message a
+user understands (Admin API facts: https://nodered.org/docs/api/admin/).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from service.nodered import NodeRedClient, NodeRedError
-from service.tools import ToolFailure, ToolOutput
+from service.nodered.client import NodeRedClient, NodeRedError
+from service.tools.builtin import ToolFailure, ToolOutput
 
 
 class SettingsResult(BaseModel):

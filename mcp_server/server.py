@@ -1,8 +1,8 @@
 """The FastMCP server: read-only Node-RED tools over the Admin API.
 
 Tools are thin wrappers: the work is in :mod:`mcp_server.nodered_tools` and, for ``get-flow`` and
-``get-node-info``, in :mod:`service.tools` (the same answers the service gives). Each tool answers a compact text
-for a model plus structured content matching its output schema; an expected failure is a tool error (``isError``)
+``get-node-info``, in :mod:`service.tools.builtin` (the same answers the service gives). Each tool answers a compact
+text for a model plus structured content matching its output schema; an expected failure is a tool error (``isError``)
 whose sentence says what to check next.
 """
 
@@ -23,8 +23,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, SecretStr
 
 from service import __version__
-from service.nodered import NodeRedClient, NodeRedCredentials
-from service.tools import ToolContext, ToolFailure, ToolOutput, get_flow, get_node_info
+from service.nodered.client import NodeRedClient, NodeRedCredentials
+from service.tools.builtin import ToolContext, ToolFailure, ToolOutput, get_flow, get_node_info
 
 from . import nodered_tools
 from .nodered_tools import DiagnosticsResult, FlowsResult, NodeTypesResult, SettingsResult

@@ -6,8 +6,8 @@ import sys
 
 from aiohttp import web
 
-from .app import create_app
-from .settings import Settings, SettingsError
+from service.settings import Settings, SettingsError
+from service.web.app import create_app
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ JSON answers and the stream's ``error`` events, both worded in the request's lan
 
 Outside a stream every error is ``{"error": {"code": "snake_case", "message": "sentence"}}`` with a 4xx/5xx
 status (DESIGN.md, "HTTP API"); never an HTML page, never a stack trace. Sentences come from
-``locales/<lang>/errors.json`` (:mod:`service.messages`); the code never changes with the language.
+``locales/<lang>/errors.json`` (:mod:`service.nodered.messages`); the code never changes with the language.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
-from .keys import MESSAGES
-from .messages import CodedError, MessageCatalog, english_catalog
+from service.nodered.messages import CodedError, MessageCatalog, english_catalog
+from service.web.keys import MESSAGES
 
 log = logging.getLogger(__name__)
 

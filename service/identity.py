@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from .errors import ServiceError
+from service.errors import ServiceError
 
 USER_TOKEN_HEADER = "X-Node-RED-Token"
 USER_NAME_HEADER = "X-Node-RED-User"

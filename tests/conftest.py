@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
-from service.app import create_app
 from service.settings import Settings
+from service.web.app import create_app
 from tests.support.model_server import ScriptedModelServer
 from tests.support.nodered import (
     NODE_BINARY,

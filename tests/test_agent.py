@@ -7,7 +7,7 @@ import time
 
 import aiohttp
 
-from service.app import create_app
+from service.web.app import create_app
 from tests.conftest import SERVICE_TOKEN
 from tests.support.model_server import Reply
 from tests.support.sse import read_events

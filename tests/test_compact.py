@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from service.compact import FlowTooLarge, compact_flow
-from service.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
-from service.tools import _off_loop
+from service.nodered.compact import FlowTooLarge, compact_flow
+from service.nodered.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
+from service.tools.builtin import _off_loop
 from tests.support.compact_reader import property_json, read
 from tests.support.nodered import EXAMPLES_DIR
 
@@ -161,7 +161,7 @@ def test_secrets_in_query_strings_and_in_rules_that_set_secret_properties_are_re
 
 
 def test_core_defaults_are_left_out_and_every_other_value_is_kept():
-    from service.compact import compact_node
+    from service.nodered.compact import compact_node
 
     debug = {"id": "d1", "type": "debug", "active": True, "tosidebar": True, "console": False,
              "complete": "payload", "targetType": "msg", "statusType": "auto", "wires": []}
@@ -324,7 +324,7 @@ def test_subflows_nested_thousands_deep_are_sliced_without_recursion():
 
 
 def test_a_value_nested_hundreds_deep_is_a_tool_failure_not_a_crash():
-    from service.tools import ToolFailure, _flow_output
+    from service.tools.builtin import ToolFailure, _flow_output
 
     deep: list = []
     inner = deep

@@ -12,9 +12,9 @@ import re
 import pytest
 from pydantic import SecretStr
 
-from service.app import create_app
-from service.messages import MessageCatalog, accept_languages, placeholders
+from service.nodered.messages import MessageCatalog, accept_languages, placeholders
 from service.settings import REPO_ROOT
+from service.web.app import create_app
 from tests.conftest import SERVICE_TOKEN
 from tests.support.model_server import Reply
 from tests.support.sse import read_events

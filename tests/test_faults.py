@@ -11,9 +11,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from service.app import create_app
 from service.identity import ANONYMOUS
-from service.keys import LIMITER, STREAMS
+from service.web.app import create_app
+from service.web.keys import LIMITER, STREAMS
 from tests.conftest import SERVICE_TOKEN
 from tests.support.model_server import Reply
 from tests.support.sse import read_events

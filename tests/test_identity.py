@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from service.identity import ANONYMOUS, Identity
-from service.memory import MIGRATIONS, MemoryStore
+from service.memory.store import MIGRATIONS, MemoryStore
 from tests.conftest import SERVICE_TOKEN
 from tests.support.model_server import Reply
 from tests.support.nodered import admin_auth_nodered

@@ -11,9 +11,9 @@ import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from mcp_server.server import NodeRedConfig, build_server
-from service.app import create_app
-from service.compact import MODEL_TOOL_LIMIT, TEXT_BUDGET
+from service.nodered.compact import MODEL_TOOL_LIMIT, TEXT_BUDGET
 from service.settings import Settings
+from service.web.app import create_app
 from tests.conftest import TEST_API_KEY
 from tests.support.compact_reader import Reading, property_json, read
 from tests.support.model_server import Reply

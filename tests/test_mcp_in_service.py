@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from service.app import create_app
-from service.keys import TOOLS
+from service.web.app import create_app
+from service.web.keys import TOOLS
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.model_server import Reply
 from tests.support.nodered import NODERED_HOME

@@ -20,7 +20,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import SecretStr
 
 from mcp_server.server import ERROR_META, USER_TOKEN_META, NodeRedConfig, build_server
-from service.nodered import NodeRedClient, NodeRedCredentials
+from service.nodered.client import NodeRedClient, NodeRedCredentials
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 

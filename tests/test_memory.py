@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from service.app import create_app
 from service.identity import Identity
-from service.memory import HISTORY_WINDOW, MemoryStore, SessionNotFound
+from service.memory.store import HISTORY_WINDOW, MemoryStore, SessionNotFound
+from service.web.app import create_app
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
 

@@ -7,7 +7,7 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
-from service.nodered import NodeRedClient, NodeRedCredentials, NodeRedError
+from service.nodered.client import NodeRedClient, NodeRedCredentials, NodeRedError
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import schemathesis
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 
-from service.app import create_app
+from service.web.app import create_app
 from tests.conftest import SERVICE_TOKEN
 
 

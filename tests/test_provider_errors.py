@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from service.app import create_app
+from service.web.app import create_app
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import free_port

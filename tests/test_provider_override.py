@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from service.app import create_app
-from service.scenarios import ScenarioCatalog
+from service.chat.scenarios import ScenarioCatalog
 from service.settings import REPO_ROOT
+from service.web.app import create_app
 from tests.support.sse import read_events
 
 CONFIG_KEY = "sk-from-the-ai-config-node-0042"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from service.app import create_app
+from service.web.app import create_app
 from tests.support.sse import read_events
 
 DEEP = 100_000  # levels of nesting

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from service.memory import MemoryStore
+from service.memory.store import MemoryStore
 from tests.support.nodered import NODE_BINARY, NODERED_HOME, REPO, free_port
 
 LEGACY_SECRET = "change-me-node-red-ai-sidebar"

@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from service.app import create_app
-from service.scenarios import CatalogError, ScenarioCatalog, fill_placeholders, load_file
+from service.chat.scenarios import CatalogError, ScenarioCatalog, fill_placeholders, load_file
 from service.settings import REPO_ROOT
+from service.web.app import create_app
 
 LOCALES = REPO_ROOT / "locales"
 

@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from service.scenarios import PLACEHOLDER, SCENARIO_KEYS, ScenarioCatalog, load_file, normalize
+from service.chat.scenarios import PLACEHOLDER, SCENARIO_KEYS, ScenarioCatalog, load_file, normalize
 from service.settings import REPO_ROOT
 from tests.support.nodered import NODERED_HOME
 from tests.support.sse import read_events

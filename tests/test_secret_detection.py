@@ -16,9 +16,9 @@ import urllib.request
 import aiohttp
 import pytest
 
-from service.app import create_app
-from service.flows import REDACTED, redact_text, strip_secrets
+from service.nodered.flows import REDACTED, redact_text, strip_secrets
 from service.settings import Settings
+from service.web.app import create_app
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import EXAMPLES_DIR, NODERED_HOME, REPO, NodeRed, free_port

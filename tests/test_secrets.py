@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from service.app import create_app
+from service.web.app import create_app
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.sse import read_events

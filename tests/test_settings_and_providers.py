@@ -8,9 +8,9 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from service.chat.pipeline import parse_direct_trigger
 from service.errors import ServiceError
-from service.pipeline import parse_direct_trigger
-from service.providers import ChatModelFactory, ProviderConfig, provider_error
+from service.llm.providers import ChatModelFactory, ProviderConfig, provider_error
 from service.settings import Settings, SettingsError
 
 

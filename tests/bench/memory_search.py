@@ -1,4 +1,4 @@
-"""Memory search latency over 100,000 stored messages, through :class:`service.memory.MemoryStore` itself.
+"""Memory search latency over 100,000 stored messages, through :class:`service.memory.store.MemoryStore` itself.
 
 The store is filled through ``save_turn`` (its one write path: a question and an answer per turn) with generated
 Node-RED questions and answers of realistic length, for several users and many sessions; then ``search()`` runs
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from service.identity import Identity
-from service.memory import MemoryStore
+from service.memory.store import MemoryStore
 
 from .client import percentile
 

@@ -159,7 +159,7 @@ async def profile_misses(stack: Stack, targets: list[Target], left, keep: Path) 
         profiles[name] = await profiling.profile_pid(pid, output, scenario)
         profiles[name]["raw_profile"] = str(output.relative_to(REPO))
     if "cold_start" in missed:
-        profiles["cold-start-imports"] = {"service": profiling.import_profile("service.app"),
+        profiles["cold-start-imports"] = {"service": profiling.import_profile("service.web.app"),
                                           "mcp_child": profiling.import_profile("mcp_server.__main__")}
     return profiles
 

@@ -123,7 +123,7 @@ def bench_flows(disabled: bool = True) -> tuple[list[dict[str, Any]], list[Examp
 def tab_export(flows: list[dict[str, Any]], tab_id: str) -> list[dict[str, Any]]:
     """What Node-RED's "export current flow" gives for a tab: the tab, its nodes, the config nodes they use.
 
-    Written independently of ``service.flows`` so that the prompt check does not trust the code it checks.
+    Written independently of ``service.nodered.flows`` so that the prompt check does not trust the code it checks.
     """
     by_id = {n["id"]: n for n in flows}
     tab = by_id[tab_id]

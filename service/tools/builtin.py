@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .compact import STRUCTURE_LIMIT, TEXT_BUDGET, FlowTooLarge, compact_flow, compact_nodes
-from .flows import (
+from service.identity import ANONYMOUS, Identity
+from service.nodered.client import NodeRedClient, NodeRedError
+from service.nodered.compact import STRUCTURE_LIMIT, TEXT_BUDGET, FlowTooLarge, compact_flow, compact_nodes
+from service.nodered.flows import (
     FlowIndex,
     FlowNotFound,
     FlowSlice,
@@ -29,12 +31,10 @@ from .flows import (
     slice_flow,
     strip_secrets,
 )
-from .identity import ANONYMOUS, Identity
-from .messages import CodedError
-from .nodered import NodeRedClient, NodeRedError
+from service.nodered.messages import CodedError
 
 if TYPE_CHECKING:
-    from .memory import MemoryStore
+    from service.memory.store import MemoryStore
 
 
 class ToolFailure(CodedError):
@@ -75,11 +75,11 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
     """One tab (or subflow) with its nodes, the config nodes they use and the subflow definitions they instantiate.
 
     ``flow_id`` defaults to the request's selected flow. The text keeps every node's structure and fits
-    :data:`~service.compact.TEXT_BUDGET` by shortening code and values (it names the nodes shortened).
+    :data:`~service.nodered.compact.TEXT_BUDGET` by shortening code and values (it names the nodes shortened).
 
     Raises:
         ToolFailure: ``flow_not_selected``, ``flow_not_found``, ``flow_too_large`` (even one line per node passes
-            :data:`~service.compact.STRUCTURE_LIMIT`) or a Node-RED error code (``nodered_unreachable``, ...).
+            :data:`~service.nodered.compact.STRUCTURE_LIMIT`) or a Node-RED error code (``nodered_unreachable``, ...).
     """
     flow_id = flow_id or ctx.flow_id
     if not flow_id:
@@ -202,7 +202,7 @@ def _compare_with_deployed(editor: FlowSlice, deployed: FlowIndex | None,
 
 async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> ToolOutput:
     """Nodes by id: their properties minus credentials, the tab or subflow each is on, and the module and version
-    of their type. The text gives their code in full within :data:`~service.compact.TEXT_BUDGET` (else it names
+    of their type. The text gives their code in full within :data:`~service.nodered.compact.TEXT_BUDGET` (else it names
     what was shortened).
 
     ``node_ids`` defaults to the request's selected nodes. Raises :class:`ToolFailure` ``node_not_selected``,

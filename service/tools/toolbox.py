@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mcp_client import McpTools
-from .memory_tools import MEMORY_TOOLS
-from .tools import BUILTIN_TOOLS, ToolContext, ToolFailure, ToolOutput
+from service.tools.builtin import BUILTIN_TOOLS, ToolContext, ToolFailure, ToolOutput
+from service.tools.mcp_client import McpTools
+from service.tools.memory_tools import MEMORY_TOOLS
 
 # Tools the service runs in-process: Node-RED ones (they use the editor's selection) and memory ones.
 LOCAL_TOOLS = {**BUILTIN_TOOLS, **MEMORY_TOOLS}

@@ -35,14 +35,14 @@ from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from .compact import MODEL_TOOL_LIMIT, bounded
-from .errors import ServiceError
-from .providers import llm_timeout
-from .toolbox import Toolbox
-from .tools import ToolContext, ToolFailure
+from service.errors import ServiceError
+from service.llm.providers import llm_timeout
+from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.tools.builtin import ToolContext, ToolFailure
+from service.tools.toolbox import Toolbox
 
 if TYPE_CHECKING:
-    from .pipeline import ChatResult
+    from service.chat.pipeline import ChatResult
 
 log = logging.getLogger(__name__)
 

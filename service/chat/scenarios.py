@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .messages import match_language
+from service.nodered.messages import match_language
 
 DEFAULT_LANGUAGE = "en-US"
 PLACEHOLDERS = frozenset({"nodeRedVersion", "selectedFlow", "selectedNodes", "language"})

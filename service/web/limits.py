@@ -6,7 +6,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Hashable, Iterator
 
-from .errors import ServiceError
+from service.errors import ServiceError
 
 
 class StreamLimiter:

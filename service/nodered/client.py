@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 from pydantic import SecretStr
 
-from .messages import CodedError
+from service.nodered.messages import CodedError
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class NodeRedError(CodedError):
             (401: no or insufficient token), ``nodered_login_failed`` (403 ``invalid_grant``),
             ``diagnostics_disabled``, ``not_found``, ``flow_not_found``, ``node_not_found``, ``nodered_error``.
         message: a sentence for a user, naming what to check next (worded from ``locales/<lang>/errors.json``
-            by ``key`` and ``params`` when not given, see :class:`service.messages.CodedError`).
+            by ``key`` and ``params`` when not given, see :class:`service.nodered.messages.CodedError`).
     """
 
     def __init__(self, status: int | None, code: str, message: str | None = None, *, key: str | None = None,

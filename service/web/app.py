@@ -14,19 +14,30 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
-from .errors import ServiceError, error_middleware
-from .keys import HTTP_SESSION, LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
-from .limits import StreamLimiter
-from .mcp_client import McpTools
-from .memory import MemorySlot, MemoryStore
-from .memory_routes import routes as memory_routes
-from .messages import MessageCatalog
-from .nodered import NodeRedClient, NodeRedCredentials
-from .providers import ChatModelFactory
-from .routes import routes
-from .scenarios import ScenarioCatalog
-from .settings import Settings
-from .toolbox import Toolbox
+from service.chat.scenarios import ScenarioCatalog
+from service.errors import ServiceError, error_middleware
+from service.llm.providers import ChatModelFactory
+from service.memory.store import MemorySlot, MemoryStore
+from service.nodered.client import NodeRedClient, NodeRedCredentials
+from service.nodered.messages import MessageCatalog
+from service.settings import Settings
+from service.tools.mcp_client import McpTools
+from service.tools.toolbox import Toolbox
+from service.web.keys import (
+    HTTP_SESSION,
+    LIMITER,
+    MEMORY,
+    MESSAGES,
+    MODELS,
+    NODERED,
+    SCENARIOS,
+    SETTINGS,
+    STREAMS,
+    TOOLS,
+)
+from service.web.limits import StreamLimiter
+from service.web.memory_routes import routes as memory_routes
+from service.web.routes import routes
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
@@ -127,7 +138,7 @@ def create_app(settings: Settings) -> web.Application:
     """Build the service for ``settings``.
 
     Raises:
-        service.scenarios.CatalogError: a locale file is invalid (fail at start, not on first request).
+        service.chat.scenarios.CatalogError: a locale file is invalid (fail at start, not on first request).
     """
     middlewares = [error_middleware]
     if settings.token is not None:

@@ -12,12 +12,12 @@ import httpx2
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
-from .errors import ServiceError
-from .flows import REDACTED, redact_text
-from .settings import Settings
+from service.errors import ServiceError
+from service.nodered.flows import REDACTED, redact_text
+from service.settings import Settings
 
 if TYPE_CHECKING:
-    from .models import ProviderOverride
+    from service.web.schemas import ProviderOverride
 
 T = TypeVar("T")
 OPENAI_STYLE = frozenset({"openai", "openai-compatible", "deepseek"})
@@ -186,7 +186,7 @@ def provider_error(exc: BaseException, *, timeout: float | None = None,
     ``AI_LLM_TIMEOUT`` and ``timeout`` seconds), ``llm_unreachable`` (no connection, or the connection was lost),
     ``llm_error`` (anything else, with the provider's sentence). The provider's sentence is redacted before it is
     used: each of ``secrets`` literally (some OpenAI-compatible servers echo the Authorization header in their
-    error text), then every secret-looking pattern (:func:`service.flows.redact_text`).
+    error text), then every secret-looking pattern (:func:`service.nodered.flows.redact_text`).
     """
     if isinstance(exc, ServiceError):
         return exc
@@ -233,7 +233,7 @@ async def first_chunk_within(chunks: AsyncIterator[T], seconds: float) -> AsyncI
 
 def redact_secrets(text: str, secrets: Iterable[SecretStr | str | None] = ()) -> str:
     """``text`` without any of ``secrets`` (each literally; values shorter than 8 characters are not secrets
-    worth a search) and without secret-looking patterns (:func:`service.flows.redact_text`)."""
+    worth a search) and without secret-looking patterns (:func:`service.nodered.flows.redact_text`)."""
     values = []
     for secret in secrets:
         value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret

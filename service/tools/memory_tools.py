@@ -10,8 +10,8 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .compact import bounded
-from .tools import BuiltinTool, ToolContext, ToolFailure, ToolOutput
+from service.nodered.compact import bounded
+from service.tools.builtin import BuiltinTool, ToolContext, ToolFailure, ToolOutput
 
 TEMPLATE_CATEGORY = "template"
 PREFERENCE_CATEGORY = "preference"

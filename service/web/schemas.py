@@ -9,8 +9,8 @@ import pydantic_core
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
 
-from .errors import ServiceError
-from .keys import SETTINGS
+from service.errors import ServiceError
+from service.web.keys import SETTINGS
 
 ID_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
 MAX_FLOW_ITEMS = 20_000      # objects in flowData

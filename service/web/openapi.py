@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import __version__
-from .memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
-from .models import ExecuteToolRequest, StreamChatRequest
+from service import __version__
+from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
+from service.web.schemas import ExecuteToolRequest, StreamChatRequest
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}

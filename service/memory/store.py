@@ -23,8 +23,8 @@ from typing import Any
 
 import aiosqlite
 
-from .errors import ServiceError
-from .identity import Identity
+from service.errors import ServiceError
+from service.identity import Identity
 
 HISTORY_WINDOW = 50          # at most this many messages of a session go back to the model
 HISTORY_MAX_CHARS = 40_000   # and at most this many characters (newest first)
@@ -377,7 +377,7 @@ class MemoryStore:
     async def seed_templates(self, flows: list[dict[str, Any]]) -> int:
         """Store each tab of a flow export as a shared template (key: the tab's label) unless a shared one of that
         name exists; returns how many were added."""
-        from .flows import index_flows, slice_flow
+        from service.nodered.flows import index_flows, slice_flow
 
         existing = {t["key"] for t in await self.knowledge("template")}
         index = index_flows(flows)  # once for every tab: slicing an index stays linear

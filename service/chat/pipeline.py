@@ -17,22 +17,22 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from .agent import AgentLimits, agent_tools, run_agent
-from .compact import MODEL_TOOL_LIMIT, bounded
-from .errors import ServiceError, error_event
-from .identity import ANONYMOUS, Identity
-from .memory_tools import MEMORY_TOOLS
-from .models import ProviderOverride, StreamChatRequest, load_json
-from .nodered import NodeRedClient
-from .prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
-from .providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
-from .scenarios import ScenarioCatalog
-from .settings import Settings
-from .toolbox import Toolbox
+from service.chat.agent import AgentLimits, agent_tools, run_agent
+from service.chat.prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
+from service.chat.scenarios import ScenarioCatalog
+from service.errors import ServiceError, error_event
+from service.identity import ANONYMOUS, Identity
+from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
+from service.nodered.client import NodeRedClient
+from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.settings import Settings
+from service.tools.memory_tools import MEMORY_TOOLS
+from service.tools.toolbox import Toolbox
+from service.web.schemas import ProviderOverride, StreamChatRequest, load_json
 
 if TYPE_CHECKING:
-    from .memory import MemoryStore
-from .tools import ToolContext, ToolFailure, ToolOutput
+    from service.memory.store import MemoryStore
+from service.tools.builtin import ToolContext, ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 DEFAULT_LANGUAGE = "en-US"
-LOCALES_DIR = Path(__file__).resolve().parent.parent / "locales"
+# The installed package ships locales/ as ``service/locales`` (pyproject.toml); a checkout has it at the top level.
+_PACKAGED_LOCALES = Path(__file__).resolve().parent.parent / "locales"
+LOCALES_DIR = _PACKAGED_LOCALES if _PACKAGED_LOCALES.is_dir() else Path(__file__).resolve().parents[2] / "locales"
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8}){0,3}$")
 # Region variants whose base is not "same primary subtag, first shipped": traditional script regions.

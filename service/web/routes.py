@@ -8,16 +8,16 @@ import logging
 
 from aiohttp import web
 
-from . import __version__
-from .errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
-from .identity import Caller, request_caller
-from .keys import LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
-from .models import ExecuteToolRequest, StreamChatRequest, parse_body
-from .openapi import openapi_document
-from .pipeline import ChatDeps, new_result, run_chat, save_turn
-from .sse import EventStream
-from .toolbox import failure_status
-from .tools import ToolContext, ToolFailure
+from service import __version__
+from service.chat.pipeline import ChatDeps, new_result, run_chat, save_turn
+from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
+from service.identity import Caller, request_caller
+from service.tools.builtin import ToolContext, ToolFailure
+from service.tools.toolbox import failure_status
+from service.web.keys import LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from service.web.openapi import openapi_document
+from service.web.schemas import ExecuteToolRequest, StreamChatRequest, parse_body
+from service.web.sse import EventStream
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()

@@ -24,7 +24,7 @@ The type ends at the first colon followed by a space (types such as ``mqtt in`` 
 holds a colon). Single-output wires read ``→ id,id``; several outputs read ``→ [1] ids [2] ids`` with ``-`` for an
 unwired output. A property holding the id of a config node reads ``broker=@b1`` and the node is listed under
 "Config nodes"; ``links`` names each target with its name and tab. Secrets are redacted before anything is
-formatted (:func:`service.flows.strip_secrets`); a value that is a node id is a reference, never a secret.
+formatted (:func:`service.nodered.flows.strip_secrets`); a value that is a node id is a reference, never a secret.
 
 Budget: when the text would pass :data:`TEXT_BUDGET` characters, the longest code and values are cut first, all to
 one common length (largest first), each cut marked ``…[+N chars]`` in place; when that is not enough, the
@@ -40,8 +40,8 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
-from .flows import LAYOUT_KEYS, FlowSlice, strip_secrets
-from .node_defaults import CORE_DEFAULTS, AnyOf, default_differs, is_default
+from service.nodered.flows import LAYOUT_KEYS, FlowSlice, strip_secrets
+from service.nodered.node_defaults import CORE_DEFAULTS, AnyOf, default_differs, is_default
 
 TEXT_BUDGET = 60_000       # characters of get-flow / get-node-info text aimed at (code and values shortened to fit)
 STRUCTURE_LIMIT = 180_000  # characters the structure alone may take (beyond: FlowTooLarge, never a silent cut)
@@ -141,7 +141,7 @@ def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None, budget: in
         config_ids: ids written as ``@id`` references (default: the slice's config nodes).
         budget: characters aimed at; code and values are shortened to fit, then properties left out.
         limit: characters the structure alone may take.
-        clean: how a node is made safe to show (default :func:`~service.flows.strip_secrets` with the slice's
+        clean: how a node is made safe to show (default :func:`~service.nodered.flows.strip_secrets` with the slice's
             references); a caller that also needs the cleaned nodes passes a memoising one.
 
     Raises:

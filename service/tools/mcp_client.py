@@ -26,9 +26,9 @@ from mcp import ClientSession, McpError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import Tool
 
-from .messages import DEFAULT_LANGUAGE, english_catalog
-from .settings import Settings
-from .tools import ToolFailure, ToolOutput
+from service.nodered.messages import DEFAULT_LANGUAGE, english_catalog
+from service.settings import Settings
+from service.tools.builtin import ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
 

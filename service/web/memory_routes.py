@@ -13,13 +13,13 @@ import uuid
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ServiceError
-from .flows import redact_text, strip_secrets
-from .identity import Identity, request_caller
-from .keys import MEMORY
-from .memory import MemoryStore
-from .memory_tools import TEMPLATE_CATEGORY
-from .models import ID_PATTERN, parse_body
+from service.errors import ServiceError
+from service.identity import Identity, request_caller
+from service.memory.store import MemoryStore
+from service.nodered.flows import redact_text, strip_secrets
+from service.tools.memory_tools import TEMPLATE_CATEGORY
+from service.web.keys import MEMORY
+from service.web.schemas import ID_PATTERN, parse_body
 
 routes = web.RouteTableDef()
 

@@ -1,0 +1,1 @@
+"""The chat: pipeline, agent, prompts, scenarios."""

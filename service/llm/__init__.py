@@ -1,0 +1,1 @@
+"""Chat models: providers, timeouts, provider error redaction."""

@@ -1,0 +1,1 @@
+"""Conversation memory and knowledge: the SQLite store."""

@@ -1,0 +1,1 @@
+"""HTTP side: app factory, routes, middlewares, SSE, OpenAPI, request schemas."""

@@ -33,10 +33,17 @@ lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: 
 	$(VENV)/bin/ruff check service mcp_server tests
 	cd $(PALETTE) && npm run --silent lint
 
+# The three passes (pytest on Node-RED 4.1, pytest on 5.x, the palette's mocha specs) run at once: each starts its own
+# Node-RED on free ports and writes screenshots under test-artifacts/node-red-<version>/; make prints each pass's output
+# whole when it ends (--output-sync) and fails when any pass fails.
 test: test-deps $(CHROMIUM) $(NODERED5) ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
-	$(ON_NODERED_4) $(VENV)/bin/pytest -q
-	$(ON_NODERED_5) $(VENV)/bin/pytest -q
-	$(MAKE) --no-print-directory test-node
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-python-4 test-python-5 test-node
+
+.PHONY: test-python-4 test-python-5
+test-python-4:
+	$(ON_NODERED_4) $(VENV)/bin/pytest -q -p no:cacheprovider
+test-python-5:
+	$(ON_NODERED_5) $(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The Python tests on both Node-RED versions without a browser from apt: the browser tests skip, saying why (under
 # `make test` they run).

@@ -133,8 +133,13 @@ def request_caller(request: web.Request) -> Caller:
             be both an editor user and a flow node.
     """
     headers = request.headers
-    permission = headers.get(PERMISSION_HEADER, "write")
-    if permission not in ("read", "write"):
+    permission: Literal["read", "write"]
+    claimed = headers.get(PERMISSION_HEADER, "write")
+    if claimed == "read":
+        permission = "read"
+    elif claimed == "write":
+        permission = "write"
+    else:
         raise ServiceError("invalid_request", key="invalid_request.permission", params={"header": PERMISSION_HEADER})
     token = headers.get(USER_TOKEN_HEADER) or None
     node_id = headers.get(FLOW_NODE_HEADER)

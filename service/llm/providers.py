@@ -163,8 +163,9 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
             raise _missing(config, "DEEPSEEK_API_KEY")
         from langchain_deepseek import ChatDeepSeek
 
-        extra = {"api_base": config.base_url} if config.base_url else {}
-        return ChatDeepSeek(model=config.model, api_key=config.api_key, streaming=True, stream_usage=True,
+        extra: dict[str, Any] = {"api_base": config.base_url} if config.base_url else {}
+        model = config.model or DEFAULT_MODELS["deepseek"] or ""
+        return ChatDeepSeek(model=model, api_key=config.api_key, streaming=True, stream_usage=True,
                             timeout=config.timeout, max_retries=2, http_async_client=client, **extra,
                             **common)
     if provider == "google":

@@ -237,6 +237,7 @@ class MemoryStore:
 
     def __init__(self, db: aiosqlite.Connection, path: str):
         self._db = db
+        self._closed = False
         self.path = path
         # One connection: a transaction must not interleave with another task's statements.
         self._write_lock = asyncio.Lock()
@@ -259,17 +260,23 @@ class MemoryStore:
         await self._db.execute("PRAGMA busy_timeout=2000")
         # Memory-mapped reads: FTS5 ranking touches many pages (make bench: search p50 11.5 ms → 8.2 ms).
         await self._db.execute("PRAGMA mmap_size=268435456")
-        version = (await (await self._db.execute("PRAGMA user_version")).fetchone())[0]
+        version = await self._scalar("PRAGMA user_version")
         for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
             await self._db.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
 
     async def close(self) -> None:
-        if self._db is not None:
-            db, self._db = self._db, None
-            await db.close()
+        if not self._closed:
+            self._closed = True
+            await self._db.close()
 
     async def schema_version(self) -> int:
-        return (await (await self._db.execute("PRAGMA user_version")).fetchone())[0]
+        return await self._scalar("PRAGMA user_version")
+
+    async def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        """The first column of the first row of a query that always answers one row (``COUNT(*)``, a PRAGMA)."""
+        row = await (await self._db.execute(sql, params)).fetchone()
+        assert row is not None, sql
+        return row[0]
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -292,6 +299,13 @@ class MemoryStore:
         cursor = await self._db.execute(f"SELECT * FROM sessions WHERE {_OWNED} AND id = ?",
                                         (*_scope(owner), session_id))
         return await cursor.fetchone()
+
+    async def _existing(self, owner: Identity, session_id: str) -> aiosqlite.Row:
+        """The session row of ``owner``. Raises :class:`SessionNotFound` (it was deleted meanwhile)."""
+        row = await self._owned(owner, session_id)
+        if row is None:
+            raise SessionNotFound(session_id)
+        return row
 
     async def owns(self, owner: Identity, session_id: str) -> bool:
         """Whether ``owner`` has a session ``session_id`` (another owner's session of that id is not theirs)."""
@@ -337,7 +351,7 @@ class MemoryStore:
         await self._write([("INSERT INTO sessions(owner_kind, owner, conversation, id, name, scenario, created_at, "
                             "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (*_scope(owner), session_id, name, scenario, now, now))])
-        return _session_dict(await self._owned(owner, session_id))
+        return _session_dict(await self._existing(owner, session_id))
 
     async def update_session(self, owner: Identity, session_id: str, name: str | None = None,
                              pinned: bool | None = None) -> dict[str, Any]:
@@ -345,14 +359,14 @@ class MemoryStore:
         row = await self._owned(owner, session_id)
         if row is None:
             raise SessionNotFound(session_id)
-        statements = []
+        statements: list[tuple[str, tuple[Any, ...]]] = []
         if name is not None:
             statements.append(("UPDATE sessions SET name = ? WHERE key = ?", (name, row["key"])))
         if pinned is not None:
             statements.append(("UPDATE sessions SET pinned = ? WHERE key = ?", (int(pinned), row["key"])))
         if statements:
             await self._write(statements)
-        return _session_dict(await self._owned(owner, session_id))
+        return _session_dict(await self._existing(owner, session_id))
 
     async def delete_session(self, owner: Identity, session_id: str) -> None:
         """Delete a session and its messages. Raises :class:`SessionNotFound`."""
@@ -401,10 +415,9 @@ class MemoryStore:
         if retention_days <= 0:
             return 0
         cutoff = (now or time.time()) - retention_days * 86_400
-        cursor = await self._db.execute(
+        count = await self._scalar(
             "SELECT COUNT(*) FROM short_term_memory WHERE created_at < ? AND session_key IN "
             "(SELECT key FROM sessions WHERE pinned = 0)", (cutoff,))
-        count = (await cursor.fetchone())[0]
         await self._write([
             ("DELETE FROM short_term_memory WHERE created_at < ? AND session_key IN "
              "(SELECT key FROM sessions WHERE pinned = 0)", (cutoff,)),
@@ -507,8 +520,7 @@ class MemoryStore:
     async def stats(self, owner: Identity) -> dict[str, Any]:
         """Counts for ``owner`` (sessions, messages), knowledge per category (shared and the owner's), and the
         database size."""
-        async def scalar(sql: str, params: tuple = ()) -> int:
-            return (await (await self._db.execute(sql, params)).fetchone())[0]
+        scalar = self._scalar
 
         scope = _scope(owner)
         categories = await (await self._db.execute(

@@ -176,7 +176,7 @@ class NodeRedClient:
             # a user with "read" permission is refused with 403).
             "scope": "read",
             "username": creds.username,
-            "password": creds.password.get_secret_value(),
+            "password": creds.password.get_secret_value() if creds.password else "",
         }
         try:
             data = await self._send("POST", "/auth/token", form=form, auth=False)

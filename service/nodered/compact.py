@@ -80,18 +80,18 @@ class Piece:
         self.full = len(self.render(None))
 
     def render(self, cap: int | None) -> str:
-        cut = cap is not None and len(self.text) > cap
+        if cap is None or len(self.text) <= cap:
+            if self.code:
+                return "\n".join(f"    | {line}" for line in self.text.splitlines())
+            return self.text if self.bare else json.dumps(self.text, ensure_ascii=False)
         if self.code:
-            body = self.text[:cap] if cut else self.text
-            if cut and body.rfind("\n") >= cap // 2:
+            body = self.text[:cap]
+            if body.rfind("\n") >= cap // 2:
                 body = body[:body.rfind("\n")]  # a whole last line reads better than half of one
             lines = [f"    | {line}" for line in body.splitlines()]
-            if cut:
-                lines.append(f"    | …[+{len(self.text) - len(body)} chars]")
+            lines.append(f"    | …[+{len(self.text) - len(body)} chars]")
             return "\n".join(lines)
-        if cut:
-            return json.dumps(f"{self.text[:cap]}…[+{len(self.text) - cap} chars]", ensure_ascii=False)
-        return self.text if self.bare else json.dumps(self.text, ensure_ascii=False)
+        return json.dumps(f"{self.text[:cap]}…[+{len(self.text) - cap} chars]", ensure_ascii=False)
 
     def size(self, cap: int | None) -> int:
         return self.full if cap is None or len(self.text) <= cap else len(self.render(cap))
@@ -190,7 +190,7 @@ def compact_nodes(nodes: list[dict[str, Any]], config_ids: Container[str] | None
     items: list[Part | NodeText | None] = [None, *(_node_text(node, context) for node in nodes)]
     items += _defaults_section(context)
     text, _ = _fit(items, budget, limit=None)
-    return text.rstrip("\n")
+    return (text or "").rstrip("\n")  # without a limit _fit always answers a text
 
 
 def compact_node(node: dict[str, Any], config_ids: Container[str], references: Container[str] = frozenset(),
@@ -368,7 +368,7 @@ def _links(ids: list[Any], targets: dict[str, dict[str, Any] | None]) -> str:
 def _defaults_section(context: _Context) -> list[Part]:
     if not context.omitted:
         return []
-    lines = [DEFAULTS_HEAD]
+    lines: list[Part] = [DEFAULTS_HEAD]
     for kind, defaults in context.omitted.items():
         values = " ".join(f"{key}={_default_text(value)}" for key, value in defaults.items()
                           if not _empty(value[0] if isinstance(value, AnyOf) else value))
@@ -426,7 +426,8 @@ def _fit(items: list[Part | NodeText | None], budget: int, limit: int | None) ->
     longer than ``limit`` (``None``: no limit)."""
     nodes = [item for item in items if isinstance(item, NodeText)]
     plan = _Plan(items, nodes)
-    cap, dropped = None, set()
+    cap: int | None = None
+    dropped: set[str] = set()
     reserve = 0
     for _ in range(4):
         cap, dropped, size = plan.choose(budget - reserve)
@@ -466,7 +467,7 @@ class _Plan:
         for index in range(len(self.pieces) - 1, -1, -1):
             self.suffix[index] = self.suffix[index + 1] + self.pieces[index].full
 
-    def size(self, cap: int | None, dropped: set[str] = frozenset()) -> int:
+    def size(self, cap: int | None, dropped: Container[str] = frozenset()) -> int:
         total = self.fixed
         for index, piece in enumerate(self.pieces):
             if cap is None or len(piece.text) <= cap:
@@ -477,7 +478,7 @@ class _Plan:
             total -= self._saving(text, cap)
         return total
 
-    def dropped_texts(self, dropped: set[str]) -> list[NodeText]:
+    def dropped_texts(self, dropped: Container[str]) -> list[NodeText]:
         return [text for text in self.nodes if text.node_id in dropped] if dropped else []
 
     @staticmethod

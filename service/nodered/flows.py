@@ -84,7 +84,8 @@ class FlowIndex:
     def place(self, node: dict[str, Any]) -> dict[str, Any] | None:
         """The tab or subflow ``node`` is on: ``{"id", "type", "label"}``; ``None`` for a global config node, a
         tab or a subflow definition."""
-        owner = self.by_id.get(node.get("z")) if isinstance(node.get("z"), str) else None
+        z = node.get("z")
+        owner = self.by_id.get(z) if isinstance(z, str) else None
         if owner is None or owner.get("type") not in ("tab", "subflow"):
             return None
         return {"id": owner["id"], "type": owner["type"], "label": owner.get("label") or owner.get("name") or ""}

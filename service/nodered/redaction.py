@@ -149,6 +149,7 @@ def _library_detectors() -> tuple[list[tuple[re.Pattern, bool, frozenset[str], f
     context_detectors = {"BasicAuthDetector", "CloudantDetector", "IbmCloudIamDetector", "IbmCosHmacDetector",
                          "SoftlayerDetector", "NpmDetector", "AWSKeyDetector"}
     whole, assignments = [], []
+    detector: Any  # detect-secrets declares ``denylist`` as a property of instances; its classes hold it as a tuple
     for detector in get_mapping_from_secret_type_to_class().values():
         if not issubclass(detector, RegexBasedDetector) or detector.__name__ in ("IPPublicDetector",
                                                                                    "JwtTokenDetector"):
@@ -304,8 +305,8 @@ def _format_spans(text: str, lowered: str) -> Iterator[tuple[int, int]]:
     for pattern, in_group, hints, lower_hints in _LIBRARY_PATTERNS:
         if not hints or not present.isdisjoint(hints) or not present.isdisjoint(lower_hints):
             yield from _pattern_spans(pattern, in_group, text)
-    for pattern, hints in _EXTRA_FORMATS:
-        if not present.isdisjoint(hints):
+    for pattern, format_hints in _EXTRA_FORMATS:
+        if not present.isdisjoint(format_hints):
             yield from (match.span() for match in pattern.finditer(text))
 
 

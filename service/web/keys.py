@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
 
 if TYPE_CHECKING:
-    pass
+    from service.chat.scenarios import ScenarioCatalog
+    from service.llm.providers import ChatModelFactory
+    from service.memory.store import MemorySlot
+    from service.nodered.client import NodeRedClient
+    from service.nodered.messages import MessageCatalog
+    from service.settings import Settings
+    from service.tools.toolbox import Toolbox
+    from service.web.limits import StreamLimiter
 
-SETTINGS = web.AppKey("settings", "Settings")
-HTTP_SESSION = web.AppKey("http_session", aiohttp.ClientSession)
-NODERED = web.AppKey("nodered", "NodeRedClient")
-MODELS = web.AppKey("models", "ChatModelFactory")
-SCENARIOS = web.AppKey("scenarios", "ScenarioCatalog")
-STREAMS = web.AppKey("streams", weakref.WeakSet)
-TOOLS = web.AppKey("tools", "Toolbox")
-MEMORY = web.AppKey("memory", "MemorySlot")
-LIMITER = web.AppKey("limiter", "StreamLimiter")
-MESSAGES = web.AppKey("messages", "MessageCatalog")
+# The string annotations name the value types for a type checker without importing them at run time (the app factory
+# imports this module before the modules defining them).
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
+HTTP_SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("http_session")
+NODERED: web.AppKey[NodeRedClient] = web.AppKey("nodered")
+MODELS: web.AppKey[ChatModelFactory] = web.AppKey("models")
+SCENARIOS: web.AppKey[ScenarioCatalog] = web.AppKey("scenarios")
+STREAMS: web.AppKey[weakref.WeakSet[Any]] = web.AppKey("streams")
+TOOLS: web.AppKey[Toolbox] = web.AppKey("tools")
+MEMORY: web.AppKey[MemorySlot] = web.AppKey("memory")
+LIMITER: web.AppKey[StreamLimiter] = web.AppKey("limiter")
+MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")

@@ -126,7 +126,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
         fault = await asyncio.shield(save_turn(body, deps, result))
         if fault is not None:
             await send(error_event(fault))
-        done = {"type": "done", "sessionId": result.session_id}
+        done: dict[str, object] = {"type": "done", "sessionId": result.session_id}
         if result.usage:
             done["usage"] = result.usage
         await stream.send(done)

@@ -7,6 +7,7 @@ install Chromium from apt; `make test` still does.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -17,9 +18,12 @@ import time
 import tomllib
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from tests.support.nodered import REPO, free_port
 
@@ -32,6 +36,14 @@ def test_every_python_package_is_listed_for_the_wheel():
     found = {".".join(init.parent.relative_to(REPO).parts)
              for top in ("service", "mcp_server") for init in (REPO / top).rglob("__init__.py")}
     assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages in pyproject.toml"
+
+
+async def _listed_tools(command: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
+    """The tool names an MCP stdio server started as ``command`` lists to a real SDK client."""
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=cwd)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return {tool.name for tool in (await session.list_tools()).tools}
 
 
 def _get_json(url: str) -> dict | None:
@@ -54,6 +66,11 @@ def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_t
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
                     str(source)], check=True, capture_output=True, timeout=300)
     wheel = next((tmp_path / "dist").glob("node_red_ai_sidebar-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = set(archive.namelist())
+    data_files = {f"service/{path.relative_to(REPO).as_posix()}" for top in ("locales", "examples")
+                  for path in (REPO / top).rglob("*") if path.is_file()}
+    assert data_files and data_files <= shipped, sorted(data_files - shipped)
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -70,7 +87,8 @@ def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_t
     elsewhere.mkdir()
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONPATH", "AI_SIDEBAR_TOKEN", "AI_SIDEBAR_LOCALES_DIR", "AI_SIDEBAR_CONFIG")}
-    located = subprocess.run([str(python), "-c", "from service.settings import Settings; s = Settings(); "
+    located = subprocess.run([str(python), "-c", "import service, mcp_server; from service.settings import Settings; "
+                              "s = Settings(); print(service.__file__); print(mcp_server.__file__); "
                               "print(s.locales_dir); print(s.templates_path)"],
                              check=True, capture_output=True, text=True, cwd=elsewhere, env=env).stdout.split()
     assert all(Path(path).is_relative_to(target) and Path(path).exists() for path in located), located
@@ -100,8 +118,9 @@ def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_t
     finally:
         process.terminate()
         process.wait(15)
-    assert subprocess.run([str(venv / "bin" / "nodered-mcp"), "--help"], capture_output=True, cwd=elsewhere,
-                          env=env, timeout=60).returncode == 0
+    # The same tools as the checkout's own MCP server lists.
+    expected = asyncio.run(_listed_tools([sys.executable, "-m", "mcp_server"], REPO, env))
+    assert expected and asyncio.run(_listed_tools([str(venv / "bin" / "nodered-mcp")], elsewhere, env)) == expected
 
 
 def _dry_run(target: str) -> str:

@@ -27,8 +27,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.support.nodered import REPO, free_port
 
-# What the build reads: the metadata, the packages and the top-level data folders they ship.
-SOURCES = ("pyproject.toml", "README.md", "service", "mcp_server", "locales", "examples")
+BUILD_WHEEL = REPO / "node-red-contrib-ai-sidebar" / "scripts" / "build-wheel.js"
 
 
 def test_every_python_package_is_listed_for_the_wheel():
@@ -55,16 +54,10 @@ def _get_json(url: str) -> dict | None:
 
 
 def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_two_languages(tmp_path):
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(REPO / name, source / name)
-    # pip's own isolated build (setuptools from pip's cache or PyPI), as `pip install .` does.
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
-                    str(source)], check=True, capture_output=True, timeout=300)
+    # The script `npm pack` runs (prepack) to bundle the wheel into the palette package: the wheel tested here is the
+    # one a palette user gets. pip's own isolated build (setuptools from pip's cache or PyPI), as `pip install .` does.
+    subprocess.run(["node", str(BUILD_WHEEL), str(tmp_path / "dist")], check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "PYTHON": sys.executable})
     wheel = next((tmp_path / "dist").glob("node_red_ai_sidebar-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         shipped = set(archive.namelist())

@@ -1,7 +1,9 @@
 """The Python distribution outside the checkout, and what `make test-python` needs.
 
-A wheel built from the project and installed into a fresh virtual environment must start ``ai-sidebar-service``
-from an unrelated folder: the scenario locales and the example flows ship inside it. `make test-python` must not
+A wheel built from the project (by the palette package's prepack script, which bundles it for npm) and installed
+into a fresh virtual environment must start ``ai-sidebar-service`` from an unrelated folder: the scenario locales
+and the example flows ship inside it. service/Dockerfile is read with dockerfile-parse (no Docker daemon here): it
+builds that same wheel and runs it as a user; its health check runs for real against the installed service. `make test-python` must not
 install Chromium from apt; `make test` still does.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,12 +25,32 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from dockerfile_parse import DockerfileParser
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from service.settings import Settings
 from tests.support.nodered import REPO, free_port
 
 BUILD_WHEEL = REPO / "node-red-contrib-ai-sidebar" / "scripts" / "build-wheel.js"
+DOCKERFILE = REPO / "service" / "Dockerfile"
+
+
+def _stages() -> list[list[dict]]:
+    """service/Dockerfile's instructions (dockerfile-parse's ``structure``), one list per ``FROM`` stage."""
+    stages: list[list[dict]] = []
+    for instruction in DockerfileParser(path=str(DOCKERFILE)).structure:
+        if instruction["instruction"] == "FROM":
+            stages.append([])
+        if stages and instruction["instruction"] != "COMMENT":
+            stages[-1].append(instruction)
+    return stages
+
+
+def _healthcheck_command() -> list[str]:
+    """The exec-form command of the image's HEALTHCHECK."""
+    (check,) = [i["value"] for i in _stages()[-1] if i["instruction"] == "HEALTHCHECK"]
+    return json.loads(check[check.index("CMD") + 3:])
 
 
 def test_every_python_package_is_listed_for_the_wheel():
@@ -108,12 +131,48 @@ def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_t
         # The example tabs were seeded as shared flow templates from the packaged examples/flows.json.
         templates = _get_json(f"{base}/ai-sidebar/templates")
         assert templates["templates"], log.read_text(errors="replace")
+        # The container's health check, run by the Python the wheel is installed in, as the image runs it.
+        healthcheck = [str(python), *_healthcheck_command()[1:]]
+        assert subprocess.run(healthcheck, cwd=elsewhere, env=env, capture_output=True, timeout=30).returncode == 0
     finally:
         process.terminate()
         process.wait(15)
+    assert subprocess.run(healthcheck, cwd=elsewhere, env=env, capture_output=True, timeout=30).returncode != 0
     # The same tools as the checkout's own MCP server lists.
     expected = asyncio.run(_listed_tools([sys.executable, "-m", "mcp_server"], REPO, env))
     assert expected and asyncio.run(_listed_tools([str(venv / "bin" / "nodered-mcp")], elsewhere, env)) == expected
+
+
+def test_the_container_image_installs_the_wheel_and_runs_the_service_as_a_user_on_the_default_port():
+    build, final = _stages()
+    # The build stage copies exactly what the wheel is made of (the sources the palette's prepack copies), all of
+    # which exist in the build context (the repository root).
+    copied = [source for i in build if i["instruction"] == "COPY" for source in i["value"].split()[:-1]]
+    assert copied == json.loads(re.search(r"const SOURCES = (\[.*?\]);", BUILD_WHEEL.read_text()).group(1))
+    assert all((REPO / source).exists() for source in copied)
+    assert [i["value"] for i in build if i["instruction"] == "RUN"] == [
+        "pip wheel --no-deps --no-cache-dir --wheel-dir /wheels ."]
+    # The run stage copies nothing from the context, only the built wheel, and installs it.
+    assert [i["value"] for i in final if i["instruction"] == "COPY"] == ["--from=wheel /wheels /wheels"]
+    assert any("pip install --no-cache-dir /wheels/*.whl" in i["value"] for i in final if i["instruction"] == "RUN")
+    assert all(i["value"].startswith("python:") and i["value"].split()[0].endswith("-slim")
+               for stage in (build, final) for i in stage if i["instruction"] == "FROM")
+
+    (user,) = [i["value"] for i in final if i["instruction"] == "USER"]
+    assert user.split(":")[0] not in ("root", "0")
+    (command,) = [json.loads(i["value"]) for i in final if i["instruction"] == "CMD"]
+    assert command == ["ai-sidebar-service"]
+    assert command[0] in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+
+    env = DockerfileParser(path=str(DOCKERFILE)).envs
+    default_port = Settings.model_fields["port"].default
+    assert [i["value"] for i in final if i["instruction"] == "EXPOSE"] == [str(default_port)]
+    assert env["AI_SIDEBAR_PORT"] == str(default_port) and env["AI_SIDEBAR_HOST"] == "0.0.0.0"
+    # The service refuses that bind without a token: the image must not carry one (it is given at `docker run`).
+    assert "AI_SIDEBAR_TOKEN" not in env and "-e AI_SIDEBAR_TOKEN=" in DOCKERFILE.read_text()
+    (volume,) = [i["value"] for i in final if i["instruction"] == "VOLUME"]
+    assert Path(env["MEMORY_DB_PATH"]).parent == Path(volume)
+    assert _healthcheck_command()[0] == "python" and "/healthz" in _healthcheck_command()[-1]
 
 
 def _dry_run(target: str) -> str:

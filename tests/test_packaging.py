@@ -3,8 +3,8 @@
 A wheel built from the project (by the palette package's prepack script, which bundles it for npm) and installed
 into a fresh virtual environment must start ``ai-sidebar-service`` from an unrelated folder: the scenario locales
 and the example flows ship inside it. service/Dockerfile is read with dockerfile-parse (no Docker daemon here): it
-builds that same wheel and runs it as a user; its health check runs for real against the installed service. `make test-python` must not
-install Chromium from apt; `make test` still does.
+builds that same wheel and runs it as a user; its health check runs for real against the installed service.
+`make test-python` must not install Chromium from apt; `make test` still does.
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@
  */
 "use strict";
 
+const fs = require("fs");
+const path = require("path");
 const relayLib = require("./lib/relay");
 const providerLib = require("./lib/provider");
+const supervisorLib = require("./lib/supervisor");
 
 module.exports = function (RED) {
     const config = relayLib.configFromEnvironment(process.env);
@@ -28,6 +31,9 @@ module.exports = function (RED) {
     } catch (err) {
         configError = "AI_SIDEBAR_SERVICE_URL is not a valid http(s) URL: " + err.message;
         RED.log.error("[ai-sidebar] " + configError);
+    }
+    if (relay) {
+        startSupervisedService(RED, config);
     }
 
     RED.plugins.registerPlugin("ai-sidebar", {
@@ -209,6 +215,33 @@ module.exports = function (RED) {
     // "Cannot GET" page. Behind the read permission, so it tells an anonymous caller nothing about the routes.
     RED.httpAdmin.all(["/ai-sidebar", "/ai-sidebar/*"], RED.auth.needsPermission("ai-sidebar.read"), notFound);
 };
+
+/**
+ * Start the companion service as a supervised child process when settings.js asks for it
+ * (`aiSidebar: { startService: true, python: "python3" }`), and publish it as `supervisor.current`.
+ *
+ * The child runs `<python> -m service` in the user directory, listening on the port of the service URL the plugin
+ * relays to, with the plugin's token and its memory database in `<userDir>/ai-sidebar/memory.db`.
+ *
+ * @param {object} RED the Node-RED plugin API
+ * @param {{serviceUrl: string, serviceToken: (string|undefined)}} config the relay's configuration
+ */
+function startSupervisedService(RED, config) {
+    const options = RED.settings.aiSidebar || {};
+    if (!options.startService) {
+        return;
+    }
+    const env = supervisorLib.serviceEnvironment({
+        env: process.env, serviceUrl: config.serviceUrl, serviceToken: config.serviceToken, settings: RED.settings
+    });
+    fs.mkdirSync(path.dirname(env.MEMORY_DB_PATH), { recursive: true });
+    const supervisor = supervisorLib.createSupervisor({
+        command: options.python || "python3", args: ["-m", "service"], env: env, cwd: RED.settings.userDir,
+        log: RED.log
+    });
+    supervisorLib.current = supervisor;
+    supervisor.start();
+}
 
 /**
  * Turn body-parser failures on `/ai-sidebar/*` into the design's JSON errors.

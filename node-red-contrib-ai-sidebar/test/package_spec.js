@@ -4,6 +4,7 @@ const assert = require("assert");
 const fs = require("fs");
 const path = require("path");
 const { builtinModules } = require("module");
+const { execFile } = require("child_process");
 
 const packageRoot = path.join(__dirname, "..");
 const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, "package.json"), "utf8"));
@@ -53,7 +54,8 @@ describe("package manifest", function () {
             return path.relative(packageRoot, file);
         }).sort();
         assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/chat-client.js",
-            "plugins/ai-sidebar.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "resources/sse-parser.js"]);
+            "plugins/ai-sidebar.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/supervisor.js",
+            "resources/sse-parser.js"]);
     });
 
     it("declares as runtime dependencies exactly the packages the runtime requires", function () {
@@ -66,5 +68,29 @@ describe("package manifest", function () {
         ["marked", "dompurify", "@highlightjs/cdn-assets"].forEach(function (name) {
             assert.ok(manifest.devDependencies[name], name);
         });
+    });
+
+    it("packs the companion service's wheel, built by prepack, into python/", async function () {
+        // pip builds the wheel (a few seconds; longer on a busy machine).
+        this.timeout(300000);
+        const pyproject = fs.readFileSync(path.join(packageRoot, "..", "pyproject.toml"), "utf8");
+        const version = /^version\s*=\s*"([^"]+)"/m.exec(pyproject)[1];
+        // --dry-run still runs prepack (npm's documented lifecycle), so the wheel is really built; nothing is written
+        // but python/.
+        const stdout = await new Promise(function (resolve, reject) {
+            execFile("npm", ["pack", "--dry-run", "--json"], { cwd: packageRoot, maxBuffer: 16 * 1024 * 1024 },
+                function (err, out, errOut) {
+                    if (err) {
+                        reject(new Error(err.message + "\n" + errOut));
+                    } else {
+                        resolve(out);
+                    }
+                });
+        });
+        const packed = JSON.parse(stdout)[0].files.map(function (file) { return file.path; });
+        const wheel = "python/node_red_ai_sidebar-" + version + "-py3-none-any.whl";
+        assert.deepStrictEqual(packed.filter(function (name) { return name.startsWith("python/"); }), [wheel]);
+        assert.ok(fs.statSync(path.join(packageRoot, wheel)).size > 0);
+        assert.deepStrictEqual(packed.filter(function (name) { return /^(test|node_modules)\//.test(name); }), []);
     });
 });

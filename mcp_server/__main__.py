@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import hmac
 import logging
-import os
 import sys
 
-from service.settings import is_loopback
+from service.nodered.settings import NodeRedSettings, SettingsError
 
-from .server import NodeRedConfig, build_server
+from .server import build_server
+from .settings import McpHttpSettings
 
 log = logging.getLogger("mcp_server")
 
@@ -51,8 +51,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     "(including httpAdminRoot) with NODE_RED_TOKEN or NODE_RED_USERNAME + NODE_RED_PASSWORD.")
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                         help="stdio (default) or streamable HTTP at http://HOST:PORT/mcp")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
+    defaults = McpHttpSettings.model_fields
+    parser.add_argument("--host", help=f"HTTP bind address (default {defaults['host'].default})")
+    parser.add_argument("--port", type=int, help=f"HTTP port (default {defaults['port'].default})")
     parser.add_argument("--token", default=None,
                         help="bearer token HTTP clients must send (prefer the MCP_HTTP_TOKEN environment variable: "
                              "command lines are visible to other local users)")
@@ -65,29 +66,28 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    flags = {"host": args.host, "port": args.port, "token": args.token or None}
     try:
-        config = NodeRedConfig.from_env()
-    except ValueError as err:
-        print(f"nodered-mcp: NODE_RED_TIMEOUT: {err}", file=sys.stderr)
+        config = NodeRedSettings.load()
+        http = McpHttpSettings.load(**{name: value for name, value in flags.items() if value is not None})
+        if args.transport == "http":
+            http.check_bind()
+    except SettingsError as err:
+        print(f"nodered-mcp: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     if args.transport == "stdio":
         build_server(config).run("stdio")
         return
 
-    token = args.token or os.environ.get("MCP_HTTP_TOKEN") or None
-    if token is None and not is_loopback(args.host):
-        print(f"nodered-mcp: --host {args.host} is not a loopback address: set MCP_HTTP_TOKEN (or --token) so that "
-              "only your MCP clients can read Node-RED.", file=sys.stderr)
-        raise SystemExit(2)
     import uvicorn
 
-    server = build_server(config, host=args.host, port=args.port)
+    server = build_server(config, host=http.host, port=http.port)
     app = server.streamable_http_app()
-    if token is not None:
-        app = BearerAuth(app, token)
-    log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s%s", args.host, args.port,
-                config.url, "" if token else " (no bearer token: loopback only)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    if http.token is not None:
+        app = BearerAuth(app, http.token.get_secret_value())
+    log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s%s", http.host, http.port,
+                config.url, "" if http.token else " (no bearer token: loopback only)")
+    uvicorn.run(app, host=http.host, port=http.port, log_level=args.log_level.lower())
 
 
 if __name__ == "__main__":

@@ -9,10 +9,9 @@ whose sentence says what to check next.
 from __future__ import annotations
 
 import inspect
-import os
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import aiohttp
@@ -20,10 +19,11 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.session import ServerSession
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field
 
 from service import __version__
-from service.nodered.client import NodeRedClient, NodeRedCredentials
+from service.nodered.client import NodeRedClient
+from service.nodered.settings import NodeRedSettings
 from service.tools.builtin import ToolContext, ToolFailure, ToolOutput, get_flow, get_node_info
 
 from . import nodered_tools
@@ -46,26 +46,9 @@ INSTRUCTIONS = (
 READ_ONLY = dict(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
-@dataclass(frozen=True)
-class NodeRedConfig:
-    """How the server reaches Node-RED: ``NODE_RED_URL`` (with httpAdminRoot), ``NODE_RED_TOKEN`` or
-    ``NODE_RED_USERNAME`` + ``NODE_RED_PASSWORD``; ``NODE_RED_TIMEOUT`` seconds per request."""
-
-    url: str = "http://127.0.0.1:1880"
-    credentials: NodeRedCredentials = field(default_factory=NodeRedCredentials)
-    timeout: float = 10.0
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> NodeRedConfig:
-        env = os.environ if env is None else env
-        token, password = env.get("NODE_RED_TOKEN"), env.get("NODE_RED_PASSWORD")
-        return cls(
-            url=env.get("NODE_RED_URL") or "http://127.0.0.1:1880",
-            credentials=NodeRedCredentials(token=SecretStr(token) if token else None,
-                                           username=env.get("NODE_RED_USERNAME") or None,
-                                           password=SecretStr(password) if password else None),
-            timeout=float(env.get("NODE_RED_TIMEOUT") or 10.0),
-        )
+# How the server reaches Node-RED: the core settings model the service uses too (NODE_RED_*, validated), under
+# the name build_server's callers know.
+NodeRedConfig = NodeRedSettings
 
 
 @dataclass

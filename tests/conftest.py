@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from service.settings import Settings
+from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from tests.support.model_server import ScriptedModelServer
 from tests.support.nodered import (
@@ -72,8 +72,8 @@ def nodered(tmp_path_factory, service_port):
 
 @pytest.fixture
 def settings(nodered, model, tmp_path) -> Settings:
-    return Settings(nodered_url=nodered.url, openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
-                    memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
+    return Settings(nodered=NodeRedSettings(url=nodered.url), openai_base_url=model.base_url,
+                    openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from service.identity import ANONYMOUS
+from service.nodered.settings import NodeRedSettings
 from service.web.app import create_app
 from service.web.keys import LIMITER, STREAMS
 from tests.conftest import SERVICE_TOKEN
@@ -42,7 +43,7 @@ async def slow_nodered(aiohttp_server):
 
 async def test_slow_node_red_times_out_with_one_error_and_the_model_still_answers(aiohttp_client, settings, model,
                                                                                  slow_nodered):
-    slow = settings.model_copy(update={"nodered_url": str(slow_nodered.make_url("")), "nodered_timeout": 0.5})
+    slow = settings.model_copy(update={"nodered": NodeRedSettings(url=str(slow_nodered.make_url("")), timeout=0.5)})
     client = await aiohttp_client(create_app(slow))
     events = await chat(client, message="explain the current flow", selectedFlow={"id": "t1"})
     assert kinds(events).count("error") == 1

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from service.nodered.settings import NodeRedSettings
 from service.web.app import create_app
 from service.web.keys import TOOLS
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
@@ -77,7 +78,7 @@ async def test_disabled_diagnostics_gives_one_diagnostics_disabled_error_then_an
                                                                                        model,
                                                                                        nodered_without_diagnostics):
     app = create_app(settings.model_copy(update={"mcp_tools_enabled": True,
-                                                 "nodered_url": nodered_without_diagnostics.url}))
+                                                 "nodered": NodeRedSettings(url=nodered_without_diagnostics.url)}))
     client = await aiohttp_client(app)
     model.script(Reply(text="Diagnostics are off, but here is what I can say."))
     events = await chat(client, message="run the diagnostics please", language="en-US")
@@ -96,7 +97,7 @@ async def test_disabled_diagnostics_gives_one_diagnostics_disabled_error_then_an
 async def test_execute_tool_with_diagnostics_turned_off_is_a_403_diagnostics_disabled(aiohttp_client, settings,
                                                                                       nodered_without_diagnostics):
     app = create_app(settings.model_copy(update={"mcp_tools_enabled": True,
-                                                 "nodered_url": nodered_without_diagnostics.url}))
+                                                 "nodered": NodeRedSettings(url=nodered_without_diagnostics.url)}))
     client = await aiohttp_client(app)
     response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get-diagnostics"})
     assert response.status == 403
@@ -171,8 +172,9 @@ async def test_execute_tool_errors_name_the_tool_or_field(mcp_client, body, stat
 async def test_a_forwarded_user_token_is_not_widened_to_the_service_credentials(aiohttp_client, settings,
                                                                                 nodered_with_auth):
     app = create_app(settings.model_copy(update={
-        "mcp_tools_enabled": True, "nodered_url": nodered_with_auth.url, "nodered_username": ADMIN_USER,
-        "nodered_password": SecretStr(ADMIN_PASSWORD)}))
+        "mcp_tools_enabled": True,
+        "nodered": NodeRedSettings(url=nodered_with_auth.url, username=ADMIN_USER,
+                                   password=SecretStr(ADMIN_PASSWORD))}))
     client = await aiohttp_client(app)
     response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get-settings"})
     assert response.status == 200

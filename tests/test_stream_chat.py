@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from service.nodered.settings import NodeRedSettings
 from service.web.app import create_app
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
@@ -130,7 +131,7 @@ async def test_no_provider_configured_is_an_error_event_not_a_500(aiohttp_client
 
 
 async def test_nodered_unreachable_gives_error_and_the_model_still_answers(aiohttp_client, settings, model):
-    down = settings.model_copy(update={"nodered_url": f"http://127.0.0.1:{free_port()}"})
+    down = settings.model_copy(update={"nodered": NodeRedSettings(url=f"http://127.0.0.1:{free_port()}")})
     client = await aiohttp_client(create_app(down))
     model.script(Reply(text="I could not read the flow, but in general..."))
     events = await chat(client, message="explain the current flow", selectedFlow={"id": "abc"})
@@ -195,7 +196,7 @@ async def test_editor_version_with_undeployed_edits_is_used_and_the_difference_i
 
 
 async def test_editor_version_answers_even_when_node_red_is_down(aiohttp_client, settings, nodered, model):
-    down = settings.model_copy(update={"nodered_url": f"http://127.0.0.1:{free_port()}"})
+    down = settings.model_copy(update={"nodered": NodeRedSettings(url=f"http://127.0.0.1:{free_port()}")})
     client = await aiohttp_client(create_app(down))
     tab = nodered.tabs()[0]
     events = await chat(client, message="explain the current flow", selectedFlow={"id": tab["id"]},

@@ -384,5 +384,5 @@ def _secrets(deps: ChatDeps, config: ProviderConfig) -> list[Any]:
     node's included), the environment's provider keys, the service token and the Node-RED credentials."""
     settings = deps.settings
     return [config.api_key, settings.openai_api_key, settings.deepseek_api_key, settings.google_api_key,
-            settings.anthropic_api_key, settings.token, settings.nodered_token, settings.nodered_password,
+            settings.anthropic_api_key, settings.token, settings.nodered.token, settings.nodered.password,
             deps.user_token]

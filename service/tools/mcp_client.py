@@ -54,12 +54,12 @@ def server_env(settings: Settings, base: Mapping[str, str] | None = None) -> dic
     """The child's extra environment: NODE_RED_* from the service settings (SDK adds HOME, PATH, ...)."""
     base = os.environ if base is None else base
     env = {name: base[name] for name in PASS_THROUGH_ENV if base.get(name)}
-    env["NODE_RED_URL"] = settings.nodered_url
-    if settings.nodered_token:
-        env["NODE_RED_TOKEN"] = settings.nodered_token.get_secret_value()
-    if settings.nodered_username and settings.nodered_password:
-        env["NODE_RED_USERNAME"] = settings.nodered_username
-        env["NODE_RED_PASSWORD"] = settings.nodered_password.get_secret_value()
+    env["NODE_RED_URL"] = settings.nodered.url
+    if settings.nodered.token:
+        env["NODE_RED_TOKEN"] = settings.nodered.token.get_secret_value()
+    if settings.nodered.username and settings.nodered.password:
+        env["NODE_RED_USERNAME"] = settings.nodered.username
+        env["NODE_RED_PASSWORD"] = settings.nodered.password.get_secret_value()
     return env
 
 

@@ -18,7 +18,7 @@ from service.chat.scenarios import ScenarioCatalog
 from service.errors import ServiceError, error_middleware
 from service.llm.providers import ChatModelFactory
 from service.memory.store import MemorySlot, MemoryStore
-from service.nodered.client import NodeRedClient, NodeRedCredentials
+from service.nodered.client import NodeRedClient
 from service.nodered.messages import MessageCatalog
 from service.settings import Settings
 from service.tools.mcp_client import McpTools
@@ -63,11 +63,8 @@ async def _http_session(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     session = aiohttp.ClientSession()
     app[HTTP_SESSION] = session
-    app[NODERED] = NodeRedClient(
-        settings.nodered_url, session,
-        NodeRedCredentials(token=settings.nodered_token, username=settings.nodered_username,
-                           password=settings.nodered_password),
-        timeout=settings.nodered_timeout)
+    nodered = settings.nodered
+    app[NODERED] = NodeRedClient(nodered.url, session, nodered.credentials, timeout=nodered.timeout)
     yield
     await session.close()
 

@@ -7,12 +7,14 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+# The one list of providers: the ai-config node's editor reads it from GET /ai-sidebar/scenarios (``providers``).
 Provider = Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+PROVIDERS: tuple[str, ...] = get_args(Provider)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -263,3 +263,20 @@ async def test_scenarios_route_gives_the_editor_view_in_the_asked_language(aioht
     assert all("systemPrompt" not in s for s in body["scenarios"].values())
     response = await client.get("/ai-sidebar/scenarios", params={"lang": "../../etc/passwd"})
     assert (await response.json())["language"] == "en-US"
+
+
+async def test_scenarios_route_gives_the_palette_the_providers_and_the_message_limit_of_the_service(client, settings):
+    body = await (await client.get("/ai-sidebar/scenarios", params={"lang": "de"})).json()
+    assert body["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+    assert body["maxMessageChars"] == settings.max_message_chars == 10_000
+    assert list(body["scenarios"]) == list(load_base(BASE).scenarios)
+
+
+async def test_an_ai_config_allowing_a_scenario_the_service_lacks_is_refused_naming_it(client, model):
+    provider = {"provider": "openai-compatible", "baseUrl": model.base_url, "scenarios": ["learning", "sales"]}
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": "hi", "provider": provider})
+    assert response.status == 400
+    error = (await response.json())["error"]
+    assert error["code"] == "invalid_request"
+    assert "provider.scenarios" in error["message"] and "'sales'" in error["message"]
+    assert "general, learning" in error["message"] and not model.requests

@@ -272,11 +272,13 @@ async def test_scenarios_route_gives_the_palette_the_providers_and_the_message_l
     assert list(body["scenarios"]) == list(load_base(BASE).scenarios)
 
 
-async def test_an_ai_config_allowing_a_scenario_the_service_lacks_is_refused_naming_it(client, model):
-    provider = {"provider": "openai-compatible", "baseUrl": model.base_url, "scenarios": ["learning", "sales"]}
-    response = await client.post("/ai-sidebar/stream-chat", json={"message": "hi", "provider": provider})
-    assert response.status == 400
-    error = (await response.json())["error"]
-    assert error["code"] == "invalid_request"
-    assert "provider.scenarios" in error["message"] and "'sales'" in error["message"]
-    assert "general, learning" in error["message"] and not model.requests
+@pytest.mark.parametrize("allowed,answered_in", [(["sales", "learning"], "learning"), (["sales"], "general")])
+async def test_a_scenario_the_service_lacks_in_an_ai_config_is_ignored(client, model, catalog, allowed, answered_in):
+    provider = {"provider": "openai-compatible", "model": "scripted", "baseUrl": model.base_url, "scenarios": allowed}
+    response = await client.post("/ai-sidebar/stream-chat",
+                                 json={"message": "hi", "scenario": "general", "provider": provider})
+    assert response.status == 200
+    text = await response.text()
+    assert "error" not in text, text
+    system = model.requests[-1]["messages"][0]["content"]
+    assert system.startswith(catalog.get("en-US").data.scenarios[answered_in].systemPrompt[:40])

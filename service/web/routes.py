@@ -105,14 +105,10 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
         raise ServiceError("message_too_long", status=413,
                            params={"length": len(body.message), "limit": settings.max_message_chars})
     if body.provider is not None and body.provider.scenarios:
+        # An ai-config node saved with a scenario this service no longer has: the others still apply, and none
+        # left means all, as when none is ticked (its edit dialog flags the unknown one).
         known = request.app[SCENARIOS].structure.scenarios
-        unknown = [key for key in body.provider.scenarios if key not in known]
-        if unknown:
-            # An ai-config node saved with a scenario the service does not have: say so rather than answer in
-            # another scenario than the one its user allowed.
-            raise ServiceError("invalid_request", status=400, params={
-                "field": "provider.scenarios",
-                "detail": f"no scenario {', '.join(map(repr, unknown))}; scenarios: {', '.join(known)}"})
+        body.provider.scenarios = [key for key in body.provider.scenarios if key in known] or None
     caller = request_caller(request)
     with request.app[LIMITER].slot(caller.identity.principal):
         return await _stream_answer(request, body, caller)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, SecretStr
 
@@ -14,7 +14,9 @@ from service.nodered.settings import CONFIG_FILE_VARIABLE, EnvSettings, NodeRedS
 
 __all__ = ["ENV_FIELDS", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
 
+# The one list of providers: the ai-config node's editor reads it from GET /ai-sidebar/scenarios (``providers``).
 Provider = Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+PROVIDERS: tuple[str, ...] = get_args(Provider)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

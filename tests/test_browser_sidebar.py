@@ -839,3 +839,37 @@ def test_tool_cards_say_who_started_each_tool_and_why_one_failed(auth_stack):
     failed = [c for c in seen["cards"] if c["failure"]]
     assert all(c["failureVisible"] and not c["open"] and c["failed"] for c in failed)
     assert seen["cards"][1]["originTooltip"] == "The assistant chose to run this tool to answer your question."
+
+
+def test_the_ai_config_dialog_lists_the_services_providers_and_scenarios_and_keeps_saved_ones_when_it_is_down(
+        auth_stack, model_server):
+    nodered, service = auth_stack
+    token = admin_token(nodered)
+    original = admin_request(nodered, token, "GET", "/flows")
+    config = {**ai_config("alpha", model_server.base_url), "scenarios": "learning,sales"}
+    offered = admin_request(nodered, token, "GET", "/ai-sidebar/scenarios?lang=en-US")
+    env = {"EDITOR_URL": nodered.url, "CONFIG_ID": config["id"], "USERNAME": USERNAME, "PASSWORD": PASSWORD}
+    deploy(nodered, token, original + [config])
+    try:
+        online = run_browser("node_dialogs.js", env)
+        service.stop()
+        offline = run_browser("node_dialogs.js", env)
+    finally:
+        service.start()
+        deploy(nodered, token, original)
+    for seen in (online, offline):
+        assert "failure" not in seen, seen["failure"]
+        assert seen["pageErrors"] == []
+
+    assert online["unavailableShown"] is False
+    assert online["providers"] == offered["providers"] and online["provider"] == "openai-compatible"
+    keys = list(offered["scenarios"])
+    assert [s["key"] for s in online["scenarios"]] == [*keys, "sales"]
+    assert [s["name"] for s in online["scenarios"]] == [*(s["name"] for s in offered["scenarios"].values()), "sales"]
+    assert [s["key"] for s in online["scenarios"] if s["checked"]] == ["learning", "sales"]
+
+    # Service down: the dialog opens, says the lists could not be loaded, and keeps what was saved.
+    assert offline["unavailableShown"] is True
+    assert offline["providers"] == ["openai-compatible"] and offline["provider"] == "openai-compatible"
+    assert offline["scenarios"] == [{"key": "learning", "name": "learning", "checked": True},
+                                    {"key": "sales", "name": "sales", "checked": True}]

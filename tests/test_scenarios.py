@@ -1,4 +1,5 @@
-"""Scenario catalogs: schema, language fallback, keyword detection, and the scenarios route."""
+"""Scenario catalogs: the base file and the words-only language files, merging and en-US fallback, errors that name
+the file and the key, keyword detection, and the scenarios route."""
 
 from __future__ import annotations
 
@@ -7,11 +8,19 @@ import shutil
 
 import pytest
 
-from service.chat.scenarios import CatalogError, ScenarioCatalog, fill_placeholders, load_file
+from service.chat.scenarios import (
+    STRUCTURAL_KEYS,
+    CatalogError,
+    ScenarioCatalog,
+    fill_placeholders,
+    load_base,
+    load_language,
+)
 from service.settings import REPO_ROOT
 from service.web.app import create_app
 
 LOCALES = REPO_ROOT / "locales"
+BASE = LOCALES / "scenarios.json"
 
 
 @pytest.fixture(scope="module")
@@ -19,14 +28,41 @@ def catalog() -> ScenarioCatalog:
     return ScenarioCatalog(LOCALES)
 
 
-def test_every_shipped_locale_passes_the_schema(catalog):
+def test_every_shipped_language_has_words_for_every_scenario_and_no_structure(catalog):
+    base = load_base(BASE)
+    assert list(base.scenarios) == ["general", "learning", "solution", "integration", "development",
+                                    "configuration", "management"]
     files = sorted(LOCALES.glob("*/scenarios.json"))
     assert {"en-US", "zh-CN", "es-ES"} <= {f.parent.name for f in files}
     for path in files:
-        data = load_file(path)
-        assert data.language == path.parent.name
-        assert set(data.scenarios) >= {"general", "learning", "solution", "integration", "development",
-                                       "configuration", "management"}
+        words = load_language(path, base)
+        assert set(words.scenarios) == set(base.scenarios), path
+        assert set(words.keywords) == set(base.keywords), path
+        assert all(None not in s.model_dump().values() for s in words.scenarios.values()), path
+        assert all(None not in k.model_dump().values() for k in words.keywords.values()), path
+        assert not STRUCTURAL_KEYS & set(_keys(json.loads(path.read_text()))), path
+        assert catalog.fallbacks[path.parent.name] == [], path
+
+
+def _keys(value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+
+
+def test_structure_comes_from_the_base_file_in_every_language(catalog):
+    base = load_base(BASE)
+    for language in catalog.languages:
+        data = catalog.get(language).data
+        assert list(data.scenarios) == list(base.scenarios)
+        for key, scenario in data.scenarios.items():
+            assert scenario.tools == base.scenarios[key].tools
+            assert [(g.id, g.scenario, g.tool) for g in scenario.keywords] == \
+                [(i, r.scenario, r.tool) for i, r in base.keywords.items() if r.scenario == key]
 
 
 FORCED = [
@@ -90,36 +126,125 @@ def test_traditional_chinese_regions_fall_back_to_zh_tw_when_shipped(catalog):
     assert catalog.resolve("zh-HK") == "zh-TW"
 
 
-def test_a_broken_file_fails_naming_the_file_and_the_field(tmp_path):
-    shutil.copytree(LOCALES / "en-US", tmp_path / "en-US")
-    path = tmp_path / "en-US" / "scenarios.json"
+@pytest.fixture
+def locales(tmp_path):
+    """A writable copy of the shipped locales: the base file, en-US and de."""
+    shutil.copy(BASE, tmp_path / "scenarios.json")
+    for language in ("en-US", "de"):
+        shutil.copytree(LOCALES / language, tmp_path / language)
+    return tmp_path
+
+
+def edit(path, change):
     data = json.loads(path.read_text())
-    data["scenarios"]["general"]["tools"] = ["get-flow", "rm-rf"]
+    change(data)
     path.write_text(json.dumps(data))
+    return path
+
+
+def test_an_unknown_tool_in_the_base_file_fails_naming_the_file_and_the_field(locales):
+    path = edit(locales / "scenarios.json", lambda d: d["scenarios"]["general"].update(tools=["get-flow", "rm-rf"]))
     with pytest.raises(CatalogError) as info:
-        ScenarioCatalog(tmp_path)
+        ScenarioCatalog(locales)
     assert str(path) in str(info.value) and "scenarios.general.tools" in str(info.value)
 
 
-def test_a_phrase_claimed_by_two_tools_is_rejected(tmp_path):
-    shutil.copytree(LOCALES / "en-US", tmp_path / "en-US")
-    path = tmp_path / "en-US" / "scenarios.json"
-    data = json.loads(path.read_text())
-    data["scenarios"]["general"]["keywords"].append(
-        {"key": ["Current Flow"], "scenario": "general", "tool": "get-settings", "newHumanPrompt": ""})
-    path.write_text(json.dumps(data))
+def test_a_keyword_group_leading_to_no_scenario_is_rejected(locales):
+    path = edit(locales / "scenarios.json", lambda d: d["keywords"]["tutorial"].update(scenario="teaching"))
+    with pytest.raises(CatalogError) as info:
+        ScenarioCatalog(locales)
+    assert str(path) in str(info.value) and "keywords.tutorial.scenario: 'teaching' is not a scenario" in \
+        str(info.value)
+
+
+def test_the_base_file_is_required(locales):
+    (locales / "scenarios.json").unlink()
+    with pytest.raises(CatalogError, match=r"scenarios\.json: missing"):
+        ScenarioCatalog(locales)
+
+
+@pytest.mark.parametrize("where,change", [
+    ("scenarios.general.tools", lambda d: d["scenarios"]["general"].update(tools=["get-flow"])),
+    ("keywords.current-flow.tool", lambda d: d["keywords"]["current-flow"].update(tool="get-settings")),
+    ("keywords.tutorial.scenario", lambda d: d["keywords"]["tutorial"].update(scenario="general")),
+    ("defaultScenario", lambda d: d.update(defaultScenario="learning")),
+])
+def test_a_language_file_holding_structure_fails_naming_the_file_and_the_key(locales, where, change):
+    path = edit(locales / "de" / "scenarios.json", change)
+    with pytest.raises(CatalogError) as info:
+        ScenarioCatalog(locales)
+    message = str(info.value)
+    assert message.startswith(f"{path}: {where}: is structure") and str(locales / "scenarios.json") in message
+
+
+def test_a_language_file_with_an_unknown_scenario_fails_naming_the_file_and_the_key(locales):
+    path = edit(locales / "de" / "scenarios.json",
+                lambda d: d["scenarios"].update(sales={"name": "Vertrieb", "description": "", "prompts": []}))
+    with pytest.raises(CatalogError) as info:
+        ScenarioCatalog(locales)
+    assert str(info.value).startswith(f"{path}: scenarios.sales: not a scenario of")
+
+
+def test_a_language_file_with_an_unknown_keyword_group_fails_naming_the_file_and_the_key(locales):
+    path = edit(locales / "de" / "scenarios.json", lambda d: d["keywords"].update(sales={"key": ["Vertrieb"]}))
+    with pytest.raises(CatalogError) as info:
+        ScenarioCatalog(locales)
+    assert str(info.value).startswith(f"{path}: keywords.sales: not a keyword group of")
+
+
+def test_a_missing_word_falls_back_to_english(locales):
+    def drop(d):
+        del d["scenarios"]["learning"]["name"]
+        del d["scenarios"]["solution"]
+        del d["keywords"]["current-flow"]
+    edit(locales / "de" / "scenarios.json", drop)
+    catalog = ScenarioCatalog(locales)
+    german, english = catalog.get("de").data, catalog.get("en-US").data
+    assert german.scenarios["learning"].name == english.scenarios["learning"].name == "Learning"
+    assert german.scenarios["learning"].description == "Node-RED-Konzepte Schritt für Schritt lernen, mit kleinen " \
+        "Beispielen zum Importieren."
+    assert german.scenarios["solution"].model_dump(exclude={"keywords"}) == \
+        english.scenarios["solution"].model_dump(exclude={"keywords"})
+    assert german.languageName == "Deutsch"
+    assert catalog.get("de").match_keywords("Erkläre mir den current flow").group.tool == "get-flow"
+    assert {"scenarios.learning.name", "keywords.current-flow.key"} <= set(catalog.fallbacks["de"])
+
+
+def test_english_missing_a_word_fails_naming_the_file_and_the_key(locales):
+    path = edit(locales / "en-US" / "scenarios.json", lambda d: d["keywords"]["diagnostics"].pop("newHumanPrompt"))
+    with pytest.raises(CatalogError) as info:
+        ScenarioCatalog(locales)
+    assert str(info.value).startswith(f"{path}: keywords.diagnostics.newHumanPrompt: missing")
+
+
+def test_a_phrase_claimed_by_two_tools_is_rejected(locales):
+    edit(locales / "scenarios.json",
+         lambda d: d["keywords"].update(settings2={"scenario": "general", "tool": "get-settings"}))
+    edit(locales / "en-US" / "scenarios.json",
+         lambda d: d["keywords"].update(settings2={"key": ["Current Flow"], "newHumanPrompt": ""}))
     with pytest.raises(CatalogError, match="claimed by tools"):
-        ScenarioCatalog(tmp_path)
+        ScenarioCatalog(locales)
 
 
-def test_unknown_placeholder_is_rejected(tmp_path):
-    shutil.copytree(LOCALES / "en-US", tmp_path / "en-US")
-    path = tmp_path / "en-US" / "scenarios.json"
-    data = json.loads(path.read_text())
-    data["scenarios"]["learning"]["systemPrompt"] += " {{secretSauce}}"
-    path.write_text(json.dumps(data))
+def test_unknown_placeholder_is_rejected(locales):
+    edit(locales / "en-US" / "scenarios.json",
+         lambda d: d["scenarios"]["learning"].update(systemPrompt="Hi {{secretSauce}}"))
     with pytest.raises(CatalogError, match="scenarios.learning.systemPrompt"):
-        ScenarioCatalog(tmp_path)
+        ScenarioCatalog(locales)
+
+
+async def test_the_locales_dir_setting_moves_base_and_words_together(aiohttp_client, settings, locales):
+    edit(locales / "scenarios.json", lambda d: (d["scenarios"].pop("management"), d["keywords"].pop("diagnostics")))
+    edit(locales / "de" / "scenarios.json",
+         lambda d: (d["scenarios"]["general"].update(name="Alles"), d["scenarios"].pop("management"),
+                    d["keywords"].pop("diagnostics")))
+    edit(locales / "en-US" / "scenarios.json",
+         lambda d: (d["scenarios"].pop("management"), d["keywords"].pop("diagnostics")))
+    client = await aiohttp_client(create_app(settings.model_copy(update={"locales_dir": locales})))
+    body = await (await client.get("/ai-sidebar/scenarios", params={"lang": "de-AT"})).json()
+    assert body["language"] == "de" and body["scenarios"]["general"]["name"] == "Alles"
+    assert list(body["scenarios"]) == ["general", "learning", "solution", "integration", "development",
+                                       "configuration"]
 
 
 def test_placeholders_are_filled_with_readable_text_never_left_literal():
@@ -138,3 +263,22 @@ async def test_scenarios_route_gives_the_editor_view_in_the_asked_language(aioht
     assert all("systemPrompt" not in s for s in body["scenarios"].values())
     response = await client.get("/ai-sidebar/scenarios", params={"lang": "../../etc/passwd"})
     assert (await response.json())["language"] == "en-US"
+
+
+async def test_scenarios_route_gives_the_palette_the_providers_and_the_message_limit_of_the_service(client, settings):
+    body = await (await client.get("/ai-sidebar/scenarios", params={"lang": "de"})).json()
+    assert body["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+    assert body["maxMessageChars"] == settings.max_message_chars == 10_000
+    assert list(body["scenarios"]) == list(load_base(BASE).scenarios)
+
+
+@pytest.mark.parametrize("allowed,answered_in", [(["sales", "learning"], "learning"), (["sales"], "general")])
+async def test_a_scenario_the_service_lacks_in_an_ai_config_is_ignored(client, model, catalog, allowed, answered_in):
+    provider = {"provider": "openai-compatible", "model": "scripted", "baseUrl": model.base_url, "scenarios": allowed}
+    response = await client.post("/ai-sidebar/stream-chat",
+                                 json={"message": "hi", "scenario": "general", "provider": provider})
+    assert response.status == 200
+    text = await response.text()
+    assert "error" not in text, text
+    system = model.requests[-1]["messages"][0]["content"]
+    assert system.startswith(catalog.get("en-US").data.scenarios[answered_in].systemPrompt[:40])

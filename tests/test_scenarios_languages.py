@@ -20,12 +20,14 @@ import re
 
 import pytest
 
-from service.chat.scenarios import PLACEHOLDER, SCENARIO_KEYS, ScenarioCatalog, load_file, normalize
+from service.chat.scenarios import PLACEHOLDER, ScenarioCatalog, load_base, load_language, normalize
 from service.settings import REPO_ROOT
 from tests.support.nodered import NODERED_HOME
 from tests.support.sse import read_events
 
 LOCALES = REPO_ROOT / "locales"
+BASE = load_base(LOCALES / "scenarios.json")
+SCENARIO_KEYS = list(BASE.scenarios)
 LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"]
 TOOLS = ("get-flow", "get-node-info", "get-settings", "get-diagnostics")
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
@@ -475,7 +477,7 @@ async def test_scenarios_route_serves_every_shipped_language(client, catalog, la
     body = await response.json()
     assert body["language"] == language and body["languageName"] == ANSWER_LANGUAGE[language][0]
     assert set(body["scenarios"]) == set(SCENARIO_KEYS)
-    shipped = load_file(LOCALES / language / "scenarios.json")
+    shipped = load_language(LOCALES / language / "scenarios.json", BASE)
     for key, scenario in body["scenarios"].items():
         assert "systemPrompt" not in scenario
         assert scenario["name"] == shipped.scenarios[key].name
@@ -513,7 +515,7 @@ async def test_every_system_prompt_placeholder_is_filled_with_readable_text(clie
     assert "{{" not in system and not PLACEHOLDER.search(system)
     assert "[object Object]" not in system and not re.search(r"\bNone\b", system)
     assert "undefined" not in system
-    template = load_file(LOCALES / language / "scenarios.json").scenarios[scenario].systemPrompt
+    template = load_language(LOCALES / language / "scenarios.json", BASE).scenarios[scenario].systemPrompt
     used = set(PLACEHOLDER.findall(template))
     if scenario == "general":
         assert used == {"nodeRedVersion", "selectedFlow", "selectedNodes", "language"}

@@ -21,10 +21,8 @@
 const relayLib = require("../plugins/lib/relay");
 const chatClient = require("./lib/chat-client");
 
-const MAX_MESSAGE_CHARS = 10000;
 const DEFAULT_CONCURRENCY = 2;
 const DEFAULT_QUEUE_LIMIT = 100;
-const SCENARIOS = ["general", "learning", "solution", "integration", "development", "configuration", "management"];
 
 /**
  * A whole number property within bounds, or the default.
@@ -55,18 +53,6 @@ function wellFormed(text) {
     } catch {
         return false;
     }
-}
-
-/**
- * @param {string} text
- * @returns {number} length in Unicode code points, as the service counts it
- */
-function codePoints(text) {
-    let count = 0;
-    for (const _ of text) { // eslint-disable-line no-unused-vars
-        count++;
-    }
-    return count;
 }
 
 module.exports = function (RED) {
@@ -129,7 +115,8 @@ module.exports = function (RED) {
         const node = this;
         node.name = config.name;
         node.configId = config.config || "";
-        node.scenario = SCENARIOS.indexOf(config.scenario) !== -1 ? config.scenario : "";
+        // The service's scenario keys (its edit dialog lists them); one the service lacks makes it use its default.
+        node.scenario = typeof config.scenario === "string" ? config.scenario.trim() : "";
         node.language = typeof config.language === "string" ? config.language.trim() : "";
         node.concurrency = wholeNumber(config.concurrency, DEFAULT_CONCURRENCY, 1);
         node.queueLimit = wholeNumber(config.queueLimit, DEFAULT_QUEUE_LIMIT, 0);
@@ -213,10 +200,6 @@ module.exports = function (RED) {
             const message = msg.payload.trim();
             if (!message) {
                 return nodeError("invalid_payload", "payload_empty");
-            }
-            const length = msg.payload.length > MAX_MESSAGE_CHARS ? codePoints(msg.payload) : 0;
-            if (length > MAX_MESSAGE_CHARS) {
-                return nodeError("message_too_long", "message_too_long", { length: length, limit: MAX_MESSAGE_CHARS });
             }
             const body = { message: msg.payload };
             for (const property of ["sessionId", "scenario", "language", "flowId"]) {

@@ -8,12 +8,12 @@
  */
 "use strict";
 
-const PROVIDERS = ["openai", "deepseek", "google", "anthropic", "openai-compatible"];
-const SCENARIOS = ["general", "learning", "solution", "integration", "development", "configuration", "management"];
+// Providers and scenarios are the service's (GET /ai-sidebar/scenarios): the edit dialog lists them, and the service
+// checks what is sent (400 for a provider it lacks; a scenario key it lacks is ignored).
 
 /**
- * The scenario keys of a stored `scenarios` property: a comma-separated string (or an array), unknown keys and
- * blanks dropped. An empty result means "all scenarios".
+ * The scenario keys of a stored `scenarios` property: a comma-separated string (or an array), blanks and repeats
+ * dropped. An empty result means "all scenarios".
  *
  * @param {string|string[]|undefined} value
  * @returns {string[]}
@@ -23,7 +23,7 @@ function parseScenarios(value) {
     const keys = [];
     items.forEach(function (item) {
         const key = String(item).trim();
-        if (SCENARIOS.indexOf(key) !== -1 && keys.indexOf(key) === -1) {
+        if (key && keys.indexOf(key) === -1) {
             keys.push(key);
         }
     });
@@ -55,10 +55,9 @@ function optionalNumber(value) {
  * @throws {Error} with code `invalid_config` when a setting is out of range, naming the setting
  */
 function providerSettings(config, credentials) {
-    const provider = PROVIDERS.indexOf(config.provider) !== -1 ? config.provider : null;
+    const provider = typeof config.provider === "string" ? config.provider.trim() : "";
     if (!provider) {
-        throw invalid("provider", "must be one of " + PROVIDERS.join(", ") + "; got " +
-            JSON.stringify(config.provider));
+        throw invalid("provider", "is not set; got " + JSON.stringify(config.provider));
     }
     const settings = { provider: provider };
     const model = String(config.model || "").trim();
@@ -167,5 +166,3 @@ module.exports = function (RED) {
 
 module.exports.providerSettings = providerSettings;
 module.exports.parseScenarios = parseScenarios;
-module.exports.PROVIDERS = PROVIDERS;
-module.exports.SCENARIOS = SCENARIOS;

@@ -332,6 +332,24 @@ describe("ai-chat node", function () {
         assert.match(msg.error.message, /400/);
     });
 
+    it("leaves the message limit to the service: a long question is sent and its 413 reported", async function () {
+        const limit = "The message has 10001 characters; the limit is 10000.";
+        service.handler = function (req, res) {
+            res.writeHead(413, { "Content-Type": "application/json" });
+            res.end(JSON.stringify({ error: { code: "message_too_long", message: limit } }));
+        };
+        await helper.load([aiChatNode, aiConfigNode], chatFlow({ scenario: "sales" }));
+        const caught = nextMessage("caught");
+        helper.getNode("n1").receive({ payload: "x".repeat(10001) });
+        const msg = await caught;
+        assert.strictEqual(msg.error.code, "message_too_long");
+        assert.ok(msg.error.message.includes("413") && msg.error.message.includes(limit), msg.error.message);
+        const body = JSON.parse(service.requests[0].body);
+        // A saved scenario goes to the service as it is: the service, not a list in the node, knows its scenarios.
+        assert.strictEqual(body.message.length, 10001);
+        assert.strictEqual(body.scenario, "sales");
+    });
+
     it("reports an unreachable service as service_unreachable", async function () {
         process.env.AI_SIDEBAR_SERVICE_URL = await helpers.unusedUrl();
         await helper.load([aiChatNode, aiConfigNode], chatFlow());
@@ -373,7 +391,7 @@ describe("ai-chat node", function () {
         assert.strictEqual((await caught).error.code, "service_disconnected");
     });
 
-    it("refuses a payload that is not a string, a question that is too long and a bad msg.sessionId, without asking",
+    it("refuses a payload that is not a string and a bad msg.sessionId, without asking",
         async function () {
             await helper.load([aiChatNode, aiConfigNode], chatFlow());
             const node = helper.getNode("n1");
@@ -383,9 +401,6 @@ describe("ai-chat node", function () {
             caught = nextMessage("caught");
             node.receive({ payload: "   " });
             assert.strictEqual((await caught).error.code, "invalid_payload");
-            caught = nextMessage("caught");
-            node.receive({ payload: "x".repeat(10001) });
-            assert.strictEqual((await caught).error.code, "message_too_long");
             caught = nextMessage("caught");
             node.receive({ payload: "hi", sessionId: { id: "s" } });
             const msg = await caught;

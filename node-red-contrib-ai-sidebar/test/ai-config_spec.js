@@ -29,7 +29,7 @@ describe("ai-config node", function () {
         await helper.load(aiConfigNode, [{ id: "cfg", type: "ai-config", name: "local llama",
             provider: "openai-compatible", model: " llama3.1 ", baseUrl: "http://127.0.0.1:11434/v1",
             temperature: "0.4", maxTokens: "512", memory: false, tools: true,
-            scenarios: "learning, development,unknown" }], { cfg: { apiKey: KEY } });
+            scenarios: "learning, development,,learning" }], { cfg: { apiKey: KEY } });
         const node = helper.getNode("cfg");
         assert.deepStrictEqual(node.providerSettings(), {
             provider: "openai-compatible", model: "llama3.1", baseUrl: "http://127.0.0.1:11434/v1",
@@ -55,7 +55,9 @@ describe("ai-config node", function () {
 
     it("refuses settings the service would refuse, naming the setting, with code invalid_config", function () {
         const cases = [
-            [{ provider: "skynet" }, /provider/],
+            [{ provider: "" }, /provider/],
+            [{ provider: " " }, /provider/],
+            [{}, /provider/],
             [{ provider: "openai", baseUrl: "ftp://example.org" }, /base URL/],
             [{ provider: "openai", baseUrl: "not a url" }, /base URL/],
             [{ provider: "openai", temperature: "2.5" }, /temperature/],
@@ -73,6 +75,26 @@ describe("ai-config node", function () {
                 return true;
             }, JSON.stringify(config));
         }
+    });
+
+    it("passes scenario keys and the provider as saved: the service owns both lists and checks them", function () {
+        assert.deepStrictEqual(aiConfigNode.providerSettings({ provider: "a-new-provider", scenarios: "sales, general" }),
+            { provider: "a-new-provider", memory: true, tools: true, scenarios: ["sales", "general"] });
+        assert.deepStrictEqual(aiConfigNode.parseScenarios(["general", " ", "general", "learning"]),
+            ["general", "learning"]);
+    });
+
+    it("keeps no provider or scenario list in the nodes' code: the editor reads them from the service", function () {
+        const nodes = path.join(__dirname, "..", "nodes");
+        for (const file of ["ai-config.js", "ai-config.html", "ai-chat.js", "ai-chat.html"]) {
+            const source = fs.readFileSync(path.join(nodes, file), "utf8");
+            for (const key of ["learning", "configuration", "deepseek", "anthropic"]) {
+                assert.ok(!source.includes("\"" + key + "\""), file + " names " + key);
+            }
+            assert.ok(!/10000|10_000|MAX_MESSAGE_CHARS/.test(source), file + " holds the message limit");
+        }
+        const editor = fs.readFileSync(path.join(nodes, "ai-config.html"), "utf8");
+        assert.match(editor, /\$\.getJSON\("ai-sidebar\/scenarios\?lang="/);
     });
 
     it("declares its key as a password credential in the runtime and in the editor", async function () {

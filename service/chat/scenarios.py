@@ -1,9 +1,12 @@
-"""Scenario catalogs per language (``locales/<lang>/scenarios.json``): schema, loading, language fallback and
-keyword detection. The service is the single source of truth for scenarios, keywords and prompts."""
+"""Scenario catalogs: the structure in ``locales/scenarios.json`` (scenario keys and order, tools, which scenario
+each keyword group switches to and which tool it forces), the words per language in ``locales/<lang>/scenarios.json``
+(names, descriptions, system prompts, quick starts, keyword phrases and their task text); schema, merging, language
+fallback and keyword detection. The service is the single source of truth for scenarios, keywords and prompts."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -14,44 +17,37 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from service.nodered.messages import match_language
 
+log = logging.getLogger(__name__)
+
 DEFAULT_LANGUAGE = "en-US"
+BASE_FILE = "scenarios.json"
 PLACEHOLDERS = frozenset({"nodeRedVersion", "selectedFlow", "selectedNodes", "language"})
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 KNOWN_TOOLS = frozenset({"get-flow", "get-node-info", "get-flows", "get-settings", "get-diagnostics",
                          "list-node-types", "search_memory", "get_user_preferences", "get_flow_templates"})
-SCENARIO_KEYS = ("general", "learning", "solution", "integration", "development", "configuration", "management")
+# Keys of the base file: a language file that holds one is changing behaviour per language, which it must not.
+STRUCTURAL_KEYS = frozenset({"defaultScenario", "tools", "scenario", "tool"})
 
 
 class CatalogError(ValueError):
     """A scenarios file is invalid; the message names the file and the path of the broken field."""
 
 
-class KeywordGroup(BaseModel):
-    """Phrases that switch to ``scenario`` and, with ``tool``, force that tool; ``newHumanPrompt`` is the task."""
+# --- The base file: structure, the same in every language -------------------------------------------------------
+
+class KeywordRoute(BaseModel):
+    """Where a keyword group leads: the scenario it switches to and, optionally, the tool it forces."""
 
     model_config = ConfigDict(extra="forbid")
-    key: list[str] = Field(min_length=1)
     scenario: str
     tool: str | None = None
-    newHumanPrompt: str = ""
 
 
-class Scenario(BaseModel):
+class ScenarioStructure(BaseModel):
+    """One scenario's language-independent part: the tools the agent may call in it."""
+
     model_config = ConfigDict(extra="forbid")
-    name: str
-    description: str
-    systemPrompt: str
     tools: list[str] = Field(default_factory=list)
-    prompts: list[str] = Field(default_factory=list)
-    keywords: list[KeywordGroup] = Field(default_factory=list)
-
-    @field_validator("systemPrompt")
-    @classmethod
-    def _known_placeholders(cls, value: str) -> str:
-        unknown = sorted(set(PLACEHOLDER.findall(value)) - PLACEHOLDERS)
-        if unknown:
-            raise ValueError(f"unknown placeholder(s) {unknown}; known: {sorted(PLACEHOLDERS)}")
-        return value
 
     @field_validator("tools")
     @classmethod
@@ -62,14 +58,85 @@ class Scenario(BaseModel):
         return value
 
 
-class ScenarioFile(BaseModel):
-    """The whole ``scenarios.json`` of one language."""
+class BaseFile(BaseModel):
+    """``locales/scenarios.json``: scenario keys in display order, the default one, and the keyword groups by id
+    (in matching order)."""
 
     model_config = ConfigDict(extra="forbid")
+    defaultScenario: str = "general"
+    scenarios: dict[str, ScenarioStructure] = Field(min_length=1)
+    keywords: dict[str, KeywordRoute] = Field(default_factory=dict)
+
+
+# --- A language file: words only; anything missing falls back to en-US -----------------------------------------
+
+class KeywordWords(BaseModel):
+    """The phrases of one keyword group in one language, and the task text sent with the forced tool's result."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: list[str] | None = Field(None, min_length=1)
+    newHumanPrompt: str | None = None
+
+
+class ScenarioWords(BaseModel):
+    """One scenario's words in one language."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    description: str | None = None
+    systemPrompt: str | None = None
+    prompts: list[str] | None = None
+
+    @field_validator("systemPrompt")
+    @classmethod
+    def _known_placeholders(cls, value: str | None) -> str | None:
+        unknown = sorted(set(PLACEHOLDER.findall(value or "")) - PLACEHOLDERS)
+        if unknown:
+            raise ValueError(f"unknown placeholder(s) {unknown}; known: {sorted(PLACEHOLDERS)}")
+        return value
+
+
+class LanguageFile(BaseModel):
+    """``locales/<lang>/scenarios.json``. ``languageName`` and ``answerInstruction`` are required: an English
+    fallback would silently make the model answer in English."""
+
+    model_config = ConfigDict(extra="forbid")
+    languageName: str = Field(min_length=1)
+    answerInstruction: str = Field(min_length=1)
+    scenarios: dict[str, ScenarioWords] = Field(default_factory=dict)
+    keywords: dict[str, KeywordWords] = Field(default_factory=dict)
+
+
+# --- The merged view the chat uses --------------------------------------------------------------------------------
+
+class KeywordGroup(BaseModel):
+    """Phrases that switch to ``scenario`` and, with ``tool``, force that tool; ``newHumanPrompt`` is the task."""
+
+    id: str
+    key: list[str]
+    scenario: str
+    tool: str | None = None
+    newHumanPrompt: str = ""
+
+
+class Scenario(BaseModel):
+    """One scenario in one language, structure and words merged."""
+
+    name: str
+    description: str
+    systemPrompt: str
+    tools: list[str] = Field(default_factory=list)
+    prompts: list[str] = Field(default_factory=list)
+    keywords: list[KeywordGroup] = Field(default_factory=list)
+
+
+class ScenarioFile(BaseModel):
+    """One language's whole catalog, as the base file and the language file (with en-US fallback) make it."""
+
     language: str
     languageName: str
     answerInstruction: str
-    defaultScenario: str = "general"
+    defaultScenario: str
     scenarios: dict[str, Scenario]
 
 
@@ -148,63 +215,158 @@ class Catalog:
         }
 
 
-def load_file(path: Path) -> ScenarioFile:
-    """Parse and validate one scenarios file.
-
-    Raises:
-        CatalogError: naming ``path`` and the dotted path of the first broken field.
-    """
+def _read_json(path: Path) -> Any:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise CatalogError(f"{path}: cannot be read as JSON: {err}") from None
+
+
+def _invalid(path: Path, err: ValidationError) -> CatalogError:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden" and first["loc"] and first["loc"][-1] in STRUCTURAL_KEYS:
+        return CatalogError(f"{path}: {where}: is structure, the same in every language; set it once in "
+                            f"{path.parent.parent / BASE_FILE} (a language file holds words only)")
+    return CatalogError(f"{path}: {where}: {first['msg']}")
+
+
+def load_base(path: Path) -> BaseFile:
+    """Parse and validate the base file ``locales/scenarios.json``.
+
+    Raises:
+        CatalogError: naming ``path`` and the dotted path of the first broken field (an unknown tool, a keyword
+            group or default leading to no scenario).
+    """
     try:
-        data = ScenarioFile.model_validate(raw)
+        base = BaseFile.model_validate(_read_json(path))
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise CatalogError(f"{path}: {where}: {first['msg']}") from None
-    _check_consistency(path, data)
-    return data
+        raise _invalid(path, err) from None
+    if base.defaultScenario not in base.scenarios:
+        raise CatalogError(f"{path}: defaultScenario: {base.defaultScenario!r} is not a scenario")
+    for group_id, route in base.keywords.items():
+        if route.scenario not in base.scenarios:
+            raise CatalogError(f"{path}: keywords.{group_id}.scenario: {route.scenario!r} is not a scenario")
+        if route.tool is not None and route.tool not in KNOWN_TOOLS:
+            raise CatalogError(f"{path}: keywords.{group_id}.tool: unknown tool {route.tool!r}")
+    return base
 
 
-def _check_consistency(path: Path, data: ScenarioFile) -> None:
-    if data.defaultScenario not in data.scenarios:
-        raise CatalogError(f"{path}: defaultScenario: {data.defaultScenario!r} is not a scenario")
+def load_language(path: Path, base: BaseFile) -> LanguageFile:
+    """Parse and validate one language file against the base file's scenario keys and keyword group ids.
+
+    Raises:
+        CatalogError: naming ``path`` and the key: a structural key (tools, scenario, tool, defaultScenario), a
+            scenario or keyword group the base file does not have, or any other invalid field.
+    """
+    try:
+        words = LanguageFile.model_validate(_read_json(path))
+    except ValidationError as err:
+        raise _invalid(path, err) from None
+    for key in words.scenarios:
+        if key not in base.scenarios:
+            raise CatalogError(f"{path}: scenarios.{key}: not a scenario of {path.parent.parent / BASE_FILE} "
+                               f"(known: {', '.join(base.scenarios)})")
+    for group_id in words.keywords:
+        if group_id not in base.keywords:
+            raise CatalogError(f"{path}: keywords.{group_id}: not a keyword group of "
+                               f"{path.parent.parent / BASE_FILE} (known: {', '.join(base.keywords)})")
+    return words
+
+
+def merge(language: str, base: BaseFile, words: LanguageFile, fallback: LanguageFile | None,
+          path: Path) -> tuple[ScenarioFile, list[str]]:
+    """One language's catalog: the base file's structure with ``words``, each missing word taken from
+    ``fallback`` (en-US).
+
+    Returns:
+        The merged catalog, and the dotted paths of the words that came from ``fallback``.
+
+    Raises:
+        CatalogError: a word is missing from both (``fallback`` is None for en-US itself, which must be complete).
+    """
+    fell_back: list[str] = []
+
+    def word(section: str, key: str, field: str) -> Any:
+        for source in (words, fallback):
+            entry = getattr(source, section).get(key) if source is not None else None
+            value = getattr(entry, field) if entry is not None else None
+            if value is not None:
+                if source is not words:
+                    fell_back.append(f"{section}.{key}.{field}")
+                return value
+        raise CatalogError(f"{path}: {section}.{key}.{field}: missing, and {DEFAULT_LANGUAGE} (the fallback of "
+                           f"every language) has no word for it either")
+
+    groups: dict[str, list[KeywordGroup]] = {key: [] for key in base.scenarios}
+    for group_id, route in base.keywords.items():
+        groups[route.scenario].append(KeywordGroup(
+            id=group_id, scenario=route.scenario, tool=route.tool, key=word("keywords", group_id, "key"),
+            newHumanPrompt=word("keywords", group_id, "newHumanPrompt")))
+    scenarios = {
+        key: Scenario(name=word("scenarios", key, "name"), description=word("scenarios", key, "description"),
+                      systemPrompt=word("scenarios", key, "systemPrompt"), prompts=word("scenarios", key, "prompts"),
+                      tools=structure.tools, keywords=groups[key])
+        for key, structure in base.scenarios.items()
+    }
+    data = ScenarioFile(language=language, languageName=words.languageName,
+                        answerInstruction=words.answerInstruction, defaultScenario=base.defaultScenario,
+                        scenarios=scenarios)
+    _check_claims(path, data)
+    return data, fell_back
+
+
+def _check_claims(path: Path, data: ScenarioFile) -> None:
     claimed: dict[str, str] = {}
-    for key, scenario in data.scenarios.items():
-        for index, group in enumerate(scenario.keywords):
-            where = f"scenarios.{key}.keywords.{index}"
-            if group.scenario not in data.scenarios:
-                raise CatalogError(f"{path}: {where}.scenario: {group.scenario!r} is not a scenario")
-            if group.tool is not None and group.tool not in KNOWN_TOOLS:
-                raise CatalogError(f"{path}: {where}.tool: unknown tool {group.tool!r}")
+    for scenario in data.scenarios.values():
+        for group in scenario.keywords:
+            if not group.tool:
+                continue
             for phrase in group.key:
                 norm = normalize(phrase).strip()
-                if group.tool and claimed.get(norm, group.tool) != group.tool:
-                    raise CatalogError(f"{path}: {where}.key: {phrase!r} is claimed by tools "
+                if claimed.get(norm, group.tool) != group.tool:
+                    raise CatalogError(f"{path}: keywords.{group.id}.key: {phrase!r} is claimed by tools "
                                        f"{claimed[norm]} and {group.tool}")
-                if group.tool:
-                    claimed[norm] = group.tool
+                claimed[norm] = group.tool
 
 
 class ScenarioCatalog:
-    """Every shipped language, loaded and validated once at start.
+    """Every shipped language, loaded, merged with the base file and validated once at start.
 
     Args:
-        locales_dir: folder holding ``<lang>/scenarios.json``; only names found there are ever read.
+        locales_dir: folder holding the base file ``scenarios.json`` and ``<lang>/scenarios.json``; only names
+            found there are ever read.
 
     Raises:
-        CatalogError: a file is invalid, or ``en-US`` (the fallback) is missing.
+        CatalogError: a file is invalid, or the base file or ``en-US`` (the fallback) is missing.
     """
 
     def __init__(self, locales_dir: Path):
+        locales_dir = Path(locales_dir)
+        base_path = locales_dir / BASE_FILE
+        if not base_path.is_file():
+            raise CatalogError(f"{base_path}: missing; it holds the scenario structure every language shares")
+        self.structure = load_base(base_path)
+        paths = {path.parent.name: path for path in sorted(locales_dir.glob(f"*/{BASE_FILE}"))}
+        if DEFAULT_LANGUAGE not in paths:
+            raise CatalogError(f"{locales_dir}: {DEFAULT_LANGUAGE}/{BASE_FILE} is missing")
+        english = load_language(paths[DEFAULT_LANGUAGE], self.structure)
         self.catalogs: dict[str, Catalog] = {}
-        for path in sorted(Path(locales_dir).glob("*/scenarios.json")):
-            data = load_file(path)
-            self.catalogs[path.parent.name] = Catalog(data)
-        if DEFAULT_LANGUAGE not in self.catalogs:
-            raise CatalogError(f"{locales_dir}: {DEFAULT_LANGUAGE}/scenarios.json is missing")
+        self.fallbacks: dict[str, list[str]] = {}
+        for language, path in paths.items():
+            words = english if language == DEFAULT_LANGUAGE else load_language(path, self.structure)
+            fallback = None if language == DEFAULT_LANGUAGE else english
+            data, fell_back = merge(language, self.structure, words, fallback, path)
+            if fell_back:
+                log.warning("%s: %d word(s) missing, shown in %s: %s", path, len(fell_back), DEFAULT_LANGUAGE,
+                            ", ".join(fell_back))
+            self.catalogs[language] = Catalog(data)
+            self.fallbacks[language] = fell_back
+
+    @property
+    def scenario_keys(self) -> list[str]:
+        """The scenario keys of the base file, in display order."""
+        return list(self.structure.scenarios)
 
     @property
     def languages(self) -> list[str]:

@@ -12,6 +12,7 @@ from service import __version__
 from service.chat.pipeline import ChatDeps, new_result, run_chat, save_turn
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
+from service.settings import PROVIDERS
 from service.tools.builtin import ToolContext, ToolFailure
 from service.tools.toolbox import failure_status
 from service.web.keys import LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
@@ -38,9 +39,11 @@ async def openapi(request: web.Request) -> web.Response:
 
 @routes.get("/ai-sidebar/scenarios")
 async def scenarios(request: web.Request) -> web.Response:
-    """``?lang=xx-YY`` → the editor's view of that language's scenarios (no system prompts)."""
+    """``?lang=xx-YY`` → the editor's view of that language's scenarios (no system prompts), with the lists the
+    palette nodes' dialogs and checks need from the service: ``providers`` and ``maxMessageChars``."""
     catalog = request.app[SCENARIOS].get(request.query.get("lang"))
-    return web.json_response(catalog.public())
+    return web.json_response({**catalog.public(), "providers": list(PROVIDERS),
+                              "maxMessageChars": request.app[SETTINGS].max_message_chars})
 
 
 @routes.post("/ai-sidebar/execute-tool")
@@ -101,6 +104,11 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
     if len(body.message) > settings.max_message_chars:
         raise ServiceError("message_too_long", status=413,
                            params={"length": len(body.message), "limit": settings.max_message_chars})
+    if body.provider is not None and body.provider.scenarios:
+        # An ai-config node saved with a scenario this service no longer has: the others still apply, and none
+        # left means all, as when none is ticked (its edit dialog flags the unknown one).
+        known = request.app[SCENARIOS].structure.scenarios
+        body.provider.scenarios = [key for key in body.provider.scenarios if key in known] or None
     caller = request_caller(request)
     with request.app[LIMITER].slot(caller.identity.principal):
         return await _stream_answer(request, body, caller)

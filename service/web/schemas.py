@@ -10,6 +10,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
 
 from service.errors import ServiceError
+from service.settings import Provider
 from service.web.keys import SETTINGS
 
 ID_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
@@ -67,7 +68,7 @@ class ProviderOverride(BaseModel):
     They win over the service's environment for this request."""
 
     model_config = ConfigDict(extra="forbid")
-    provider: Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+    provider: Provider
     model: str | None = Field(None, max_length=200)
     baseUrl: str | None = Field(None, max_length=500, pattern=r"^https?://")
     temperature: float | None = Field(None, ge=0, le=2)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from service.knowledge.helpdoc import HelpSection, parse_node_configs
+from service.knowledge.lexicon import Lexicons
 from service.knowledge.index import Chunk, Hit, KnowledgeIndex, RefreshReport, fingerprint
 from service.nodered.client import NodeRedClient
 
@@ -38,7 +39,7 @@ def help_chunks(sections: list[HelpSection], version: str, language: str) -> lis
     chunks = []
     for section in sections:
         heading = section.section or "overview"
-        title = f"{section.node_type} node" + (f": {section.section}" if section.section else "")
+        title = section.node_type + (f": {section.section}" if section.section else "")
         chunks.append(Chunk(
             key=f"{section.node_type}#{heading}#{section.part}", title=title, text=section.text,
             metadata={"type": section.node_type, "module": section.module, "version": version,
@@ -52,10 +53,12 @@ class DocsStore:
 
     Args:
         index: the open :class:`KnowledgeIndex`.
+        lexicons: the stopwords of each language, left out of queries.
     """
 
-    def __init__(self, index: KnowledgeIndex):
+    def __init__(self, index: KnowledgeIndex, lexicons: Lexicons | None = None):
         self.index = index
+        self.lexicons = lexicons
 
     async def refresh(self, client: NodeRedClient, node_sets: list[dict[str, Any]],
                       language: str = "en-US") -> RefreshReport:
@@ -95,4 +98,5 @@ class DocsStore:
 
     async def search(self, query: str, language: str = "en-US", limit: int = 5) -> list[Hit]:
         """The help chunks best matching ``query`` in ``language``, best first."""
-        return await self.index.search(query, STORE, language, limit)
+        stopwords = self.lexicons.get(language).stopwords if self.lexicons else frozenset()
+        return await self.index.search(query, STORE, language, limit, stopwords)

@@ -12,8 +12,8 @@ from collections import defaultdict
 from typing import Any
 
 from service.knowledge.helpdoc import HelpSection, parse_node_configs
-from service.knowledge.lexicon import Lexicons
 from service.knowledge.index import Chunk, Hit, KnowledgeIndex, RefreshReport, fingerprint
+from service.knowledge.lexicon import Lexicons
 from service.nodered.client import NodeRedClient
 
 STORE = "docs"

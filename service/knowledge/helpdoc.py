@@ -19,7 +19,8 @@ from html.parser import HTMLParser
 _MARKER = re.compile(r"<!-- --- \[red-module:([^\]]+)\] --- -->")
 # The same expression Node-RED's loader uses to find help blocks, with the type captured.
 _HELP = re.compile(r"<script[^>]*\sdata-help-name\s*=\s*['\"]([^'\"]+)['\"][^>]*>([\s\S]*?)</script>", re.I)
-_CATEGORY = re.compile(r"registerType\(\s*['\"]([^'\"]+)['\"]\s*,\s*\{[\s\S]{0,400}?\bcategory\s*:\s*['\"]([^'\"]*)['\"]")
+_CATEGORY = re.compile(r"registerType\(\s*['\"]([^'\"]+)['\"]\s*,\s*\{[\s\S]{0,400}?"
+                       r"\bcategory\s*:\s*['\"]([^'\"]*)['\"]")
 _BLOCKS = frozenset({"p", "div", "li", "dt", "dd", "ul", "ol", "dl", "pre", "br", "tr", "table", "h1", "h2", "h3",
                      "h4", "h5", "h6", "blockquote"})
 MAX_SECTION_CHARS = 1500  # a longer section is cut into parts at line ends

@@ -127,6 +127,11 @@ class NodeRedClient:
         """``GET /nodes``: the installed node sets, ``[{id, name, types[], enabled, module, version}]``."""
         return await self._request("GET", "/nodes")
 
+    async def get_node_help(self, language: str = "en-US") -> str:
+        """``GET /nodes`` as the editor loads it (HTML): every enabled node set's templates and help, the help in
+        ``language`` (sent as ``Accept-Language``; Node-RED falls back to a module's ``en-US`` help)."""
+        return await self._request("GET", "/nodes", accept="text/html", language=language)
+
     async def get_settings(self) -> dict[str, Any]:
         """``GET /settings``: the runtime settings the editor sees (``version``, ``httpNodeRoot``, ...)."""
         return await self._request("GET", "/settings")
@@ -193,16 +198,18 @@ class NodeRedClient:
             raise refused from None
         return data["access_token"]
 
-    async def _request(self, method: str, path: str) -> Any:
+    async def _request(self, method: str, path: str, *, accept: str = "application/json",
+                       language: str | None = None) -> Any:
+        options: dict[str, Any] = {"accept": accept, "language": language}
         try:
-            return await self._send(method, path, auth=True)
+            return await self._send(method, path, auth=True, **options)
         except NodeRedError as err:
             if err.status != 401 or not self._credentials.can_login or self._credentials.token:
                 raise
         # The login token expired or was revoked: log in again once and retry.
         async with self._login_lock:
             self._login_token = await self.login()
-        return await self._send(method, path, auth=True)
+        return await self._send(method, path, auth=True, **options)
 
     async def _bearer(self) -> str | None:
         if self._credentials.token:
@@ -214,8 +221,12 @@ class NodeRedClient:
             return self._login_token
         return None
 
-    async def _send(self, method: str, path: str, *, auth: bool, form: dict | None = None) -> Any:
-        headers = {"Accept": "application/json", "Node-RED-API-Version": API_VERSION}
+    async def _send(self, method: str, path: str, *, auth: bool, form: dict | None = None,
+                    accept: str = "application/json", language: str | None = None) -> Any:
+        """One request; the JSON answer decoded, or the text when ``accept`` is not JSON."""
+        headers = {"Accept": accept, "Node-RED-API-Version": API_VERSION}
+        if language:
+            headers["Accept-Language"] = language
         if auth:
             token = await self._bearer()
             if token:
@@ -226,6 +237,8 @@ class NodeRedClient:
                                              timeout=self._timeout) as resp:
                 if resp.status >= 400:
                     raise await _error_from(resp, path)
+                if accept != "application/json":
+                    return await resp.text()
                 return await resp.json(content_type=None)
         except TimeoutError:
             raise NodeRedError(None, "nodered_timeout", params={"url": self.base_url, "path": path}) from None

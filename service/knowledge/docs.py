@@ -1,0 +1,102 @@
+"""The docs store: the help of every installed node type, at its installed version, per editor language.
+
+A source is one npm module in one language (``node-red``, ``node-red-contrib-foo``); its fingerprint is the
+module's version and node sets (ids, types, enabled) from ``GET /nodes`` (JSON), so installing, removing,
+updating, enabling or disabling a module reindexes that module alone, and a refresh with nothing changed costs one
+``GET /nodes``. The help itself comes from ``GET /nodes`` as HTML (see :mod:`service.knowledge.helpdoc`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from service.knowledge.helpdoc import HelpSection, parse_node_configs
+from service.knowledge.index import Chunk, Hit, KnowledgeIndex, RefreshReport, fingerprint
+from service.knowledge.lexicon import Lexicons
+from service.nodered.client import NodeRedClient
+
+STORE = "docs"
+
+
+def module_fingerprints(node_sets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per module of a ``GET /nodes`` JSON answer: ``{"version", "fingerprint"}``."""
+    modules: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for node_set in node_sets:
+        if isinstance(node_set, dict) and node_set.get("module"):
+            modules[node_set["module"]].append(node_set)
+    result = {}
+    for module, sets in modules.items():
+        version = next((s.get("version") for s in sets if s.get("version")), "")
+        shape = sorted((s.get("id", ""), bool(s.get("enabled", True)), sorted(s.get("types") or [])) for s in sets)
+        result[module] = {"version": version, "fingerprint": fingerprint([version, shape])}
+    return result
+
+
+def help_chunks(sections: list[HelpSection], version: str, language: str) -> list[Chunk]:
+    """One chunk per help section; the title names the node type and section (the type is weighted in
+    ranking), the metadata carries type, module, version, section, category and language for citations."""
+    chunks = []
+    for section in sections:
+        heading = section.section or "overview"
+        title = section.node_type + (f": {section.section}" if section.section else "")
+        chunks.append(Chunk(
+            key=f"{section.node_type}#{heading}#{section.part}", title=title, text=section.text,
+            metadata={"type": section.node_type, "module": section.module, "version": version,
+                      "nodeSet": section.node_set, "section": section.section, "part": section.part,
+                      "category": section.category, "language": language}))
+    return chunks
+
+
+class DocsStore:
+    """Node help in the knowledge index, kept equal to what the running Node-RED has installed.
+
+    Args:
+        index: the open :class:`KnowledgeIndex`.
+        lexicons: the stopwords of each language, left out of queries.
+    """
+
+    def __init__(self, index: KnowledgeIndex, lexicons: Lexicons | None = None):
+        self.index = index
+        self.lexicons = lexicons
+
+    async def refresh(self, client: NodeRedClient, node_sets: list[dict[str, Any]],
+                      language: str = "en-US") -> RefreshReport:
+        """Reindex the modules of ``language`` whose fingerprint changed and drop the modules no longer installed.
+
+        Args:
+            client: reads the help HTML (only when something changed).
+            node_sets: the ``GET /nodes`` JSON answer just read.
+            language: the editor language (``en-US``, ``de``, ``zh-CN``, ...).
+
+        Raises:
+            NodeRedError: the help could not be read.
+        """
+        report = RefreshReport(STORE, language)
+        current = module_fingerprints(node_sets)
+        indexed = await self.index.sources(STORE, language)
+        changed = [m for m, info in current.items()
+                   if m not in indexed or indexed[m].fingerprint != info["fingerprint"]]
+        removed = [m for m in indexed if m not in current]
+        report.unchanged = len(current) - len(changed)
+        if changed:
+            html = await client.get_node_help(language)
+            by_module: dict[str, list[HelpSection]] = defaultdict(list)
+            for section in parse_node_configs(html):
+                by_module[section.module].append(section)
+            for module in changed:
+                info = current[module]
+                await self.index.replace_source(
+                    STORE, language, module, info["fingerprint"],
+                    help_chunks(by_module.get(module, []), info["version"], language),
+                    {"module": module, "version": info["version"]})
+                report.reindexed.append(module)
+        for module in removed:
+            await self.index.delete_source(STORE, language, module)
+            report.removed.append(module)
+        return report
+
+    async def search(self, query: str, language: str = "en-US", limit: int = 5) -> list[Hit]:
+        """The help chunks best matching ``query`` in ``language``, best first."""
+        stopwords = self.lexicons.get(language).stopwords if self.lexicons else frozenset()
+        return await self.index.search(query, STORE, language, limit, stopwords)

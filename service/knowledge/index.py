@@ -1,0 +1,319 @@
+"""The knowledge tables in SQLite: chunks of both stores, where they came from, and BM25 search (FTS5).
+
+They live in the memory database file (``MEMORY_DB_PATH``) beside the memory's tables, on a connection of their
+own, and carry their own schema version in ``knowledge_meta`` (the memory's ``PRAGMA user_version`` is the
+memory's alone). A *source* is the unit of reindexing (a node module in one language, a tab, the summary): its
+chunks are replaced together, and its ``fingerprint`` says whether they need to be.
+
+Ranking is FTS5's ``bm25()`` (https://sqlite.org/fts5.html#the_bm25_function; lower is better), the title column
+weighted above the text. A :class:`VectorIndex` may be given to add vector similarity later; results are then
+fused by reciprocal rank (Cormack et al., SIGIR 2009).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiosqlite
+
+from service.knowledge.text import TOKENIZER, fts_query, search_text
+
+SCHEMA_VERSION = 1
+TITLE_WEIGHT, TEXT_WEIGHT = 4.0, 1.0
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.)
+
+MIGRATIONS: tuple[str, ...] = (
+    f"""
+    CREATE TABLE knowledge_sources (
+        store TEXT NOT NULL,
+        language TEXT NOT NULL,
+        source TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{{}}',
+        chunks INTEGER NOT NULL,
+        indexed_at REAL NOT NULL,
+        PRIMARY KEY (store, language, source)
+    );
+    CREATE TABLE knowledge_chunks (
+        id INTEGER PRIMARY KEY,
+        store TEXT NOT NULL,
+        language TEXT NOT NULL,
+        source TEXT NOT NULL,
+        key TEXT NOT NULL,
+        title TEXT NOT NULL,
+        text TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{{}}'
+    );
+    CREATE INDEX knowledge_chunks_source ON knowledge_chunks(store, language, source);
+    CREATE VIRTUAL TABLE knowledge_chunks_fts USING fts5(title, body, tokenize='{TOKENIZER}');
+    """,
+)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of text to index: ``key`` unique within its source, ``title`` weighted above ``text``."""
+
+    key: str
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: the chunk, where it came from and its score (BM25, or fused rank; higher is better)."""
+
+    id: int
+    store: str
+    language: str
+    source: str
+    key: str
+    title: str
+    text: str
+    metadata: dict[str, Any]
+    score: float
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """One indexed source: its fingerprint, metadata, chunk count and when it was indexed (Unix seconds)."""
+
+    store: str
+    language: str
+    source: str
+    fingerprint: str
+    metadata: dict[str, Any]
+    chunks: int
+    indexed_at: float
+
+
+class VectorIndex(Protocol):
+    """The seam for vector similarity (none is configured yet): told about every chunk written and removed, asked
+    for the nearest chunk ids of a query. Implementations keep their own storage."""
+
+    async def upsert(self, chunks: Sequence[tuple[int, str]]) -> None:
+        """Index (chunk id, text) pairs."""
+
+    async def delete(self, chunk_ids: Sequence[int]) -> None:
+        """Forget these chunk ids."""
+
+    async def nearest(self, query: str, chunk_ids: Sequence[int] | None, limit: int) -> list[int]:
+        """Up to ``limit`` chunk ids, nearest first; ``chunk_ids`` restricts the candidates when given."""
+
+
+class KnowledgeIndex:
+    """Owner of the knowledge tables' connection. Use ``await KnowledgeIndex.open(path)``; ``close()`` is
+    idempotent.
+
+    Args:
+        db: an open aiosqlite connection.
+        vectors: an optional :class:`VectorIndex` fused into :meth:`search`.
+    """
+
+    def __init__(self, db: aiosqlite.Connection, vectors: VectorIndex | None = None):
+        self._db = db
+        self._vectors = vectors
+        self._closed = False
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path, vectors: VectorIndex | None = None) -> KnowledgeIndex:
+        """Open (creating the tables of a new or older schema) the knowledge tables in the database at ``path``."""
+        path = str(path)
+        if path != ":memory:":
+            Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        db = await aiosqlite.connect(path)
+        db.row_factory = aiosqlite.Row
+        index = cls(db, vectors)
+        await index._setup()
+        return index
+
+    async def _setup(self) -> None:
+        await self._db.execute("PRAGMA journal_mode=WAL")
+        await self._db.execute("PRAGMA busy_timeout=5000")
+        await self._db.execute("CREATE TABLE IF NOT EXISTS knowledge_meta (key TEXT PRIMARY KEY, value TEXT)")
+        await self._db.commit()
+        version = await self.schema_version()
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            await self._db.executescript(
+                f"BEGIN; {script}; INSERT OR REPLACE INTO knowledge_meta(key, value) "
+                f"VALUES ('schema_version', '{number}'); COMMIT;")
+
+    async def schema_version(self) -> int:
+        """The knowledge tables' schema version (0 before the first migration)."""
+        row = await (await self._db.execute(
+            "SELECT value FROM knowledge_meta WHERE key = 'schema_version'")).fetchone()
+        return int(row[0]) if row else 0
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._db.close()
+
+    # -- sources -------------------------------------------------------------------------------------
+
+    async def sources(self, store: str, language: str | None = None) -> dict[str, SourceInfo]:
+        """The indexed sources of ``store`` (of one ``language`` when given), by source name."""
+        sql = "SELECT * FROM knowledge_sources WHERE store = ?"
+        params: tuple[Any, ...] = (store,)
+        if language is not None:
+            sql += " AND language = ?"
+            params += (language,)
+        rows = await (await self._db.execute(sql, params)).fetchall()
+        return {row["source"]: SourceInfo(row["store"], row["language"], row["source"], row["fingerprint"],
+                                          json.loads(row["metadata"]), row["chunks"], row["indexed_at"])
+                for row in rows}
+
+    async def replace_source(self, store: str, language: str, source: str, fingerprint: str,
+                             chunks: Iterable[Chunk], metadata: dict[str, Any] | None = None) -> int:
+        """Replace every chunk of one source in one transaction; returns how many were written."""
+        chunks = list(chunks)
+        async with self._write_lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                removed = await self._delete_chunks(store, language, source)
+                written: list[tuple[int, str]] = []
+                for chunk in chunks:
+                    cursor = await self._db.execute(
+                        "INSERT INTO knowledge_chunks(store, language, source, key, title, text, metadata) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (store, language, source, chunk.key, chunk.title, chunk.text,
+                         json.dumps(chunk.metadata, ensure_ascii=False)))
+                    chunk_id = cursor.lastrowid
+                    assert chunk_id is not None
+                    await self._db.execute("INSERT INTO knowledge_chunks_fts(rowid, title, body) VALUES (?, ?, ?)",
+                                           (chunk_id, search_text(chunk.title), search_text(chunk.text)))
+                    written.append((chunk_id, f"{chunk.title}\n{chunk.text}"))
+                await self._db.execute(
+                    "INSERT OR REPLACE INTO knowledge_sources(store, language, source, fingerprint, metadata, "
+                    "chunks, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (store, language, source, fingerprint, json.dumps(metadata or {}, ensure_ascii=False),
+                     len(chunks), time.time()))
+            except BaseException:
+                await self._db.rollback()
+                raise
+            await self._db.commit()
+        if self._vectors is not None:
+            await self._vectors.delete(removed)
+            await self._vectors.upsert(written)
+        return len(chunks)
+
+    async def delete_source(self, store: str, language: str, source: str) -> None:
+        """Remove one source and its chunks."""
+        async with self._write_lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                removed = await self._delete_chunks(store, language, source)
+                await self._db.execute("DELETE FROM knowledge_sources WHERE store = ? AND language = ? AND source = ?",
+                                       (store, language, source))
+            except BaseException:
+                await self._db.rollback()
+                raise
+            await self._db.commit()
+        if self._vectors is not None:
+            await self._vectors.delete(removed)
+
+    async def _delete_chunks(self, store: str, language: str, source: str) -> list[int]:
+        rows = await (await self._db.execute(
+            "SELECT id FROM knowledge_chunks WHERE store = ? AND language = ? AND source = ?",
+            (store, language, source))).fetchall()
+        ids = [row[0] for row in rows]
+        if ids:
+            await self._db.executemany("DELETE FROM knowledge_chunks_fts WHERE rowid = ?", [(i,) for i in ids])
+            await self._db.execute("DELETE FROM knowledge_chunks WHERE store = ? AND language = ? AND source = ?",
+                                   (store, language, source))
+        return ids
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    async def search(self, query: str, store: str, language: str = "", limit: int = 5,
+                     stopwords: Iterable[str] = ()) -> list[Hit]:
+        """The chunks of ``store`` in ``language`` best matching ``query`` (free text), best first.
+
+        Args:
+            query: the user's words; FTS5 syntax in it is inert.
+            store: ``docs`` or ``workspace``.
+            language: the chunks' language (``""`` for the workspace).
+            limit: at most this many hits.
+            stopwords: words left out of the query.
+        """
+        match = fts_query(query, stopwords)
+        if match is None:
+            return []
+        pool = limit * 4 if self._vectors is not None else limit
+        rows = await (await self._db.execute(
+            f"SELECT c.*, bm25(knowledge_chunks_fts, {TITLE_WEIGHT}, {TEXT_WEIGHT}) AS rank "
+            "FROM knowledge_chunks_fts JOIN knowledge_chunks c ON c.id = knowledge_chunks_fts.rowid "
+            "WHERE knowledge_chunks_fts MATCH ? AND c.store = ? AND c.language = ? ORDER BY rank LIMIT ?",
+            (match, store, language, pool))).fetchall()
+        hits = [_hit(row, -row["rank"]) for row in rows]
+        if self._vectors is None:
+            return hits
+        return (await self._fuse(query, store, language, hits, limit))[:limit]
+
+    async def _fuse(self, query: str, store: str, language: str, hits: list[Hit], limit: int) -> list[Hit]:
+        assert self._vectors is not None
+        near = await self._vectors.nearest(query, None, limit * 4)
+        scores: dict[int, float] = {}
+        for ranking in ([hit.id for hit in hits], near):
+            for rank, chunk_id in enumerate(ranking):
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank + 1)
+        by_id = {hit.id: hit for hit in hits}
+        missing = [i for i in scores if i not in by_id]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            rows = await (await self._db.execute(
+                f"SELECT *, 0 AS rank FROM knowledge_chunks WHERE id IN ({marks}) AND store = ? AND language = ?",
+                (*missing, store, language))).fetchall()
+            by_id.update({row["id"]: _hit(row, 0.0) for row in rows})
+        ranked = sorted((i for i in scores if i in by_id), key=lambda i: -scores[i])
+        return [Hit(**{**by_id[i].__dict__, "score": scores[i]}) for i in ranked]
+
+    async def chunks(self, store: str, language: str, source: str) -> list[Hit]:
+        """Every chunk of one source, in the order written."""
+        rows = await (await self._db.execute(
+            "SELECT *, 0 AS rank FROM knowledge_chunks WHERE store = ? AND language = ? AND source = ? ORDER BY id",
+            (store, language, source))).fetchall()
+        return [_hit(row, 0.0) for row in rows]
+
+    async def stats(self) -> dict[str, Any]:
+        """``{store: {"sources": n, "chunks": n, "languages": [...], "indexedAt": newest Unix seconds}}``."""
+        rows = await (await self._db.execute(
+            "SELECT store, COUNT(*) AS sources, SUM(chunks) AS chunks, MAX(indexed_at) AS newest, "
+            "GROUP_CONCAT(DISTINCT language) AS languages FROM knowledge_sources GROUP BY store")).fetchall()
+        return {row["store"]: {"sources": row["sources"], "chunks": row["chunks"] or 0,
+                               "languages": sorted(filter(None, (row["languages"] or "").split(","))),
+                               "indexedAt": row["newest"]} for row in rows}
+
+
+def _hit(row: aiosqlite.Row, score: float) -> Hit:
+    return Hit(row["id"], row["store"], row["language"], row["source"], row["key"], row["title"], row["text"],
+               json.loads(row["metadata"]), score)
+
+
+@dataclass
+class RefreshReport:
+    """What one refresh of a store did: sources reindexed and removed (by name), and how many were unchanged."""
+
+    store: str
+    language: str = ""
+    reindexed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.reindexed or self.removed)
+
+
+def fingerprint(value: Any) -> str:
+    """A stable digest of a JSON-able value (what a source was built from)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()

@@ -1,0 +1,61 @@
+"""The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword
+phrases (``router.docs``, ``router.workspace``) and the stopwords left out of search queries."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_LANGUAGE = "en-US"
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """One language's words: router phrases for each store and the search stopwords."""
+
+    language: str
+    docs: tuple[str, ...]
+    workspace: tuple[str, ...]
+    stopwords: frozenset[str]
+
+
+class Lexicons:
+    """Every ``knowledge.json`` under ``locales_dir``, read once.
+
+    Raises:
+        FileNotFoundError: ``en-US/knowledge.json`` (the fallback language) is missing.
+        ValueError: a file is not valid JSON of the expected shape.
+    """
+
+    def __init__(self, locales_dir: Path):
+        self._by_language: dict[str, Lexicon] = {}
+        for path in sorted(Path(locales_dir).glob("*/knowledge.json")):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            router = data.get("router")
+            if not isinstance(router, dict) or not isinstance(data.get("stopwords"), list):
+                raise ValueError(f"{path}: expected {{router: {{docs, workspace}}, stopwords}}")
+            language = path.parent.name
+            self._by_language[language] = Lexicon(language, tuple(router.get("docs", ())),
+                                                  tuple(router.get("workspace", ())),
+                                                  frozenset(word.casefold() for word in data["stopwords"]))
+        if DEFAULT_LANGUAGE not in self._by_language:
+            raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
+
+    @property
+    def languages(self) -> list[str]:
+        return sorted(self._by_language)
+
+    def resolve(self, language: str | None) -> str:
+        """The shipped language for ``language`` (``de-AT`` → ``de``, ``es`` → ``es-ES``), else ``en-US``."""
+        if not language:
+            return DEFAULT_LANGUAGE
+        folded = {name.casefold(): name for name in self._by_language}
+        wanted = language.casefold()
+        if wanted in folded:
+            return folded[wanted]
+        base = wanted.split("-")[0]
+        return next((name for key, name in sorted(folded.items()) if key.split("-")[0] == base), DEFAULT_LANGUAGE)
+
+    def get(self, language: str | None) -> Lexicon:
+        return self._by_language[self.resolve(language)]

@@ -1,0 +1,101 @@
+"""Which store answers a message (seed 003's router): ``docs``, ``workspace``, ``both`` or ``neither``.
+
+It reads ONE message, the latest user message, never the conversation: a follow-up is contextualised into a
+standalone question before it gets here. Deterministic first: the keyword phrases of the message's language and of
+English (node type names and "how many" are often written in English) from ``locales/<lang>/knowledge.json``; when
+no phrase decides, an optional model fallback may, else ``neither``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Awaitable, Callable, Iterable
+from enum import StrEnum
+
+from service.knowledge.lexicon import DEFAULT_LANGUAGE, Lexicons
+
+
+class Route(StrEnum):
+    """Where to retrieve from."""
+
+    DOCS = "docs"
+    WORKSPACE = "workspace"
+    BOTH = "both"
+    NEITHER = "neither"
+
+
+Fallback = Callable[[str], Awaitable[Route | None]]
+
+
+def normalize(text: str) -> str:
+    """NFKC-folded, casefolded text (full-width letters and case do not matter)."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def phrase_pattern(phrase: str) -> str:
+    """A keyword phrase as a regular expression over :func:`normalize`d text: Han and Kana anywhere (no spaces
+    between words), Hangul at a word start with its particles open, other scripts as whole words."""
+    norm = re.escape(normalize(phrase).strip())
+    names = [unicodedata.name(ch, "") for ch in phrase]
+    if any(name.startswith(("CJK", "HIRAGANA", "KATAKANA")) for name in names):
+        return norm
+    if any(name.startswith("HANGUL") for name in names):
+        return rf"(?<!\w){norm}"
+    return rf"(?<!\w){norm}(?!\w)"
+
+
+def _compile(phrases: Iterable[str]) -> re.Pattern | None:
+    parts = [phrase_pattern(p) for p in phrases if p.strip()]
+    return re.compile("|".join(parts)) if parts else None
+
+
+class Router:
+    """Classifies the latest user message.
+
+    Args:
+        lexicons: the keyword phrases per language.
+        fallback: an async callable asked when no phrase decides (a model classifier); it gets the same single
+            message and answers a :class:`Route` or ``None`` (undecided: ``neither``).
+    """
+
+    def __init__(self, lexicons: Lexicons, fallback: Fallback | None = None):
+        self._lexicons = lexicons
+        self._fallback = fallback
+        self._patterns: dict[str, tuple[re.Pattern | None, re.Pattern | None]] = {}
+
+    def _for(self, language: str) -> tuple[re.Pattern | None, re.Pattern | None]:
+        if language not in self._patterns:
+            languages = dict.fromkeys((language, DEFAULT_LANGUAGE))
+            lexicons = [self._lexicons.get(name) for name in languages]
+            self._patterns[language] = (_compile(p for lex in lexicons for p in lex.docs),
+                                        _compile(p for lex in lexicons for p in lex.workspace))
+        return self._patterns[language]
+
+    def classify(self, message: str, language: str | None = None) -> Route | None:
+        """The keyword decision for ``message`` (a string: the latest user message alone), ``None`` when no phrase
+        matched.
+
+        Raises:
+            TypeError: ``message`` is not a string (a history must never be passed).
+        """
+        if not isinstance(message, str):
+            raise TypeError("the router reads the latest user message only, as a string")
+        docs, workspace = self._for(self._lexicons.resolve(language))
+        text = normalize(message)
+        is_docs = bool(docs and docs.search(text))
+        is_workspace = bool(workspace and workspace.search(text))
+        if is_docs and is_workspace:
+            return Route.BOTH
+        if is_docs:
+            return Route.DOCS
+        if is_workspace:
+            return Route.WORKSPACE
+        return None
+
+    async def route(self, message: str, language: str | None = None) -> Route:
+        """:meth:`classify`, then the fallback when undecided, then ``neither``."""
+        decided = self.classify(message, language)
+        if decided is None and self._fallback is not None:
+            decided = await self._fallback(message)
+        return decided or Route.NEITHER

@@ -1,0 +1,225 @@
+"""The knowledge layer against a real Node-RED: node help indexed at the installed version, the labelled
+questions' recall, the workspace summary's exact facts on the generated 500-node workspace, incremental refresh
+after a deploy and after installing / removing a node module, and the router on labelled messages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from service.knowledge.base import Knowledge
+from service.knowledge.index import KnowledgeIndex
+from service.knowledge.lexicon import Lexicons
+from service.knowledge.router import Route, Router
+from service.memory.store import MIGRATIONS, MemoryStore
+from service.nodered.client import NodeRedClient
+from tests.support.knowledge_questions import DOCS_QUESTIONS
+from tests.support.nodered import NODERED_VERSION, REPO, NodeRed, example_flows, free_port
+from tests.support.router_messages import ROUTER_MESSAGES
+from tests.support.workspaces import CRED_VALUE, SUBFLOW_CRED_VALUE, workspace
+
+LOCALES = REPO / "locales"
+
+
+@pytest.fixture(scope="module")
+def knowledge_nodered(tmp_path_factory):
+    """A Node-RED of this module's own (its flows and palette are changed here): examples + generated workspace."""
+    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-knowledge"), port=free_port(),
+                       flows=example_flows() + workspace(), with_palette=False)
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+async def admin(knowledge_nodered):
+    async with aiohttp.ClientSession() as session:
+        yield NodeRedClient(knowledge_nodered.url, session), session
+
+
+@pytest.fixture
+async def knowledge(tmp_path):
+    kb = await Knowledge.open(tmp_path / "memory.db", LOCALES)
+    yield kb
+    await kb.close()
+
+
+async def test_the_installed_core_nodes_help_is_indexed_with_module_and_version(admin, knowledge):
+    client, _ = admin
+    docs, _ = await knowledge.refresh(client, "en-US")
+    assert "node-red" in docs.reindexed
+    sources = await knowledge.index.sources("docs", "en-US")
+    assert sources["node-red"].metadata == {"module": "node-red", "version": NODERED_VERSION}
+    hits = await knowledge.docs.search("csv Inputs", "en-US", 10)
+    csv = [hit for hit in hits if hit.metadata["type"] == "csv"]
+    assert csv and {h.metadata["module"] for h in csv} == {"node-red"}
+    assert {h.metadata["version"] for h in csv} == {NODERED_VERSION}
+    assert "Inputs" in {h.metadata["section"] for h in csv}
+    # German help is Node-RED's German translation, chosen by Accept-Language.
+    await knowledge.refresh(client, "de")
+    german = await knowledge.docs.search("csv", "de", 3)
+    assert german[0].metadata["language"] == "de" and "CSV" in german[0].text
+
+
+async def test_the_labelled_questions_find_the_right_nodes_help_in_the_top_3(admin, knowledge):
+    client, _ = admin
+    found, misses = 0, []
+    for language in sorted({language for language, _, _ in DOCS_QUESTIONS}):
+        await knowledge.refresh(client, language)
+    for language, question, expected in DOCS_QUESTIONS:
+        types = [hit.metadata["type"] for hit in await knowledge.docs.search(question, language, 3)]
+        found += expected in types
+        if expected not in types:
+            misses.append((language, question, expected, types))
+    rate = found / len(DOCS_QUESTIONS)
+    print(f"docs recall@3 with FTS alone: {found}/{len(DOCS_QUESTIONS)} = {rate:.1%}; misses: {misses}")
+    assert len(DOCS_QUESTIONS) >= 60 and len({q[0] for q in DOCS_QUESTIONS}) >= 5
+    assert rate >= 0.95, misses
+
+
+async def test_a_refresh_with_nothing_changed_writes_nothing(admin, knowledge):
+    client, _ = admin
+    await knowledge.refresh(client, "en-US")
+    docs, work = await knowledge.refresh(client, "en-US")
+    assert not docs.changed and not work.changed
+    assert docs.unchanged >= 1 and work.unchanged > 5
+
+
+async def test_the_summary_states_exact_counts_and_where_used_facts_of_the_generated_workspace(admin, knowledge):
+    client, _ = admin
+    await knowledge.refresh(client, "en-US")
+    flows = (await client.get_flows())["flows"]
+    summary = {hit.key: hit.text for hit in await knowledge.workspace.summary()}
+    functions = [n for n in flows if n.get("type") == "function"]
+    places = {n["z"] for n in functions}
+    assert f"function: {len(functions)} nodes (" in summary["summary#counts"]
+    assert len(functions) >= 61 and len(places) > 5
+    assert 'tab "Area 3": 12' in summary["summary#counts"].split("function: ")[1].split("\n")[0]
+    broker = next(line for line in summary["summary#configs"].splitlines() if '"local broker"' in line)
+    assert 'used by 1 nodes on tab "Storage": mqtt out "announce" (store-mqtt)' in broker
+    subflow = summary["summary#subflows"]
+    assert 'subflow "Scale reading" (sfA): 6 instances' in subflow
+    for instance in ("sfB-i", "w1-sfA", "w2-sfA", "w3-sfA", "w4-sfA", "w5-sfA"):
+        assert f"instance {instance} on " in subflow
+    assert 'locked tabs: "Storage", "Area 2", "Area 4"' in summary["summary#tabs"]
+    assert f"node-red@{NODERED_VERSION}: " in summary["summary#modules"]
+    assert 'tab "Area 1" (w1): SITE (str), LIMIT (num), DB_PASSWORD (cred)' in summary["summary#env"]
+    # Counting questions reach the summary's counts; a broker question reaches the config node's users.
+    counting = await knowledge.workspace.search("how many function nodes do I have?", "en-US", 3)
+    assert "summary#counts" in [hit.key for hit in counting]
+    brokers = await knowledge.workspace.search("which tabs use the broker local broker?", "en-US", 3)
+    assert any("store-mqtt" in hit.text for hit in brokers)
+
+
+async def test_no_env_cred_value_or_secret_reaches_the_index(admin, knowledge, tmp_path):
+    client, _ = admin
+    await knowledge.refresh(client, "en-US")
+    await knowledge.close()
+    raw = (tmp_path / "memory.db").read_bytes() + b"".join(
+        path.read_bytes() for path in tmp_path.glob("memory.db-*"))
+    assert CRED_VALUE.encode() not in raw and SUBFLOW_CRED_VALUE.encode() not in raw
+
+
+async def test_a_deploy_reindexes_only_the_changed_tab(admin, knowledge):
+    client, session = admin
+    await knowledge.refresh(client, "en-US")
+    # A deploy as the editor makes it: the whole configuration, only the changed nodes restarted.
+    deployed = await client.get_flows()
+    node = next(n for n in deployed["flows"] if n.get("type") == "function" and n.get("z") == "w3")
+    node["func"] = "// quarantine the zeppelin readings\nreturn msg;"
+    answer = await session.post(f"{client.base_url}/flows", json=deployed, headers={
+        "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "nodes"})
+    assert answer.status == 200, await answer.text()
+    docs, work = await knowledge.refresh(client, "en-US")
+    assert work.reindexed == ["tab:w3"] and not work.removed and not docs.changed
+    hits = await knowledge.workspace.search("zeppelin quarantine", "en-US", 3)
+    assert hits[0].metadata["nodeId"] == node["id"] and hits[0].metadata["flowLabel"] == "Area 3"
+
+
+def _tiny_module(folder: Path) -> Path:
+    """A one-node module packed with npm (a tarball Node-RED installs like one from the registry)."""
+    folder.mkdir()
+    (folder / "package.json").write_text(json.dumps({
+        "name": "node-red-contrib-knowledge-probe", "version": "1.2.3", "keywords": ["node-red"],
+        "node-red": {"version": ">=3.0.0", "nodes": {"probe": "probe.js"}}}))
+    (folder / "probe.js").write_text(
+        "module.exports = function (RED) { function Probe(config) { RED.nodes.createNode(this, config);"
+        " this.on('input', (msg, send, done) => { send(msg); done(); }); }"
+        " RED.nodes.registerType('knowledge-probe', Probe); };\n")
+    (folder / "probe.html").write_text(
+        '<script type="text/javascript">RED.nodes.registerType("knowledge-probe", {category: "function",'
+        ' defaults: {name: {value: ""}}, inputs: 1, outputs: 1, label: function () { return "probe"; }});</script>\n'
+        '<script type="text/html" data-template-name="knowledge-probe"><input id="node-input-name"></script>\n'
+        '<script type="text/html" data-help-name="knowledge-probe"><p>Measures the flux capacitor wobble.</p>'
+        "<h3>Inputs</h3><dl class=\"message-properties\"><dt>payload<span class=\"property-type\">number</span>"
+        "</dt><dd>the wobble</dd></dl></script>\n")
+    name = subprocess.run(["npm", "pack", "--silent"], cwd=folder, check=True, capture_output=True,
+                          text=True).stdout.strip().splitlines()[-1]
+    return folder / name
+
+
+async def test_an_installed_module_becomes_searchable_and_removing_it_removes_it(admin, knowledge, tmp_path):
+    client, session = admin
+    await knowledge.refresh(client, "en-US")
+    tarball = _tiny_module(tmp_path / "probe")
+    answer = await session.post(f"{client.base_url}/nodes", json={
+        "module": "node-red-contrib-knowledge-probe", "url": str(tarball)}, timeout=aiohttp.ClientTimeout(120))
+    assert answer.status == 200, await answer.text()
+    docs, work = await knowledge.refresh(client, "en-US")
+    assert docs.reindexed == ["node-red-contrib-knowledge-probe"]
+    hits = await knowledge.docs.search("flux capacitor wobble", "en-US", 3)
+    assert hits[0].metadata["type"] == "knowledge-probe"
+    assert (hits[0].metadata["module"], hits[0].metadata["version"]) == ("node-red-contrib-knowledge-probe", "1.2.3")
+    answer = await session.delete(f"{client.base_url}/nodes/node-red-contrib-knowledge-probe",
+                                  timeout=aiohttp.ClientTimeout(120))
+    assert answer.status == 204, await answer.text()
+    docs, _ = await knowledge.refresh(client, "en-US")
+    assert docs.removed == ["node-red-contrib-knowledge-probe"] and not docs.reindexed
+    remaining = await knowledge.docs.search("flux capacitor wobble knowledge-probe", "en-US", 20)
+    assert "node-red-contrib-knowledge-probe" not in {hit.metadata["module"] for hit in remaining}
+
+
+async def test_the_knowledge_tables_keep_their_own_schema_version_beside_the_memory(tmp_path):
+    path = tmp_path / "memory.db"
+    memory = await MemoryStore.open(path)
+    index = await KnowledgeIndex.open(path)
+    try:
+        assert await memory.schema_version() == len(MIGRATIONS)
+        assert await index.schema_version() == 1
+    finally:
+        await index.close()
+        await memory.close()
+    memory = await MemoryStore.open(path)
+    try:
+        assert await memory.schema_version() == len(MIGRATIONS)
+    finally:
+        await memory.close()
+
+
+def test_the_router_routes_the_labelled_messages():
+    router = Router(Lexicons(LOCALES))
+    wrong = [(language, message, expected, router.classify(message, language) or Route.NEITHER)
+             for language, message, expected in ROUTER_MESSAGES
+             if (router.classify(message, language) or Route.NEITHER) != expected]
+    assert len(ROUTER_MESSAGES) >= 40
+    assert 1 - len(wrong) / len(ROUTER_MESSAGES) >= 0.95, wrong
+
+
+async def test_the_router_reads_one_message_and_asks_the_fallback_only_when_undecided():
+    asked: list[object] = []
+
+    async def fallback(message):
+        asked.append(message)
+        return Route.WORKSPACE
+
+    router = Router(Lexicons(LOCALES), fallback)
+    assert await router.route("Which node can I use to parse CSV?", "en-US") == Route.DOCS
+    assert await router.route("Tell me about the greenhouse", "en-US") == Route.WORKSPACE
+    assert asked == ["Tell me about the greenhouse"]
+    with pytest.raises(TypeError):
+        router.classify([{"role": "user", "content": "how many nodes"}], "en-US")  # type: ignore[arg-type]
+    assert await Router(Lexicons(LOCALES)).route("Tell me about the greenhouse") == Route.NEITHER

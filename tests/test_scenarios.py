@@ -30,20 +30,20 @@ def test_every_shipped_locale_passes_the_schema(catalog):
 
 
 FORCED = [
-    ("en-US", "Can you explain the current flow?", "get-flow"),
-    ("en-US", "What does the selected node do?", "get-node-info"),
-    ("en-US", "Show me the current config please", "get-settings"),
-    ("en-US", "Run the diagnostics", "get-diagnostics"),
-    ("en-US", "EXPLAIN THE CURRENT FLOW", "get-flow"),
-    ("en-US", "ｅｘｐｌａｉｎ ｔｈｅ ｃｕｒｒｅｎｔ ｆｌｏｗ", "get-flow"),  # full-width letters
-    ("zh-CN", "解释一下当前流程", "get-flow"),
-    ("zh-CN", "这个节点是做什么的？", "get-node-info"),
-    ("zh-CN", "看看当前配置", "get-settings"),
-    ("zh-CN", "给我诊断信息", "get-diagnostics"),
-    ("es-ES", "¿Qué hace el flujo actual?", "get-flow"),
-    ("es-ES", "Explícame este nodo", "get-node-info"),
-    ("es-ES", "Muéstrame la configuración actual", "get-settings"),
-    ("es-ES", "Necesito un diagnóstico del runtime", "get-diagnostics"),
+    ("en-US", "Can you explain the current flow?", "get_flow"),
+    ("en-US", "What does the selected node do?", "get_node_info"),
+    ("en-US", "Show me the current config please", "get_settings"),
+    ("en-US", "Run the diagnostics", "get_diagnostics"),
+    ("en-US", "EXPLAIN THE CURRENT FLOW", "get_flow"),
+    ("en-US", "ｅｘｐｌａｉｎ ｔｈｅ ｃｕｒｒｅｎｔ ｆｌｏｗ", "get_flow"),  # full-width letters
+    ("zh-CN", "解释一下当前流程", "get_flow"),
+    ("zh-CN", "这个节点是做什么的？", "get_node_info"),
+    ("zh-CN", "看看当前配置", "get_settings"),
+    ("zh-CN", "给我诊断信息", "get_diagnostics"),
+    ("es-ES", "¿Qué hace el flujo actual?", "get_flow"),
+    ("es-ES", "Explícame este nodo", "get_node_info"),
+    ("es-ES", "Muéstrame la configuración actual", "get_settings"),
+    ("es-ES", "Necesito un diagnóstico del runtime", "get_diagnostics"),
 ]
 
 
@@ -94,7 +94,7 @@ def test_a_broken_file_fails_naming_the_file_and_the_field(tmp_path):
     shutil.copytree(LOCALES / "en-US", tmp_path / "en-US")
     path = tmp_path / "en-US" / "scenarios.json"
     data = json.loads(path.read_text())
-    data["scenarios"]["general"]["tools"] = ["get-flow", "rm-rf"]
+    data["scenarios"]["general"]["tools"] = ["get_flow", "rm-rf"]
     path.write_text(json.dumps(data))
     with pytest.raises(CatalogError) as info:
         ScenarioCatalog(tmp_path)
@@ -106,7 +106,7 @@ def test_a_phrase_claimed_by_two_tools_is_rejected(tmp_path):
     path = tmp_path / "en-US" / "scenarios.json"
     data = json.loads(path.read_text())
     data["scenarios"]["general"]["keywords"].append(
-        {"key": ["Current Flow"], "scenario": "general", "tool": "get-settings", "newHumanPrompt": ""})
+        {"key": ["Current Flow"], "scenario": "general", "tool": "get_settings", "newHumanPrompt": ""})
     path.write_text(json.dumps(data))
     with pytest.raises(CatalogError, match="claimed by tools"):
         ScenarioCatalog(tmp_path)

@@ -13,12 +13,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from service.nodered.messages import match_language
+from service.tools.registry import TOOL_NAMES, canonical_name
 
 DEFAULT_LANGUAGE = "en-US"
 PLACEHOLDERS = frozenset({"nodeRedVersion", "selectedFlow", "selectedNodes", "language"})
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-KNOWN_TOOLS = frozenset({"get-flow", "get-node-info", "get-flows", "get-settings", "get-diagnostics",
-                         "list-node-types", "search_memory", "get_user_preferences", "get_flow_templates"})
+# Tool names a scenario may list (the registry's); old hyphenated spellings are read as the registered names.
+KNOWN_TOOLS = TOOL_NAMES
 SCENARIO_KEYS = ("general", "learning", "solution", "integration", "development", "configuration", "management")
 
 
@@ -34,6 +35,11 @@ class KeywordGroup(BaseModel):
     scenario: str
     tool: str | None = None
     newHumanPrompt: str = ""
+
+    @field_validator("tool")
+    @classmethod
+    def _registered_name(cls, value: str | None) -> str | None:
+        return canonical_name(value) if value else value
 
 
 class Scenario(BaseModel):
@@ -56,6 +62,7 @@ class Scenario(BaseModel):
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, value: list[str]) -> list[str]:
+        value = [canonical_name(name) for name in value]
         unknown = sorted(set(value) - KNOWN_TOOLS)
         if unknown:
             raise ValueError(f"unknown tool(s) {unknown}")

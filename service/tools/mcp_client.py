@@ -27,8 +27,9 @@ from mcp.client.stdio import stdio_client
 from mcp.types import Tool
 
 from service.nodered.messages import DEFAULT_LANGUAGE, english_catalog
+from service.nodered.tooling import ToolFailure, ToolOutput
+from service.nodered.tools import READ_TOOLS
 from service.settings import Settings
-from service.tools.builtin import ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,9 @@ USER_TOKEN_META = "ai-sidebar/nodeRedToken"
 # Must match mcp_server.server.ERROR_META: the ``_meta`` key of a failed result holding its code and values.
 ERROR_META = "ai-sidebar/error"
 ERROR_CODE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-# Tools the bundled MCP server offers; used for routing until a child has listed its own.
-EXPECTED_TOOLS = ("get-settings", "get-diagnostics", "get-flows", "get-flow", "get-node-info", "list-node-types")
+# Tools the bundled MCP server offers (it registers the core's read tools); used for routing until a child has
+# listed its own.
+EXPECTED_TOOLS = tuple(tool.name for tool in READ_TOOLS)
 # Environment handed to the child: the Node-RED connection, nothing else of the service's secrets.
 PASS_THROUGH_ENV = ("PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "NODE_RED_TIMEOUT")
 

@@ -118,8 +118,8 @@ async def test_a_tool_call_with_invalid_arguments_is_shown_and_told_to_the_model
     # the model still sees the same argument schema as LangChain builds it from the tool's pydantic model
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in model.requests[0]["tools"]}
     assert offered["get_node_info"] == {"type": "object", "properties": {"node_ids": {
-        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None,
-        "description": "node ids; default: the nodes selected in the editor"}}}
+        "anyOf": [{"type": "array", "items": {"type": "string"}, "maxItems": 200}, {"type": "null"}],
+        "default": None, "description": "node ids (from get_flow); default: the nodes selected in the editor"}}}
 
 
 async def test_a_tool_call_whose_arguments_are_not_json_is_shown_and_the_model_may_retry(client, nodered, model):

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from service.nodered.compact import FlowTooLarge, compact_flow
-from service.nodered.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
 from service.nodered.flow_tools import _off_loop
+from service.nodered.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
 from tests.support.compact_reader import property_json, read
 from tests.support.nodered import EXAMPLES_DIR
 

@@ -19,7 +19,7 @@ PREVIEW_LIMIT = 8_000  # characters of a tool result shown to the user in a tool
 
 
 class Answer(Protocol):
-    """What the relayed text and usage accumulate into (:class:`service.chat.result.ChatResult`)."""
+    """What the relayed text and usage accumulate into (:class:`service.chat.pipeline.ChatResult`)."""
 
     answer: str
     usage: dict[str, int] | None

@@ -30,22 +30,22 @@ def tool_messages(request):
 async def test_model_chooses_get_flow_then_get_node_info_then_answers(client, nodered, model):
     tab = busiest_tab(nodered)
     node = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] != "comment")
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {}}]),
-                 Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": [node["id"]]}}]),
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {}}]),
+                 Reply(tool_calls=[{"name": "get_node_info", "arguments": {"node_ids": [node["id"]]}}]),
                  Reply(text="The flow starts with an inject node and ends in a debug node."))
     events = await chat(client, message="What could go wrong in what I have open?", selectedFlow={"id": tab["id"]})
 
     kinds = [e["type"] for e in events]
     assert kinds[:4] == ["tool_call", "tool_result", "tool_call", "tool_result"]
-    assert events[0]["tool"] == "get-flow" and events[2] == {"type": "tool_call", "tool": "get-node-info",
+    assert events[0]["tool"] == "get_flow" and events[2] == {"type": "tool_call", "tool": "get_node_info",
                                                                "params": {"node_ids": [node["id"]]}, "origin": "agent"}
     assert all(n["id"] in events[1]["result"] for n in nodered.nodes_of(tab["id"]))  # defaulted to the open tab
     assert node["id"] in events[3]["result"] and "node-red" in events[3]["result"]
     assert kinds[4:-1] == ["token"] * (len(kinds) - 5) and kinds[-1] == "done"
     # The model was offered the scenario's tools with typed arguments, and got each result back.
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in model.requests[0]["tools"]}
-    assert {"get-flow", "get-node-info"} <= set(offered)
-    assert offered["get-node-info"]["properties"]["node_ids"]
+    assert {"get_flow", "get_node_info"} <= set(offered)
+    assert offered["get_node_info"]["properties"]["node_ids"]
     assert len(model.requests) == 3
     assert tab["id"] in tool_messages(model.requests[1])[0]["content"]
     assert "<tool_result" in tool_messages(model.requests[2])[-1]["content"]
@@ -53,8 +53,8 @@ async def test_model_chooses_get_flow_then_get_node_info_then_answers(client, no
 
 async def test_two_tool_calls_in_one_turn_both_run_and_both_results_reach_the_model(client, nodered, model):
     first, second = nodered.tabs()[:2]
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": first["id"]}},
-                                   {"name": "get-flow", "arguments": {"flow_id": second["id"]}}]),
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": first["id"]}},
+                                   {"name": "get_flow", "arguments": {"flow_id": second["id"]}}]),
                  Reply(text="Both flows are small."))
     events = await chat(client, message="Compare my first two tabs")
     calls = [e for e in events if e["type"] == "tool_call"]
@@ -72,7 +72,7 @@ async def test_a_model_that_calls_tools_forever_is_stopped_by_the_limit(aiohttp_
     limited = settings.model_copy(update={"agent_max_model_calls": 3})
     client = await aiohttp_client(create_app(limited))
     tab = nodered.tabs()[0]
-    model.default = Reply(text="Let me look again.", tool_calls=[{"name": "get-flow",
+    model.default = Reply(text="Let me look again.", tool_calls=[{"name": "get_flow",
                                                                   "arguments": {"flow_id": tab["id"]}}])
     events = await chat(client, message="Keep checking my flow")
     errors = [e for e in events if e["type"] == "error"]
@@ -84,7 +84,7 @@ async def test_a_model_that_calls_tools_forever_is_stopped_by_the_limit(aiohttp_
 
 
 async def test_a_failing_tool_is_told_to_the_model_which_still_answers(client, model):
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": "no-such-tab"}}]),
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": "no-such-tab"}}]),
                  Reply(text="That tab does not exist."))
     events = await chat(client, message="Look at tab no-such-tab for me")
     result = next(e for e in events if e["type"] == "tool_result")
@@ -102,34 +102,34 @@ async def test_provider_fault_in_agent_mode_is_one_mapped_error(client, model):
 async def test_a_tool_call_with_invalid_arguments_is_shown_and_told_to_the_model_which_retries(client, nodered,
                                                                                                 model):
     node = nodered.nodes_of(nodered.tabs()[0]["id"])[0]
-    model.script(Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": "not-a-list"}}]),
-                 Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": [node["id"]]}}]),
+    model.script(Reply(tool_calls=[{"name": "get_node_info", "arguments": {"node_ids": "not-a-list"}}]),
+                 Reply(tool_calls=[{"name": "get_node_info", "arguments": {"node_ids": [node["id"]]}}]),
                  Reply(text="Found it."))
     events = await chat(client, message="Which nodes are odd?")
     assert [e["type"] for e in events] == ["tool_call", "tool_result", "tool_call", "tool_result", "token", "token",
                                            "done"]
-    assert events[0] == {"type": "tool_call", "tool": "get-node-info", "params": {"node_ids": "not-a-list"},
+    assert events[0] == {"type": "tool_call", "tool": "get_node_info", "params": {"node_ids": "not-a-list"},
                          "origin": "agent"}
-    assert events[1] == {"type": "tool_result", "tool": "get-node-info", "ok": False,
-                         "result": "get-node-info: parameter 'node_ids': Input should be a valid list."}
+    assert events[1] == {"type": "tool_result", "tool": "get_node_info", "ok": False,
+                         "result": "get_node_info: parameter 'node_ids': Input should be a valid list."}
     told = tool_messages(model.requests[1])
     assert len(told) == 1 and "failed" in told[0]["content"] and "valid list" in told[0]["content"]
     assert events[3]["ok"] is True and node["id"] in events[3]["result"]
     # the model still sees the same argument schema as LangChain builds it from the tool's pydantic model
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in model.requests[0]["tools"]}
-    assert offered["get-node-info"] == {"type": "object", "properties": {"node_ids": {
-        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None,
-        "description": "node ids; default: the nodes selected in the editor"}}}
+    assert offered["get_node_info"] == {"type": "object", "properties": {"node_ids": {
+        "anyOf": [{"type": "array", "items": {"type": "string"}, "maxItems": 200}, {"type": "null"}],
+        "default": None, "description": "node ids (from get_flow); default: the nodes selected in the editor"}}}
 
 
 async def test_a_tool_call_whose_arguments_are_not_json_is_shown_and_the_model_may_retry(client, nodered, model):
     tab = nodered.tabs()[0]
-    model.script(Reply(tool_calls=[{"name": "get-flow", "raw_arguments": "}{flow_id: oops"}]),
-                 Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": tab["id"]}}]),
+    model.script(Reply(tool_calls=[{"name": "get_flow", "raw_arguments": "}{flow_id: oops"}]),
+                 Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": tab["id"]}}]),
                  Reply(text="Done."))
     events = await chat(client, message="Look at my first tab")
     assert [e["type"] for e in events] == ["tool_call", "tool_result", "tool_call", "tool_result", "token", "done"]
-    assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": "}{flow_id: oops", "origin": "agent"}
+    assert events[0] == {"type": "tool_call", "tool": "get_flow", "params": "}{flow_id: oops", "origin": "agent"}
     assert events[1]["ok"] is False and "not valid JSON" in events[1]["result"]
     told = tool_messages(model.requests[1])
     assert len(told) == 1 and "not valid JSON" in told[0]["content"]

@@ -189,7 +189,7 @@ async def test_anonymous_callers_of_the_enabled_ask_tab_get_no_tool_no_flow_cont
     node_ids = [node["id"] for node in project_flows() if node.get("type") not in ("tab",)]
     deploy_modified(nodered, with_tab_disabled(running, "Ask the assistant", False))
     try:
-        status, text = await ask(nodered.url, "@tools:get-flow|['8880f38b3ee17326']")
+        status, text = await ask(nodered.url, "@tools:get_flow|['8880f38b3ee17326']")
         assert status == 502 and "ai-sidebar.write" in text
         assert model.requests == []
         assert not any(node_id in text for node_id in node_ids)

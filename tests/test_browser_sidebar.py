@@ -229,7 +229,7 @@ def test_switching_sessions_shows_the_other_conversation_and_the_editor_reopens_
     assert seen["listed"][:2] == [second, first]
     assert seen["switched"] == [
         {"role": "user", "text": first, "badges": []},
-        {"role": "assistant", "text": first_answer, "badges": ["get-flow"]},
+        {"role": "assistant", "text": first_answer, "badges": ["get_flow"]},
     ]
     assert not seen["drawerOpenAfterSwitch"]
     assert seen["confirmText"] == "Delete this conversation?"
@@ -330,7 +330,7 @@ def test_the_shortcuts_open_the_tab_and_explain_the_selected_nodes(auth_stack, m
     assert (seen["visibleBefore"], seen["visibleAfterOpen"], seen["visibleAfterExplain"]) == (False, True, True)
     assert seen["actionLabels"] == ["Open AI assistant", "Explain selection with the AI assistant"]
     assert seen["transcript"][0] == {"role": "user", "text": "Explain the selected nodes", "badges": []}
-    assert seen["toolCards"] == ["get-node-info finished"]
+    assert seen["toolCards"] == ["get_node_info finished"]
     prompt = json.dumps(model.requests[-1]["messages"])
     assert len(seen["selected"]) == 2 and all(node_id in prompt for node_id in seen["selected"])
 
@@ -743,9 +743,9 @@ def test_a_slow_model_shows_in_words_what_the_answer_waits_for_until_its_first_t
     nodered, _ = auth_stack
     tab = tab_named(nodered, "01 - Catch error")
     answer = "Nothing obvious can go wrong in this flow."
-    # Agent mode: the model thinks 3.5 s, calls get-flow for a tab that does not exist, thinks 2.5 s, answers;
+    # Agent mode: the model thinks 3.5 s, calls get_flow for a tab that does not exist, thinks 2.5 s, answers;
     # the next question's model call fails after 2 s.
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": "no-such-flow"}}], delay=3.5),
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": "no-such-flow"}}], delay=3.5),
                  Reply(text=answer, delay=2.5),
                  Reply(status=400, error_message="scripted bad request", delay=2))
 
@@ -757,7 +757,7 @@ def test_a_slow_model_shows_in_words_what_the_answer_waits_for_until_its_first_t
     assert during["lineHidden"] == "true" and during["dot"] == "none"
     assert during["status"] == {"text": "Waiting for the model…", "live": "polite", "visible": False}
     log = seen["log"]
-    # Said in words, in order: the model, the tool it called (the catalog's name for get-flow), the model again.
+    # Said in words, in order: the model, the tool it called (the catalog's name for get_flow), the model again.
     assert log["labels"] == ["Waiting for the model…", "Reading flow…", "Waiting for the model…"]
     # Screen readers hear each change, with how long it has been once a wait passes 10 s, 20 s, ...
     announced = [re.sub(r" [1-9]0 s$", "", text) for text in log["announced"]]
@@ -782,7 +782,7 @@ def test_a_slow_model_shows_in_words_what_the_answer_waits_for_until_its_first_t
     failure = next(e for e in events if e["type"] == "tool_result")
     assert failure["ok"] is False and "no-such-flow" in failure["result"]
     (card,) = seen["cards"]
-    assert (card["label"], card["failed"], card["open"]) == ("get-flow failed", True, False)
+    assert (card["label"], card["failed"], card["open"]) == ("get_flow failed", True, False)
     # A long failure (this one lists every tab) is cut on the card and shown in full in its Result section.
     reason = failure["result"].strip()
     assert card["failure"] == (reason if len(reason) <= 300 else reason[:300] + "…") and card["failureVisible"]
@@ -801,16 +801,16 @@ def test_a_slow_model_shows_in_words_what_the_answer_waits_for_until_its_first_t
 VALIDATION_FAILURE = ("search_memory: parameter 'query': Field required. The model sent " + "x" * 400 +
                       " and nothing else.")
 CONTRACT_EVENTS = [
-    {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": "t1"}, "origin": "keyword"},
-    {"type": "tool_result", "tool": "get-flow", "result": "[{\"id\": \"t1\", \"type\": \"tab\"}]", "ok": True},
-    {"type": "tool_call", "tool": "get-node-info", "params": {"node_ids": ["n404"]}, "origin": "agent"},
-    {"type": "tool_result", "tool": "get-node-info", "result": "No node has the id n404; it may not be deployed yet.",
+    {"type": "tool_call", "tool": "get_flow", "params": {"flow_id": "t1"}, "origin": "keyword"},
+    {"type": "tool_result", "tool": "get_flow", "result": "[{\"id\": \"t1\", \"type\": \"tab\"}]", "ok": True},
+    {"type": "tool_call", "tool": "get_node_info", "params": {"node_ids": ["n404"]}, "origin": "agent"},
+    {"type": "tool_result", "tool": "get_node_info", "result": "No node has the id n404; it may not be deployed yet.",
      "ok": False},
-    {"type": "tool_call", "tool": "get-settings", "params": {}, "origin": "direct"},
-    {"type": "tool_result", "tool": "get-settings", "result": "{}", "ok": True},
+    {"type": "tool_call", "tool": "get_settings", "params": {}, "origin": "direct"},
+    {"type": "tool_result", "tool": "get_settings", "result": "{}", "ok": True},
     # An older service: no origin.
-    {"type": "tool_call", "tool": "get-flows", "params": {}},
-    {"type": "tool_result", "tool": "get-flows", "result": "[]", "ok": True},
+    {"type": "tool_call", "tool": "get_flows", "params": {}},
+    {"type": "tool_result", "tool": "get_flows", "result": "[]", "ok": True},
     # Arguments that failed validation come raw, then the failure (contracts.md "Stream event additions").
     {"type": "tool_call", "tool": "search_memory", "params": "{\"quer", "origin": "agent"},
     {"type": "tool_result", "tool": "search_memory", "result": VALIDATION_FAILURE, "ok": False},
@@ -828,11 +828,11 @@ def test_tool_cards_say_who_started_each_tool_and_why_one_failed(auth_stack):
 
     summary = [(c["label"], c["origin"], c["originAttribute"], c["failure"], c["sections"]) for c in seen["cards"]]
     assert summary == [
-        ("get-flow finished", "from your question", "keyword", None, ["Parameters", "Result"]),
-        ("get-node-info failed", "chosen by the assistant", "agent",
+        ("get_flow finished", "from your question", "keyword", None, ["Parameters", "Result"]),
+        ("get_node_info failed", "chosen by the assistant", "agent",
          "No node has the id n404; it may not be deployed yet.", ["Parameters"]),
-        ("get-settings finished", "asked by you", "direct", None, ["Result"]),
-        ("get-flows finished", None, None, None, ["Result"]),
+        ("get_settings finished", "asked by you", "direct", None, ["Result"]),
+        ("get_flows finished", None, None, None, ["Result"]),
         ("search_memory failed", "chosen by the assistant", "agent", VALIDATION_FAILURE[:300] + "…",
          ["Parameters", "Result"]),
     ]

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from service.nodered.compact import FlowTooLarge, compact_flow
+from service.nodered.flow_tools import _off_loop
 from service.nodered.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
-from service.tools.builtin import _off_loop
 from tests.support.compact_reader import property_json, read
 from tests.support.nodered import EXAMPLES_DIR
 
@@ -260,7 +260,7 @@ def test_structure_beyond_the_limit_names_subflows_then_refuses_the_tab():
     text = compact_flow(flow, budget=5_000, limit=10_000)
     reading = read(text)
     assert list(reading.sections["t1"].nodes) == [f"i{n}" for n in range(10)]
-    assert 'Subflow "S3" [sf3]: 200 nodes, not expanded here (read it with get-flow flow_id=sf3)' in text
+    assert 'Subflow "S3" [sf3]: 200 nodes, not expanded here (read it with get_flow flow_id=sf3)' in text
     with pytest.raises(FlowTooLarge) as info:
         compact_flow(flow, budget=100, limit=400)
     assert info.value.nodes == 2010 and info.value.size > 400
@@ -324,7 +324,7 @@ def test_subflows_nested_thousands_deep_are_sliced_without_recursion():
 
 
 def test_a_value_nested_hundreds_deep_is_a_tool_failure_not_a_crash():
-    from service.tools.builtin import ToolFailure, _flow_output
+    from service.nodered.flow_tools import ToolFailure, _flow_output
 
     deep: list = []
     inner = deep

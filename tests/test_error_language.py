@@ -97,7 +97,7 @@ async def stream(client, **body):
     ("en-US", "There is no tab or subflow with id no-such-tab. Tabs: "),
 ])
 async def test_a_tool_error_in_the_stream_is_in_the_requests_language(client, nodered, language, expected):
-    [error] = await stream(client, message='@tools:get-flow|{"flow_id": "no-such-tab"}', language=language)
+    [error] = await stream(client, message='@tools:get_flow|{"flow_id": "no-such-tab"}', language=language)
     assert error["code"] == "flow_not_found"
     assert error["message"].startswith(expected)
     assert nodered.tabs()[0]["label"] in error["message"]
@@ -153,7 +153,7 @@ async def test_execute_tool_errors_follow_accept_language(client, accept, expect
     assert response.status == 404
     error = (await response.json())["error"]
     assert error["code"] == "unknown_tool" and error["message"].startswith(expected)
-    assert "get-flow" in error["message"]
+    assert "get_flow" in error["message"]
 
 
 async def test_an_unknown_route_and_a_wrong_service_token_are_worded_too(aiohttp_client, settings):

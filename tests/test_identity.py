@@ -238,7 +238,7 @@ async def test_an_ai_chat_node_with_tools_only_is_not_offered_memory_tools(clien
     node = flow_node("c0ffee0000000004", "tools", "caller-a")
     await chat(client, node, message="What could go wrong in my flows?", sessionId="s-t")
     offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
-    assert "get-flow" in offered and not offered & {"search_memory", "get_user_preferences", "get_flow_templates"}
+    assert "get_flow" in offered and not offered & {"search_memory", "get_user_preferences", "get_flow_templates"}
 
 
 async def test_an_ai_config_node_that_turns_tools_off_wins_over_the_grant(client, model):
@@ -254,7 +254,7 @@ async def test_an_ai_config_node_that_turns_tools_off_wins_over_the_grant(client
 async def test_running_a_tool_by_name_without_write_permission_is_forbidden_then_done(client, nodered, model,
                                                                                       headers):
     tab = nodered.tabs()[0]
-    for message in ("@tools:get-flow", f"@tools:get-flow|['{tab['id']}']", "@tools:search_memory|{bad",
+    for message in ("@tools:get_flow", f"@tools:get_flow|['{tab['id']}']", "@tools:search_memory|{bad",
                     "@tools:no-such-tool"):
         model.reset()
         events = await chat(client, headers, message=message, selectedFlow={"id": tab["id"]})
@@ -270,9 +270,9 @@ async def test_a_read_only_user_keeps_keyword_and_agent_tools(client, nodered, m
     events = await chat(client, READER, message="explain the current flow", selectedFlow={"id": tab["id"]})
     assert events[0]["type"] == "tool_call" and events[0]["origin"] == "keyword" and events[1]["ok"] is True
     model.reset()
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": tab["id"]}}]), Reply(text="Ok."))
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": tab["id"]}}]), Reply(text="Ok."))
     events = await chat(client, READER, message="What could go wrong here?")
-    assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": tab["id"]},
+    assert events[0] == {"type": "tool_call", "tool": "get_flow", "params": {"flow_id": tab["id"]},
                          "origin": "agent"}
 
 
@@ -281,7 +281,7 @@ async def test_execute_tool_and_changes_to_sessions_and_templates_need_write(cli
     created = await client.post("/ai-sidebar/sessions", json={"id": "rita-1"}, headers=writer)
     assert created.status == 201
     refused = [
-        ("POST", "/ai-sidebar/execute-tool", {"tool": "get-flow", "params": {"flow_id": nodered.tabs()[0]["id"]}}),
+        ("POST", "/ai-sidebar/execute-tool", {"tool": "get_flow", "params": {"flow_id": nodered.tabs()[0]["id"]}}),
         ("POST", "/ai-sidebar/sessions", {"id": "rita-2"}),
         ("PATCH", "/ai-sidebar/sessions/rita-1", {"name": "renamed"}),
         ("DELETE", "/ai-sidebar/sessions/rita-1", None),
@@ -293,7 +293,7 @@ async def test_execute_tool_and_changes_to_sessions_and_templates_need_write(cli
         assert (await response.json())["error"]["code"] == "forbidden"
     assert await session_ids(client, READER) == {"rita-1"}  # reading stays allowed, nothing changed
     response = await client.post("/ai-sidebar/execute-tool", headers=writer,
-                                 json={"tool": "get-flow", "params": {"flow_id": nodered.tabs()[0]["id"]}})
+                                 json={"tool": "get_flow", "params": {"flow_id": nodered.tabs()[0]["id"]}})
     assert response.status == 200
 
 

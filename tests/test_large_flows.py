@@ -57,7 +57,7 @@ async def chat(client, **body) -> list[dict]:
     return events
 
 
-def received(model, tool: str = "get-flow") -> str:
+def received(model, tool: str = "get_flow") -> str:
     """The text of ``tool``'s result in the last request the model received (user turn or tool message)."""
     for message in reversed(model.requests[-1]["messages"]):
         content = message.get("content")
@@ -120,11 +120,11 @@ async def test_a_tab_of_62_functions_with_300_kb_of_code_reaches_the_model_whole
     assert len(text) <= TEXT_BUDGET
     reading = read(text)
     assert_structure_recovered(reading, deployed, "bigtab")
-    # Each node whose code is not whole in the text is named, for get-node-info.
+    # Each node whose code is not whole in the text is named, for get_node_info.
     cut = {node_id for node_id, node in reading.sections["bigtab"].nodes.items()
            if any(line.startswith("…[+") for line in node.code)}
     assert cut and set(reading.shortened) == cut
-    assert "get-node-info" in text
+    assert "get_node_info" in text
 
 
 async def test_the_editors_flow_data_of_the_big_tab_reaches_the_model_whole_in_structure(large_client, model,
@@ -142,10 +142,10 @@ async def test_the_editors_flow_data_of_the_big_tab_reaches_the_model_whole_in_s
 
 
 async def test_agent_mode_gets_the_same_whole_structure_of_the_big_tab(large_client, model, deployed):
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": "bigtab"}}]),
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": "bigtab"}}]),
                  Reply(text="It scales readings step by step."))
     events = await chat(large_client, message="What does my big tab do, step by step?")
-    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["get-flow"]
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["get_flow"]
 
     text = received(model)
     assert len(text) <= TEXT_BUDGET
@@ -157,7 +157,7 @@ async def test_agent_mode_gets_the_same_whole_structure_of_the_big_tab(large_cli
 async def test_mcp_get_flow_gives_the_same_bounded_text_and_get_node_info_the_code_in_full(large_nodered, deployed):
     server = build_server(NodeRedConfig(url=large_nodered.url))
     async with create_connected_server_and_client_session(server._mcp_server) as session:
-        flow = await session.call_tool("get-flow", {"flow_id": "bigtab"})
+        flow = await session.call_tool("get_flow", {"flow_id": "bigtab"})
         assert not flow.isError
         text = flow.content[0].text
         assert len(text) <= TEXT_BUDGET
@@ -166,7 +166,7 @@ async def test_mcp_get_flow_gives_the_same_bounded_text_and_get_node_info_the_co
         assert reading.shortened
         normal = next(i for i in reading.shortened if i != "bigtab-f007")
 
-        info = await session.call_tool("get-node-info", {"node_ids": [normal, "bigtab-f007"]})
+        info = await session.call_tool("get_node_info", {"node_ids": [normal, "bigtab-f007"]})
     assert not info.isError
     nodes = by_id(deployed)
     shown = read(f'Tab "x" [x]: 0 nodes\n{info.content[0].text}')
@@ -221,12 +221,12 @@ async def test_switch_rules_change_rules_config_references_and_defaults_reach_th
 
 
 async def test_get_node_info_says_which_tab_or_subflow_each_node_is_on(large_client, model):
-    await chat(large_client, message="@tools:get-node-info|['sfA-f','w3-lc','store-broker']")
-    text = received(model, "get-node-info")
+    await chat(large_client, message="@tools:get_node_info|['sfA-f','w3-lc','store-broker']")
+    text = received(model, "get_node_info")
     assert '  sfA-f: on subflow "Scale reading" [sfA]' in text
     assert '  w3-lc: on tab "Area 3" [w3]' in text
     assert "  store-broker: a global config node" in text
     response = await large_client.post("/ai-sidebar/execute-tool",
-                                       json={"tool": "get-node-info", "params": {"node_ids": ["sfA-f"]}})
+                                       json={"tool": "get_node_info", "params": {"node_ids": ["sfA-f"]}})
     assert (await response.json())["result"]["nodes"][0]["flow"] == {"id": "sfA", "type": "subflow",
                                                                      "label": "Scale reading"}

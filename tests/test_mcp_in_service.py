@@ -1,4 +1,4 @@
-"""The service runs get-settings / get-diagnostics through its MCP child, and any tool through execute-tool."""
+"""The service runs get_settings / get_diagnostics through its MCP child, and any tool through execute-tool."""
 
 from __future__ import annotations
 
@@ -57,9 +57,9 @@ def mcp_children() -> list[int]:
 
 async def test_direct_trigger_runs_get_settings_in_the_mcp_child(mcp_client, model):
     model.script(Reply(text="You run Node-RED " + NODERED_VERSION))
-    events = await chat(mcp_client, message="@tools:get-settings")
+    events = await chat(mcp_client, message="@tools:get_settings")
     assert types(events)[:2] == ["tool_call", "tool_result"]
-    assert events[0] == {"type": "tool_call", "tool": "get-settings", "params": {}, "origin": "direct"}
+    assert events[0] == {"type": "tool_call", "tool": "get_settings", "params": {}, "origin": "direct"}
     assert events[1]["ok"] is True and f"Node-RED {NODERED_VERSION} runtime settings" in events[1]["result"]
     assert "error" not in types(events) and types(events)[-1] == "done"
     assert NODERED_VERSION in model.requests[-1]["messages"][-1]["content"]
@@ -67,7 +67,7 @@ async def test_direct_trigger_runs_get_settings_in_the_mcp_child(mcp_client, mod
 
 async def test_current_config_keyword_streams_get_settings_from_the_mcp_child(mcp_client, model):
     events = await chat(mcp_client, message="show me the current config", language="en-US")
-    assert events[0] == {"type": "tool_call", "tool": "get-settings", "params": {}, "origin": "keyword"}
+    assert events[0] == {"type": "tool_call", "tool": "get_settings", "params": {}, "origin": "keyword"}
     assert events[1]["ok"] is True and '"httpNodeRoot"' in events[1]["result"]
     assert "token" in types(events) and types(events)[-1] == "done"
     prompt = model.requests[-1]["messages"][-1]["content"]
@@ -83,7 +83,7 @@ async def test_disabled_diagnostics_gives_one_diagnostics_disabled_error_then_an
     model.script(Reply(text="Diagnostics are off, but here is what I can say."))
     events = await chat(client, message="run the diagnostics please", language="en-US")
     assert types(events)[:3] == ["tool_call", "tool_result", "error"]
-    assert events[0]["tool"] == "get-diagnostics" and events[1]["ok"] is False
+    assert events[0]["tool"] == "get_diagnostics" and events[1]["ok"] is False
     assert events[2]["code"] == "diagnostics_disabled"
     assert events[2]["message"].startswith("Diagnostics are turned off")
     assert types(events).count("error") == 1
@@ -99,23 +99,23 @@ async def test_execute_tool_with_diagnostics_turned_off_is_a_403_diagnostics_dis
     app = create_app(settings.model_copy(update={"mcp_tools_enabled": True,
                                                  "nodered": NodeRedSettings(url=nodered_without_diagnostics.url)}))
     client = await aiohttp_client(app)
-    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get-diagnostics"})
+    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get_diagnostics"})
     assert response.status == 403
     error = (await response.json())["error"]
     assert error["code"] == "diagnostics_disabled" and "settings.js" in error["message"]
     # The same through @tools: in a stream.
-    events = await chat(client, message="@tools:get-diagnostics")
+    events = await chat(client, message="@tools:get_diagnostics")
     assert [e["code"] for e in events if e["type"] == "error"] == ["diagnostics_disabled"]
 
 
 async def test_killing_the_mcp_child_between_two_chats_does_not_lose_the_second_answer(mcp_client, model):
-    first = await chat(mcp_client, message="@tools:get-settings")
+    first = await chat(mcp_client, message="@tools:get_settings")
     assert first[1]["ok"] is True
     children = mcp_children()
     assert len(children) == 1
     os.kill(children[0], signal.SIGKILL)
 
-    second = await chat(mcp_client, message="@tools:get-settings")
+    second = await chat(mcp_client, message="@tools:get_settings")
     assert second[1]["ok"] is True and NODERED_VERSION in second[1]["result"]
     assert "error" not in types(second)
     assert mcp_client.server.app[TOOLS].mcp.starts == 2
@@ -128,38 +128,38 @@ async def test_a_child_that_cannot_start_leaves_the_service_up_and_gives_tool_fa
                                          "mcp_server_path": f"{sys.executable} -c 'raise SystemExit(3)'"})
     client = await aiohttp_client(create_app(broken))
     assert (await client.get("/healthz")).status == 200
-    events = await chat(client, message="@tools:get-settings")
+    events = await chat(client, message="@tools:get_settings")
     assert types(events)[:3] == ["tool_call", "tool_result", "error"]
     assert events[2]["code"] == "tool_failed" and "MCP server is not available" in events[2]["message"]
     assert "token" in types(events) and types(events)[-1] == "done"
 
 
 async def test_execute_tool_runs_mcp_and_built_in_tools_by_name(mcp_client, nodered):
-    response = await mcp_client.post("/ai-sidebar/execute-tool", json={"tool": "get-settings", "params": {}})
+    response = await mcp_client.post("/ai-sidebar/execute-tool", json={"tool": "get_settings", "params": {}})
     assert response.status == 200
     body = await response.json()
-    assert body["tool"] == "get-settings" and body["result"]["nodeRedVersion"] == NODERED_VERSION
+    assert body["tool"] == "get_settings" and body["result"]["nodeRedVersion"] == NODERED_VERSION
 
-    response = await mcp_client.post("/ai-sidebar/execute-tool", json={"tool": "get-flows"})
+    response = await mcp_client.post("/ai-sidebar/execute-tool", json={"tool": "get_flows"})
     assert {t["id"] for t in nodered.tabs()} <= {f["id"] for f in (await response.json())["result"]["flows"]}
 
     tab = nodered.tabs()[0]
     response = await mcp_client.post("/ai-sidebar/execute-tool",
-                                     json={"tool": "get-flow", "params": {"flow_id": tab["id"]}})
+                                     json={"tool": "get_flow", "params": {"flow_id": tab["id"]}})
     assert response.status == 200 and (await response.json())["result"]["id"] == tab["id"]
 
     response = await mcp_client.post("/ai-sidebar/execute-tool",
-                                     json={"tool": "list-node-types", "params": ["node-red"]})
+                                     json={"tool": "list_node_types", "params": ["node-red"]})
     assert response.status == 200
     assert {e["module"] for e in (await response.json())["result"]["nodeTypes"]} == {"node-red"}
 
 
 @pytest.mark.parametrize("body, status, code, names", [
     ({"tool": "no-such-tool"}, 404, "unknown_tool", "no-such-tool"),
-    ({"tool": "get-flow", "params": {"flow_id": 5}}, 400, "invalid_params", "flow_id"),
-    ({"tool": "list-node-types", "params": {"modul": "node-red"}}, 400, "invalid_params", "modul"),
-    ({"tool": "list-node-types", "params": {"module": 7}}, 400, "invalid_params", "module"),
-    ({"tool": "get-flow", "params": {"flow_id": "no-such-tab"}}, 404, "flow_not_found", "no-such-tab"),
+    ({"tool": "get_flow", "params": {"flow_id": 5}}, 400, "invalid_params", "flow_id"),
+    ({"tool": "list_node_types", "params": {"modul": "node-red"}}, 400, "invalid_params", "modul"),
+    ({"tool": "list_node_types", "params": {"module": 7}}, 400, "invalid_params", "module"),
+    ({"tool": "get_flow", "params": {"flow_id": "no-such-tab"}}, 404, "flow_not_found", "no-such-tab"),
     ({"params": {}}, 400, "invalid_request", "tool"),
 ])
 async def test_execute_tool_errors_name_the_tool_or_field(mcp_client, body, status, code, names):
@@ -176,16 +176,16 @@ async def test_a_forwarded_user_token_is_not_widened_to_the_service_credentials(
         "nodered": NodeRedSettings(url=nodered_with_auth.url, username=ADMIN_USER,
                                    password=SecretStr(ADMIN_PASSWORD))}))
     client = await aiohttp_client(app)
-    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get-settings"})
+    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get_settings"})
     assert response.status == 200
 
     headers = {"X-Node-RED-Token": "token-of-a-logged-out-user"}
-    # MCP tools keep Node-RED's code through the MCP child, like the in-process get-flow below.
-    for tool in ("get-settings", "get-flows"):
+    # MCP tools keep Node-RED's code through the MCP child, like the in-process get_flow below.
+    for tool in ("get_settings", "get_flows"):
         response = await client.post("/ai-sidebar/execute-tool", json={"tool": tool}, headers=headers)
         assert response.status == 403
         error = (await response.json())["error"]
         assert error["code"] == "nodered_unauthorized" and "refused" in error["message"]
-    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get-flow", "params": ["x"]},
+    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get_flow", "params": ["x"]},
                                  headers=headers)
     assert response.status == 403 and (await response.json())["error"]["code"] == "nodered_unauthorized"

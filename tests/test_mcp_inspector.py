@@ -82,7 +82,7 @@ def test_inspector_cli_calls_get_settings_and_gets_the_running_node_red_version(
     with urllib.request.urlopen(f"{nodered.url}/settings", timeout=10) as response:
         version = json.load(response)["version"]
 
-    returncode, output, stderr = inspect(nodered.url, tmp_path, "--method", "tools/call", "--tool-name", "get-settings")
+    returncode, output, stderr = inspect(nodered.url, tmp_path, "--method", "tools/call", "--tool-name", "get_settings")
 
     assert returncode == 0, stderr
     result = output["result"]

@@ -24,7 +24,7 @@ from service.nodered.client import NodeRedClient, NodeRedCredentials
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
-ALL_TOOLS = {"get-settings", "get-diagnostics", "get-flows", "get-flow", "get-node-info", "list-node-types"}
+ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types"}
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
 HTTP_TOKEN = "mcp-http-token-for-tests-0123"
 
@@ -60,33 +60,33 @@ async def assert_every_tool_answers_from(session: ClientSession, nodered) -> Non
         assert tool.annotations.readOnlyHint is True and tool.annotations.destructiveHint is False
         assert tool.outputSchema and len(tool.description) > 80
 
-    settings = await session.call_tool("get-settings", {})
+    settings = await session.call_tool("get_settings", {})
     assert not settings.isError, text_of(settings)
     assert settings.structuredContent["nodeRedVersion"] == NODERED_VERSION
     assert NODERED_VERSION in text_of(settings)
 
-    diagnostics = await session.call_tool("get-diagnostics", {})
+    diagnostics = await session.call_tool("get_diagnostics", {})
     assert not diagnostics.isError, text_of(diagnostics)
     assert diagnostics.structuredContent["report"]["runtime"]["version"] == NODERED_VERSION
 
-    flows = await session.call_tool("get-flows", {})
+    flows = await session.call_tool("get_flows", {})
     summaries = {f["id"]: f for f in flows.structuredContent["flows"]}
     assert {t["id"] for t in nodered.tabs()} <= set(summaries)
     tab = max(nodered.tabs(), key=lambda t: len(nodered.nodes_of(t["id"])))
     assert summaries[tab["id"]]["nodeCount"] == len(nodered.nodes_of(tab["id"]))
     assert summaries[tab["id"]]["nodeTypes"] == sorted({n["type"] for n in nodered.nodes_of(tab["id"])})
 
-    flow = await session.call_tool("get-flow", {"flow_id": tab["id"]})
+    flow = await session.call_tool("get_flow", {"flow_id": tab["id"]})
     assert [n["id"] for n in flow.structuredContent["nodes"]] == [n["id"] for n in nodered.nodes_of(tab["id"])]
     node = nodered.nodes_of(tab["id"])[0]
     assert f"[{node['id']}] {node['type']}" in text_of(flow)
 
-    info = await session.call_tool("get-node-info", {"node_ids": [node["id"], "no-such-node"]})
+    info = await session.call_tool("get_node_info", {"node_ids": [node["id"], "no-such-node"]})
     described = info.structuredContent["nodes"][0]
     assert (described["id"], described["type"], described["module"]) == (node["id"], node["type"], "node-red")
     assert info.structuredContent["missing"] == ["no-such-node"]
 
-    types = await session.call_tool("list-node-types", {"module": "node-red"})
+    types = await session.call_tool("list_node_types", {"module": "node-red"})
     entries = {e["type"]: e for e in types.structuredContent["nodeTypes"]}
     assert {"inject", "debug", "function", "mqtt in"} <= set(entries)
     assert entries["inject"]["version"] == NODERED_VERSION
@@ -100,25 +100,25 @@ async def test_stdio_session_lists_all_tools_and_each_answers_from_real_node_red
 
 async def test_unknown_flow_and_node_ids_are_tool_errors_naming_the_tabs(nodered):
     async with stdio_session(NODE_RED_URL=nodered.url) as session:
-        flow = await session.call_tool("get-flow", {"flow_id": "no-such-tab"})
+        flow = await session.call_tool("get_flow", {"flow_id": "no-such-tab"})
         assert flow.isError and "no tab or subflow with id no-such-tab" in text_of(flow)
         assert nodered.tabs()[0]["id"] in text_of(flow)
-        nodes = await session.call_tool("get-node-info", {"node_ids": ["nope"]})
+        nodes = await session.call_tool("get_node_info", {"node_ids": ["nope"]})
         assert nodes.isError and "No node has the id nope" in text_of(nodes)
-        module = await session.call_tool("list-node-types", {"module": "node-red-contrib-nothing"})
+        module = await session.call_tool("list_node_types", {"module": "node-red-contrib-nothing"})
         assert module.isError and "not installed" in text_of(module)
 
 
 async def test_disabled_diagnostics_is_a_tool_error_saying_so(nodered_without_diagnostics):
     async with stdio_session(NODE_RED_URL=nodered_without_diagnostics.url) as session:
-        result = await session.call_tool("get-diagnostics", {})
+        result = await session.call_tool("get_diagnostics", {})
         assert result.isError
-        assert "Diagnostics are turned off" in text_of(result) and "get-settings" in text_of(result)
+        assert "Diagnostics are turned off" in text_of(result) and "get_settings" in text_of(result)
         # The code travels with the failure (the service keeps it: a 403 diagnostics_disabled, not tool_failed).
         assert result.meta[ERROR_META] == {"code": "diagnostics_disabled", "key": "diagnostics_disabled",
                                            "params": {}}
         assert text_of(result).startswith("Diagnostics are turned off")
-        assert not (await session.call_tool("get-settings", {})).isError
+        assert not (await session.call_tool("get_settings", {})).isError
 
 
 async def test_admin_auth_with_password_grant_under_admin_root(nodered_with_auth):
@@ -130,12 +130,12 @@ async def test_admin_auth_with_password_grant_under_admin_root(nodered_with_auth
 async def test_wrong_password_and_missing_credentials_are_clear_tool_errors(nodered_with_auth):
     async with stdio_session(NODE_RED_URL=nodered_with_auth.url, NODE_RED_USERNAME=ADMIN_USER,
                              NODE_RED_PASSWORD="not-the-password-7731") as session:
-        result = await session.call_tool("get-settings", {})
+        result = await session.call_tool("get_settings", {})
         assert result.isError
         assert "refused the login of user 'admin'" in text_of(result) and "NODE_RED_PASSWORD" in text_of(result)
         assert "not-the-password-7731" not in text_of(result)
     async with stdio_session(NODE_RED_URL=nodered_with_auth.url, NODE_RED_TOKEN="not-a-token") as session:
-        result = await session.call_tool("get-flows", {})
+        result = await session.call_tool("get_flows", {})
         assert result.isError and "token" in text_of(result) and "permission" in text_of(result)
 
 
@@ -143,7 +143,7 @@ async def test_unreachable_node_red_is_a_tool_error_naming_the_url():
     url = f"http://127.0.0.1:{free_port()}"
     server = build_server(NodeRedConfig(url=url))
     async with create_connected_server_and_client_session(server._mcp_server) as session:
-        result = await session.call_tool("get-settings", {})
+        result = await session.call_tool("get_settings", {})
     assert result.isError and f"Node-RED at {url} is not reachable" in text_of(result)
 
 
@@ -153,14 +153,14 @@ async def test_a_user_token_in_meta_replaces_the_server_credentials(nodered_with
                               NodeRedCredentials(username=ADMIN_USER, password=SecretStr(ADMIN_PASSWORD)))
         user_token = await login.login()
     async with stdio_session(NODE_RED_URL=nodered_with_auth.url) as session:
-        anonymous = await session.call_tool("get-flows", {})
+        anonymous = await session.call_tool("get_flows", {})
         assert anonymous.isError
-        as_user = await session.call_tool("get-flows", {}, meta={USER_TOKEN_META: user_token})
+        as_user = await session.call_tool("get_flows", {}, meta={USER_TOKEN_META: user_token})
         assert not as_user.isError, text_of(as_user)
     # A bad user token is not widened to the server's own (valid) credentials.
     async with stdio_session(NODE_RED_URL=nodered_with_auth.url, NODE_RED_USERNAME=ADMIN_USER,
                              NODE_RED_PASSWORD=ADMIN_PASSWORD) as session:
-        refused = await session.call_tool("get-flows", {}, meta={USER_TOKEN_META: "revoked-token"})
+        refused = await session.call_tool("get_flows", {}, meta={USER_TOKEN_META: "revoked-token"})
         assert refused.isError and "refused" in text_of(refused)
 
 

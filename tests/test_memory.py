@@ -137,7 +137,7 @@ async def test_each_chat_stores_the_original_message_answer_and_metadata(client,
     messages = (await response.json())["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[0]["content"] == "explain the current flow" and messages[1]["content"] == "Answer one."
-    assert messages[0]["metadata"] == {"scenario": "general", "flowId": tab["id"], "tools": ["get-flow"],
+    assert messages[0]["metadata"] == {"scenario": "general", "flowId": tab["id"], "tools": ["get_flow"],
                                        "language": "es-ES"}
     response = await client.get("/ai-sidebar/history/m2", headers=BOB)
     assert response.status == 404 and (await response.json())["error"]["code"] == "session_not_found"

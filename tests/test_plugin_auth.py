@@ -54,7 +54,7 @@ def concrete(path: str) -> str:
 BODIES = {"/ai-sidebar/stream-chat": {"message": "hi"}, "/ai-sidebar/search": {"query": "flow"},
           "/ai-sidebar/templates": {"name": "t", "flow": [{"id": "a", "type": "inject"}]},
           "/ai-sidebar/sessions": {"name": "s"}, "/ai-sidebar/sessions/:id": {"name": "s"},
-          "/ai-sidebar/execute-tool": {"tool": "get-flows"}}
+          "/ai-sidebar/execute-tool": {"tool": "get_flows"}}
 
 
 async def test_no_token_is_401_everywhere_and_read_only_is_401_on_writes(guarded_nodered):

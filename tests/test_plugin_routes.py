@@ -22,7 +22,7 @@ async def test_stream_chat_through_the_plugin_streams_tool_call_result_tokens_do
             assert response.headers["Content-Type"].startswith("text/event-stream")
             events = await read_events(response)
     kinds = [e["type"] for e in events]
-    assert kinds[:2] == ["tool_call", "tool_result"] and events[0]["tool"] == "get-flow"
+    assert kinds[:2] == ["tool_call", "tool_result"] and events[0]["tool"] == "get_flow"
     assert all(node["id"] in events[1]["result"] for node in nodered.nodes_of(tab["id"]))
     assert kinds.count("token") >= 3 and kinds[-1] == "done"
     assert events[-1]["sessionId"] == "s1"

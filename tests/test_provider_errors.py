@@ -122,7 +122,7 @@ async def test_each_agent_model_call_has_its_own_first_token_bound(aiohttp_clien
     app = create_app(settings.model_copy(update={"llm_timeout": 2.0, "agent_time_limit": 60.0}))
     client = await aiohttp_client(app)
     tab = nodered.tabs()[0]
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {}}]), Reply(text="late", delay=30))
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {}}]), Reply(text="late", delay=30))
     started = time.monotonic()
     events = await chat(client, message="What could go wrong in what I have open?", selectedFlow={"id": tab["id"]})
     assert time.monotonic() - started < 6.0

@@ -51,7 +51,7 @@ async def test_tools_off_means_no_forced_tool_no_agent_and_no_direct_trigger(cli
                         provider=config_node(model, tools=False))
     assert "tool_call" not in [e["type"] for e in events]
     assert "tools" not in model.requests[-1]
-    events = await chat(client, message="@tools:get-flow", provider=config_node(model, tools=False))
+    events = await chat(client, message="@tools:get_flow", provider=config_node(model, tools=False))
     assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "tools_disabled"
 
 

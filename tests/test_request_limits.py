@@ -50,7 +50,7 @@ async def test_nesting_a_flow_really_uses_is_accepted(client, model):
 @pytest.mark.parametrize("params", ["[" * 5000, "-" * 5000 + "1", "1+" * 3000 + "1"],
                          ids=["deep-list", "deep-unary", "long-sum"])
 async def test_hostile_direct_trigger_parameters_are_invalid_params(client, caplog, model, params):
-    response = await client.post("/ai-sidebar/stream-chat", json={"message": f"@tools:get-flow|{params}"})
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": f"@tools:get_flow|{params}"})
     events = await read_events(response)
     assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "invalid_params"
     assert "RecursionError" not in caplog.text and "MemoryError" not in caplog.text

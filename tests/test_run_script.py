@@ -189,7 +189,7 @@ def test_make_run_on_a_moved_port_prints_that_url_reaches_it_and_keeps_secrets_o
         token = (userdir / "ai-sidebar" / "service-token").read_text().strip()
         request = urllib.request.Request(
             f"http://127.0.0.1:{service_port}/ai-sidebar/execute-tool", method="POST",
-            data=json.dumps({"tool": "get-flow", "params": {"flow_id": tab["id"]}}).encode(),
+            data=json.dumps({"tool": "get_flow", "params": {"flow_id": tab["id"]}}).encode(),
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(request, timeout=30) as response:
             assert tab["id"] in response.read().decode()

@@ -66,20 +66,20 @@ def test_structure_comes_from_the_base_file_in_every_language(catalog):
 
 
 FORCED = [
-    ("en-US", "Can you explain the current flow?", "get-flow"),
-    ("en-US", "What does the selected node do?", "get-node-info"),
-    ("en-US", "Show me the current config please", "get-settings"),
-    ("en-US", "Run the diagnostics", "get-diagnostics"),
-    ("en-US", "EXPLAIN THE CURRENT FLOW", "get-flow"),
-    ("en-US", "ｅｘｐｌａｉｎ ｔｈｅ ｃｕｒｒｅｎｔ ｆｌｏｗ", "get-flow"),  # full-width letters
-    ("zh-CN", "解释一下当前流程", "get-flow"),
-    ("zh-CN", "这个节点是做什么的？", "get-node-info"),
-    ("zh-CN", "看看当前配置", "get-settings"),
-    ("zh-CN", "给我诊断信息", "get-diagnostics"),
-    ("es-ES", "¿Qué hace el flujo actual?", "get-flow"),
-    ("es-ES", "Explícame este nodo", "get-node-info"),
-    ("es-ES", "Muéstrame la configuración actual", "get-settings"),
-    ("es-ES", "Necesito un diagnóstico del runtime", "get-diagnostics"),
+    ("en-US", "Can you explain the current flow?", "get_flow"),
+    ("en-US", "What does the selected node do?", "get_node_info"),
+    ("en-US", "Show me the current config please", "get_settings"),
+    ("en-US", "Run the diagnostics", "get_diagnostics"),
+    ("en-US", "EXPLAIN THE CURRENT FLOW", "get_flow"),
+    ("en-US", "ｅｘｐｌａｉｎ ｔｈｅ ｃｕｒｒｅｎｔ ｆｌｏｗ", "get_flow"),  # full-width letters
+    ("zh-CN", "解释一下当前流程", "get_flow"),
+    ("zh-CN", "这个节点是做什么的？", "get_node_info"),
+    ("zh-CN", "看看当前配置", "get_settings"),
+    ("zh-CN", "给我诊断信息", "get_diagnostics"),
+    ("es-ES", "¿Qué hace el flujo actual?", "get_flow"),
+    ("es-ES", "Explícame este nodo", "get_node_info"),
+    ("es-ES", "Muéstrame la configuración actual", "get_settings"),
+    ("es-ES", "Necesito un diagnóstico del runtime", "get_diagnostics"),
 ]
 
 
@@ -206,7 +206,7 @@ def test_a_missing_word_falls_back_to_english(locales):
     assert german.scenarios["solution"].model_dump(exclude={"keywords"}) == \
         english.scenarios["solution"].model_dump(exclude={"keywords"})
     assert german.languageName == "Deutsch"
-    assert catalog.get("de").match_keywords("Erkläre mir den current flow").group.tool == "get-flow"
+    assert catalog.get("de").match_keywords("Erkläre mir den current flow").group.tool == "get_flow"
     assert {"scenarios.learning.name", "keywords.current-flow.key"} <= set(catalog.fallbacks["de"])
 
 
@@ -219,7 +219,7 @@ def test_english_missing_a_word_fails_naming_the_file_and_the_key(locales):
 
 def test_a_phrase_claimed_by_two_tools_is_rejected(locales):
     edit(locales / "scenarios.json",
-         lambda d: d["keywords"].update(settings2={"scenario": "general", "tool": "get-settings"}))
+         lambda d: d["keywords"].update(settings2={"scenario": "general", "tool": "get_settings"}))
     edit(locales / "en-US" / "scenarios.json",
          lambda d: d["keywords"].update(settings2={"key": ["Current Flow"], "newHumanPrompt": ""}))
     with pytest.raises(CatalogError, match="claimed by tools"):

@@ -8,7 +8,7 @@ Decisions the keyword tables encode (the locale files follow them):
   particular error ("diagnose this error", "帮我诊断一下这个错误", "Diagnose eines Fehlers") is troubleshooting, not a
   request for that report, and forces nothing; the agent can still choose the tool.
 - A "tab" next to "this"/"current" is usually the browser tab ("if I close this tab ..."), so only "selected tab"
-  forces get-flow.
+  forces get_flow.
 - "Node-RED version", "Node.js", "settings.js", electric current, cash flow, business "workflow"/"process" and
   "current" in "currently set" force nothing.
 """
@@ -29,119 +29,119 @@ LOCALES = REPO_ROOT / "locales"
 BASE = load_base(LOCALES / "scenarios.json")
 SCENARIO_KEYS = list(BASE.scenarios)
 LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"]
-TOOLS = ("get-flow", "get-node-info", "get-settings", "get-diagnostics")
+TOOLS = ("get_flow", "get_node_info", "get_settings", "get_diagnostics")
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
 
 FORCED: dict[str, dict[str, list[str]]] = {
     "en-US": {
-        "get-flow": ["Walk me through what this flow does",
+        "get_flow": ["Walk me through what this flow does",
                      "Is anything in the selected flow likely to break?",
                      "Why does the current flow never reach the debug node?",
                      "Could you please review this flow for missing error handling?"],
-        "get-node-info": ["Could you check how this node is configured?",
+        "get_node_info": ["Could you check how this node is configured?",
                           "Explain these nodes to me, please",
                           "Why is the current node showing a red triangle?",
                           "Are the selected nodes wired correctly?"],
-        "get-settings": ["Is my current configuration safe to expose on the network?",
+        "get_settings": ["Is my current configuration safe to expose on the network?",
                          "Check the runtime settings and tell me if anything is insecure",
                          "What are the current settings for context storage?"],
-        "get-diagnostics": ["Could you look at the diagnostics and tell me what needs attention?",
+        "get_diagnostics": ["Could you look at the diagnostics and tell me what needs attention?",
                             "Pull the diagnostic report, please",
                             "What does the diagnostic info say about memory?"],
     },
     "zh-CN": {
-        "get-flow": ["帮我看看当前流程有什么问题", "这个流程是做什么的？", "请分析一下选中的流程",
+        "get_flow": ["帮我看看当前流程有什么问题", "这个流程是做什么的？", "请分析一下选中的流程",
                      "所选流程里为什么 debug 节点没有输出？"],
-        "get-node-info": ["帮我检查一下选中的节点配置得对不对", "当前节点为什么一直显示红色三角？",
+        "get_node_info": ["帮我检查一下选中的节点配置得对不对", "当前节点为什么一直显示红色三角？",
                           "请解释一下这些节点的作用"],
-        "get-settings": ["当前配置暴露在公网上安全吗？", "请检查一下运行时设置有没有不安全的地方", "帮我看下现在的配置"],
-        "get-diagnostics": ["请生成一份诊断报告", "帮我看一下诊断信息里内存占用高不高", "请运行诊断，看看有什么需要注意的"],
+        "get_settings": ["当前配置暴露在公网上安全吗？", "请检查一下运行时设置有没有不安全的地方", "帮我看下现在的配置"],
+        "get_diagnostics": ["请生成一份诊断报告", "帮我看一下诊断信息里内存占用高不高", "请运行诊断，看看有什么需要注意的"],
     },
     "zh-TW": {
-        "get-flow": ["幫我解釋一下目前的流程", "這個流程在做什麼？", "請分析所選流程有沒有潛在問題",
+        "get_flow": ["幫我解釋一下目前的流程", "這個流程在做什麼？", "請分析所選流程有沒有潛在問題",
                      "目前流程裡為什麼 debug 節點沒有輸出？"],
-        "get-node-info": ["這個節點是做什麼用的？", "幫我檢查選取的節點設定對不對", "請說明這些節點的作用",
+        "get_node_info": ["這個節點是做什麼用的？", "幫我檢查選取的節點設定對不對", "請說明這些節點的作用",
                           "目前節點為什麼一直顯示紅色三角形？"],
-        "get-settings": ["請看一下目前的設定", "目前的設定放到網路上安全嗎？", "幫我檢查執行階段設定有沒有不安全的地方"],
-        "get-diagnostics": ["請給我診斷資訊", "幫我產生一份診斷報告", "請執行診斷，看看有哪些需要注意的地方"],
+        "get_settings": ["請看一下目前的設定", "目前的設定放到網路上安全嗎？", "幫我檢查執行階段設定有沒有不安全的地方"],
+        "get_diagnostics": ["請給我診斷資訊", "幫我產生一份診斷報告", "請執行診斷，看看有哪些需要注意的地方"],
     },
     "ja": {
-        "get-flow": ["現在のフローを説明してください", "このフローは何をしていますか？",
+        "get_flow": ["現在のフローを説明してください", "このフローは何をしていますか？",
                      "選択したフローに問題がないか確認してもらえますか", "このフローのどこでエラーが起きているか見て"],
-        "get-node-info": ["このノードは何をしていますか？", "選択中のノードの設定を確認してください",
+        "get_node_info": ["このノードは何をしていますか？", "選択中のノードの設定を確認してください",
                           "これらのノードの役割を教えて", "現在のノードに赤い三角が出るのはなぜ？"],
-        "get-settings": ["現在の設定を見せてください", "今のランタイム設定でネットワークに公開しても安全ですか？",
+        "get_settings": ["現在の設定を見せてください", "今のランタイム設定でネットワークに公開しても安全ですか？",
                          "現在の設定に問題がないかチェックして"],
-        "get-diagnostics": ["診断情報を見せてください", "診断レポートを作成して、注意すべき点を教えて",
+        "get_diagnostics": ["診断情報を見せてください", "診断レポートを作成して、注意すべき点を教えて",
                             "システム診断を実行してもらえますか"],
     },
     "ko": {
-        "get-flow": ["현재 플로우 설명해 줘", "이 플로우는 무슨 일을 하나요?", "선택한 플로우에 문제가 있는지 확인해 주세요",
+        "get_flow": ["현재 플로우 설명해 줘", "이 플로우는 무슨 일을 하나요?", "선택한 플로우에 문제가 있는지 확인해 주세요",
                      "지금 플로우에서 debug 노드에 아무것도 안 찍히는 이유가 뭐예요?"],
-        "get-node-info": ["이 노드는 뭐 하는 노드예요?", "선택한 노드 설정이 맞는지 봐 주세요",
+        "get_node_info": ["이 노드는 뭐 하는 노드예요?", "선택한 노드 설정이 맞는지 봐 주세요",
                           "현재 노드에 빨간 삼각형이 뜨는 이유가 뭔가요?", "이 노드들 역할 좀 알려 줘"],
-        "get-settings": ["현재 설정 좀 보여 줘", "현재 설정을 네트워크에 공개해도 안전한가요?",
+        "get_settings": ["현재 설정 좀 보여 줘", "현재 설정을 네트워크에 공개해도 안전한가요?",
                          "런타임 설정에 보안상 문제가 없는지 확인해 주세요"],
-        "get-diagnostics": ["진단 정보 보여 주세요", "진단 보고서를 만들어서 주의할 점을 알려 줘", "시스템 진단을 실행해 주세요"],
+        "get_diagnostics": ["진단 정보 보여 주세요", "진단 보고서를 만들어서 주의할 점을 알려 줘", "시스템 진단을 실행해 주세요"],
     },
     "es-ES": {
-        "get-flow": ["Explícame este flujo, por favor",
+        "get_flow": ["Explícame este flujo, por favor",
                      "¿Puedes revisar el flujo seleccionado y decirme si algo puede fallar?",
                      "¿Por qué este flujo no llega al nodo debug?", "Analiza el flujo actual"],
-        "get-node-info": ["¿Qué hace el nodo seleccionado?", "¿Podrías revisar cómo están configurados estos nodos?",
+        "get_node_info": ["¿Qué hace el nodo seleccionado?", "¿Podrías revisar cómo están configurados estos nodos?",
                           "¿Por qué el nodo actual muestra un triángulo rojo?"],
-        "get-settings": ["¿Es segura mi configuración actual si expongo el editor en la red?",
+        "get_settings": ["¿Es segura mi configuración actual si expongo el editor en la red?",
                          "Revisa los ajustes del runtime y dime si hay algo inseguro",
                          "¿Me enseñas la configuracion actual?"],
-        "get-diagnostics": ["Ejecuta un diagnóstico y dime qué hay que revisar", "Muéstrame el informe de diagnóstico",
+        "get_diagnostics": ["Ejecuta un diagnóstico y dime qué hay que revisar", "Muéstrame el informe de diagnóstico",
                             "¿Qué dicen los diagnósticos sobre la memoria?"],
     },
     "pt-BR": {
-        "get-flow": ["Explique o fluxo atual", "O que esse fluxo faz?",
+        "get_flow": ["Explique o fluxo atual", "O que esse fluxo faz?",
                      "Pode revisar o fluxo selecionado e ver se algo pode falhar?",
                      "Por que neste fluxo a mensagem não chega no nó debug?"],
-        "get-node-info": ["O que esse nó faz?", "Pode conferir a configuração do nó selecionado?",
+        "get_node_info": ["O que esse nó faz?", "Pode conferir a configuração do nó selecionado?",
                           "Explique estes nós pra mim", "Por que o nó atual está com um triângulo vermelho?"],
-        "get-settings": ["Mostre a configuração atual",
+        "get_settings": ["Mostre a configuração atual",
                          "Minhas configurações atuais são seguras para expor o editor na rede?",
                          "Verifique as configurações do runtime e me diga se tem algo inseguro"],
-        "get-diagnostics": ["Rode um diagnóstico e me diga o que precisa de atenção",
+        "get_diagnostics": ["Rode um diagnóstico e me diga o que precisa de atenção",
                             "Mostre o relatório de diagnóstico", "O que os diagnósticos dizem sobre a memória?"],
     },
     "fr": {
-        "get-flow": ["Explique-moi ce flux", "Que fait le flux actuel ?",
+        "get_flow": ["Explique-moi ce flux", "Que fait le flux actuel ?",
                      "Peux-tu vérifier le flux sélectionné et me dire ce qui risque de planter ?",
                      "Pourquoi ce flux n'arrive jamais au nœud debug ?"],
-        "get-node-info": ["Que fait ce nœud ?", "Pouvez-vous vérifier la configuration des nœuds sélectionnés ?",
+        "get_node_info": ["Que fait ce nœud ?", "Pouvez-vous vérifier la configuration des nœuds sélectionnés ?",
                           "Explique-moi ces noeuds", "Pourquoi le nœud actuel affiche un triangle rouge ?"],
-        "get-settings": ["Montre-moi la configuration actuelle",
+        "get_settings": ["Montre-moi la configuration actuelle",
                          "Ma configuration actuelle est-elle sûre si j'expose l'éditeur sur le réseau ?",
                          "Vérifie les paramètres du runtime et dis-moi si quelque chose n'est pas sécurisé"],
-        "get-diagnostics": ["Lance un diagnostic et dis-moi ce qui mérite attention",
+        "get_diagnostics": ["Lance un diagnostic et dis-moi ce qui mérite attention",
                             "Affiche le rapport de diagnostic", "Que disent les diagnostics sur la mémoire ?"],
     },
     "de": {
-        "get-flow": ["Erklär mir den aktuellen Flow", "Was macht dieser Flow?",
+        "get_flow": ["Erklär mir den aktuellen Flow", "Was macht dieser Flow?",
                      "Kannst du den ausgewählten Flow prüfen, ob etwas schiefgehen kann?",
                      "Warum kommt in diesem Flow nichts am Debug-Node an?", "Ist der aktuelle Flow so in Ordnung?"],
-        "get-node-info": ["Was macht dieser Node?", "Können Sie die Konfiguration der ausgewählten Nodes prüfen?",
+        "get_node_info": ["Was macht dieser Node?", "Können Sie die Konfiguration der ausgewählten Nodes prüfen?",
                           "Warum zeigt der aktuelle Node ein rotes Dreieck?", "Erklär mir bitte diesen Node"],
-        "get-settings": ["Zeig mir die aktuelle Konfiguration",
+        "get_settings": ["Zeig mir die aktuelle Konfiguration",
                          "Sind meine aktuellen Einstellungen sicher, wenn der Editor im Netz erreichbar ist?",
                          "Prüf bitte die Runtime-Einstellungen auf Sicherheitsprobleme"],
-        "get-diagnostics": ["Zeig mir den Diagnosebericht", "Was sagen die Diagnosedaten über den Speicherverbrauch?",
+        "get_diagnostics": ["Zeig mir den Diagnosebericht", "Was sagen die Diagnosedaten über den Speicherverbrauch?",
                             "Starte bitte eine Systemdiagnose"],
     },
     "ru": {
-        "get-flow": ["Объясни текущий поток", "Что делает этот поток?",
+        "get_flow": ["Объясни текущий поток", "Что делает этот поток?",
                      "Проверь, пожалуйста, выбранный поток: что в нём может сломаться?",
                      "Почему в этом потоке сообщения не доходят до узла debug?"],
-        "get-node-info": ["Что делает этот узел?", "Можете проверить настройки выбранных узлов?",
+        "get_node_info": ["Что делает этот узел?", "Можете проверить настройки выбранных узлов?",
                           "Почему у текущего узла красный треугольник?", "Объясни, что делает эта нода"],
-        "get-settings": ["Покажи текущие настройки",
+        "get_settings": ["Покажи текущие настройки",
                          "Безопасна ли текущая конфигурация, если открыть редактор в сеть?",
                          "Проверь настройки среды выполнения на предмет уязвимостей"],
-        "get-diagnostics": ["Запусти диагностику и скажи, на что обратить внимание", "Покажи диагностический отчёт",
+        "get_diagnostics": ["Запусти диагностику и скажи, на что обратить внимание", "Покажи диагностический отчёт",
                             "Что говорят данные диагностики о памяти?"],
     },
 }
@@ -429,7 +429,7 @@ def test_quick_starts_force_the_same_tools_as_in_english(catalog, language):
 
 def test_korean_phrases_start_at_a_word_boundary(catalog):
     korean = catalog.get("ko")
-    assert korean.match_keywords("이 노드 설명해 줘").group.tool == "get-node-info"
+    assert korean.match_keywords("이 노드 설명해 줘").group.tool == "get_node_info"
     assert korean.match_keywords("라즈베리 파이 노드 설치 방법") is None  # "파이 노드" is not "이 노드"
     assert korean.match_keywords("자가진단 결과를 대시보드에 띄우려면?") is None
 
@@ -460,9 +460,9 @@ async def test_the_model_is_asked_to_answer_in_the_language_of_the_request(clien
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_a_forced_tool_answer_carries_the_language_instruction_too(client, nodered, model, language):
     tab = nodered.tabs()[0]
-    question = FORCED[language]["get-flow"][0]
+    question = FORCED[language]["get_flow"][0]
     events = await chat(client, message=question, language=language, selectedFlow={"id": tab["id"]})
-    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get-flow"
+    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get_flow"
 
     messages = model.requests[-1]["messages"]
     instruction = ANSWER_LANGUAGE[language][1]

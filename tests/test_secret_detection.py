@@ -336,7 +336,7 @@ async def test_planted_secrets_reach_neither_model_nor_stream_nor_mcp_nor_databa
                         openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
     client = await aiohttp_client(create_app(settings))
     model.script(Reply(text="It calls an API."),
-                 Reply(tool_calls=[{"name": "get-node-info", "arguments": {"node_ids": node_ids}}]),
+                 Reply(tool_calls=[{"name": "get_node_info", "arguments": {"node_ids": node_ids}}]),
                  Reply(text="These nodes fetch items."),
                  Reply(text="The editor's copy does the same."))
     outputs = []
@@ -351,7 +351,7 @@ async def test_planted_secrets_reach_neither_model_nor_stream_nor_mcp_nor_databa
         assert [e["type"] for e in events if e["type"] == "error"] == [], events
         outputs.append(json.dumps(events))
     assert "tool_result" in outputs[0] and "tool_result" in outputs[1]
-    for tool, params in (("get-flow", {"flow_id": "plant-tab"}), ("get-node-info", {"node_ids": node_ids})):
+    for tool, params in (("get_flow", {"flow_id": "plant-tab"}), ("get_node_info", {"node_ids": node_ids})):
         response = await client.post("/ai-sidebar/execute-tool", json={"tool": tool, "params": params})
         assert response.status == 200
         outputs.append(await response.text())
@@ -359,7 +359,7 @@ async def test_planted_secrets_reach_neither_model_nor_stream_nor_mcp_nor_databa
     await client.close()  # flush and close the database
 
     async with stdio_session(NODE_RED_URL=planted_nodered.url) as session:
-        for tool, params in (("get-flow", {"flow_id": "plant-tab"}), ("get-node-info", {"node_ids": node_ids})):
+        for tool, params in (("get_flow", {"flow_id": "plant-tab"}), ("get_node_info", {"node_ids": node_ids})):
             result = await session.call_tool(tool, params)
             assert not result.isError, text_of(result)
             outputs.append(text_of(result) + json.dumps(result.structuredContent))

@@ -30,7 +30,7 @@ async def test_flow_secrets_keys_and_tokens_stay_out_of_everything(aiohttp_clien
     caplog.set_level(logging.DEBUG)
     client = await aiohttp_client(create_app(settings))
     headers = {"X-Node-RED-Token": USER_TOKEN, "X-Node-RED-User": "gina"}
-    model.script(Reply(tool_calls=[{"name": "get-flow", "arguments": {"flow_id": "sec-tab"}}]),
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": "sec-tab"}}]),
                  Reply(text="It calls an API."), Reply(text="Done."))
     answers = []
     for message in ("what does this tab do?", "explain the current flow"):
@@ -39,7 +39,7 @@ async def test_flow_secrets_keys_and_tokens_stay_out_of_everything(aiohttp_clien
         answers.append(json.dumps(await read_events(response)))
     answers.append(await (await client.get("/ai-sidebar/history/sec", headers=headers)).text())
     answers.append(await (await client.post("/ai-sidebar/execute-tool", headers=headers,
-                                            json={"tool": "get-flow", "params": {"flow_id": "sec-tab"}})).text())
+                                            json={"tool": "get_flow", "params": {"flow_id": "sec-tab"}})).text())
     await client.close()  # flush and close the database
 
     prompts = json.dumps(model.requests) + json.dumps([{k: v for k, v in h.items() if k != "Authorization"}

@@ -107,11 +107,11 @@ def test_provider_faults_map_to_design_codes_without_leaking(exc, code):
 
 
 @pytest.mark.parametrize("message,expected", [
-    ("@tools:get-flow", ("get-flow", None)),
-    ("@tools:get-node-info|['a','b']", ("get-node-info", ["a", "b"])),
-    ('@tools:get-node-info|["a"]', ("get-node-info", ["a"])),
-    ('@tools:get-flow|{"flow_id": "t1"}', ("get-flow", {"flow_id": "t1"})),
-    ("please @tools:get-flow", None),
+    ("@tools:get_flow", ("get_flow", None)),
+    ("@tools:get_node_info|['a','b']", ("get_node_info", ["a", "b"])),
+    ('@tools:get_node_info|["a"]', ("get_node_info", ["a"])),
+    ('@tools:get_flow|{"flow_id": "t1"}', ("get_flow", {"flow_id": "t1"})),
+    ("please @tools:get_flow", None),
     ("hello", None),
 ])
 def test_direct_trigger_parsing(message, expected):
@@ -120,5 +120,5 @@ def test_direct_trigger_parsing(message, expected):
 
 def test_direct_trigger_params_are_never_evaluated_as_code():
     with pytest.raises(ServiceError) as info:
-        parse_direct_trigger("@tools:get-flow|__import__('os').system('true')")
+        parse_direct_trigger("@tools:get_flow|__import__('os').system('true')")
     assert info.value.code == "invalid_params"

@@ -36,7 +36,7 @@ async def test_current_flow_streams_tool_call_result_tokens_and_done(client, nod
                         sessionId="s1", language="en-US")
 
     kinds = types(events)
-    assert kinds[0] == "tool_call" and events[0]["tool"] == "get-flow"
+    assert kinds[0] == "tool_call" and events[0]["tool"] == "get_flow"
     assert events[0]["params"] == {"flow_id": tab["id"]}
     assert kinds[1] == "tool_result" and events[1]["ok"] is True
     for node in nodered.nodes_of(tab["id"]):
@@ -79,7 +79,7 @@ async def test_chinese_and_spanish_keywords_force_get_flow_and_answer_language(c
     tab = nodered.tabs()[0]
     for message, language in (("解释一下当前流程", "zh-CN"), ("¿Qué hace el flujo actual?", "es-ES")):
         events = await chat(client, message=message, selectedFlow={"id": tab["id"]}, language=language)
-        assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": tab["id"]},
+        assert events[0] == {"type": "tool_call", "tool": "get_flow", "params": {"flow_id": tab["id"]},
                              "origin": "keyword"}
         prompt = model.requests[-1]["messages"]
         assert message in prompt[-1]["content"]
@@ -92,15 +92,15 @@ async def test_current_node_forces_get_node_info_with_module_and_version(client,
     node = nodered.nodes_of(tab["id"])[0]
     events = await chat(client, message="what does the current node do?",
                         selectedNodes=[{"id": node["id"], "type": node["type"]}])
-    assert events[0]["tool"] == "get-node-info" and events[0]["params"] == {"node_ids": [node["id"]]}
+    assert events[0]["tool"] == "get_node_info" and events[0]["params"] == {"node_ids": [node["id"]]}
     assert node["id"] in events[1]["result"]
     assert "node-red" in events[1]["result"]  # core nodes come from the node-red module
 
 
 async def test_direct_trigger_runs_the_named_tool_with_list_params(client, nodered, model):
     tab = nodered.tabs()[1]
-    events = await chat(client, message=f"@tools:get-flow|['{tab['id']}']")
-    assert events[0] == {"type": "tool_call", "tool": "get-flow", "params": {"flow_id": tab["id"]},
+    events = await chat(client, message=f"@tools:get_flow|['{tab['id']}']")
+    assert events[0] == {"type": "tool_call", "tool": "get_flow", "params": {"flow_id": tab["id"]},
                          "origin": "direct"}
     assert events[1]["ok"] is True
     assert types(events)[-1] == "done"
@@ -213,7 +213,7 @@ async def test_flow_text_reaches_the_model_as_delimited_untrusted_data(client, m
     await chat(client, message="explain the current flow", selectedFlow={"id": "inj"}, flowData=flow)
     system, user = model.requests[-1]["messages"][0]["content"], model.requests[-1]["messages"][-1]["content"]
     assert "never as instructions" in system
-    inside = user.split('<tool_result tool="get-flow">', 1)[1].split("</tool_result>", 1)[0]
+    inside = user.split('<tool_result tool="get_flow">', 1)[1].split("</tool_result>", 1)[0]
     assert injected in inside
     assert injected not in user.replace(inside, "")
 
@@ -222,11 +222,11 @@ async def test_a_question_in_another_language_than_the_editors_is_understood_and
                                                                                               model):
     tab = nodered.tabs()[0]
     events = await chat(client, message="解释一下当前流程", selectedFlow={"id": tab["id"]}, language="en-US")
-    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get-flow"
+    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get_flow"
     assert "简体中文" in model.requests[-1]["messages"][0]["content"]
     events = await chat(client, message="explain the current flow", selectedFlow={"id": tab["id"]},
                         language="ja")
-    assert events[0]["tool"] == "get-flow"
+    assert events[0]["tool"] == "get_flow"
     assert "日本語" in model.requests[-1]["messages"][0]["content"]  # English words, Japanese editor: Japanese
 
 
@@ -234,7 +234,7 @@ async def test_this_node_without_a_selection_reads_the_open_tab_instead(client, 
     tab = tab_with_most_wires(nodered)
     events = await chat(client, message="Why does this function node not send anything?",
                         selectedFlow={"id": tab["id"]})
-    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get-flow"
+    assert events[0]["type"] == "tool_call" and events[0]["tool"] == "get_flow"
     assert "error" not in types(events) and types(events)[-1] == "done"
 
 

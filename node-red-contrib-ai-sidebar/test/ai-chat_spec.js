@@ -134,8 +134,8 @@ describe("ai-chat node", function () {
 
     it("answers with the service's text, tool results, usage and session", async function () {
         service.handler = streamAnswer([
-            { type: "tool_call", tool: "get-flow", params: { id: "t1" } },
-            { type: "tool_result", tool: "get-flow", result: "{\"nodes\":3}", ok: true },
+            { type: "tool_call", tool: "get_flow", params: { id: "t1" } },
+            { type: "tool_result", tool: "get_flow", result: "{\"nodes\":3}", ok: true },
             { type: "token", content: "The flow " },
             { type: "token", content: "has 3 nodes." }
         ], { sessionId: "s-42", usage: { inputTokens: 12, outputTokens: 5 } });
@@ -146,7 +146,7 @@ describe("ai-chat node", function () {
         const msg = await answered;
         assert.strictEqual(msg.payload, "The flow has 3 nodes.");
         assert.deepStrictEqual(msg.tools,
-            [{ tool: "get-flow", params: { id: "t1" }, result: "{\"nodes\":3}", ok: true }]);
+            [{ tool: "get_flow", params: { id: "t1" }, result: "{\"nodes\":3}", ok: true }]);
         assert.deepStrictEqual(msg.usage, { inputTokens: 12, outputTokens: 5 });
         assert.strictEqual(msg.sessionId, "s-42");
         assert.strictEqual(msg.topic, "kept");
@@ -173,7 +173,7 @@ describe("ai-chat node", function () {
             await helper.load([aiChatNode, aiConfigNode], flow);
             for (const id of ["n1", "n2", "n3", "n4"]) {
                 const answered = nextMessage("out");
-                helper.getNode(id).receive({ payload: "@tools:get-flows" });
+                helper.getNode(id).receive({ payload: "@tools:get_flows" });
                 await answered;
             }
             const sent = service.requests.map(function (request) {
@@ -183,10 +183,10 @@ describe("ai-chat node", function () {
                     JSON.parse(request.body).message];
             });
             assert.deepStrictEqual(sent, [
-                ["n1", "", "read", undefined, undefined, "@tools:get-flows"],
-                ["n2", "tools", "read", undefined, undefined, "@tools:get-flows"],
-                ["n3", "tools,memory", "read", undefined, undefined, "@tools:get-flows"],
-                ["n4", "", "read", undefined, undefined, "@tools:get-flows"]
+                ["n1", "", "read", undefined, undefined, "@tools:get_flows"],
+                ["n2", "tools", "read", undefined, undefined, "@tools:get_flows"],
+                ["n3", "tools,memory", "read", undefined, undefined, "@tools:get_flows"],
+                ["n4", "", "read", undefined, undefined, "@tools:get_flows"]
             ]);
         });
 

@@ -657,12 +657,12 @@ describe("ai-sidebar plugin in Node-RED", function () {
             await nodeRed.waitForLog(/Started modified flows/, logged);
 
             const before = service.requests.length;
-            const { res } = await anonymousGet("/ask?q=" + encodeURIComponent("@tools:get-flows") +
+            const { res } = await anonymousGet("/ask?q=" + encodeURIComponent("@tools:get_flows") +
                 "&sessionId=someone-else");
             assert.strictEqual(await helpers.readBody(res), "ok");
             assert.strictEqual(service.requests.length, before + 1);
             const sent = service.requests[before];
-            assert.strictEqual(JSON.parse(sent.body).message, "@tools:get-flows");
+            assert.strictEqual(JSON.parse(sent.body).message, "@tools:get_flows");
             const identity = {};
             for (const [name, value] of Object.entries(sent.headers)) {
                 if (/^x-(node-red|ai-sidebar)-|^authorization$/.test(name)) {
@@ -679,16 +679,16 @@ describe("ai-sidebar plugin in Node-RED", function () {
         it("keeps execute-tool for users with write permission", async function () {
             service.handler = function (req, res) {
                 res.writeHead(200, { "Content-Type": "application/json" });
-                res.end("{\"tool\":\"get-flow\",\"result\":\"{}\"}");
+                res.end("{\"tool\":\"get_flow\",\"result\":\"{}\"}");
             };
-            const viewer = await postJson(nodeRed.url + "ai-sidebar/execute-tool", { tool: "get-flow" },
+            const viewer = await postJson(nodeRed.url + "ai-sidebar/execute-tool", { tool: "get_flow" },
                 { "Authorization": "Bearer " + await token("viewer", "read") });
             await helpers.readBody(viewer.res);
             assert.strictEqual(viewer.res.statusCode, 401);
-            const admin = await json(await postJson(nodeRed.url + "ai-sidebar/execute-tool", { tool: "get-flow" },
+            const admin = await json(await postJson(nodeRed.url + "ai-sidebar/execute-tool", { tool: "get_flow" },
                 { "Authorization": "Bearer " + await token("admin", "*") }));
             assert.strictEqual(admin.status, 200);
-            assert.strictEqual(admin.body.tool, "get-flow");
+            assert.strictEqual(admin.body.tool, "get_flow");
         });
     });
 });

@@ -21,22 +21,22 @@ describe("what a streamed answer waits for", function () {
     });
 
     it("waits for a tool from its call to its result, then for the model again, on the same clock", function () {
-        const state = feed(new waiting.WaitState(0), [[500, { type: "tool_call", tool: "get-flow", params: {} }]]);
-        assert.deepStrictEqual(state.current(2400), { phase: "tool", tool: "get-flow", seconds: 2,
+        const state = feed(new waiting.WaitState(0), [[500, { type: "tool_call", tool: "get_flow", params: {} }]]);
+        assert.deepStrictEqual(state.current(2400), { phase: "tool", tool: "get_flow", seconds: 2,
             announcedSeconds: 0 });
-        feed(state, [[2500, { type: "tool_result", tool: "get-flow", result: "...", ok: true }]]);
+        feed(state, [[2500, { type: "tool_result", tool: "get_flow", result: "...", ok: true }]]);
         assert.deepStrictEqual(state.current(12000), { phase: "model", tool: undefined, seconds: 12,
             announcedSeconds: 10 });
     });
 
     it("names the latest of several running tools until each has its result", function () {
         const state = feed(new waiting.WaitState(0), [
-            [10, { type: "tool_call", tool: "get-flow" }],
-            [20, { type: "tool_call", tool: "get-node-info" }],
-            [30, { type: "tool_result", tool: "get-node-info", ok: false, result: "No node has the id x" }]
+            [10, { type: "tool_call", tool: "get_flow" }],
+            [20, { type: "tool_call", tool: "get_node_info" }],
+            [30, { type: "tool_result", tool: "get_node_info", ok: false, result: "No node has the id x" }]
         ]);
-        assert.strictEqual(state.current(40).tool, "get-flow");
-        feed(state, [[50, { type: "tool_result", tool: "get-flow", ok: true }]]);
+        assert.strictEqual(state.current(40).tool, "get_flow");
+        feed(state, [[50, { type: "tool_result", tool: "get_flow", ok: true }]]);
         assert.strictEqual(state.current(60).phase, "model");
     });
 
@@ -50,11 +50,11 @@ describe("what a streamed answer waits for", function () {
     it("waits again, on a new clock, for a tool the model calls after some text", function () {
         const state = feed(new waiting.WaitState(0), [
             [1000, { type: "token", content: "Let me look." }],
-            [5000, { type: "tool_call", tool: "get-settings" }]
+            [5000, { type: "tool_call", tool: "get_settings" }]
         ]);
-        assert.deepStrictEqual(state.current(7000), { phase: "tool", tool: "get-settings", seconds: 2,
+        assert.deepStrictEqual(state.current(7000), { phase: "tool", tool: "get_settings", seconds: 2,
             announcedSeconds: 0 });
-        feed(state, [[7100, { type: "tool_result", tool: "get-settings", ok: true }],
+        feed(state, [[7100, { type: "tool_result", tool: "get_settings", ok: true }],
             [8000, { type: "token", content: "Done." }]]);
         assert.strictEqual(state.current(9000), null);
     });
@@ -62,7 +62,7 @@ describe("what a streamed answer waits for", function () {
     it("waits for nothing more after an error, done, or a stop, whatever comes next", function () {
         ["error", "done"].forEach(function (type) {
             const state = feed(new waiting.WaitState(0), [[100, { type: type, code: "llm_timeout" }],
-                [200, { type: "tool_call", tool: "get-flow" }]]);
+                [200, { type: "tool_call", tool: "get_flow" }]]);
             assert.strictEqual(state.current(300), null, type);
         });
         const stopped = new waiting.WaitState(0);

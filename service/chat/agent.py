@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,22 +32,19 @@ from langchain.agents.middleware.tool_call_limit import ToolCallLimitExceededErr
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel
 
+from service.chat import events
+from service.chat.events import Emit
 from service.errors import ServiceError
 from service.llm.providers import llm_timeout
-from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
-from service.tools.builtin import ToolContext, ToolFailure
-from service.tools.toolbox import Toolbox
+from service.nodered.tooling import ToolContext, ToolFailure
+from service.tools.registry import Permission, ToolRegistry
 
 if TYPE_CHECKING:
     from service.chat.pipeline import ChatResult
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
-PREVIEW_LIMIT = 8_000      # characters of a tool result in a tool_result event
 
 
 @dataclass(frozen=True)
@@ -62,53 +59,30 @@ class AgentLimits:
     first_token: float | None = None
 
 
-def agent_tools(toolbox: Toolbox, names: list[str], context: ToolContext, emit: Emit,
-                result: ChatResult) -> list[StructuredTool]:
-    """LangChain structured tools for the scenario's tool ``names`` that the toolbox can run.
+def agent_tools(registry: ToolRegistry, names: list[str], context: ToolContext, emit: Emit, result: ChatResult,
+                permission: Permission = "read") -> list[StructuredTool]:
+    """LangChain structured tools for the tool ``names`` the registry offers (see :meth:`ToolRegistry.offered`).
 
-    Each reports itself (``tool_call`` before, ``tool_result`` after) and answers the model with a bounded,
-    delimited result; a failure is told to the model (and shown as ``ok: false``), not raised.
+    Each reports itself (``tool_call`` before, ``tool_result`` after) and answers the model with its result bounded
+    as its declaration says, delimited; a failure is told to the model (and shown as ``ok: false``), not raised.
     """
-    tools = []
-    for name in names:
-        if not toolbox.has(name):
-            continue
-        description, schema = toolbox.describe(name)
-        tools.append(StructuredTool.from_function(
-            coroutine=_runner(toolbox, name, context, emit, result), name=name, description=description,
-            args_schema=_shown_schema(name, description, schema)))
-    return tools
+    return [registry.langchain_tool(name, _runner(registry, name, context, emit, result, permission))
+            for name in names if registry.has(name)]
 
 
-def _shown_schema(name: str, description: str, schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
-    """The argument schema as a JSON Schema dict: exactly what LangChain shows the model for ``schema``.
-
-    LangChain validates a pydantic ``args_schema`` before the tool runs, and a failure there never reaches the
-    runner, so the user would not see the call (issue 13). With a dict it passes the model's raw arguments on,
-    and the runner validates them with the same model (``Toolbox.parse``).
-    """
-    if isinstance(schema, dict):
-        return schema
-    probe = StructuredTool.from_function(coroutine=_unused, name=name, description=description, args_schema=schema)
-    return convert_to_openai_tool(probe)["function"]["parameters"]
-
-
-async def _unused(**_: Any) -> str:
-    raise NotImplementedError
-
-
-def _runner(toolbox: Toolbox, name: str, context: ToolContext, emit: Emit, result: ChatResult):
+def _runner(registry: ToolRegistry, name: str, context: ToolContext, emit: Emit, result: ChatResult,
+            permission: Permission):
     async def run(**arguments: Any) -> str:
         shown = {k: v for k, v in arguments.items() if v is not None}
-        await emit({"type": "tool_call", "tool": name, "params": shown, "origin": "agent"})
+        await emit(events.tool_call(name, shown, "agent"))
         result.tools.append(name)
         try:
-            output = await toolbox.run(name, await toolbox.parse(name, shown), context)
+            output = await registry.run(name, await registry.parse(name, shown), context, permission)
         except ToolFailure as failure:
-            await emit({"type": "tool_result", "tool": name, "result": failure.message, "ok": False})
+            await emit(events.tool_result(name, failure.message, ok=False))
             return f"The tool {name} failed: {failure.message}"
-        await emit({"type": "tool_result", "tool": name, "result": bounded(output.text, PREVIEW_LIMIT), "ok": True})
-        return f'<tool_result tool="{name}">\n{bounded(output.text, MODEL_TOOL_LIMIT)}\n</tool_result>'
+        await emit(events.tool_result(name, output.text, ok=True))
+        return f'<tool_result tool="{name}">\n{registry.for_model(name, output.text)}\n</tool_result>'
 
     return run
 
@@ -145,10 +119,10 @@ class UnrunnableToolCalls(AgentMiddleware):
             return None
         answers = []
         for name, call_id, arguments, problem in refused:
-            await self._emit({"type": "tool_call", "tool": name, "params": arguments, "origin": "agent"})
+            await self._emit(events.tool_call(name, arguments, "agent"))
             self._result.tools.append(name)
             message = f"The tool {name} was not called: {problem}."
-            await self._emit({"type": "tool_result", "tool": name, "result": message, "ok": False})
+            await self._emit(events.tool_result(name, message, ok=False))
             if call_id is not None:
                 answers.append(ToolMessage(content=message, name=name, tool_call_id=call_id, status="error"))
         update: dict[str, Any] = {"messages": answers}
@@ -183,15 +157,7 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
                 if metadata.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
                     continue
                 watch.answered()
-                text = chunk.text if isinstance(chunk.text, str) else chunk.text()
-                if text:
-                    result.answer += text
-                    await emit({"type": "token", "content": text})
-                if chunk.usage_metadata:
-                    usage = result.usage or {"inputTokens": 0, "outputTokens": 0}
-                    usage["inputTokens"] += chunk.usage_metadata.get("input_tokens", 0)
-                    usage["outputTokens"] += chunk.usage_metadata.get("output_tokens", 0)
-                    result.usage = usage
+                await events.relay_chunk(chunk, emit, result)
     except ModelCallLimitExceededError:
         raise ServiceError("agent_limit", status=500, params={"limit": limits.model_calls}) from None
     except ToolCallLimitExceededError:

@@ -17,30 +17,30 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, run_agent
+from service.chat.events import Emit, Origin
 from service.chat.prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
-from service.chat.scenarios import ScenarioCatalog
+from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
 from service.errors import ServiceError, error_event
 from service.identity import ANONYMOUS, Identity
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.nodered.client import NodeRedClient
-from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.nodered.messages import CodedError
+from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import Settings
-from service.tools.memory_tools import MEMORY_TOOLS
-from service.tools.toolbox import Toolbox
+from service.tools.context import ServiceToolContext
+from service.tools.registry import Permission, ToolRegistry, canonical_name
 from service.web.schemas import ProviderOverride, StreamChatRequest, load_json
 
 if TYPE_CHECKING:
     from service.memory.store import MemoryStore
-from service.tools.builtin import ToolContext, ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
 DIRECT_TRIGGER = re.compile(r"^\s*@tools:([A-Za-z0-9_\-]+)\s*(?:\|(.*))?$", re.S)
-PREVIEW_LIMIT = 8_000      # characters of a tool result shown to the user in a tool_result event
-TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get-flow without flow_id reads the tab open in the editor; "
-                      "get-node-info without node_ids reads the selected nodes. Call a tool only when the answer "
+TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get_flow without flow_id reads the tab open in the editor; "
+                      "get_node_info without node_ids reads the selected nodes. Call a tool only when the answer "
                       "needs the user's own flows, nodes, settings or memory.")
 # Tool failures after which answering makes no sense: the user must change the request.
 FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
@@ -55,13 +55,17 @@ class ChatDeps:
     nodered: NodeRedClient
     models: ChatModelFactory
     scenarios: ScenarioCatalog
-    tools: Toolbox = field(default_factory=Toolbox)
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
     user_token: str | None = field(default=None, repr=False)
     identity: Identity = ANONYMOUS
     memory: MemoryStore | None = None
     provider: ProviderOverride | None = field(default=None, repr=False)
     may_write: bool = True       # write permission: needed to run a tool by name (@tools:)
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
+
+    @property
+    def permission(self) -> Permission:
+        return "write" if self.may_write else "read"
 
     @property
     def tools_enabled(self) -> bool:
@@ -81,7 +85,7 @@ class ToolRun:
 
     name: str
     params: dict[str, Any]
-    origin: str = "direct"
+    origin: Origin = "direct"
     output: ToolOutput | None = None
     failure: ToolFailure | None = None
 
@@ -163,98 +167,132 @@ def new_result(request: StreamChatRequest) -> ChatResult:
     return ChatResult(session_id=request.sessionId or uuid.uuid4().hex)
 
 
+@dataclass
+class Turn:
+    """What the steps of one run decide: the language's catalog, the scenario, the tools' context, the keyword's
+    task for the model and the tool to run before answering (``None``: none)."""
+
+    catalog: Catalog
+    scenario_key: str
+    scenario: Scenario
+    context: ServiceToolContext
+    task: str = ""
+    tool_run: ToolRun | None = None
+
+
 async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, result: ChatResult) -> ChatResult:
     """Answer one chat request, emitting ``tool_call``/``tool_result``/``token``/``error`` events (not ``done``)
     and filling ``result`` as it goes.
 
-    The caller sends ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
+    The steps: scenario, then a direct trigger (``@tools:``) or the scenario keywords (which may switch the
+    language and force a tool), the tool run, the prompt, and the answer (agent or plain chat). The caller sends
+    ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
     """
+    emit = _recording_errors(emit, result)
+    turn = _choose_scenario(request, deps, result)
+    try:
+        if not await _direct_trigger(request, deps, turn):
+            _follow_keywords(request, deps, turn, result)
+    except CodedError as err:
+        await emit(error_event(err))
+        return result
+    if turn.tool_run is not None:
+        await _run_tool(turn.tool_run, deps, turn.context, emit)
+        result.tools.append(turn.tool_run.name)
+        if turn.tool_run.failure is not None and turn.tool_run.failure.code in FATAL_TOOL_CODES:
+            return result
+    messages = await _prompt(request, deps, turn, result)
+    agent = turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
+    if agent:
+        await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
+    else:
+        await _stream_answer(messages, deps, emit, result)
+    log.info("%s session=%s scenario=%s language=%s tools=%s chars=%d", "agent" if agent else "chat",
+             result.session_id, turn.scenario_key, turn.catalog.language, result.tools, len(result.answer))
+    return result
+
+
+def _choose_scenario(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> Turn:
+    """The requested scenario in the request's language (the ``ai-config`` node's first one when it does not allow
+    the requested one), and the tools' context from the editor's selection."""
     catalog = deps.scenarios.get(request.language)
     wanted = request.scenario if deps.allowed(request.scenario) else deps.provider.scenarios[0]
     scenario_key, scenario = catalog.scenario(wanted)
     result.scenario, result.language = scenario_key, catalog.language
-    emit = _recording_errors(emit, result)
-    context = ToolContext(nodered=deps.nodered, flow_id=request.flow_id,
-                          node_ids=([n.id for n in request.selectedNodes]
-                                    or ([request.nodeId] if request.nodeId else [])),
-                          user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
-                          flow_data=request.flowData)
+    context = ServiceToolContext(nodered=deps.nodered, flow_id=request.flow_id,
+                                 node_ids=([n.id for n in request.selectedNodes]
+                                           or ([request.nodeId] if request.nodeId else [])),
+                                 user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
+                                 flow_data=request.flowData)
+    return Turn(catalog, scenario_key, scenario, context)
 
-    tool_run: ToolRun | None = None
-    task = ""
-    if not deps.may_write and DIRECT_TRIGGER.match(request.message):
-        await emit(error_event(ServiceError("forbidden", status=403, key="forbidden.run_tool")))
-        return result
-    try:
-        direct = parse_direct_trigger(request.message)
-    except ServiceError as err:
-        await emit(error_event(err))
-        return result
-    if direct is not None and not deps.tools_enabled:
-        await emit(error_event(ServiceError("tools_disabled")))
-        return result
-    if direct is not None:
-        name, params = direct
-        tool_run = ToolRun(name, {})
-        try:
-            tool_run.params = await deps.tools.parse(name, params)
-        except ToolFailure as failure:
-            await emit(error_event(failure))
-            return result
-    else:
-        match, written_in = deps.scenarios.match_any(request.message, catalog.language)
-        if written_in is not None and written_in.language != catalog.language and written_in.language != "en-US":
-            # The question is written in another shipped language than the editor's: answer in that language.
-            catalog = written_in
-            scenario_key, scenario = catalog.scenario(scenario_key)
-            result.language = catalog.language
-        if match is not None:
-            if deps.allowed(match.group.scenario):
-                scenario_key, scenario = catalog.scenario(match.group.scenario)
-                result.scenario = scenario_key
-            task = match.group.newHumanPrompt
-            forced = _forced_tool(match.group.tool, context)
-            if deps.tools_enabled and forced and deps.tools.has(forced):
-                tool_run = ToolRun(forced, {}, origin="keyword")
 
-    if tool_run is not None:
-        await _run_tool(tool_run, deps.tools, context, emit)
-        result.tools.append(tool_run.name)
-        if tool_run.failure is not None and tool_run.failure.code in FATAL_TOOL_CODES:
-            return result
+async def _direct_trigger(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -> bool:
+    """``@tools:<name>``: the tool to run, its parameters validated; ``False`` when the message is no trigger.
 
+    Raises:
+        CodedError: ``forbidden`` (running a tool by name needs write permission), ``tools_disabled``,
+            ``invalid_params``, ``unknown_tool``.
+    """
+    if not DIRECT_TRIGGER.match(request.message):
+        return False
+    if not deps.may_write:
+        raise ServiceError("forbidden", status=403, key="forbidden.run_tool")
+    name, params = parse_direct_trigger(request.message)
+    if not deps.tools_enabled:
+        raise ServiceError("tools_disabled")
+    name = deps.tools.resolve(name) or name
+    turn.tool_run = ToolRun(name, await deps.tools.parse(name, params))
+    return True
+
+
+def _follow_keywords(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult) -> None:
+    """The scenario keywords: a question written in another shipped language is answered in that language; a
+    keyword group switches the scenario (when allowed), gives the model its task and may force a tool."""
+    match, written_in = deps.scenarios.match_any(request.message, turn.catalog.language)
+    if written_in is not None and written_in.language not in (turn.catalog.language, "en-US"):
+        turn.catalog = written_in
+        turn.scenario_key, turn.scenario = written_in.scenario(turn.scenario_key)
+        result.language = written_in.language
+    if match is None:
+        return
+    if deps.allowed(match.group.scenario):
+        turn.scenario_key, turn.scenario = turn.catalog.scenario(match.group.scenario)
+        result.scenario = turn.scenario_key
+    turn.task = match.group.newHumanPrompt
+    forced = deps.tools.resolve(_forced_tool(match.group.tool, turn.context))
+    if deps.tools_enabled and forced is not None:
+        turn.tool_run = ToolRun(forced, {}, origin="keyword")
+
+
+async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult) -> list[BaseMessage]:
+    """System prompt, history, then the user's message, or after a tool the answer prompt with its result."""
     values = {"selectedFlow": describe_flow(request.flow_id, request.selectedFlow and request.selectedFlow.label),
               "selectedNodes": describe_nodes(request.selectedNodes)}
-    if "nodeRedVersion" in scenario.systemPrompt:
+    if "nodeRedVersion" in turn.scenario.systemPrompt:
         values["nodeRedVersion"] = await deps.nodered.version()
-    messages: list[BaseMessage] = [system_message(catalog, scenario, values)]
+    messages: list[BaseMessage] = [system_message(turn.catalog, turn.scenario, values)]
     messages += history_messages(await _history(request, deps, result))
-    if tool_run is not None:
-        messages.append(tool_answer_prompt(
-            request.message, task, tool_run.name,
-            bounded(tool_run.output.text, MODEL_TOOL_LIMIT) if tool_run.output else None,
-            tool_run.failure.message if tool_run.failure else None,
-            catalog.data.answerInstruction))
-    else:
+    run = turn.tool_run
+    if run is None:
         messages.append(HumanMessage(request.message))
-        if scenario.tools and deps.tools_enabled:
-            await _agent_answer(messages, scenario.tools, deps, context, emit, result)
-            log.info("agent session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id,
-                     scenario_key, catalog.language, result.tools, len(result.answer))
-            return result
-    await _stream_answer(messages, deps, emit, result)
-    log.info("chat session=%s scenario=%s language=%s tools=%s chars=%d", result.session_id, scenario_key,
-             catalog.language, result.tools, len(result.answer))
-    return result
+        return messages
+    messages.append(tool_answer_prompt(
+        request.message, turn.task, run.name,
+        deps.tools.for_model(run.name, run.output.text) if run.output else None,
+        run.failure.message if run.failure else None,
+        turn.catalog.data.answerInstruction))
+    return messages
 
 
-def _forced_tool(tool: str | None, context: ToolContext) -> str | None:
+def _forced_tool(tool: str | None, context: ServiceToolContext) -> str | None:
     """The tool a keyword forces, adapted to what the editor has selected: "this node" with no node selected reads
     the open tab instead (the model finds the node there); with nothing open either, no tool is forced and the
     question is answered as it stands (a quick start must never end in an error)."""
-    if tool == "get-node-info" and not context.node_ids:
-        tool = "get-flow"
-    if tool == "get-flow" and not context.flow_id:
+    tool = canonical_name(tool) if tool else None
+    if tool == "get_node_info" and not context.node_ids:
+        tool = "get_flow"
+    if tool == "get_flow" and not context.flow_id:
         return None
     return tool
 
@@ -282,37 +320,35 @@ async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResul
     return [turn.model_dump() for turn in request.history]
 
 
-async def _run_tool(run: ToolRun, tools: Toolbox, context: ToolContext, emit: Emit) -> None:
-    """Emit ``tool_call``, run the tool (built-in or through the MCP child), emit ``tool_result`` (and one
+async def _run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, emit: Emit) -> None:
+    """Emit ``tool_call``, run the tool (in-process or through the MCP child), emit ``tool_result`` (and one
     ``error`` when it failed)."""
     shown = {k: v for k, v in run.params.items() if v is not None}
-    if run.name == "get-flow" and not shown.get("flow_id") and context.flow_id:
+    if run.name == "get_flow" and not shown.get("flow_id") and context.flow_id:
         shown["flow_id"] = context.flow_id
-    if run.name == "get-node-info" and not shown.get("node_ids") and context.node_ids:
+    if run.name == "get_node_info" and not shown.get("node_ids") and context.node_ids:
         shown["node_ids"] = context.node_ids
-    await emit({"type": "tool_call", "tool": run.name, "params": shown, "origin": run.origin})
+    await emit(events.tool_call(run.name, shown, run.origin))
     try:
-        run.output = await tools.run(run.name, run.params, context)
+        run.output = await deps.tools.run(run.name, run.params, context, deps.permission)
     except ToolFailure as failure:
         run.failure = failure
-        await emit({"type": "tool_result", "tool": run.name, "result": failure.message, "ok": False})
+        await emit(events.tool_result(run.name, failure.message, ok=False))
         await emit(error_event(failure))
         return
-    await emit({"type": "tool_result", "tool": run.name, "result": bounded(run.output.text, PREVIEW_LIMIT),
-                "ok": True})
+    await emit(events.tool_result(run.name, run.output.text, ok=True))
 
 
-async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps: ChatDeps, context: ToolContext,
-                        emit: Emit, result: ChatResult) -> None:
+async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps: ChatDeps,
+                        context: ServiceToolContext, emit: Emit, result: ChatResult) -> None:
     """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event."""
     settings = deps.settings
     limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit,
                          settings.llm_timeout)
-    if deps.memory is None:
-        # Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
-        # offered: they would read nothing.
-        tool_names = [name for name in tool_names if name not in MEMORY_TOOLS]
-    tools = agent_tools(deps.tools, tool_names, context, emit, result)
+    # Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
+    # offered: they would read nothing.
+    offered = deps.tools.offered(tool_names, permission=deps.permission, memory=deps.memory is not None)
+    tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     system = messages[0]
     messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}")
 
@@ -327,7 +363,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
             log.info("the model refused tool calling (%s); answering without tools", type(exc).__name__)
             messages[0] = system
             async for chunk in first_chunk_within(model.astream(messages), settings.llm_timeout):
-                await _relay_chunk(chunk, emit, result)
+                await events.relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, agent_or_chat)
 
@@ -343,20 +379,9 @@ async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit
     """Pure chat: stream the model's answer as ``token`` events."""
     async def stream(model: BaseChatModel) -> None:
         async for chunk in first_chunk_within(model.astream(messages), deps.settings.llm_timeout):
-            await _relay_chunk(chunk, emit, result)
+            await events.relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, stream)
-
-
-async def _relay_chunk(chunk: Any, emit: Emit, result: ChatResult) -> None:
-    """One streamed model chunk: its text as a ``token`` event, its usage into ``result``."""
-    text = chunk.text if isinstance(chunk.text, str) else chunk.text()
-    if text:
-        result.answer += text
-        await emit({"type": "token", "content": text})
-    usage = getattr(chunk, "usage_metadata", None)
-    if usage:
-        result.usage = {"inputTokens": usage.get("input_tokens", 0), "outputTokens": usage.get("output_tokens", 0)}
 
 
 async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel], Awaitable[None]]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from service.nodered.messages import match_language
+from service.tools.registry import TOOL_NAMES, canonical_name
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +24,8 @@ DEFAULT_LANGUAGE = "en-US"
 BASE_FILE = "scenarios.json"
 PLACEHOLDERS = frozenset({"nodeRedVersion", "selectedFlow", "selectedNodes", "language"})
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-KNOWN_TOOLS = frozenset({"get-flow", "get-node-info", "get-flows", "get-settings", "get-diagnostics",
-                         "list-node-types", "search_memory", "get_user_preferences", "get_flow_templates"})
+# Tool names a scenario may list (the registry's); old hyphenated spellings are read as the registered names.
+KNOWN_TOOLS = TOOL_NAMES
 # Keys of the base file: a language file that holds one is changing behaviour per language, which it must not.
 STRUCTURAL_KEYS = frozenset({"defaultScenario", "tools", "scenario", "tool"})
 
@@ -42,6 +43,11 @@ class KeywordRoute(BaseModel):
     scenario: str
     tool: str | None = None
 
+    @field_validator("tool")
+    @classmethod
+    def _registered_name(cls, value: str | None) -> str | None:
+        return canonical_name(value) if value else value
+
 
 class ScenarioStructure(BaseModel):
     """One scenario's language-independent part: the tools the agent may call in it."""
@@ -52,6 +58,7 @@ class ScenarioStructure(BaseModel):
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, value: list[str]) -> list[str]:
+        value = [canonical_name(name) for name in value]
         unknown = sorted(set(value) - KNOWN_TOOLS)
         if unknown:
             raise ValueError(f"unknown tool(s) {unknown}")

@@ -6,7 +6,7 @@ One line per node::
     Tab "Sensors" [t1]: 4 nodes, locked
     env: SITE="north field" (str), LIMIT=30 (num), DB_PASS (cred, value hidden)
     Shortened to fit 60,000 characters ("…[+N chars]" marks cut code or text). Read these nodes in full with
-    get-node-info: a2                                                    (one line; only when something was cut)
+    get_node_info: a2                                                    (one line; only when something was cut)
     Nodes:
     [a1] inject: "every 5 s" repeat=5 → a2
     [a2] function: "parse" outputs=2 → [1] a3 [2] -
@@ -29,7 +29,7 @@ formatted (:func:`service.nodered.flows.strip_secrets`); a value that is a node 
 Budget: when the text would pass :data:`TEXT_BUDGET` characters, the longest code and values are cut first, all to
 one common length (largest first), each cut marked ``…[+N chars]`` in place; when that is not enough, the
 properties of the nodes with the most of them are left out (``…`` after the name). A "Shortened" line then names
-every node concerned, to be read in full with ``get-node-info``. Structure is never cut: a tab whose structure alone
+every node concerned, to be read in full with ``get_node_info``. Structure is never cut: a tab whose structure alone
 passes :data:`STRUCTURE_LIMIT` (about 2,500 nodes) raises :class:`FlowTooLarge` instead.
 """
 
@@ -43,9 +43,9 @@ from typing import Any
 from service.nodered.flows import LAYOUT_KEYS, FlowSlice, strip_secrets
 from service.nodered.node_defaults import CORE_DEFAULTS, AnyOf, default_differs, is_default
 
-TEXT_BUDGET = 60_000       # characters of get-flow / get-node-info text aimed at (code and values shortened to fit)
+TEXT_BUDGET = 60_000       # characters of get_flow / get_node_info text aimed at (code and values shortened to fit)
 STRUCTURE_LIMIT = 180_000  # characters the structure alone may take (beyond: FlowTooLarge, never a silent cut)
-# The bound of any tool result sent to a model (pipeline, agent): get-flow's text never reaches it.
+# The bound of any tool result sent to a model (pipeline, agent): get_flow's text never reaches it.
 MODEL_TOOL_LIMIT = STRUCTURE_LIMIT + 2_000
 SHORTEST = 80              # a shortened code block or value keeps at least this many characters
 NESTING_LIMIT = 32         # deeper JSON values are written as one piece of text
@@ -158,7 +158,7 @@ def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None, budget: in
     for expand in (True, False) if flow.subflows else (True,):
         if expand and _structure_floor(flow, expand=True) > limit:
             continue
-        # Without room for them, subflow definitions (tabs of their own, read by get-flow) are only named.
+        # Without room for them, subflow definitions (tabs of their own, read by get_flow) are only named.
         context = _Context(config_ids, clean, flow.link_targets)
         text, size = _fit(_flow_items(flow, context, expand=expand), budget, limit)
         if text is not None:
@@ -184,7 +184,7 @@ def _structure_floor(flow: FlowSlice, expand: bool) -> int:
 def compact_nodes(nodes: list[dict[str, Any]], config_ids: Container[str] | None = None,
                   references: Container[str] = frozenset(),
                   link_targets: dict[str, dict[str, Any] | None] | None = None, budget: int = TEXT_BUDGET) -> str:
-    """Format loose nodes (a selection, ``get-node-info``) one per line, same notation and budget as
+    """Format loose nodes (a selection, ``get_node_info``) one per line, same notation and budget as
     :func:`compact_flow`; the structure of every node is kept whatever its size."""
     context = _Context(config_ids or set(), _cleaner(references), link_targets)
     items: list[Part | NodeText | None] = [None, *(_node_text(node, context) for node in nodes)]
@@ -214,7 +214,7 @@ def _flow_items(flow: FlowSlice, context: _Context, expand: bool) -> list[Part |
             tab = sub.tab
             name = json.dumps(_inline(str(tab.get("name") or "")), ensure_ascii=False)
             items.append(f"\nSubflow {name} [{tab['id']}]: {len(sub.nodes)} nodes, not expanded here (read it with "
-                         f"get-flow flow_id={tab['id']})\n")
+                         f"get_flow flow_id={tab['id']})\n")
     items += _defaults_section(context)
     return items
 
@@ -523,10 +523,10 @@ def _shortened_note(plan: _Plan, cap: int | None, dropped: set[str], budget: int
         head = f"Too large for {budget:,} characters even shortened ({'; '.join(marks)})"
     with_detail = [text.node_id for text in plan.nodes if text.detail or text.blocks]
     if dropped and all(node_id in dropped for node_id in with_detail):
-        return f"{head}. Every node's properties are left out: read the nodes in question with get-node-info\n"
+        return f"{head}. Every node's properties are left out: read the nodes in question with get_node_info\n"
     in_order = [text.node_id for text in plan.nodes if text.node_id in cut or text.node_id in dropped]
     others = sorted(cut - set(in_order))  # the tab's own info or env
-    return f"{head}. Read these nodes in full with get-node-info: {','.join(others + in_order)}\n"
+    return f"{head}. Read these nodes in full with get_node_info: {','.join(others + in_order)}\n"
 
 
 def bounded(text: str, limit: int) -> str:

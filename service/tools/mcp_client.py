@@ -27,8 +27,9 @@ from mcp.client.stdio import stdio_client
 from mcp.types import Tool
 
 from service.nodered.messages import DEFAULT_LANGUAGE, english_catalog
+from service.nodered.tooling import ToolFailure, ToolOutput
+from service.nodered.tools import READ_TOOLS
 from service.settings import Settings
-from service.tools.builtin import ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +38,11 @@ USER_TOKEN_META = "ai-sidebar/nodeRedToken"
 # Must match mcp_server.server.ERROR_META: the ``_meta`` key of a failed result holding its code and values.
 ERROR_META = "ai-sidebar/error"
 ERROR_CODE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-# Tools the bundled MCP server offers; used for routing until a child has listed its own.
-EXPECTED_TOOLS = ("get-settings", "get-diagnostics", "get-flows", "get-flow", "get-node-info", "list-node-types")
+# Tools the bundled MCP server offers (it registers the core's read tools); used for routing until a child has
+# listed its own.
+EXPECTED_TOOLS = tuple(tool.name for tool in READ_TOOLS)
 # Environment handed to the child: the Node-RED connection, nothing else of the service's secrets.
-PASS_THROUGH_ENV = ("PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "NODE_RED_TIMEOUT")
+PASS_THROUGH_ENV = ("PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL")
 
 
 def server_command(settings: Settings) -> list[str]:
@@ -55,6 +57,8 @@ def server_env(settings: Settings, base: Mapping[str, str] | None = None) -> dic
     base = os.environ if base is None else base
     env = {name: base[name] for name in PASS_THROUGH_ENV if base.get(name)}
     env["NODE_RED_URL"] = settings.nodered.url
+    # From the settings, not the environment: a timeout set in the YAML file (AI_SIDEBAR_CONFIG) holds for the child.
+    env["NODE_RED_TIMEOUT"] = str(settings.nodered.timeout)
     if settings.nodered.token:
         env["NODE_RED_TOKEN"] = settings.nodered.token.get_secret_value()
     if settings.nodered.username and settings.nodered.password:

@@ -1,4 +1,4 @@
-"""Built-in tools over the memory store: ``search_memory``, ``get_user_preferences``, ``get_flow_templates``.
+"""The memory tools, declared once: ``search_memory``, ``get_user_preferences``, ``get_flow_templates``.
 
 They read only what belongs to the requester's identity (an editor user, or an ``ai-chat`` node's conversation)
 and shared entries such as flow templates.
@@ -11,7 +11,8 @@ import json
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.nodered.compact import bounded
-from service.tools.builtin import BuiltinTool, ToolContext, ToolFailure, ToolOutput
+from service.nodered.tooling import Tool, ToolFailure, ToolOutput
+from service.tools.context import ServiceToolContext as ToolContext
 
 TEMPLATE_CATEGORY = "template"
 PREFERENCE_CATEGORY = "preference"
@@ -72,13 +73,11 @@ class TemplateArgs(BaseModel):
     name: str | None = Field(None, max_length=200, description="a template name; omit to list them")
 
 
-MEMORY_TOOLS: dict[str, BuiltinTool] = {
-    tool.name: tool
-    for tool in (
-        BuiltinTool("search_memory", "Search the user's earlier conversations and saved knowledge (BM25 ranked).",
-                    SearchMemoryArgs, search_memory),
-        BuiltinTool("get_user_preferences", "Read the preferences the user saved.", NoArgs, get_user_preferences),
-        BuiltinTool("get_flow_templates", "List saved Node-RED flow templates, or read one by name.",
-                    TemplateArgs, get_flow_templates),
-    )
-}
+MEMORY_TOOLS: tuple[Tool, ...] = (
+    Tool(name="search_memory", title="Search memory", args=SearchMemoryArgs, run=search_memory,
+         description="Search the user's earlier conversations and saved knowledge (BM25 ranked)."),
+    Tool(name="get_user_preferences", title="User preferences", args=NoArgs, run=get_user_preferences,
+         description="Read the preferences the user saved."),
+    Tool(name="get_flow_templates", title="Flow templates", args=TemplateArgs, run=get_flow_templates,
+         description="List saved Node-RED flow templates, or read one by name."),
+)

@@ -22,7 +22,7 @@ from service.nodered.client import NodeRedClient
 from service.nodered.messages import MessageCatalog
 from service.settings import Settings
 from service.tools.mcp_client import McpTools
-from service.tools.toolbox import Toolbox
+from service.tools.registry import ToolRegistry
 from service.web.keys import (
     HTTP_SESSION,
     LIMITER,
@@ -152,7 +152,7 @@ def create_app(settings: Settings) -> web.Application:
     app[MESSAGES] = MessageCatalog(settings.locales_dir)
     app[MODELS] = ChatModelFactory()
     app[STREAMS] = weakref.WeakSet()
-    app[TOOLS] = Toolbox(McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
+    app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app[MEMORY] = MemorySlot()
     app[LIMITER] = StreamLimiter(settings.max_streams_per_user)
     app.cleanup_ctx.append(_http_session)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from service.nodered.client import NodeRedClient
     from service.nodered.messages import MessageCatalog
     from service.settings import Settings
-    from service.tools.toolbox import Toolbox
+    from service.tools.registry import ToolRegistry
     from service.web.limits import StreamLimiter
 
 # The string annotations name the value types for a type checker without importing them at run time (the app factory
@@ -26,7 +26,7 @@ NODERED: web.AppKey[NodeRedClient] = web.AppKey("nodered")
 MODELS: web.AppKey[ChatModelFactory] = web.AppKey("models")
 SCENARIOS: web.AppKey[ScenarioCatalog] = web.AppKey("scenarios")
 STREAMS: web.AppKey[weakref.WeakSet[Any]] = web.AppKey("streams")
-TOOLS: web.AppKey[Toolbox] = web.AppKey("tools")
+TOOLS: web.AppKey[ToolRegistry] = web.AppKey("tools")
 MEMORY: web.AppKey[MemorySlot] = web.AppKey("memory")
 LIMITER: web.AppKey[StreamLimiter] = web.AppKey("limiter")
 MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")

@@ -12,9 +12,10 @@ from service import __version__
 from service.chat.pipeline import ChatDeps, new_result, run_chat, save_turn
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
+from service.nodered.tooling import ToolFailure
 from service.settings import PROVIDERS
-from service.tools.builtin import ToolContext, ToolFailure
-from service.tools.toolbox import failure_status
+from service.tools.context import ServiceToolContext
+from service.tools.registry import failure_status
 from service.web.keys import LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
 from service.web.openapi import openapi_document
 from service.web.schemas import ExecuteToolRequest, StreamChatRequest, parse_body
@@ -48,7 +49,8 @@ async def scenarios(request: web.Request) -> web.Response:
 
 @routes.post("/ai-sidebar/execute-tool")
 async def execute_tool(request: web.Request) -> web.Response:
-    """``{tool, params}`` → ``{tool, result}`` with the tool's structured data; any built-in or MCP tool.
+    """``{tool, params}`` → ``{tool, result}`` with the tool's structured data; any registered tool, by its name
+    or its old hyphenated spelling (the answer names it as registered).
 
     Errors: 403 ``forbidden`` without write permission, 404 ``unknown_tool``, 400 ``invalid_params`` naming the
     parameter, 4xx/502 for a tool failure.
@@ -57,13 +59,15 @@ async def execute_tool(request: web.Request) -> web.Response:
     caller.require_write()  # running a tool by name needs write permission: the one rule in the README
     body = await parse_body(request, ExecuteToolRequest)
     tools = request.app[TOOLS]
-    context = ToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,
-                          identity=caller.identity, memory=request.app[MEMORY].store if caller.memory else None)
+    context = ServiceToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,
+                                 identity=caller.identity,
+                                 memory=request.app[MEMORY].store if caller.memory else None)
+    name = tools.resolve(body.tool) or body.tool  # ``get-flow`` answers as ``get_flow``
     try:
-        output = await tools.run(body.tool, await tools.parse(body.tool, body.params), context)
+        output = await tools.run(name, await tools.parse(name, body.params), context, caller.permission)
     except ToolFailure as failure:
         raise ServiceError(failure.code, status=failure_status(failure.code), **failure.sentence_args()) from None
-    return web.json_response({"tool": body.tool, "result": output.data})
+    return web.json_response({"tool": name, "result": output.data})
 
 
 DISCONNECT_POLL = 0.2  # seconds between checks that the client is still connected

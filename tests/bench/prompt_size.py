@@ -20,7 +20,7 @@ from .stack import SERVICE_TOKEN, Stack, tab_export
 MESSAGE = "explain the current flow"
 NODE_LINE = re.compile(r"^\[(?P<id>[^\]\s]+)\] (?P<rest>.*)$")
 HEAD_LINE = re.compile(r'^(?:Tab|Subflow) ".*" \[(?P<id>[^\]\s]+)\]: ')
-FLOW_BLOCK = re.compile(r'<tool_result tool="get-flow">\n(?P<text>.*?)\n</tool_result>', re.S)
+FLOW_BLOCK = re.compile(r'<tool_result tool="get_flow">\n(?P<text>.*?)\n</tool_result>', re.S)
 PORT = re.compile(r"\[(\d+)\] (\S+)")
 
 
@@ -136,11 +136,11 @@ async def run(stack: Stack) -> dict[str, Any]:
             entry: dict[str, Any] = {"source": tab.source, "tab": tab.tab_id, "label": tab.label,
                                      "nodes": len(export) - 1, "raw_tokens": count(raw)}
             errors = [e for e in events if e.get("type") == "error"]
-            tool_ok = any(e.get("type") == "tool_result" and e.get("tool") == "get-flow" and e.get("ok")
+            tool_ok = any(e.get("type") == "tool_result" and e.get("tool") == "get_flow" and e.get("ok")
                           for e in events)
             if not captured or errors or not tool_ok:
                 entry["error"] = (errors[0].get("code") if errors else
-                                  "get-flow did not run" if not tool_ok else "model received nothing")
+                                  "get_flow did not run" if not tool_ok else "model received nothing")
                 flows.append(entry)
                 # Nothing of this tab reached the model: its nodes count as lost.
                 totals["nodes"] += len(export)

@@ -62,8 +62,8 @@ def read(text: str) -> Reading:
             in_defaults, last = False, None
             continue
         if line.startswith(("Shortened to fit", "Too large for")):
-            if "get-node-info: " in line:
-                reading.shortened += line.rsplit("get-node-info: ", 1)[1].split(",")
+            if "get_node_info: " in line:
+                reading.shortened += line.rsplit("get_node_info: ", 1)[1].split(",")
             else:
                 reading.shortened.append("*")  # every node's properties left out
             continue

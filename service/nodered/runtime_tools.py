@@ -1,9 +1,9 @@
-"""The work behind the MCP tools: plain async functions of a :class:`NodeRedClient`, returning a
-:class:`service.tools.builtin.ToolOutput` (structured ``data`` and a ``text`` for a model).
+"""The runtime tools of the core: ``get_settings``, ``get_diagnostics``, ``get_flows``, ``list_node_types``
+(declared in :mod:`service.nodered.tools`).
 
-``get-flow`` and ``get-node-info`` are not here: the server wraps :mod:`service.tools.builtin` so that the service and
-any MCP client get the same answers. Every failure is a :class:`service.tools.builtin.ToolFailure` whose message a
-user understands (Admin API facts: https://nodered.org/docs/api/admin/).
+Each is a plain async function of a :class:`ToolContext` returning a :class:`ToolOutput` (structured ``data`` and a
+``text`` for a model). Every failure is a :class:`ToolFailure` whose message a user understands (Admin API facts:
+https://nodered.org/docs/api/admin/).
 """
 
 from __future__ import annotations
@@ -12,10 +12,20 @@ import json
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from service.nodered.client import NodeRedClient, NodeRedError
-from service.tools.builtin import ToolFailure, ToolOutput
+from service.nodered.client import NodeRedError
+from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
+
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NodeTypesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    module: str | None = Field(None, description="only this npm module, e.g. node-red or "
+                                                 "node-red-contrib-influxdb; default: all")
 
 
 class SettingsResult(BaseModel):
@@ -74,10 +84,10 @@ def _json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1, default=str)
 
 
-async def get_settings(client: NodeRedClient) -> ToolOutput:
+async def get_settings(ctx: ToolContext) -> ToolOutput:
     """``GET /settings``. Raises :class:`ToolFailure` on any Node-RED error."""
     try:
-        settings = await client.get_settings()
+        settings = await ctx.nodered.get_settings()
     except NodeRedError as err:
         raise failure(err) from None
     result = SettingsResult(nodeRedVersion=str(settings.get("version", "unknown")), settings=settings)
@@ -85,7 +95,7 @@ async def get_settings(client: NodeRedClient) -> ToolOutput:
                                                       + _json(settings))
 
 
-async def get_diagnostics(client: NodeRedClient) -> ToolOutput:
+async def get_diagnostics(ctx: ToolContext) -> ToolOutput:
     """``GET /diagnostics``.
 
     Raises:
@@ -93,7 +103,7 @@ async def get_diagnostics(client: NodeRedClient) -> ToolOutput:
             3.0 has no such endpoint), or another Node-RED error.
     """
     try:
-        report = await client.get_diagnostics()
+        report = await ctx.nodered.get_diagnostics()
     except NodeRedError as err:
         if err.code == "not_found":
             raise ToolFailure("not_found", key="not_found.diagnostics") from None
@@ -123,10 +133,10 @@ def summarize_flows(flows: list[dict[str, Any]], rev: str | None) -> FlowsResult
     return FlowsResult(rev=rev, flows=summaries, globalConfigNodeCount=global_configs)
 
 
-async def get_flows(client: NodeRedClient) -> ToolOutput:
+async def get_flows(ctx: ToolContext) -> ToolOutput:
     """``GET /flows`` summarized per tab and subflow. Raises :class:`ToolFailure` on any Node-RED error."""
     try:
-        config = await client.get_flows()
+        config = await ctx.nodered.get_flows()
     except NodeRedError as err:
         raise failure(err) from None
     result = summarize_flows(config["flows"], config.get("rev"))
@@ -154,14 +164,14 @@ def node_types(node_sets: list[dict[str, Any]], module: str | None = None) -> No
     return NodeTypesResult(nodeTypes=entries, modules=modules)
 
 
-async def list_node_types(client: NodeRedClient, module: str | None = None) -> ToolOutput:
+async def list_node_types(ctx: ToolContext, module: str | None = None) -> ToolOutput:
     """``GET /nodes`` as node types with module and version.
 
     Raises:
         ToolFailure: a Node-RED error, or ``module_not_found`` when ``module`` is not installed.
     """
     try:
-        node_sets = await client.get_nodes()
+        node_sets = await ctx.nodered.get_nodes()
     except NodeRedError as err:
         raise failure(err) from None
     result = node_types(node_sets, module)

@@ -1,22 +1,19 @@
-"""Built-in tools over the Node-RED Admin API: ``get-flow`` and ``get-node-info``.
+"""The flow tools of the core: ``get_flow`` and ``get_node_info`` (declared in :mod:`service.nodered.tools`).
 
-Each tool is a plain async function of a :class:`ToolContext` and typed arguments, returning a
-:class:`ToolOutput` (structured data for programs, compact text for a model). The MCP server wraps the same
-functions, so both give the same answers.
+Both default to the editor's selection in :class:`ToolContext` and read the editor's copy of a tab (``flowData``)
+when the request carries it, so the service and any MCP client get the same answers from the same functions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from service.identity import ANONYMOUS, Identity
-from service.nodered.client import NodeRedClient, NodeRedError
+from service.nodered.client import NodeRedError
 from service.nodered.compact import STRUCTURE_LIMIT, TEXT_BUDGET, FlowTooLarge, compact_flow, compact_nodes
 from service.nodered.flows import (
     FlowIndex,
@@ -31,37 +28,7 @@ from service.nodered.flows import (
     slice_flow,
     strip_secrets,
 )
-from service.nodered.messages import CodedError
-
-if TYPE_CHECKING:
-    from service.memory.store import MemoryStore
-
-
-class ToolFailure(CodedError):
-    """A tool could not answer; ``code`` is a design error code, ``message`` tells the user what to do next
-    (worded from ``locales/<lang>/errors.json`` when no free ``message`` is given, see :class:`CodedError`)."""
-
-
-@dataclass
-class ToolContext:
-    """What a tool may use: the Admin API client (with the editor user's rights), the request's selection, and the
-    editor user's own token (passed on to MCP tools, which must not read with more rights either)."""
-
-    nodered: NodeRedClient
-    flow_id: str | None = None
-    node_ids: list[str] = field(default_factory=list)
-    user_token: str | None = field(default=None, repr=False)
-    identity: Identity = ANONYMOUS
-    memory: MemoryStore | None = None
-    flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
-
-
-@dataclass
-class ToolOutput:
-    """``data``: JSON-able structured result; ``text``: the compact form sent to a model."""
-
-    data: dict[str, Any]
-    text: str
+from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 
 
 async def _flows(ctx: ToolContext) -> list[dict[str, Any]]:
@@ -103,7 +70,7 @@ async def _off_loop(work: Callable[..., ToolOutput], *args: Any) -> ToolOutput:
 
 def _flow_output(flow_data: list[dict[str, Any]] | None, flows: list[dict[str, Any]] | None,
                  unread: ToolFailure | None, flow_id: str) -> ToolOutput:
-    """get-flow's answer from the editor's copy (when it has the tab) or the deployed flows; runs in a thread."""
+    """get_flow's answer from the editor's copy (when it has the tab) or the deployed flows; runs in a thread."""
     editor = _editor_version(flow_data, flow_id)
     if editor is None and unread is not None:
         raise unread
@@ -224,7 +191,7 @@ async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> 
 
 def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: list[str],
                       modules: dict[str, dict[str, Any]]) -> ToolOutput:
-    """get-node-info's answer; runs in a thread."""
+    """get_node_info's answer; runs in a thread."""
     references = index.references
     described, where = [], []
     for node in nodes:
@@ -257,51 +224,34 @@ def _where(node: dict[str, Any], place: dict[str, Any] | None) -> str:
 
 class GetFlowArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    flow_id: str | None = Field(None, description="id of a tab or subflow; default: the tab open in the editor")
+    flow_id: str | None = Field(None, max_length=128, description="id of a tab or subflow, as listed by get_flows; "
+                                                                  "default: the tab open in the editor")
 
 
 class GetNodeInfoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    node_ids: list[str] | None = Field(None, description="node ids; default: the nodes selected in the editor")
+    node_ids: list[str] | None = Field(None, max_length=200, description="node ids (from get_flow); default: the "
+                                                                         "nodes selected in the editor")
 
 
-@dataclass(frozen=True)
-class BuiltinTool:
-    """A tool the service runs itself: ``args`` validates parameters, ``run(ctx, **args)`` answers."""
-
-    name: str
-    description: str
-    args: type[BaseModel]
-    run: Callable[..., Awaitable[ToolOutput]]
-
-    def parse(self, params: Any) -> dict[str, Any]:
-        """Validate ``params`` (a dict of named arguments, or a list of positional ones for ``@tools:``).
-
-        Raises:
-            ToolFailure: ``invalid_params`` naming the field that is wrong.
-        """
-        if isinstance(params, list):
-            field_names = list(self.args.model_fields)
-            list_field = field_names[0] if field_names else None
-            annotation = str(self.args.model_fields[list_field].annotation) if list_field else ""
-            params = {list_field: params} if "list" in annotation else dict(zip(field_names, params))
-        try:
-            return self.args.model_validate(params or {}).model_dump()
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "params"
-            raise ToolFailure("invalid_params", params={"tool": self.name, "parameter": where,
-                                                        "detail": first["msg"]}) from None
+class FlowResult(BaseModel):
+    id: str
+    type: str | None = Field(description="'tab' or 'subflow'")
+    label: str | None
+    disabled: bool
+    locked: bool = Field(False, description="the tab or subflow is locked against edits in the editor")
+    info: str = Field(description="the tab's description (markdown)")
+    env: list[dict[str, Any]] = Field(default_factory=list, description="the tab's or subflow's environment "
+                                                                        "variables: name, type, value (cred "
+                                                                        "values redacted)")
+    nodes: list[dict[str, Any]] = Field(description="nodes on the tab, credentials redacted")
+    configs: list[dict[str, Any]] = Field(description="config nodes those nodes use")
+    subflows: list[dict[str, Any]] = Field(description="definitions of the subflows instantiated on the tab, "
+                                                       "directly or inside other subflows: id, name, env, nodes")
 
 
-BUILTIN_TOOLS: dict[str, BuiltinTool] = {
-    tool.name: tool
-    for tool in (
-        BuiltinTool("get-flow", "Read one Node-RED tab (flow) with its nodes, wiring, config nodes and subflows. "
-                                "Long code and values may be shortened; the answer names those nodes.",
-                    GetFlowArgs, get_flow),
-        BuiltinTool("get-node-info", "Read Node-RED nodes by id: properties and code in full (no credentials), the "
-                                     "tab or subflow each is on, module and version.",
-                    GetNodeInfoArgs, get_node_info),
-    )
-}
+class NodeInfoResult(BaseModel):
+    nodes: list[dict[str, Any]] = Field(description="each node's properties (credentials redacted), module and "
+                                                    "moduleVersion of its type, and flow: the tab or subflow it is "
+                                                    "on (id, type, label; null for a global config node)")
+    missing: list[str] = Field(description="ids that matched no deployed node")

@@ -1,0 +1,62 @@
+"""The chat stream's events (DESIGN.md, "Stream events"), built in one place for every way of answering
+(keyword-forced tool, ``@tools:``, agent, plain chat), with one preview limit.
+
+``error`` events come from :func:`service.errors.error_event`; ``done`` from the route that ends the stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
+
+from service.nodered.compact import bounded
+
+Event = dict[str, Any]
+Emit = Callable[[Event], Awaitable[None]]
+Origin = Literal["direct", "keyword", "agent"]
+
+PREVIEW_LIMIT = 8_000  # characters of a tool result shown to the user in a tool_result event
+
+
+class Answer(Protocol):
+    """What the relayed text and usage accumulate into (:class:`service.chat.pipeline.ChatResult`)."""
+
+    answer: str
+    usage: dict[str, int] | None
+
+
+def token(content: str) -> Event:
+    """One text chunk of the model's answer, in order."""
+    return {"type": "token", "content": content}
+
+
+def tool_call(tool: str, params: Any, origin: Origin) -> Event:
+    """Before a tool runs. ``origin``: ``direct`` (the user's ``@tools:``), ``keyword`` (forced by a scenario
+    keyword) or ``agent`` (the model's choice)."""
+    return {"type": "tool_call", "tool": tool, "params": params, "origin": origin}
+
+
+def tool_result(tool: str, text: str, ok: bool) -> Event:
+    """After a tool ran: its text (or failure sentence) bounded to :data:`PREVIEW_LIMIT` characters."""
+    return {"type": "tool_result", "tool": tool, "result": bounded(text, PREVIEW_LIMIT), "ok": ok}
+
+
+def usage(chunk: Any) -> dict[str, int] | None:
+    """A LangChain chunk's ``usage_metadata`` as ``{inputTokens, outputTokens}``; ``None`` when it has none."""
+    metadata = getattr(chunk, "usage_metadata", None)
+    if not metadata:
+        return None
+    return {"inputTokens": metadata.get("input_tokens", 0), "outputTokens": metadata.get("output_tokens", 0)}
+
+
+async def relay_chunk(chunk: Any, emit: Emit, answer: Answer) -> None:
+    """One streamed model chunk: its text as a ``token`` event and into ``answer.answer``, its usage added to
+    ``answer.usage`` (an agent run makes several model calls; each reports its own tokens)."""
+    text = chunk.text if isinstance(chunk.text, str) else chunk.text()
+    if text:
+        answer.answer += text
+        await emit(token(text))
+    used = usage(chunk)
+    if used:
+        total = answer.usage or {"inputTokens": 0, "outputTokens": 0}
+        answer.usage = {key: total[key] + used[key] for key in total}

@@ -1,0 +1,71 @@
+"""The core's read tools, each declared once: the service's registry offers them to models, execute-tool and
+``@tools:``, and the MCP server registers them, all from these declarations.
+
+Adding a read tool is one :class:`~service.nodered.tooling.Tool` here plus its function.
+"""
+
+from __future__ import annotations
+
+from service.nodered.flow_tools import FlowResult, GetFlowArgs, GetNodeInfoArgs, NodeInfoResult, get_flow, get_node_info
+from service.nodered.runtime_tools import (
+    DiagnosticsResult,
+    FlowsResult,
+    NoArgs,
+    NodeTypesArgs,
+    NodeTypesResult,
+    SettingsResult,
+    get_diagnostics,
+    get_flows,
+    get_settings,
+    list_node_types,
+)
+from service.nodered.tooling import Tool
+
+READ_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="get_settings", title="Node-RED runtime settings", args=NoArgs, result=SettingsResult, run=get_settings,
+        description=(
+            "Read the runtime settings of Node-RED (GET /settings): its version, httpNodeRoot, editor theme, context "
+            "stores, function node options, and whether adminAuth is on (user, permissions).\n\n"
+            "Use it to know which Node-RED version you are talking to or how the runtime is configured. It shows "
+            "only the part of settings.js the editor may see, never credentials.")),
+    Tool(
+        name="get_diagnostics", title="Node-RED diagnostics report", args=NoArgs, result=DiagnosticsResult,
+        run=get_diagnostics,
+        description=(
+            "Read the diagnostics report of Node-RED (GET /diagnostics): Node-RED and Node.js versions, operating "
+            "system, memory, installed modules and a safe summary of settings.\n\n"
+            "Use it to troubleshoot or check versions and resources. It fails when diagnostics are turned off in "
+            "settings.js or Node-RED is older than 3.0; then use get_settings.")),
+    Tool(
+        name="get_flows", title="List Node-RED flows", args=NoArgs, result=FlowsResult, run=get_flows,
+        description=(
+            "Summarize every deployed tab (flow) and subflow: id, label, disabled, number of nodes and the node "
+            "types used, plus the count of global config nodes.\n\n"
+            "Call this first to find the id of a tab, then read it with get_flow.")),
+    Tool(
+        name="get_flow", title="Read one Node-RED flow", args=GetFlowArgs, result=FlowResult, run=get_flow,
+        description=(
+            "Read one tab (or subflow) with all its nodes and wires, the config nodes they use and the subflows "
+            "they instantiate; without flow_id, the tab open in the editor (its editor version, which may hold "
+            "undeployed changes). The text lists one node per line: [id] type \"name\" properties → wired "
+            "targets; properties at their default are named once, at the end.\n\n"
+            "Every node's id, type, name and wires are always there. On a large tab long code and values are cut "
+            "(marked …[+N chars]) and the text names the nodes shortened: read those with get_node_info. "
+            "Credentials are redacted. An unknown id fails with the list of existing tabs.")),
+    Tool(
+        name="get_node_info", title="Read Node-RED nodes", args=GetNodeInfoArgs, result=NodeInfoResult,
+        run=get_node_info,
+        description=(
+            "Read deployed nodes by id (without node_ids, the nodes selected in the editor): every property and "
+            "their code in full (credentials redacted), wiring, the tab or subflow each node is on, and the npm "
+            "module and version that provide the node's type.\n\n"
+            "Ids that match nothing are listed as missing; it fails only when none matches.")),
+    Tool(
+        name="list_node_types", title="List installed node types", args=NodeTypesArgs, result=NodeTypesResult,
+        run=list_node_types,
+        description=(
+            "List the node types installed in Node-RED (GET /nodes) with the npm module and version providing "
+            "each, and whether it is enabled.\n\n"
+            "Use it before proposing a flow, to know whether a contributed node is installed.")),
+)

@@ -1,0 +1,22 @@
+"""The service's tool context: the core's :class:`~service.nodered.tooling.ToolContext` plus who asks and their
+memory (the core knows neither)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from service.identity import ANONYMOUS, Identity
+from service.nodered.tooling import ToolContext
+
+if TYPE_CHECKING:
+    from service.memory.store import MemoryStore
+
+
+@dataclass
+class ServiceToolContext(ToolContext):
+    """A core context with the requester's ``identity`` (whose memory tools read) and ``memory`` (``None``: the
+    request keeps no memory, memory tools are not offered)."""
+
+    identity: Identity = ANONYMOUS
+    memory: MemoryStore | None = None

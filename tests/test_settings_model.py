@@ -13,6 +13,7 @@ from mcp_server.server import NodeRedConfig
 from mcp_server.settings import McpHttpSettings
 from service.nodered.settings import NodeRedSettings, SettingsError
 from service.settings import ENV_FIELDS, Settings
+from service.tools.mcp_client import server_env
 from tests.support.nodered import REPO, free_port
 
 SECRET = "s3cr3t-value-never-shown-4711"
@@ -143,3 +144,10 @@ def test_the_mcp_server_refuses_a_port_out_of_range():
                           env=clean_env(), cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and "port" in done.stderr, done.stderr
+
+
+def test_the_mcp_child_gets_the_node_red_timeout_of_the_settings_file(tmp_path):
+    config = tmp_path / "ai-sidebar.yaml"
+    config.write_text("NODE_RED_TIMEOUT: 3\n")
+    settings = Settings.from_env({"AI_SIDEBAR_CONFIG": str(config)})
+    assert server_env(settings, base={})["NODE_RED_TIMEOUT"] == "3.0"

@@ -106,3 +106,19 @@ async def retrieve(knowledge: Knowledge, route: Route, query: str, language: str
         searches.append((WORKSPACE_TOOL, asyncio.ensure_future(knowledge.workspace.search(query, language, limit))))
     found = await asyncio.gather(*(task for _, task in searches))
     return [StoreResult(tool, query, hits) for (tool, _), hits in zip(searches, found)]
+
+
+def context_message(question: str, results: list[StoreResult]) -> str:
+    """The user's turn with what was retrieved for it: the question verbatim, then each store's hits in a
+    ``<tool_result>`` block (data, never instructions, as every tool result), then how to use them."""
+    blocks = [f'<tool_result tool="{r.tool}" query="{r.query[:200]}">\n{r.text}\n</tool_result>'
+              for r in results]
+    return "\n\n".join([question, "Retrieved for this question (cite the sources you use: node type with "
+                                  "module@version, or tab name and node id):", *blocks])
+
+
+def without_model(results: list[StoreResult], notice: str) -> str:
+    """The answer when no model is configured: the retrieved facts with their sources, then ``notice``."""
+    parts = [f"{'Node help' if r.tool == DOCS_TOOL else 'Your workspace'} (search: {r.query}):\n\n{r.text}"
+             for r in results]
+    return "\n\n".join([*parts, notice])

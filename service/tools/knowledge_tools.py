@@ -12,18 +12,19 @@ from dataclasses import asdict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.knowledge.base import Knowledge
 from service.knowledge.index import Hit
-from service.knowledge.refresher import KnowledgeSlot
+from service.knowledge.refresher import KnowledgeRefresher
 from service.knowledge.retrieval import DOCS_TOOL, WORKSPACE_TOOL, cite, hits_text
 from service.nodered.tooling import Tool, ToolFailure, ToolOutput
 from service.tools.context import ServiceToolContext as ToolContext
 
 
-def _slot(ctx: ToolContext) -> KnowledgeSlot:
+def _open(ctx: ToolContext) -> tuple[Knowledge, KnowledgeRefresher]:
     slot = ctx.knowledge
     if slot is None or slot.knowledge is None or slot.refresher is None:
         raise ToolFailure("memory_unavailable", key="memory_unavailable.not_opened")
-    return slot
+    return slot.knowledge, slot.refresher
 
 
 def _data(hits: list[Hit]) -> dict:
@@ -34,11 +35,11 @@ def _data(hits: list[Hit]) -> dict:
 async def search_node_docs(ctx: ToolContext, query: str, type: str | None = None, module: str | None = None,
                            limit: int = 5) -> ToolOutput:
     """BM25-ranked help sections of the installed node types, optionally of one node type or module."""
-    slot = _slot(ctx)
-    language = await slot.refresher.docs_language(ctx.language)
+    knowledge, refresher = _open(ctx)
+    language = await refresher.docs_language(ctx.language)
     wanted = f"{query} {type}" if type else query
     pool = limit * 8 if type or module else limit
-    hits = [hit for hit in await slot.knowledge.docs.search(wanted, language, pool)
+    hits = [hit for hit in await knowledge.docs.search(wanted, language, pool)
             if (not type or hit.metadata.get("type") == type) and (not module or hit.metadata.get("module") == module)]
     return ToolOutput(data=_data(hits[:limit]), text=hits_text(hits[:limit]))
 
@@ -46,7 +47,7 @@ async def search_node_docs(ctx: ToolContext, query: str, type: str | None = None
 async def search_workspace(ctx: ToolContext, query: str, limit: int = 5) -> ToolOutput:
     """BM25-ranked chunks of the user's workspace: tabs, subflows, groups, config nodes, code, comments, info
     texts and the summary's exact counts."""
-    hits = await _slot(ctx).knowledge.workspace.search(query, ctx.language, limit)
+    hits = await _open(ctx)[0].workspace.search(query, ctx.language, limit)
     return ToolOutput(data=_data(hits), text=hits_text(hits))
 
 

@@ -171,3 +171,18 @@ async def test_a_deploy_is_searchable_after_the_next_refresh(kclient, workspace_
         "tool": "search_workspace", "params": {"query": "dirigible altimeter"}})
     first = (await answer.json())["result"]["results"][0]
     assert first["metadata"]["nodeId"] == node["id"] and first["citation"].startswith('tab "Area 2" (w2)')
+
+
+async def test_a_database_that_cannot_be_opened_leaves_the_chat_answering_without_knowledge(
+        aiohttp_client, workspace_nodered, model, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a folder should be")
+    settings = knowledge_settings(workspace_nodered, model, tmp_path, memory_db_path=blocker / "m.db")
+    client = await aiohttp_client(create_app(settings))
+    events = await chat(client, message="which node can I use to parse CSV?")
+    assert router_events(events) == [] and events[-1]["type"] == "done"
+    assert "token" in [e["type"] for e in events]
+    assert (await (await client.get("/ai-sidebar/knowledge")).json()) == {"available": False, "stores": {},
+                                                                          "sources": []}
+    refused = await client.post("/ai-sidebar/knowledge/reindex")
+    assert refused.status == 503 and (await refused.json())["error"]["code"] == "memory_unavailable"

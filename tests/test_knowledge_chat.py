@@ -7,6 +7,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
+from service.knowledge.retrieval import standalone_query
 from service.knowledge.router import Route, Router
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
@@ -186,3 +187,18 @@ async def test_a_database_that_cannot_be_opened_leaves_the_chat_answering_withou
                                                                           "sources": []}
     refused = await client.post("/ai-sidebar/knowledge/reindex")
     assert refused.status == 503 and (await refused.json())["error"]["code"] == "memory_unavailable"
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("where are they used?", "how many function nodes do I have? where are they used?"),
+    ("und wo wird es benutzt?", "how many function nodes do I have? und wo wird es benutzt?"),
+    ("它在哪里用?", "how many function nodes do I have? 它在哪里用?"),
+    ("which node can I use to parse CSV?", "which node can I use to parse CSV?"),
+    ("tell me everything about how this whole long flow of mine handles its errors",
+     "tell me everything about how this whole long flow of mine handles its errors"),
+])
+def test_only_a_short_message_with_a_pronoun_is_joined_to_the_previous_question(message, expected):
+    history = [{"role": "user", "content": "how many function nodes do I have?"},
+               {"role": "assistant", "content": "61."}]
+    assert standalone_query(message, history) == expected
+    assert standalone_query(message, []) == message

@@ -24,7 +24,7 @@ FOLLOW_UP_WORDS = 8        # a message of at most this many words may be a follo
 # Words that point back into the conversation ("and what does its second node do?"). English and the other
 # shipped languages' most common forms; a message with one of them and few words is contextualised.
 FOLLOW_UP_MARKERS = frozenset({
-    "it", "its", "it's", "that", "this", "those", "these", "they", "them", "their", "one", "ones", "same",
+    "it", "its", "it's", "that", "this", "those", "these", "they", "them", "their", "same",
     "er", "sie", "es", "dieser", "diese", "dieses", "davon", "dessen",
     "él", "ella", "ellos", "eso", "esto", "ese", "esa", "su", "sus",
     "il", "elle", "ils", "ça", "cela", "ce", "cet", "cette", "ces", "son", "sa", "ses",

@@ -56,6 +56,9 @@ class Settings(EnvSettings):
 
     memory_db_path: Path = Field(Path("./data/memory.db"), validation_alias="MEMORY_DB_PATH")
     memory_retention_days: int = Field(30, ge=0, validation_alias="MEMORY_RETENTION_DAYS")
+    knowledge_refresh: float = Field(30.0, ge=0, validation_alias="AI_SIDEBAR_KNOWLEDGE_REFRESH",
+                                     description="seconds between refreshes of the knowledge index from Node-RED "
+                                                 "(0: no automatic refresh, only POST /ai-sidebar/knowledge/reindex)")
 
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")

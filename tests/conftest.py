@@ -72,8 +72,11 @@ def nodered(tmp_path_factory, service_port):
 
 @pytest.fixture
 def settings(nodered, model, tmp_path) -> Settings:
+    """The service's settings for in-process tests; the knowledge index starts empty and is refreshed only where a
+    test asks (``knowledge_refresh=0``), so what a chat retrieves never depends on a background timer."""
     return Settings(nodered=NodeRedSettings(url=nodered.url), openai_base_url=model.base_url,
-                    openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
+                    openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
+                    knowledge_refresh=0)
 
 
 @pytest.fixture

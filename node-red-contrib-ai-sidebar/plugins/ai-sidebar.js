@@ -191,6 +191,11 @@ module.exports = function (RED) {
         forwardTo("/ai-sidebar/scenarios"));
     RED.httpAdmin.get("/ai-sidebar/memory-stats", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/memory-stats"));
+    RED.httpAdmin.get("/ai-sidebar/knowledge", RED.auth.needsPermission("ai-sidebar.read"),
+        forwardTo("/ai-sidebar/knowledge"));
+    // Reindexing makes the service read all of Node-RED's help and flows again: a change, so write.
+    RED.httpAdmin.post("/ai-sidebar/knowledge/reindex", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
+        forwardTo("/ai-sidebar/knowledge/reindex"));
     RED.httpAdmin.get("/ai-sidebar/history/:sessionId", RED.auth.needsPermission("ai-sidebar.read"),
         realSegment("sessionId"), forwardTo(function (req) {
             return "/ai-sidebar/history/" + encodeURIComponent(req.params.sessionId);

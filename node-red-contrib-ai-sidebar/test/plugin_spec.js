@@ -55,14 +55,16 @@ const READ_ROUTES = [
     ["GET", "ai-sidebar/history/s"],
     ["POST", "ai-sidebar/search"],
     ["GET", "ai-sidebar/templates"],
-    ["GET", "ai-sidebar/sessions"]
+    ["GET", "ai-sidebar/sessions"],
+    ["GET", "ai-sidebar/knowledge"]
 ];
 const WRITE_ROUTES = [
     ["POST", "ai-sidebar/templates"],
     ["POST", "ai-sidebar/sessions"],
     ["PATCH", "ai-sidebar/sessions/s"],
     ["DELETE", "ai-sidebar/sessions/s"],
-    ["POST", "ai-sidebar/execute-tool"]
+    ["POST", "ai-sidebar/execute-tool"],
+    ["POST", "ai-sidebar/knowledge/reindex"]
 ];
 
 /**
@@ -380,7 +382,9 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 ["POST", "ai-sidebar/sessions", "/ai-sidebar/sessions"],
                 ["PATCH", "ai-sidebar/sessions/a%20b", "/ai-sidebar/sessions/a%20b"],
                 ["DELETE", "ai-sidebar/sessions/a%20b", "/ai-sidebar/sessions/a%20b"],
-                ["POST", "ai-sidebar/execute-tool", "/ai-sidebar/execute-tool"]
+                ["POST", "ai-sidebar/execute-tool", "/ai-sidebar/execute-tool"],
+                ["GET", "ai-sidebar/knowledge", "/ai-sidebar/knowledge"],
+                ["POST", "ai-sidebar/knowledge/reindex", "/ai-sidebar/knowledge/reindex"]
             ];
             for (const [method, route, expected] of routes) {
                 const result = await json(await callRoute(nodeRed.url, [method, route]));

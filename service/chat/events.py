@@ -13,7 +13,7 @@ from service.nodered.compact import bounded
 
 Event = dict[str, Any]
 Emit = Callable[[Event], Awaitable[None]]
-Origin = Literal["direct", "keyword", "agent"]
+Origin = Literal["direct", "keyword", "agent", "router"]
 
 PREVIEW_LIMIT = 8_000  # characters of a tool result shown to the user in a tool_result event
 
@@ -32,7 +32,8 @@ def token(content: str) -> Event:
 
 def tool_call(tool: str, params: Any, origin: Origin) -> Event:
     """Before a tool runs. ``origin``: ``direct`` (the user's ``@tools:``), ``keyword`` (forced by a scenario
-    keyword) or ``agent`` (the model's choice)."""
+    keyword), ``agent`` (the model's choice) or ``router`` (knowledge retrieved for the question before the model
+    answers)."""
     return {"type": "tool_call", "tool": tool, "params": params, "origin": origin}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
+import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,16 @@ from service.chat.prompts import describe_flow, describe_nodes, history_messages
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
 from service.errors import ServiceError, error_event
 from service.identity import ANONYMOUS, Identity
+from service.knowledge.refresher import KnowledgeSlot
+from service.knowledge.retrieval import (
+    StoreResult,
+    context_message,
+    is_follow_up,
+    retrieve,
+    standalone_query,
+    without_model,
+)
+from service.knowledge.router import Route
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.nodered.client import NodeRedClient
 from service.nodered.messages import CodedError
@@ -43,6 +54,9 @@ TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get_flow without flow_id 
                       "get_node_info without node_ids reads the selected nodes. Call a tool only when the answer "
                       "needs the user's own flows, nodes, settings or memory.")
 # Tool failures after which answering makes no sense: the user must change the request.
+NO_MODEL_NOTICE = ("A model is needed for a written answer: the text above is what was found in the installed "
+                   "nodes' help or your workspace. Configure a provider (AI_PROVIDER and its key) in the assistant "
+                   "service or in an ai-config node.")
 FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
                               "invalid_params", "unknown_tool"})
 
@@ -59,6 +73,7 @@ class ChatDeps:
     user_token: str | None = field(default=None, repr=False)
     identity: Identity = ANONYMOUS
     memory: MemoryStore | None = None
+    knowledge: KnowledgeSlot | None = None
     provider: ProviderOverride | None = field(default=None, repr=False)
     may_write: bool = True       # write permission: needed to run a tool by name (@tools:)
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
@@ -178,6 +193,8 @@ class Turn:
     context: ServiceToolContext
     task: str = ""
     tool_run: ToolRun | None = None
+    history: list[dict[str, str]] | None = None  # read once, by the first step that needs it
+    retrieved: list[StoreResult] = field(default_factory=list)
 
 
 async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, result: ChatResult) -> ChatResult:
@@ -185,7 +202,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     and filling ``result`` as it goes.
 
     The steps: scenario, then a direct trigger (``@tools:``) or the scenario keywords (which may switch the
-    language and force a tool), the tool run, the prompt, and the answer (agent or plain chat). The caller sends
+    language and force a tool), the tool run or else the routed retrieval (which answers alone when no model is
+    configured), the prompt, and the answer (agent or plain chat). The caller sends
     ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
     """
     emit = _recording_errors(emit, result)
@@ -200,6 +218,10 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         await _run_tool(turn.tool_run, deps, turn.context, emit)
         result.tools.append(turn.tool_run.name)
         if turn.tool_run.failure is not None and turn.tool_run.failure.code in FATAL_TOOL_CODES:
+            return result
+    else:
+        await _retrieve(request, deps, turn, result, emit)
+        if turn.retrieved and await _answer_without_model(deps, turn, emit, result):
             return result
     messages = await _prompt(request, deps, turn, result)
     agent = turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
@@ -223,7 +245,7 @@ def _choose_scenario(request: StreamChatRequest, deps: ChatDeps, result: ChatRes
                                  node_ids=([n.id for n in request.selectedNodes]
                                            or ([request.nodeId] if request.nodeId else [])),
                                  user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
-                                 flow_data=request.flowData)
+                                 flow_data=request.flowData, knowledge=deps.knowledge, language=catalog.language)
     return Turn(catalog, scenario_key, scenario, context)
 
 
@@ -272,10 +294,13 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
     if "nodeRedVersion" in turn.scenario.systemPrompt:
         values["nodeRedVersion"] = await deps.nodered.version()
     messages: list[BaseMessage] = [system_message(turn.catalog, turn.scenario, values)]
-    messages += history_messages(await _history(request, deps, result))
+    if turn.history is None:
+        turn.history = await _history(request, deps, result)
+    messages += history_messages(turn.history)
     run = turn.tool_run
     if run is None:
-        messages.append(HumanMessage(request.message))
+        messages.append(HumanMessage(context_message(request.message, turn.retrieved) if turn.retrieved
+                                     else request.message))
         return messages
     messages.append(tool_answer_prompt(
         request.message, turn.task, run.name,
@@ -283,6 +308,55 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
         run.failure.message if run.failure else None,
         turn.catalog.data.answerInstruction))
     return messages
+
+
+async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
+                    emit: Emit) -> None:
+    """Routed retrieval: the router reads the latest user message alone (never the history); the stores it names
+    are searched with a standalone query (a follow-up is joined to the previous question) and what was read is
+    shown as ``tool_call``/``tool_result`` events of origin ``router``. The workspace is searched only for a
+    request that may use tools (an ``ai-chat`` node whose config withholds them gets the node help alone)."""
+    slot = deps.knowledge
+    if slot is None or slot.knowledge is None or slot.router is None or slot.refresher is None:
+        return
+    route = await slot.router.route(request.message, turn.catalog.language)
+    if route is Route.NEITHER:
+        return
+    if not deps.tools_enabled:
+        route = Route.DOCS if route in (Route.DOCS, Route.BOTH) else Route.NEITHER
+        if route is Route.NEITHER:
+            return
+    query = request.message
+    if is_follow_up(request.message):
+        turn.history = await _history(request, deps, result)
+        query = standalone_query(request.message, turn.history)
+    language = await slot.refresher.docs_language(turn.catalog.language)
+    try:
+        found = [r for r in await retrieve(slot.knowledge, route, query, language) if r.hits]
+    except sqlite3.Error as err:  # a locked or damaged index: answer without it, as without memory
+        log.warning("knowledge not searched: %s", err)
+        return
+    for store in found:
+        await emit(events.tool_call(store.tool, {"query": store.query}, "router"))
+        await emit(events.tool_result(store.tool, store.text, ok=True))
+        result.tools.append(store.tool)
+    turn.retrieved = found
+
+
+async def _answer_without_model(deps: ChatDeps, turn: Turn, emit: Emit, result: ChatResult) -> bool:
+    """With no model configured, a question that retrieved something is answered with what was retrieved and a
+    notice that a model is needed for a written answer (``True``); otherwise ``False`` and the run goes on (and
+    ends in the usual ``provider_not_configured`` error)."""
+    try:
+        deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
+    except ServiceError as err:
+        if err.code != "provider_not_configured":
+            return False
+        text = without_model(turn.retrieved, NO_MODEL_NOTICE)
+        result.answer += text
+        await emit(events.token(text))
+        return True
+    return False
 
 
 def _forced_tool(tool: str | None, context: ServiceToolContext) -> str | None:

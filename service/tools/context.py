@@ -10,13 +10,17 @@ from service.identity import ANONYMOUS, Identity
 from service.nodered.tooling import ToolContext
 
 if TYPE_CHECKING:
+    from service.knowledge.refresher import KnowledgeSlot
     from service.memory.store import MemoryStore
 
 
 @dataclass
 class ServiceToolContext(ToolContext):
     """A core context with the requester's ``identity`` (whose memory tools read) and ``memory`` (``None``: the
-    request keeps no memory, memory tools are not offered)."""
+    request keeps no memory, memory tools are not offered), the service's ``knowledge`` (``None``: not open) and
+    the request's ``language`` (which docs the knowledge tools read)."""
 
     identity: Identity = ANONYMOUS
     memory: MemoryStore | None = None
+    knowledge: KnowledgeSlot | None = None
+    language: str | None = None

@@ -17,6 +17,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import READ_TOOLS
+from service.tools.knowledge_tools import KNOWLEDGE_TOOLS
 from service.tools.mcp_client import McpTools
 from service.tools.memory_tools import MEMORY_TOOLS
 
@@ -27,8 +28,9 @@ Permission = Literal["read", "write"]
 IN_PROCESS_CORE = frozenset({"get_flow", "get_node_info"})
 # Tools that read the requester's memory: not offered to a request without memory.
 MEMORY_TOOL_NAMES = frozenset(tool.name for tool in MEMORY_TOOLS)
-# Every name a scenario may list: the core's tools and the memory tools.
-TOOL_NAMES = frozenset(tool.name for tool in READ_TOOLS) | MEMORY_TOOL_NAMES
+# Every name a scenario may list: the core's tools, the memory tools and the knowledge tools.
+TOOL_NAMES = (frozenset(tool.name for tool in READ_TOOLS) | MEMORY_TOOL_NAMES
+              | frozenset(tool.name for tool in KNOWLEDGE_TOOLS))
 
 # HTTP status of a tool failure outside a stream (execute-tool); anything else is an upstream fault (502).
 # A 4xx means the user must change something: the request, a selection, a permission or a Node-RED setting.
@@ -52,8 +54,8 @@ def canonical_name(name: str) -> str:
 
 
 def default_tools() -> tuple[Tool, ...]:
-    """The in-process tools of a service: the core's flow tools and the memory tools."""
-    return (*(tool for tool in READ_TOOLS if tool.name in IN_PROCESS_CORE), *MEMORY_TOOLS)
+    """The in-process tools of a service: the core's flow tools, the memory tools and the knowledge tools."""
+    return (*(tool for tool in READ_TOOLS if tool.name in IN_PROCESS_CORE), *MEMORY_TOOLS, *KNOWLEDGE_TOOLS)
 
 
 class ToolRegistry:

@@ -16,6 +16,9 @@ from aiohttp import web
 
 from service.chat.scenarios import ScenarioCatalog
 from service.errors import ServiceError, error_middleware
+from service.knowledge.base import Knowledge
+from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
+from service.knowledge.router import Router
 from service.llm.providers import ChatModelFactory
 from service.memory.store import MemorySlot, MemoryStore
 from service.nodered.client import NodeRedClient
@@ -25,6 +28,7 @@ from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
 from service.web.keys import (
     HTTP_SESSION,
+    KNOWLEDGE,
     LIMITER,
     MEMORY,
     MESSAGES,
@@ -35,6 +39,7 @@ from service.web.keys import (
     STREAMS,
     TOOLS,
 )
+from service.web.knowledge_routes import routes as knowledge_routes
 from service.web.limits import StreamLimiter
 from service.web.memory_routes import routes as memory_routes
 from service.web.routes import routes
@@ -111,6 +116,32 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
     await slot.store.close()
 
 
+async def _knowledge(app: web.Application) -> AsyncIterator[None]:
+    """Open the knowledge index (in the memory database file) and keep it fresh in the background; close it after.
+
+    A database that cannot be opened leaves the service answering without knowledge, as without memory. The
+    refresh reads with the service's own Node-RED credentials (see :mod:`service.knowledge.refresher`).
+    """
+    settings = app[SETTINGS]
+    slot = app[KNOWLEDGE]
+    try:
+        knowledge = await Knowledge.open(settings.memory_db_path, settings.locales_dir)
+    except (OSError, sqlite3.Error) as err:
+        log.error("knowledge index in %s cannot be opened (%s); answers will not be grounded in the installed "
+                  "nodes' help or the workspace", settings.memory_db_path, err)
+        yield
+        return
+    slot.knowledge, slot.router = knowledge, Router(knowledge.lexicons)
+    slot.refresher = KnowledgeRefresher(knowledge, app[NODERED], settings.knowledge_refresh)
+    task = asyncio.create_task(slot.refresher.run())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    slot.knowledge = slot.router = slot.refresher = None
+    await knowledge.close()
+
+
 async def _retention(store: MemoryStore, days: int) -> None:
     while True:
         try:
@@ -154,12 +185,15 @@ def create_app(settings: Settings) -> web.Application:
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app[MEMORY] = MemorySlot()
+    app[KNOWLEDGE] = KnowledgeSlot()
     app[LIMITER] = StreamLimiter(settings.max_streams_per_user)
     app.cleanup_ctx.append(_http_session)
     app.cleanup_ctx.append(_memory)
+    app.cleanup_ctx.append(_knowledge)
     app.cleanup_ctx.append(_mcp_child)
     app.on_shutdown.append(_close_streams)
     app.on_cleanup.append(_close_models)
     app.add_routes(routes)
     app.add_routes(memory_routes)
+    app.add_routes(knowledge_routes)
     return app

@@ -10,6 +10,7 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from service.chat.scenarios import ScenarioCatalog
+    from service.knowledge.refresher import KnowledgeSlot
     from service.llm.providers import ChatModelFactory
     from service.memory.store import MemorySlot
     from service.nodered.client import NodeRedClient
@@ -30,3 +31,4 @@ TOOLS: web.AppKey[ToolRegistry] = web.AppKey("tools")
 MEMORY: web.AppKey[MemorySlot] = web.AppKey("memory")
 LIMITER: web.AppKey[StreamLimiter] = web.AppKey("limiter")
 MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")
+KNOWLEDGE: web.AppKey[KnowledgeSlot] = web.AppKey("knowledge")

@@ -90,6 +90,12 @@ def openapi_document() -> dict[str, Any]:
             "post": _operation("Save a flow template", _json("saved"), 400, 401, 403, 408, 503, body=TemplateCreate,
                                ok_status="201"),
         },
+        "/ai-sidebar/knowledge": {"get": _operation(
+            "Indexed knowledge sources (node help, workspace) with chunk counts and freshness", _json("ok"),
+            400, 401)},
+        "/ai-sidebar/knowledge/reindex": {"post": _operation(
+            "Refresh the knowledge index from Node-RED now (write permission)", _json("reports and sources"),
+            400, 401, 403, 502, 503, 504)},
         "/ai-sidebar/sessions": {
             "get": _operation("The user's sessions", _json("ok"), 400, 401, 403, 503),
             "post": _operation("Create a session", _json("created"), 400, 401, 403, 408, 409, 503, body=SessionCreate,

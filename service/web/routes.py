@@ -12,11 +12,23 @@ from service import __version__
 from service.chat.pipeline import ChatDeps, new_result, run_chat, save_turn
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
+from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
 from service.settings import PROVIDERS
 from service.tools.context import ServiceToolContext
 from service.tools.registry import failure_status
-from service.web.keys import LIMITER, MEMORY, MESSAGES, MODELS, NODERED, SCENARIOS, SETTINGS, STREAMS, TOOLS
+from service.web.keys import (
+    KNOWLEDGE,
+    LIMITER,
+    MEMORY,
+    MESSAGES,
+    MODELS,
+    NODERED,
+    SCENARIOS,
+    SETTINGS,
+    STREAMS,
+    TOOLS,
+)
 from service.web.openapi import openapi_document
 from service.web.schemas import ExecuteToolRequest, StreamChatRequest, parse_body
 from service.web.sse import EventStream
@@ -61,7 +73,9 @@ async def execute_tool(request: web.Request) -> web.Response:
     tools = request.app[TOOLS]
     context = ServiceToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,
                                  identity=caller.identity,
-                                 memory=request.app[MEMORY].store if caller.memory else None)
+                                 memory=request.app[MEMORY].store if caller.memory else None,
+                                 knowledge=request.app[KNOWLEDGE],
+                                 language=next(iter(accept_languages(request.headers.get("Accept-Language"))), None))
     name = tools.resolve(body.tool) or body.tool  # ``get-flow`` answers as ``get_flow``
     try:
         output = await tools.run(name, await tools.parse(name, body.params), context, caller.permission)
@@ -123,7 +137,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     deps = ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(caller.token),
                     models=request.app[MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
                     user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
-                    granted_tools=caller.tools, provider=body.provider,
+                    granted_tools=caller.tools, provider=body.provider, knowledge=request.app[KNOWLEDGE],
                     memory=request.app[MEMORY].store if remember else None)
     result = new_result(body)
     stream = EventStream()

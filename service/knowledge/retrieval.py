@@ -1,0 +1,124 @@
+"""Retrieval for a chat turn: the two stores searched (concurrently for ``both``), the hits as text that cites its
+sources (node type with module@version; tab name and node id), and the follow-up rule that turns a short question
+with pronouns into a standalone query.
+
+What is retrieved is the user's data and third-party help text: it is handed to a model inside ``<tool_result>``
+blocks, as tool results are, never as instructions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+
+from service.knowledge.base import Knowledge
+from service.knowledge.index import Hit
+from service.knowledge.router import Route, normalize
+from service.nodered.compact import bounded
+
+DOCS_TOOL, WORKSPACE_TOOL = "search_node_docs", "search_workspace"
+DEFAULT_LIMIT = 4          # chunks per store given to a model with a question
+STORE_TEXT_LIMIT = 6_000   # characters of one store's hits given to a model
+FOLLOW_UP_WORDS = 8        # a message of at most this many words may be a follow-up
+# Words that point back into the conversation ("and what does its second node do?"). English and the other
+# shipped languages' most common forms; a message with one of them and few words is contextualised.
+FOLLOW_UP_MARKERS = frozenset({
+    "it", "its", "it's", "that", "this", "those", "these", "they", "them", "their", "same",
+    "er", "sie", "es", "dieser", "diese", "dieses", "davon", "dessen",
+    "él", "ella", "ellos", "eso", "esto", "ese", "esa", "su", "sus",
+    "il", "elle", "ils", "ça", "cela", "ce", "cet", "cette", "ces", "son", "sa", "ses",
+    "ele", "ela", "eles", "isso", "isto", "esse", "essa", "seu", "sua",
+    "он", "она", "оно", "они", "его", "её", "их", "это", "этот", "эта", "эти",
+})
+FOLLOW_UP_CJK = ("它", "那个", "這個", "那個", "这个", "それ", "その", "これ", "この", "그것", "그거", "이것", "이거")
+
+
+def is_follow_up(message: str) -> bool:
+    """A short message (≤ :data:`FOLLOW_UP_WORDS` words) that points back with a pronoun or demonstrative."""
+    text = normalize(message)
+    words = re.findall(r"[\w'’]+", text)
+    if any(marker in text for marker in FOLLOW_UP_CJK):
+        return len(text) <= 40
+    return 0 < len(words) <= FOLLOW_UP_WORDS and any(word in FOLLOW_UP_MARKERS for word in words)
+
+
+def standalone_query(message: str, history: list[dict[str, str]]) -> str:
+    """The search query for ``message``: the message itself, or for a follow-up the previous user message
+    followed by it (deterministic; the nouns the pronouns stand for are in the previous question)."""
+    if not is_follow_up(message):
+        return message
+    previous = next((turn.get("content", "") for turn in reversed(history) if turn.get("role") == "user"), "")
+    return f"{previous[:500]} {message}".strip() if previous else message
+
+
+def cite(hit: Hit) -> str:
+    """Where a hit comes from: ``csv (node-red@4.1.0), Inputs`` or ``tab "Area 3" (w3), node f1 (function)``."""
+    meta = hit.metadata
+    if hit.store == "docs":
+        where = f'{meta.get("type")} ({meta.get("module")}@{meta.get("version")})'
+        return where + (f', {meta["section"]}' if meta.get("section") else "")
+    parts = []
+    if meta.get("flowId"):
+        parts.append(f'{meta.get("flowType", "tab")} "{meta.get("flowLabel", "")}" ({meta["flowId"]})')
+    if meta.get("nodeId"):
+        parts.append(f'node {meta["nodeId"]} ({meta.get("type")})')
+    if meta.get("section"):
+        parts.append(f'workspace summary, {meta["section"]}')
+    return ", ".join(parts) or hit.source
+
+
+def hits_text(hits: list[Hit], limit: int = STORE_TEXT_LIMIT) -> str:
+    """Hits as text, each headed by its source, bounded to ``limit`` characters; ``No match.`` for none."""
+    if not hits:
+        return "No match."
+    return bounded("\n\n".join(f"[source: {cite(hit)}]\n{hit.title}\n{hit.text}" for hit in hits), limit)
+
+
+@dataclass
+class StoreResult:
+    """One store's retrieval: the tool name it is shown under, the query, the hits."""
+
+    tool: str
+    query: str
+    hits: list[Hit] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return hits_text(self.hits)
+
+
+async def retrieve(knowledge: Knowledge, route: Route, query: str, language: str,
+                   limit: int = DEFAULT_LIMIT) -> list[StoreResult]:
+    """Search the stores ``route`` names (both concurrently for ``both``; none for ``neither``).
+
+    Args:
+        knowledge: the open stores.
+        route: the router's decision on the latest user message.
+        query: the standalone query.
+        language: the docs language to read (an indexed one, see :meth:`KnowledgeRefresher.docs_language`).
+        limit: chunks per store.
+    """
+    searches: list[tuple[str, asyncio.Future | asyncio.Task]] = []
+    if route in (Route.DOCS, Route.BOTH):
+        searches.append((DOCS_TOOL, asyncio.ensure_future(knowledge.docs.search(query, language, limit))))
+    if route in (Route.WORKSPACE, Route.BOTH):
+        searches.append((WORKSPACE_TOOL, asyncio.ensure_future(knowledge.workspace.search(query, language, limit))))
+    found = await asyncio.gather(*(task for _, task in searches))
+    return [StoreResult(tool, query, hits) for (tool, _), hits in zip(searches, found)]
+
+
+def context_message(question: str, results: list[StoreResult]) -> str:
+    """The user's turn with what was retrieved for it: the question verbatim, then each store's hits in a
+    ``<tool_result>`` block (data, never instructions, as every tool result), then how to use them."""
+    blocks = [f'<tool_result tool="{r.tool}" query="{r.query[:200]}">\n{r.text}\n</tool_result>'
+              for r in results]
+    return "\n\n".join([question, "Retrieved for this question (cite the sources you use: node type with "
+                                  "module@version, or tab name and node id):", *blocks])
+
+
+def without_model(results: list[StoreResult], notice: str) -> str:
+    """The answer when no model is configured: the retrieved facts with their sources, then ``notice``."""
+    parts = [f"{'Node help' if r.tool == DOCS_TOOL else 'Your workspace'} (search: {r.query}):\n\n{r.text}"
+             for r in results]
+    return "\n\n".join([*parts, notice])

@@ -28,9 +28,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
 
-# The linters need the venv (ruff) and the palette's npm packages (eslint): no Node-RED, no browser.
-lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: ruff on the Python code, eslint on the palette package
+# The linters need the venv (ruff, mypy) and the palette's npm packages (eslint): no Node-RED, no browser.
+lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: ruff on the Python code, mypy on service and mcp_server, eslint on the palette package
 	$(VENV)/bin/ruff check service mcp_server tests
+	$(VENV)/bin/mypy
 	cd $(PALETTE) && npm run --silent lint
 
 # The three passes (pytest on Node-RED 4.1, pytest on 5.x, the palette's mocha specs) run at once: each starts its own

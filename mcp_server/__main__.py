@@ -9,11 +9,15 @@ import argparse
 import hmac
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from service.nodered.settings import NodeRedSettings, SettingsError
 
 from .server import build_server
 from .settings import McpHttpSettings
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("mcp_server")
 
@@ -25,11 +29,11 @@ class BearerAuth:
     protected-resource metadata, which would send clients into OAuth discovery for what is a static shared secret.
     """
 
-    def __init__(self, app, token: str):
+    def __init__(self, app: ASGIApp, token: str):
         self.app = app
         self._expected = f"Bearer {token}".encode()
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected):
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     server = build_server(config, host=http.host, port=http.port)
-    app = server.streamable_http_app()
+    app: ASGIApp = server.streamable_http_app()
     if http.token is not None:
         app = BearerAuth(app, http.token.get_secret_value())
     log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s%s", http.host, http.port,

@@ -123,7 +123,8 @@ def register(mcp: FastMCP, tool: Tool) -> None:
         return await _answer(tool.run(ToolContext(nodered=_client(ctx)), **arguments))
 
     call.__name__ = tool.name
-    call.__signature__ = inspect.Signature(parameters, return_annotation=returns)
+    # inspect.signature() honours __signature__ (PEP 362) but typeshed does not declare it on functions.
+    call.__signature__ = inspect.Signature(parameters, return_annotation=returns)  # type: ignore[attr-defined]
     call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
     read_only = tool.access == "read"
     annotations = ToolAnnotations(title=tool.title, readOnlyHint=read_only, destructiveHint=not read_only,

@@ -143,15 +143,20 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
     """
     run_deadline = asyncio.get_running_loop().time() + limits.seconds
     watch = _FirstTokenWatch(run_deadline, limits.first_token)
+    # The limit middlewares are typed with their own state (a subclass of AgentState) while create_agent wants one
+    # state type for the whole list; AgentMiddleware's state parameter is invariant, so mypy rejects the mix.
     agent = create_agent(model, tools, middleware=[
-        ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"),
-        ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),
+        ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"),  # type: ignore[list-item]
+        ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),  # type: ignore[list-item]
         UnrunnableToolCalls([tool.name for tool in tools], emit, result),
         watch.middleware(),
     ])
     try:
+        # astream's input is typed list[AnyMessage] (the concrete message classes), narrower than the
+        # list[BaseMessage] it accepts at run time.
         async with (asyncio.timeout_at(run_deadline) as deadline,
-                    contextlib.aclosing(agent.astream({"messages": messages}, stream_mode="messages")) as stream):
+                    contextlib.aclosing(agent.astream({"messages": messages},  # type: ignore[call-overload]
+                                                      stream_mode="messages")) as stream):
             watch.deadline = deadline
             async for chunk, metadata in stream:
                 if metadata.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):

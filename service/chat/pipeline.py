@@ -238,7 +238,9 @@ def _choose_scenario(request: StreamChatRequest, deps: ChatDeps, result: ChatRes
     """The requested scenario in the request's language (the ``ai-config`` node's first one when it does not allow
     the requested one), and the tools' context from the editor's selection."""
     catalog = deps.scenarios.get(request.language)
-    wanted = request.scenario if deps.allowed(request.scenario) else deps.provider.scenarios[0]
+    wanted = request.scenario
+    if not deps.allowed(wanted) and deps.provider is not None and deps.provider.scenarios:
+        wanted = deps.provider.scenarios[0]
     scenario_key, scenario = catalog.scenario(wanted)
     result.scenario, result.language = scenario_key, catalog.language
     context = ServiceToolContext(nodered=deps.nodered, flow_id=request.flow_id,
@@ -260,7 +262,9 @@ async def _direct_trigger(request: StreamChatRequest, deps: ChatDeps, turn: Turn
         return False
     if not deps.may_write:
         raise ServiceError("forbidden", status=403, key="forbidden.run_tool")
-    name, params = parse_direct_trigger(request.message)
+    trigger = parse_direct_trigger(request.message)
+    assert trigger is not None  # the message matched DIRECT_TRIGGER above
+    name, params = trigger
     if not deps.tools_enabled:
         raise ServiceError("tools_disabled")
     name = deps.tools.resolve(name) or name
@@ -289,7 +293,8 @@ def _follow_keywords(request: StreamChatRequest, deps: ChatDeps, turn: Turn, res
 
 async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult) -> list[BaseMessage]:
     """System prompt, history, then the user's message, or after a tool the answer prompt with its result."""
-    values = {"selectedFlow": describe_flow(request.flow_id, request.selectedFlow and request.selectedFlow.label),
+    flow_label = request.selectedFlow.label if request.selectedFlow else None
+    values = {"selectedFlow": describe_flow(request.flow_id, flow_label),
               "selectedNodes": describe_nodes(request.selectedNodes)}
     if "nodeRedVersion" in turn.scenario.systemPrompt:
         values["nodeRedVersion"] = await deps.nodered.version()
@@ -473,9 +478,9 @@ async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel]
     except ConnectionResetError:
         raise
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
-        err = provider_error(exc, timeout=config.timeout, secrets=_secrets(deps, config))
-        log.warning("model request failed: %s (%s: %s)", err.code, type(exc).__name__, err.message)
-        await emit(error_event(err))
+        fault = provider_error(exc, timeout=config.timeout, secrets=_secrets(deps, config))
+        log.warning("model request failed: %s (%s: %s)", fault.code, type(exc).__name__, fault.message)
+        await emit(error_event(fault))
 
 
 def _secrets(deps: ChatDeps, config: ProviderConfig) -> list[Any]:

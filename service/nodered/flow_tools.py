@@ -51,12 +51,13 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
     flow_id = flow_id or ctx.flow_id
     if not flow_id:
         raise ToolFailure("flow_not_selected")
+    flows: list[dict[str, Any]] | ToolFailure
     try:
-        flows, unread = await _flows(ctx), None
+        flows = await _flows(ctx)
     except ToolFailure as failure:
-        flows, unread = None, failure
+        flows = failure
     # Slicing and compaction grow with the flows (the editor's flowData may be megabytes): off the event loop.
-    return await _off_loop(_flow_output, ctx.flow_data, flows, unread, flow_id)
+    return await _off_loop(_flow_output, ctx.flow_data, flows, flow_id)
 
 
 async def _off_loop(work: Callable[..., ToolOutput], *args: Any) -> ToolOutput:
@@ -68,18 +69,19 @@ async def _off_loop(work: Callable[..., ToolOutput], *args: Any) -> ToolOutput:
         raise ToolFailure("flow_too_large", key="flow_too_large.nested") from None
 
 
-def _flow_output(flow_data: list[dict[str, Any]] | None, flows: list[dict[str, Any]] | None,
-                 unread: ToolFailure | None, flow_id: str) -> ToolOutput:
-    """get_flow's answer from the editor's copy (when it has the tab) or the deployed flows; runs in a thread."""
+def _flow_output(flow_data: list[dict[str, Any]] | None, flows: list[dict[str, Any]] | ToolFailure,
+                 flow_id: str) -> ToolOutput:
+    """get_flow's answer from the editor's copy (when it has the tab) or the deployed flows (or why they could not
+    be read); runs in a thread."""
     editor = _editor_version(flow_data, flow_id)
-    if editor is None and unread is not None:
-        raise unread
-    deployed = index_flows(flows) if flows is not None else None
-    try:
-        flow = editor or slice_flow(deployed, flow_id)
-    except FlowNotFound as err:
-        known = ", ".join(f'"{t["label"]}" ({t["id"]})' for t in err.known[:20]) or "none"
-        raise ToolFailure("flow_not_found", params={"flow_id": flow_id, "tabs": known}) from None
+    deployed: FlowIndex | None
+    if isinstance(flows, ToolFailure):
+        if editor is None:
+            raise flows
+        flow, deployed = editor, None
+    else:
+        deployed = index_flows(flows)
+        flow = editor if editor is not None else _deployed_version(deployed, flow_id)
     note, changes = "", None
     if editor is not None:
         note, changes = _compare_with_deployed(editor, deployed, flow_id)
@@ -135,6 +137,15 @@ def _editor_version(flow_data: list[dict[str, Any]] | None, flow_id: str) -> Flo
         return slice_flow(flow_data, flow_id)
     except FlowNotFound:
         return None
+
+
+def _deployed_version(deployed: FlowIndex, flow_id: str) -> FlowSlice:
+    """The deployed tab; raises ToolFailure ``flow_not_found`` naming the known tabs."""
+    try:
+        return slice_flow(deployed, flow_id)
+    except FlowNotFound as err:
+        known = ", ".join(f'"{t["label"]}" ({t["id"]})' for t in err.known[:20]) or "none"
+        raise ToolFailure("flow_not_found", params={"flow_id": flow_id, "tabs": known}) from None
 
 
 def _complete_from_deployed(editor: FlowSlice, deployed: FlowIndex) -> None:
@@ -196,8 +207,9 @@ def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: li
     described, where = [], []
     for node in nodes:
         entry = strip_secrets(node, references)
-        entry["module"] = modules.get(node.get("type"), {}).get("module")
-        entry["moduleVersion"] = modules.get(node.get("type"), {}).get("version")
+        module = modules.get(node.get("type", ""), {})
+        entry["module"] = module.get("module")
+        entry["moduleVersion"] = module.get("version")
         entry["flow"] = index.place(node)
         described.append(entry)
         line = f"  {node['id']}: {_where(node, entry['flow'])}"

@@ -176,7 +176,7 @@ async def list_node_types(ctx: ToolContext, module: str | None = None) -> ToolOu
         raise failure(err) from None
     result = node_types(node_sets, module)
     if module and not result.modules:
-        installed = sorted({s.get("module") for s in node_sets if s.get("module")})
+        installed = sorted({name for s in node_sets if (name := s.get("module"))})
         raise ToolFailure("module_not_found", params={"module": module, "installed": ", ".join(installed)})
     per_module = Counter(entry.module for entry in result.nodeTypes)
     lines = [f"{counted(len(result.nodeTypes), 'node type')} from {counted(len(result.modules), 'module')}:"]

@@ -24,7 +24,8 @@ import anyio
 import jsonschema
 from mcp import ClientSession, McpError, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.types import Tool
+from mcp.shared.message import SessionMessage
+from mcp.types import TextContent, Tool
 
 from service.nodered.messages import DEFAULT_LANGUAGE, english_catalog
 from service.nodered.tooling import ToolFailure, ToolOutput
@@ -159,7 +160,7 @@ class McpTools:
             ToolFailure: ``invalid_params`` naming the parameter that is wrong.
         """
         tool = self._tools.get(name)
-        schema = tool.inputSchema if tool else {"type": "object"}
+        schema: dict[str, Any] = tool.inputSchema if tool else {"type": "object"}
         properties = list(schema.get("properties", {}))
         if isinstance(params, list):
             if len(properties) == 1 and schema["properties"][properties[0]].get("type") == "array":
@@ -228,7 +229,7 @@ class McpTools:
             raise ToolFailure("tool_failed", params={"tool": name, "detail": err.error.message}) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as err:
             raise _ChildGone(type(err).__name__) from None
-        text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+        text = "\n".join(block.text for block in result.content if isinstance(block, TextContent))
         if result.isError:
             raise _failure(name, text, (result.meta or {}).get(ERROR_META))
         data = result.structuredContent if result.structuredContent is not None else {"text": text}
@@ -256,7 +257,8 @@ class McpTools:
                 return child
             if not child.ended.is_set():
                 child.error = f"no answer in {self._start_timeout:g} s"
-                child.task.cancel()  # it may hang before ``stop`` is watched; cancelling ends the process too
+                if child.task is not None:
+                    child.task.cancel()  # it may hang before ``stop`` is watched; cancelling ends the process too
                 child.ended.set()
             raise _ChildGone(child.error or "the MCP server exited")
 
@@ -267,7 +269,7 @@ class McpTools:
             async with stdio_client(params, errlog=sys.stderr) as (read, write):
                 # Relay the child's messages so that the end of its stdout (the child died) is seen at once,
                 # not only by a request that happens to be waiting.
-                relay_send, relay_read = anyio.create_memory_object_stream(0)
+                relay_send, relay_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
                 async def relay() -> None:
                     async with relay_send:

@@ -126,7 +126,7 @@ class ToolRegistry:
         listed = self.mcp.tool(resolved) if self.mcp is not None and resolved else None
         if listed is None:
             raise self._unknown(name)
-        return listed.description or resolved, listed.inputSchema
+        return listed.description or listed.name, listed.inputSchema
 
     async def parse(self, name: str, params: Any) -> dict[str, Any]:
         """Validate ``params`` (a dict, or a list of positional values) for tool ``name`` (any spelling).
@@ -139,6 +139,8 @@ class ToolRegistry:
             raise self._unknown(name)
         if resolved in self._local:
             return self._local[resolved].parse(params)
+        if self.mcp is None:  # unreachable: resolve() names MCP tools only when there is a child
+            raise self._unknown(name)
         await self.mcp.listed()  # the child starts in the background: its schemas decide what is valid
         return self.mcp.parse(resolved, params)
 
@@ -159,6 +161,8 @@ class ToolRegistry:
             raise ToolFailure("forbidden", key="forbidden.write")
         if resolved in self._local:
             return await self._local[resolved].run(context, **params)
+        if self.mcp is None:  # unreachable: resolve() names MCP tools only when there is a child
+            raise self._unknown(name)
         return await self.mcp.call(resolved, params, context.user_token)
 
     def for_model(self, name: str, text: str) -> str:

@@ -81,7 +81,7 @@ async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
     # and handshake take about half a second); a call made before it is up waits for the same start.
     starting = asyncio.create_task(mcp.start()) if mcp is not None else None
     yield
-    if mcp is not None:
+    if mcp is not None and starting is not None:
         if not starting.done():
             starting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -158,7 +158,7 @@ async def _close_models(app: web.Application) -> None:
 
 
 async def _close_streams(app: web.Application) -> None:
-    for stream in list(app[STREAMS]):
+    for stream in app[STREAMS].copy():
         await stream.close()
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import web
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from service.settings import Settings
     from service.tools.registry import ToolRegistry
     from service.web.limits import StreamLimiter
+    from service.web.sse import EventStream
 
 # The string annotations name the value types for a type checker without importing them at run time (the app factory
 # imports this module before the modules defining them).
@@ -26,7 +27,7 @@ HTTP_SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("http_session")
 NODERED: web.AppKey[NodeRedClient] = web.AppKey("nodered")
 MODELS: web.AppKey[ChatModelFactory] = web.AppKey("models")
 SCENARIOS: web.AppKey[ScenarioCatalog] = web.AppKey("scenarios")
-STREAMS: web.AppKey[weakref.WeakSet[Any]] = web.AppKey("streams")
+STREAMS: web.AppKey[weakref.WeakSet[EventStream]] = web.AppKey("streams")
 TOOLS: web.AppKey[ToolRegistry] = web.AppKey("tools")
 MEMORY: web.AppKey[MemorySlot] = web.AppKey("memory")
 LIMITER: web.AppKey[StreamLimiter] = web.AppKey("limiter")

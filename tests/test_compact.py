@@ -334,5 +334,5 @@ def test_a_value_nested_hundreds_deep_is_a_tool_failure_not_a_crash():
     flow_data = [{"id": "t1", "type": "tab"},
                  {"id": "a", "type": "function", "z": "t1", "x": 1, "y": 1, "deep": deep, "wires": []}]
     with pytest.raises(ToolFailure) as info:
-        asyncio.run(_off_loop(_flow_output, flow_data, [], None, "t1"))
+        asyncio.run(_off_loop(_flow_output, flow_data, [], "t1"))
     assert info.value.code == "flow_too_large"

@@ -203,8 +203,11 @@ describe("ai-sidebar plugin in Node-RED", function () {
             const script = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/vendor/purify.js");
             assert.strictEqual(script.res.statusCode, 200);
             assert.match(await helpers.readBody(script.res), /NodeRedAiSidebar\.vendor\.DOMPurify/);
-            for (const part of ["flow-json.js", "admin-api.js", "flow-blocks.js", "markdown.js", "answer.js",
-                "sessions.js", "ai-sidebar.css"]) {
+            const html = fs.readFileSync(path.join(__dirname, "..", "plugins", "ai-sidebar.html"), "utf8");
+            const parts = Array.from(html.matchAll(/src="resources\/node-red-contrib-ai-sidebar\/([^"]+)"/g),
+                function (match) { return match[1]; }).concat(["ai-sidebar.css"]);
+            assert.ok(parts.length > 20, parts.join(" "));
+            for (const part of parts) {
                 const response = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/" + part);
                 await helpers.readBody(response.res);
                 assert.strictEqual(response.res.statusCode, 200, part);

@@ -30,7 +30,15 @@
      */
     function ServiceWatch(options) {
         this.options = options;
-        this.timers = options.timers || { setInterval: setInterval, clearInterval: clearInterval };
+        // Wrapped: a browser refuses window.setInterval called as a method of another object (Illegal invocation).
+        this.timers = options.timers || {
+            setInterval: function (fn, ms) {
+                return setInterval(fn, ms);
+            },
+            clearInterval: function (id) {
+                clearInterval(id);
+            }
+        };
         this.down = false;
         this.timer = null;
     }

@@ -69,3 +69,31 @@ describe("watching the service", function () {
         assert.strictEqual(timers.active.size, 0);
     });
 });
+
+describe("watching the service with the global timers", function () {
+    it("calls setInterval and clearInterval as plain functions, as browsers require", function () {
+        const seen = [];
+        const service = new serviceWatch.ServiceWatch({
+            check: function () {},
+            onDown: function () { seen.push("down"); },
+            onUp: function () { seen.push("up"); },
+            retryMs: 60000
+        });
+        const original = global.setInterval;
+        global.setInterval = function (fn, ms) {
+            // Like window.setInterval: refuses to run as a method of another object.
+            if (this !== undefined && this !== global) {
+                throw new TypeError("Illegal invocation");
+            }
+            return original(fn, ms);
+        };
+        try {
+            service.failed(unreachable("down"));
+        } finally {
+            global.setInterval = original;
+        }
+        service.reached();
+        assert.deepStrictEqual(seen, ["down", "up"]);
+        assert.strictEqual(service.timer, null);
+    });
+});

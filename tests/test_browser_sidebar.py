@@ -565,6 +565,16 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     assert seen["pageErrors"] == []
 
     assert "not reachable" in seen["offlineStatus"] and f":{service.port}" in seen["offlineStatus"]
+    # The banner gives the commands for this Node-RED: the service on the port AI_SIDEBAR_SERVICE_URL names (the
+    # checkout bundles no wheel, so there is no pip command), its container, and the opt-in supervisor; each copies.
+    commands = {c["id"]: c["command"] for c in seen["commands"]}
+    assert commands == {
+        "run": f"AI_SIDEBAR_PORT={service.port} ai-sidebar-service",
+        "docker": f"docker run --rm -p 127.0.0.1:{service.port}:8765 -e OPENAI_API_KEY node-red-ai-sidebar",
+        "supervise": "aiSidebar: { startService: true }",
+    }
+    assert all(c["copyButton"] and c["label"] for c in seen["commands"])
+    assert seen["copiedCommand"] == commands["run"]
     assert not seen["scenarioVisibleOffline"]
     assert "not reachable" in seen["offlineAnswer"]
     # The question that could not be sent is still in the input.

@@ -17,6 +17,10 @@ const path = require("path");
 const relayLib = require("./lib/relay");
 const providerLib = require("./lib/provider");
 const supervisorLib = require("./lib/supervisor");
+const serviceStatusLib = require("./lib/service-status");
+
+// Where `npm pack` puts the service's wheel (the package's prepack script).
+const WHEEL_DIR = path.join(__dirname, "..", "python");
 
 module.exports = function (RED) {
     const config = relayLib.configFromEnvironment(process.env);
@@ -159,6 +163,20 @@ module.exports = function (RED) {
 
     installBodyErrorHandler(RED);
 
+    /**
+     * Answer `GET /ai-sidebar/service-status`: whether the service answers its /healthz, and what starts it
+     * (lib/service-status.js). Never relayed: the service is what may be missing.
+     */
+    async function serviceStatusRoute(req, res) {
+        const reachable = relay ? await serviceAnswers(relay) : false;
+        relayLib.sendJson(res, 200, serviceStatusLib.serviceStatus({
+            reachable: reachable,
+            serviceUrl: config.serviceUrl,
+            supervisor: supervisorStatus(),
+            wheel: bundledWheel()
+        }));
+    }
+
     function sessionPath(req) {
         return "/ai-sidebar/sessions/" + encodeURIComponent(req.params.id);
     }
@@ -187,6 +205,8 @@ module.exports = function (RED) {
         guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/stream-chat", { stream: true }));
     RED.httpAdmin.get("/ai-sidebar/configs", RED.auth.needsPermission("ai-sidebar.read"),
         guarded(providerLib.configsRoute(RED)));
+    RED.httpAdmin.get("/ai-sidebar/service-status", RED.auth.needsPermission("ai-sidebar.read"),
+        guarded(serviceStatusRoute));
     RED.httpAdmin.get("/ai-sidebar/scenarios", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/scenarios"));
     RED.httpAdmin.get("/ai-sidebar/memory-stats", RED.auth.needsPermission("ai-sidebar.read"),
@@ -246,6 +266,48 @@ function startSupervisedService(RED, config) {
     });
     supervisorLib.current = supervisor;
     supervisor.start();
+}
+
+/**
+ * Whether the service answers `GET /healthz` (open without the service token) with 200.
+ *
+ * @param {{request: function(object): Promise<import("http").IncomingMessage>}} relay
+ * @returns {Promise<boolean>}
+ */
+async function serviceAnswers(relay) {
+    try {
+        const answer = await relay.request({ path: "/healthz", method: "GET" });
+        answer.resume();
+        return answer.statusCode === 200;
+    } catch {
+        return false;
+    }
+}
+
+/**
+ * The `status()` of the service supervisor the plugin runs (opt-in `aiSidebar.startService`), or null.
+ *
+ * @returns {?object}
+ */
+function supervisorStatus() {
+    const supervisor = supervisorLib.current;
+    return supervisor ? supervisor.status() : null;
+}
+
+/**
+ * The absolute path of the wheel bundled with the package, or null.
+ *
+ * @returns {?string}
+ */
+function bundledWheel() {
+    let names;
+    try {
+        names = fs.readdirSync(WHEEL_DIR);
+    } catch {
+        return null;
+    }
+    const wheel = serviceStatusLib.chooseWheel(names);
+    return wheel ? path.join(WHEEL_DIR, wheel) : null;
 }
 
 /**

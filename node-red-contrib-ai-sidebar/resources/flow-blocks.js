@@ -227,17 +227,7 @@
     }
 
     function copyFlow(text, button) {
-        var copied = false;
-        try {
-            copied = RED.clipboard.copyText(text, button, NS + "flow.copied");
-        } catch {
-            // The editor's clipboard helper failed: the browser's clipboard below is tried instead.
-        }
-        if (!copied && navigator.clipboard && window.isSecureContext) {
-            navigator.clipboard.writeText(text).then(function () {
-                RED.notify($("<p></p>").text(t("flow.copied")), { type: "success", timeout: 2000 });
-            });
-        }
+        window.NodeRedAiSidebar.clipboard.copyText(text, button, "flow.copied");
     }
 
     /**

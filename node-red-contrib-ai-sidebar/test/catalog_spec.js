@@ -13,7 +13,8 @@ const localesDir = path.join(packageRoot, "plugins", "locales");
 const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"];
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
 const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
-    "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js"];
+    "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js", "resources/clipboard.js",
+    "resources/service-banner.js", "resources/sidebar.js"];
 
 function catalog(lang) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, lang, "ai-sidebar.json"), "utf8"));
@@ -63,7 +64,7 @@ describe("sidebar message catalogs", function () {
     });
 
     it("defines every key the sidebar asks for", function () {
-        const pattern = /"(?:sidebar|context|session|config|history|answer|flow|tool|prompt|action|error)\.[\w.-]+"/g;
+        const pattern = /"(?:sidebar|context|session|config|history|answer|flow|tool|prompt|action|error|service)\.[\w.-]+"/g;
         const used = source.match(pattern).map(function (quoted) {
             return quoted.slice(1, -1);
         });
@@ -87,6 +88,23 @@ describe("sidebar message catalogs", function () {
         EDITOR_SOURCES.forEach(function (file) {
             const text = fs.readFileSync(path.join(packageRoot, file), "utf8");
             assert.ok(text.indexOf("\"node-red-contrib-ai-sidebar/ai-sidebar:\"") !== -1, file);
+        });
+    });
+
+    it("names every command and supervisor state the service-status route may send", function () {
+        const banner = require("../resources/service-banner");
+        const route = require("../plugins/lib/service-status");
+        const offered = route.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", supervisor: null,
+            wheel: "/w.whl" }).commands.map(function (c) { return c.id; });
+        assert.deepStrictEqual(offered, banner.COMMAND_IDS);
+        LANGUAGES.forEach(function (lang) {
+            banner.COMMAND_IDS.forEach(function (id) {
+                assert.strictEqual(typeof lookup(catalog(lang), "service.command." + id), "string", lang + " " + id);
+            });
+            ["starting", "running", "exited", "failed"].forEach(function (state) {
+                assert.strictEqual(typeof lookup(catalog(lang), "service.supervisor." + state), "string",
+                    lang + " " + state);
+            });
         });
     });
 
@@ -119,6 +137,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/flow-json.js",
             "resources/node-red-contrib-ai-sidebar/config-reuse.js",
             "resources/node-red-contrib-ai-sidebar/admin-api.js",
+            "resources/node-red-contrib-ai-sidebar/clipboard.js",
             "resources/node-red-contrib-ai-sidebar/flow-blocks.js",
             "resources/node-red-contrib-ai-sidebar/code-highlight.js",
             "resources/node-red-contrib-ai-sidebar/markdown.js",
@@ -126,7 +145,15 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/answer.js",
             "resources/node-red-contrib-ai-sidebar/sessions.js",
             "resources/node-red-contrib-ai-sidebar/config-choice.js",
-            "resources/node-red-contrib-ai-sidebar/config-picker.js"
+            "resources/node-red-contrib-ai-sidebar/config-picker.js",
+            "resources/node-red-contrib-ai-sidebar/conversation.js",
+            "resources/node-red-contrib-ai-sidebar/chat-request.js",
+            "resources/node-red-contrib-ai-sidebar/editor-context.js",
+            "resources/node-red-contrib-ai-sidebar/scenario-choice.js",
+            "resources/node-red-contrib-ai-sidebar/service-watch.js",
+            "resources/node-red-contrib-ai-sidebar/service-banner.js",
+            "resources/node-red-contrib-ai-sidebar/sidebar-tab.js",
+            "resources/node-red-contrib-ai-sidebar/sidebar.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);
     });

@@ -54,7 +54,8 @@ describe("package manifest", function () {
             return path.relative(packageRoot, file);
         }).sort();
         assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/chat-client.js",
-            "plugins/ai-sidebar.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/supervisor.js",
+            "plugins/ai-sidebar.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/service-status.js",
+            "plugins/lib/supervisor.js",
             "resources/sse-parser.js"]);
     });
 

@@ -205,13 +205,39 @@ describe("ai-sidebar plugin in Node-RED", function () {
             const script = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/vendor/purify.js");
             assert.strictEqual(script.res.statusCode, 200);
             assert.match(await helpers.readBody(script.res), /NodeRedAiSidebar\.vendor\.DOMPurify/);
-            for (const part of ["flow-json.js", "admin-api.js", "flow-blocks.js", "markdown.js", "answer.js",
-                "sessions.js", "ai-sidebar.css"]) {
+            const html = fs.readFileSync(path.join(__dirname, "..", "plugins", "ai-sidebar.html"), "utf8");
+            const parts = Array.from(html.matchAll(/src="resources\/node-red-contrib-ai-sidebar\/([^"]+)"/g),
+                function (match) { return match[1]; }).concat(["ai-sidebar.css"]);
+            assert.ok(parts.length > 20, parts.join(" "));
+            for (const part of parts) {
                 const response = await helpers.request(nodeRed.url + "resources/node-red-contrib-ai-sidebar/" + part);
                 await helpers.readBody(response.res);
                 assert.strictEqual(response.res.statusCode, 200, part);
             }
         });
+
+        it("says whether the service answers and what starts it on its port, without the service token",
+            async function () {
+                const port = new URL(service.url).port;
+                service.handler = function (req, res) {
+                    relayLib.sendJson(res, req.url === "/healthz" ? 200 : 404, { status: "ok", version: "0.1.0" });
+                };
+                const up = await json(await helpers.request(nodeRed.url + "ai-sidebar/service-status"));
+                assert.strictEqual(up.status, 200);
+                assert.strictEqual(up.body.reachable, true);
+                assert.strictEqual(up.body.serviceUrl, service.url);
+                assert.strictEqual(up.body.supervisor, null);
+                assert.deepStrictEqual(up.body.commands.map(function (c) { return c.id; }),
+                    ["run", "docker", "supervise"]);
+                assert.strictEqual(up.body.commands[0].command, "AI_SIDEBAR_PORT=" + port + " ai-sidebar-service");
+                assert.strictEqual(service.requests[service.requests.length - 1].url, "/healthz");
+                service.handler = function (req, res) {
+                    relayLib.sendJson(res, 503, relayLib.errorBody("starting", "not yet"));
+                };
+                const down = await json(await helpers.request(nodeRed.url + "ai-sidebar/service-status"));
+                assert.strictEqual(down.body.reachable, false);
+                assert.doesNotMatch(JSON.stringify(up.body) + JSON.stringify(down.body), /svc-token/);
+            });
 
         it("relays the chat stream from the service", async function () {
             service.handler = sseAnswer;
@@ -505,7 +531,7 @@ describe("ai-sidebar plugin in Node-RED", function () {
         });
 
         it("refuses every route without a token", async function () {
-            for (const route of READ_ROUTES.concat(WRITE_ROUTES)) {
+            for (const route of READ_ROUTES.concat(WRITE_ROUTES, [["GET", "ai-sidebar/service-status"]])) {
                 const response = await callRoute(nodeRed.url, route);
                 await helpers.readBody(response.res);
                 assert.strictEqual(response.res.statusCode, 401, route.join(" "));
@@ -534,6 +560,13 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 assert.strictEqual(response.res.statusCode, 401, route.join(" "));
             }
             assert.strictEqual(service.requests.length, before);
+        });
+
+        it("tells a read-only user whether the service is reachable", async function () {
+            const result = await json(await helpers.request(nodeRed.url + "ai-sidebar/service-status",
+                { headers: { "Authorization": "Bearer " + await token("viewer", "read") } }));
+            assert.strictEqual(result.status, 200);
+            assert.strictEqual(result.body.reachable, true);
         });
 
         it("relays every read route for a read-only user", async function () {

@@ -263,10 +263,23 @@ async function contextMode(page, result) {
 }
 
 // With the service down the tab says so; it recovers once the service is back (the test starts it on "offline").
-async function offlineMode(page, result) {
+// The banner names the commands that start the service (GET ai-sidebar/service-status); Copy puts one on the clipboard.
+async function offlineMode(page, result, context) {
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(env.EDITOR_URL).origin });
     await editor.showTab(page, env.TAB_ID);
     await page.waitForSelector(".ai-sidebar-status", { state: "visible", timeout: 20000 });
-    result.offlineStatus = (await page.locator(".ai-sidebar-status").innerText()).trim();
+    await page.waitForSelector(".ai-sidebar-status-command", { state: "visible", timeout: 20000 });
+    result.offlineStatus = (await page.locator(".ai-sidebar-status > span").innerText()).trim();
+    result.commands = await page.locator(".ai-sidebar-status-command").evaluateAll((blocks) => blocks.map((b) => ({
+        id: b.getAttribute("data-command"),
+        label: b.querySelector(".ai-sidebar-status-label").innerText.trim(),
+        command: b.querySelector("code").innerText.trim(),
+        copyButton: !!b.querySelector(".ai-sidebar-status-copy")
+    })));
+    await page.click(".ai-sidebar-status-command[data-command=run] .ai-sidebar-status-copy");
+    await page.waitForTimeout(300);
+    result.copiedCommand = await page.evaluate(() => navigator.clipboard.readText().catch((err) => "error: " + err));
+    await page.locator(".ai-sidebar").screenshot({ path: path.join(env.OUT_DIR, "sidebar-service-banner.png") });
     result.scenarioVisibleOffline = await page.locator(".ai-sidebar-scenario").isVisible();
     result.offlineAnswer = await editor.ask(page, "is anyone there?");
     result.inputAfterOfflineAnswer = await page.inputValue(".ai-sidebar-input");

@@ -1,0 +1,132 @@
+/**
+ * One question of the sidebar: how long it is against the service's limit, the body sent to the plugin's
+ * `ai-sidebar/stream-chat` route (DESIGN.md "HTTP API"), and what the sidebar does once the answer ended.
+ *
+ * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.chatRequest`) and in Node.js by the
+ * package's tests (`require`). Nothing here touches the DOM or `RED`: the editor's state is passed in.
+ */
+(function (root, factory) {
+    "use strict";
+    if (typeof module === "object" && module.exports) {
+        module.exports = factory();
+    } else {
+        root.NodeRedAiSidebar = root.NodeRedAiSidebar || {};
+        root.NodeRedAiSidebar.chatRequest = factory();
+    }
+}(typeof self !== "undefined" ? self : this, function () {
+    "use strict";
+
+    // The service's default limit on a question (Settings.max_message_chars, refused with 413 message_too_long);
+    // the counter shows from COUNTER_FROM characters on.
+    const MAX_MESSAGE_CHARS = 10000;
+    const COUNTER_FROM = 9000;
+
+    /**
+     * The length counter of a question being typed.
+     *
+     * @param {string} text what the input holds
+     * @returns {?{count: number, max: number, over: boolean}} null while the question is short enough not to show
+     *     one; `count` in characters (code points) of the trimmed text, as the service counts them
+     */
+    function counter(text) {
+        text = String(text || "");
+        // UTF-16 length is never below the number of characters, so short texts need no counting.
+        const count = text.length < COUNTER_FROM ? text.length : Array.from(text.trim()).length;
+        if (count < COUNTER_FROM) {
+            return null;
+        }
+        return { count: count, max: MAX_MESSAGE_CHARS, over: count > MAX_MESSAGE_CHARS };
+    }
+
+    /**
+     * The request for one question: the editor context (open tab as the editor has it, selected nodes) unless
+     * the user removed the context chip.
+     *
+     * @param {object} question
+     * @param {string} question.message
+     * @param {string} question.sessionId
+     * @param {string} question.language the editor's language (`RED.i18n.lang()`)
+     * @param {string} [question.scenario] the chosen scenario key
+     * @param {string} [question.configId] the chosen `ai-config` node
+     * @param {boolean} question.contextRemoved
+     * @param {?{id: string, label: string}} question.flow the open tab (editorContext.selectedFlow)
+     * @param {{id: string, type: string, name: string}[]} question.nodes the selected nodes
+     * @param {function(): ?{nodes: (object[]|undefined), bytes: (number|undefined)}} question.exportTab the open
+     *     tab's nodes as the editor has them (flow-blocks.js exportActiveTab), or its size when too large to send;
+     *     may throw
+     * @param {function(string, Error)} [question.warn] told when the export failed (the question goes out anyway)
+     * @returns {{body: object, flowDataBytes: (number|undefined)}} `flowDataBytes` is set when the tab was too
+     *     large to send
+     */
+    function build(question) {
+        const body = {
+            message: question.message,
+            sessionId: question.sessionId,
+            language: question.language,
+            selectedFlow: null,
+            selectedNodes: []
+        };
+        const result = { body: body };
+        if (question.scenario) {
+            body.scenario = question.scenario;
+        }
+        if (question.configId) {
+            body.configId = question.configId;
+        }
+        if (question.contextRemoved) {
+            return result;
+        }
+        const flow = question.flow;
+        body.selectedFlow = flow ? { id: flow.id, label: flow.label } : null;
+        body.selectedNodes = question.nodes;
+        if (flow) {
+            let exported = null;
+            try {
+                exported = question.exportTab();
+            } catch (err) {
+                // An export failure must not stop the question: the service reads the deployed flow instead.
+                if (question.warn) {
+                    question.warn("[ai-sidebar] could not export the open tab:", err);
+                }
+            }
+            if (exported && exported.nodes) {
+                body.flowData = exported.nodes;
+            } else if (exported) {
+                result.flowDataBytes = exported.bytes;
+            }
+        }
+        return result;
+    }
+
+    /**
+     * What follows the end of an answer.
+     *
+     * @param {object} ended
+     * @param {boolean} ended.failed the answer showed an error
+     * @param {boolean} ended.received some of the answer (text, a tool event) came
+     * @param {boolean} ended.stopped the user stopped it
+     * @param {boolean} ended.fromInput the question was typed (not an action's)
+     * @param {boolean} ended.inputEmpty nothing was typed since
+     * @returns {{restoreInput: boolean, markSaved: boolean, expectSaved: boolean}} put the question back in the
+     *     input (nothing of an answer came: refused, too long, service down); the session is saved now; the
+     *     session list should name the session soon (read it again until it does)
+     */
+    function afterAnswer(ended) {
+        const refused = ended.failed && !ended.received;
+        return {
+            restoreInput: refused && ended.fromInput && ended.inputEmpty,
+            markSaved: ended.received,
+            // The service saves the turn and names a new session after its first question; a stopped one is saved
+            // once the service notices the closed connection.
+            expectSaved: !refused || ended.stopped
+        };
+    }
+
+    return {
+        MAX_MESSAGE_CHARS: MAX_MESSAGE_CHARS,
+        COUNTER_FROM: COUNTER_FROM,
+        counter: counter,
+        build: build,
+        afterAnswer: afterAnswer
+    };
+}));

@@ -1,0 +1,681 @@
+/**
+ * The AI tab's content: header (session picker, AI configuration, New chat), the service banner, the message
+ * list and the composer (context chip, input, scenario, Stop, Send). It binds the sidebar's parts to the DOM and
+ * to the editor's events; their logic lives in modules of their own: conversation.js (which session is open),
+ * chat-request.js (the request of a question and what follows its answer), editor-context.js (the context chip),
+ * scenario-choice.js, service-watch.js and service-banner.js (service down and back), answer.js (streamed and
+ * stored answers), sessions.js, config-picker.js.
+ *
+ * Editor-only script: registers `NodeRedAiSidebar.AiSidebar`, created by the plugin's script in ai-sidebar.html.
+ * Node-RED loads the package's scripts in no fixed order, so the other parts are looked up when the tab is built.
+ */
+(function () {
+    "use strict";
+
+    var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+    var HISTORY_LIMIT = 200;
+
+    // The sidebar's parts (window.NodeRedAiSidebar), all loaded once a sidebar is created.
+    var lib = null;
+
+    function t(key, options) {
+        return RED._(NS + key, options);
+    }
+
+    function username() {
+        return RED.settings.user && RED.settings.user.username;
+    }
+
+    /**
+     * The renderer of answer text (resources/markdown.js): `render(element, text)` puts the text into the element
+     * as sanitised markdown that loads nothing, then highlights its code blocks. Null when the vendored libraries
+     * did not load (answers show as text).
+     */
+    function createMarkdownRenderer() {
+        var vendor = lib.vendor || {};
+        if (!vendor.marked || !vendor.DOMPurify || !lib.markdown) {
+            return null;
+        }
+        // The sidebar's own DOMPurify (see scripts/vendor.js), so its hooks cannot change how the editor
+        // sanitises node help.
+        return lib.markdown.createRenderer({
+            marked: vendor.marked,
+            DOMPurify: vendor.DOMPurify,
+            window: window,
+            hljs: vendor.hljs,
+            codeHighlight: lib.codeHighlight,
+            imageLabel: function (alt) {
+                return alt ? t("answer.image", { alt: alt }) : t("answer.imageNoAlt");
+            }
+        });
+    }
+
+    function smallButton(icon, label, className) {
+        var button = $('<button type="button" class="red-ui-button red-ui-button-small"></button>').addClass(className);
+        $("<i></i>").addClass("fa " + icon).appendTo(button);
+        if (label) {
+            button.append(document.createTextNode(" " + label));
+        }
+        return button;
+    }
+
+    function AiSidebar() {
+        var self = this;
+        lib = window.NodeRedAiSidebar;
+        this.storage = lib.conversation.safeStorage(function () {
+            return window.localStorage;
+        });
+        this.conversation = new lib.conversation.Conversation({
+            storage: this.storage,
+            username: username(),
+            fillRandom: function (bytes) {
+                return window.crypto.getRandomValues(bytes);
+            }
+        });
+        this.controller = null;
+        this.sessionRefreshTimer = null;
+        this.destroyed = false;
+        this.scenarios = {};
+        this.scenariosLoaded = false;
+        this.contextRemoved = false;
+        this.historyRequest = null;
+        this.historyFailed = false;
+        this.renderMarkdown = createMarkdownRenderer();
+        this.withScroll = this.withScroll.bind(this);
+        this.watch = new lib.serviceWatch.ServiceWatch({
+            check: function () {
+                self.checkService();
+            },
+            onDown: function (err) {
+                self.banner.show(err.message);
+            },
+            onUp: function () {
+                self.onServiceBack();
+            }
+        });
+        this.banner = new lib.serviceBanner.ServiceBanner({
+            onRetry: function () {
+                self.checkService();
+            },
+            loadStatus: function () {
+                return lib.adminApi.requestJson("GET", "ai-sidebar/service-status");
+            }
+        });
+        this.configPicker = new lib.ConfigPicker({
+            getSaved: function () {
+                return self.storage.get(lib.configChoice.storageKey(username()));
+            },
+            setSaved: function (id) {
+                self.storage.set(lib.configChoice.storageKey(username()), id);
+            }
+        });
+        this.sessions = new lib.SessionPicker({
+            currentId: function () {
+                return self.conversation.sessionId;
+            },
+            onSelect: function (id) {
+                self.switchSession(id);
+            },
+            onDeleted: function (id) {
+                if (id === self.conversation.sessionId) {
+                    var next = self.sessions.next();
+                    if (next) {
+                        self.switchSession(next);
+                    } else {
+                        self.newChat();
+                    }
+                }
+            },
+            onError: function (err) {
+                self.serviceError(err);
+            },
+            onSuccess: function () {
+                self.serviceOk();
+            },
+            onLoaded: function () {
+                self.onSessionsLoaded();
+            }
+        });
+        this.buildDom();
+        this.onEditorContextChange = this.onEditorContextChange.bind(this);
+        RED.events.on("workspace:change", this.onEditorContextChange);
+        RED.events.on("view:selection-changed", this.onEditorContextChange);
+        // The deployed ai-config nodes change with a deploy from this editor ("deploy", sent when the runtime
+        // accepted the flows) and with any deploy or flow restart, from another editor or the Admin API too
+        // ("runtime-state", sent once the flows have started or stopped): Node-RED 4.1, editor-client red.js.
+        this.refreshConfigs = this.refreshConfigs.bind(this);
+        RED.events.on("deploy", this.refreshConfigs);
+        RED.events.on("runtime-state", this.refreshConfigs);
+        this.refreshContext();
+        this.loadScenarios();
+        this.sessions.load();
+        this.configPicker.load();
+        if (this.conversation.isUnsaved()) {
+            this.showEmptyState();
+        } else {
+            this.loadHistory(this.conversation.sessionId);
+        }
+    }
+
+    /**
+     * The session list was read. A session thought unsaved that is listed was saved after all (e.g. a question
+     * whose answer was stopped before any text, or sent from another window): its history is shown unless a
+     * conversation is on screen already.
+     */
+    AiSidebar.prototype.onSessionsLoaded = function () {
+        if (!this.conversation.isUnsaved() || !this.sessions.current()) {
+            return;
+        }
+        this.conversation.markSaved();
+        if (!this.controller && !this.messages.find(".ai-sidebar-message").length) {
+            this.loadHistory(this.conversation.sessionId);
+        }
+    };
+
+    /**
+     * Read the session list again after an answer ended; when the answer may have been saved (`expectSaved`)
+     * and the session is not listed yet, read it again after each of conversation.SESSION_REFRESH_DELAYS_MS.
+     */
+    AiSidebar.prototype.refreshSessions = function (expectSaved, attempt) {
+        var self = this;
+        var sessionId = this.conversation.sessionId;
+        attempt = attempt || 0;
+        this.cancelSessionRefresh();
+        return this.sessions.load().then(function (loaded) {
+            var delay = lib.conversation.refreshDelay(attempt);
+            if (loaded && expectSaved && !self.sessions.current() && delay !== undefined &&
+                    self.conversation.sessionId === sessionId && !self.destroyed) {
+                self.sessionRefreshTimer = setTimeout(function () {
+                    self.sessionRefreshTimer = null;
+                    self.refreshSessions(true, attempt + 1);
+                }, delay);
+            }
+        });
+    };
+
+    AiSidebar.prototype.cancelSessionRefresh = function () {
+        if (this.sessionRefreshTimer) {
+            clearTimeout(this.sessionRefreshTimer);
+            this.sessionRefreshTimer = null;
+        }
+    };
+
+    AiSidebar.prototype.refreshConfigs = function () {
+        this.configPicker.load();
+    };
+
+    AiSidebar.prototype.buildDom = function () {
+        var self = this;
+        this.content = $('<div class="ai-sidebar"></div>');
+
+        var header = $('<div class="red-ui-sidebar-header"></div>').appendTo(this.content);
+        this.sessions.button.appendTo(header);
+        this.configPicker.select.appendTo(header);
+        this.newChatButton = smallButton("fa-plus", t("sidebar.newChat"), "ai-sidebar-new-chat")
+            .on("click", function (event) {
+                event.preventDefault();
+                self.sessions.close();
+                self.newChat();
+            })
+            .appendTo(header);
+        RED.popover.tooltip(this.newChatButton, t("sidebar.newChatTooltip"));
+        this.configPicker.note.appendTo(this.content);
+        this.banner.element.appendTo(this.content);
+
+        var body = $('<div class="ai-sidebar-body"></div>').appendTo(this.content);
+        this.messages = $('<div class="ai-sidebar-messages"></div>').appendTo(body);
+        this.sessions.drawer.appendTo(body);
+        this.showEmptyState();
+
+        var composer = $('<div class="ai-sidebar-composer"></div>').appendTo(this.content);
+        this.contextChip = $('<div class="ai-sidebar-context"></div>').appendTo(composer);
+        this.input = $('<textarea class="ai-sidebar-input" rows="3"></textarea>')
+            .attr("placeholder", t("sidebar.placeholder"))
+            .on("focus", function () {
+                self.sessions.close();
+            })
+            .on("keydown", function (event) {
+                // isComposing: Enter also confirms an IME composition (Japanese, Chinese); that must not send.
+                if (event.key === "Enter" && !event.shiftKey && !event.originalEvent.isComposing) {
+                    event.preventDefault();
+                    self.send();
+                }
+            })
+            .on("input", function () {
+                self.updateCounter();
+            })
+            .appendTo(composer);
+        this.counter = $('<div class="ai-sidebar-counter" aria-live="polite"></div>').hide().appendTo(composer);
+        var actions = $('<div class="ai-sidebar-actions"></div>').appendTo(composer);
+        this.scenarioSelect = $('<select class="ai-sidebar-scenario"></select>')
+            .attr("title", t("sidebar.scenario"))
+            .attr("aria-label", t("sidebar.scenario"))
+            .hide()
+            .on("change", function () {
+                self.storage.set(lib.scenarioChoice.STORAGE_KEY, $(this).val());
+                self.refreshQuickPrompts();
+            })
+            .appendTo(actions);
+        this.stopButton = $('<button type="button" class="red-ui-button ai-sidebar-stop"></button>')
+            .append($('<i class="fa fa-stop"></i>'))
+            .append(document.createTextNode(" " + t("sidebar.stop")))
+            .prop("disabled", true)
+            .on("click", function (event) {
+                event.preventDefault();
+                self.stop();
+            })
+            .appendTo(actions);
+        this.sendButton = $('<button type="button" class="red-ui-button primary ai-sidebar-send"></button>')
+            .append($('<i class="fa fa-paper-plane"></i>'))
+            .append(document.createTextNode(" " + t("sidebar.send")))
+            .on("click", function (event) {
+                event.preventDefault();
+                self.send();
+            })
+            .appendTo(actions);
+    };
+
+    /** Show how long the question is once it nears the service's limit, marked when it is over. */
+    AiSidebar.prototype.updateCounter = function () {
+        var counter = lib.chatRequest.counter(this.input.val());
+        if (!counter) {
+            this.counter.hide();
+            return;
+        }
+        var lang = RED.i18n.lang();
+        var max = counter.max.toLocaleString(lang);
+        this.counter
+            .text(t("sidebar.counter", { count: counter.count.toLocaleString(lang), max: max }))
+            .attr("title", t(counter.over ? "sidebar.counterOver" : "sidebar.counterTooltip", { max: max }))
+            .toggleClass("ai-sidebar-counter-over", counter.over)
+            .show();
+    };
+
+    AiSidebar.prototype.selectedNodes = function () {
+        return lib.editorContext.selectedNodes(RED);
+    };
+
+    /** The user moved to another tab or selection: the context chip (if removed) comes back for it. */
+    AiSidebar.prototype.onEditorContextChange = function () {
+        this.contextRemoved = false;
+        this.refreshContext();
+    };
+
+    AiSidebar.prototype.setContextRemoved = function (removed) {
+        this.contextRemoved = removed;
+        this.refreshContext();
+    };
+
+    AiSidebar.prototype.refreshContext = function () {
+        var self = this;
+        var view = lib.editorContext.chip({
+            removed: this.contextRemoved,
+            flow: lib.editorContext.selectedFlow(RED),
+            count: this.selectedNodes().length
+        }, t);
+        var chip = this.contextChip.empty().toggleClass("ai-sidebar-context-removed", this.contextRemoved)
+            .attr("title", view.title);
+        $('<span class="ai-sidebar-context-label"></span>')
+            .append($("<i></i>").addClass("fa " + view.icon))
+            .append(document.createTextNode(view.text))
+            .appendTo(chip);
+        $('<button type="button" class="ai-sidebar-context-remove"></button>')
+            .attr("title", view.button.label).attr("aria-label", view.button.label)
+            .append($("<i></i>").addClass("fa " + view.button.icon))
+            .on("click", function (event) {
+                event.preventDefault();
+                self.setContextRemoved(view.button.removes);
+            })
+            .appendTo(chip);
+    };
+
+    AiSidebar.prototype.chatRequest = function (message) {
+        return lib.chatRequest.build({
+            message: message,
+            sessionId: this.conversation.sessionId,
+            language: RED.i18n.lang(),
+            scenario: this.scenarioSelect.val(),
+            configId: this.configPicker.configId(),
+            contextRemoved: this.contextRemoved,
+            flow: lib.editorContext.selectedFlow(RED),
+            nodes: this.selectedNodes(),
+            exportTab: function () {
+                return lib.flowBlocks.exportActiveTab();
+            },
+            warn: function (text, err) {
+                console.warn(text, err);
+            }
+        });
+    };
+
+    AiSidebar.prototype.loadScenarios = function () {
+        var self = this;
+        return lib.adminApi.requestJson("GET", "ai-sidebar/scenarios?lang=" + encodeURIComponent(RED.i18n.lang()))
+            .then(function (body) {
+                self.scenariosLoaded = true;
+                self.serviceOk();
+                var scenarios = body && body.scenarios;
+                var choice = lib.scenarioChoice.options(scenarios,
+                    self.scenarioSelect.val() || self.storage.get(lib.scenarioChoice.STORAGE_KEY));
+                if (!choice) {
+                    return;
+                }
+                self.scenarios = scenarios;
+                self.scenarioSelect.empty();
+                choice.options.forEach(function (option) {
+                    $("<option></option>").val(option.key).text(option.name).attr("title", option.title)
+                        .appendTo(self.scenarioSelect);
+                });
+                if (choice.selected) {
+                    self.scenarioSelect.val(choice.selected);
+                }
+                self.scenarioSelect.show();
+                self.refreshQuickPrompts();
+            }).catch(function (err) {
+                self.serviceError(err);
+            });
+    };
+
+    /** Ask the service again (Retry button, and every serviceWatch.RETRY_MS while it is down). */
+    AiSidebar.prototype.checkService = function () {
+        return this.loadScenarios();
+    };
+
+    /** A request failed; when the service is down, the banner says so and the service is asked again. */
+    AiSidebar.prototype.serviceError = function (err) {
+        this.watch.failed(err);
+    };
+
+    /** A request reached the service. */
+    AiSidebar.prototype.serviceOk = function () {
+        this.watch.reached();
+    };
+
+    /** The service is back: clear the banner and load what could not be loaded while it was down. */
+    AiSidebar.prototype.onServiceBack = function () {
+        this.banner.hide();
+        if (!this.scenariosLoaded) {
+            this.loadScenarios();
+        }
+        if (!this.sessions.loaded) {
+            this.sessions.load();
+        }
+        if (this.historyFailed && !this.controller) {
+            this.loadHistory(this.conversation.sessionId);
+        }
+    };
+
+    AiSidebar.prototype.showEmptyState = function () {
+        this.messages.empty();
+        var empty = $('<div class="ai-sidebar-empty"></div>').appendTo(this.messages);
+        $("<div></div>").text(t("sidebar.empty")).appendTo(empty);
+        this.quickPrompts = $('<div class="ai-sidebar-prompts"></div>').appendTo(empty);
+        this.refreshQuickPrompts();
+    };
+
+    /** Quick-start questions of the chosen scenario, shown while the chat is empty; a click fills the input. */
+    AiSidebar.prototype.refreshQuickPrompts = function () {
+        var self = this;
+        if (!this.quickPrompts || !this.scenarioSelect || !$.contains(this.messages[0], this.quickPrompts[0])) {
+            return;
+        }
+        this.quickPrompts.empty();
+        lib.scenarioChoice.quickPrompts(this.scenarios, this.scenarioSelect.val()).forEach(function (prompt) {
+            $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-prompt"></button>')
+                .text(prompt)
+                .on("click", function (event) {
+                    event.preventDefault();
+                    self.input.val(prompt).trigger("focus");
+                })
+                .appendTo(self.quickPrompts);
+        });
+    };
+
+    AiSidebar.prototype.isScrolledToBottom = function () {
+        var el = this.messages[0];
+        return el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    };
+
+    AiSidebar.prototype.scrollToBottom = function () {
+        var el = this.messages[0];
+        el.scrollTop = el.scrollHeight;
+    };
+
+    /** Run `change` on the message list, keeping it pinned to the bottom if the user had not scrolled up. */
+    AiSidebar.prototype.withScroll = function (change) {
+        var pinned = this.isScrolledToBottom();
+        change();
+        if (pinned) {
+            this.scrollToBottom();
+        }
+    };
+
+    AiSidebar.prototype.appendMessage = function (role) {
+        this.messages.find(".ai-sidebar-empty, .ai-sidebar-loading").remove();
+        var message = $('<div class="ai-sidebar-message"></div>').addClass("ai-sidebar-message-" + role);
+        $('<div class="ai-sidebar-role"></div>').text(t(role === "user" ? "sidebar.you" : "sidebar.assistant"))
+            .appendTo(message);
+        message.appendTo(this.messages);
+        return message;
+    };
+
+    AiSidebar.prototype.appendUserMessage = function (text) {
+        $('<div class="ai-sidebar-text"></div>').text(text).appendTo(this.appendMessage("user"));
+    };
+
+    /**
+     * Show the stored conversation of a session. A session the service does not know (404 session_not_found)
+     * is a new chat that has no saved turn yet, so it shows as an empty chat.
+     */
+    AiSidebar.prototype.loadHistory = function (sessionId) {
+        var self = this;
+        var request = {};
+        this.historyRequest = request;
+        this.historyFailed = false;
+        this.messages.empty();
+        $('<div class="ai-sidebar-note ai-sidebar-loading"></div>').text(t("history.loading")).appendTo(this.messages);
+        return lib.adminApi.requestJson("GET", "ai-sidebar/history/" + encodeURIComponent(sessionId) +
+            "?limit=" + HISTORY_LIMIT).then(function (body) {
+            if (self.historyRequest !== request) {
+                return;
+            }
+            self.historyRequest = null;
+            self.serviceOk();
+            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : []);
+        }).catch(function (err) {
+            if (self.historyRequest !== request) {
+                return;
+            }
+            self.historyRequest = null;
+            if (err.status === 404 && err.code === "session_not_found") {
+                self.serviceOk();
+                self.showEmptyState();
+                return;
+            }
+            self.historyFailed = true;
+            self.serviceError(err);
+            self.showEmptyState();
+            // A service that is down is reported once, above the chat; other faults are shown here.
+            if (!err.serviceUnreachable()) {
+                lib.errorLine(t("history.loadFailed", { message: err.message })).appendTo(self.messages);
+            }
+        });
+    };
+
+    AiSidebar.prototype.renderHistory = function (messages) {
+        var self = this;
+        if (!messages.length) {
+            this.showEmptyState();
+            return;
+        }
+        this.messages.empty();
+        messages.forEach(function (message, index) {
+            if (!message || typeof message.content !== "string") {
+                return;
+            }
+            if (message.role === "user") {
+                self.appendUserMessage(message.content);
+                var next = messages[index + 1];
+                if (!next || next.role !== "assistant") {
+                    // The answer failed or was stopped before any text: the service kept only the question.
+                    var missing = self.appendMessage("assistant");
+                    if (!lib.renderMissingAnswer(missing, message.metadata)) {
+                        missing.remove();
+                    }
+                }
+            } else if (message.role === "assistant") {
+                lib.renderStoredAnswer(self.renderMarkdown, self.appendMessage("assistant"), message);
+            }
+        });
+        this.scrollToBottom();
+    };
+
+    AiSidebar.prototype.switchSession = function (sessionId) {
+        if (!sessionId) {
+            return;
+        }
+        this.stop();
+        this.cancelSessionRefresh();
+        this.conversation.open(sessionId);
+        this.sessions.render();
+        this.loadHistory(sessionId);
+    };
+
+    AiSidebar.prototype.setBusy = function (busy) {
+        this.sendButton.prop("disabled", busy);
+        this.stopButton.prop("disabled", !busy);
+        this.input.prop("disabled", busy);
+        if (!busy) {
+            this.input.trigger("focus");
+        }
+    };
+
+    /**
+     * Ask a question: `text`, or what the user typed when it is omitted.
+     *
+     * @returns {boolean} whether a request was started
+     */
+    AiSidebar.prototype.send = function (text) {
+        var fromInput = text === undefined;
+        var message = String(fromInput ? this.input.val() : text).trim();
+        if (!message || this.controller) {
+            return false;
+        }
+        if (fromInput) {
+            this.input.val("");
+            this.updateCounter();
+        }
+        var self = this;
+        // A history still loading would replace the conversation the user has just continued.
+        this.historyRequest = null;
+        this.historyFailed = false;
+        this.sessions.close();
+        this.appendUserMessage(message);
+        var request = this.chatRequest(message);
+        var answer = new lib.Answer(this, this.appendMessage("assistant"));
+        if (request.flowDataBytes) {
+            answer.note(t("context.tooLarge", { size: Math.round(request.flowDataBytes / 1048576) }));
+        }
+        this.scrollToBottom();
+
+        var controller = new AbortController();
+        var sessionId = this.conversation.sessionId;
+        var stopped = false;
+        this.controller = controller;
+        this.setBusy(true);
+        lib.streamChat(request.body, controller.signal, answer).then(function (outcome) {
+            if (outcome.ok) {
+                self.serviceOk();
+            } else if (outcome.error) {
+                self.serviceError(outcome.error);
+                if (outcome.error.code === "config_not_found") {
+                    // The chosen node went away since the list was read: the picker falls back and says so.
+                    self.configPicker.load();
+                }
+            }
+        }, function (err) {
+            if (err && err.name === "AbortError") {
+                stopped = true;
+                answer.stopped();
+            } else {
+                answer.error(t("error.network", { message: (err && err.message) || String(err) }));
+            }
+        }).then(function () {
+            answer.finish();
+            var next = lib.chatRequest.afterAnswer({
+                failed: !!answer.failed,
+                received: !!answer.received,
+                stopped: stopped,
+                fromInput: fromInput,
+                inputEmpty: !self.input.val()
+            });
+            if (self.controller === controller) {
+                self.controller = null;
+                if (next.restoreInput) {
+                    self.input.val(message);
+                    self.updateCounter();
+                }
+                self.setBusy(false);
+            }
+            if (self.conversation.sessionId !== sessionId) {
+                return;
+            }
+            if (next.markSaved) {
+                self.conversation.markSaved();
+            }
+            self.refreshSessions(next.expectSaved);
+        });
+        return true;
+    };
+
+    AiSidebar.prototype.stop = function () {
+        if (this.controller) {
+            this.controller.abort();
+        }
+    };
+
+    AiSidebar.prototype.newChat = function () {
+        this.stop();
+        this.cancelSessionRefresh();
+        this.historyRequest = null;
+        this.historyFailed = false;
+        this.conversation.start();
+        this.sessions.render();
+        this.showEmptyState();
+        this.input.val("").trigger("focus");
+        this.updateCounter();
+    };
+
+    AiSidebar.prototype.focusInput = function () {
+        if (!this.input.prop("disabled")) {
+            this.input.trigger("focus");
+        }
+    };
+
+    /** The "explain selection" action: explain the selected nodes, or the open flow when none is selected. */
+    AiSidebar.prototype.explainSelection = function () {
+        if (this.controller) {
+            RED.notify($("<p></p>").text(t("sidebar.busy")), { type: "warning", timeout: 3000 });
+            return;
+        }
+        // Asking about the selection only makes sense with it: bring a removed context chip back.
+        this.setContextRemoved(false);
+        var count = this.selectedNodes().length;
+        this.send(count ? t("prompt.explainSelection", { count: count }) : t("prompt.explainFlow"));
+    };
+
+    AiSidebar.prototype.destroy = function () {
+        this.destroyed = true;
+        this.stop();
+        this.cancelSessionRefresh();
+        this.watch.stop();
+        RED.events.off("workspace:change", this.onEditorContextChange);
+        RED.events.off("view:selection-changed", this.onEditorContextChange);
+        RED.events.off("deploy", this.refreshConfigs);
+        RED.events.off("runtime-state", this.refreshConfigs);
+        this.content.remove();
+    };
+
+    window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    window.NodeRedAiSidebar.AiSidebar = AiSidebar;
+}());

@@ -1,0 +1,97 @@
+"use strict";
+
+const assert = require("assert");
+const chatRequest = require("../resources/chat-request");
+
+function question(overrides) {
+    return Object.assign({
+        message: "why does it fail?",
+        sessionId: "s1",
+        language: "de",
+        scenario: "",
+        configId: "",
+        contextRemoved: false,
+        flow: { id: "tab1", label: "Main", subflow: false },
+        nodes: [{ id: "n1", type: "function", name: "" }],
+        exportTab: function () { return { nodes: [{ id: "n1", type: "function", z: "tab1" }] }; }
+    }, overrides);
+}
+
+describe("a question's request", function () {
+    it("sends the open tab as the editor has it, the selection, the scenario and the AI configuration", function () {
+        const request = chatRequest.build(question({ scenario: "debug", configId: "cfg1" }));
+        assert.deepStrictEqual(request, { body: {
+            message: "why does it fail?", sessionId: "s1", language: "de", scenario: "debug", configId: "cfg1",
+            selectedFlow: { id: "tab1", label: "Main" },
+            selectedNodes: [{ id: "n1", type: "function", name: "" }],
+            flowData: [{ id: "n1", type: "function", z: "tab1" }]
+        } });
+    });
+
+    it("sends no editor context once the user removed the chip", function () {
+        let exported = false;
+        const request = chatRequest.build(question({ contextRemoved: true,
+            exportTab: function () { exported = true; return { nodes: [] }; } }));
+        assert.deepStrictEqual(request.body, { message: "why does it fail?", sessionId: "s1", language: "de",
+            selectedFlow: null, selectedNodes: [] });
+        assert.strictEqual(exported, false);
+    });
+
+    it("says how large a tab too large to send is, and sends the question without it", function () {
+        const request = chatRequest.build(question({ exportTab: function () { return { bytes: 6291456 }; } }));
+        assert.strictEqual(request.flowDataBytes, 6291456);
+        assert.strictEqual("flowData" in request.body, false);
+        assert.deepStrictEqual(request.body.selectedFlow, { id: "tab1", label: "Main" });
+    });
+
+    it("still asks when the export fails, and says why in the console", function () {
+        const warned = [];
+        const request = chatRequest.build(question({
+            exportTab: function () { throw new Error("broken node"); },
+            warn: function (text, err) { warned.push(err.message); }
+        }));
+        assert.strictEqual("flowData" in request.body, false);
+        assert.deepStrictEqual(warned, ["broken node"]);
+    });
+
+    it("sends no flow while none is open", function () {
+        const request = chatRequest.build(question({ flow: null, nodes: [] }));
+        assert.strictEqual(request.body.selectedFlow, null);
+        assert.strictEqual("flowData" in request.body, false);
+    });
+});
+
+describe("the question's length counter", function () {
+    it("stays hidden below 9,000 characters and counts characters, not UTF-16 units, from there", function () {
+        assert.strictEqual(chatRequest.counter("short"), null);
+        assert.strictEqual(chatRequest.counter("x".repeat(8999)), null);
+        assert.deepStrictEqual(chatRequest.counter("x".repeat(9500)), { count: 9500, max: 10000, over: false });
+        // 4,600 emoji are 9,200 UTF-16 units but 4,600 characters, as the service counts them.
+        assert.strictEqual(chatRequest.counter("\u{1F600}".repeat(4600)), null);
+        assert.deepStrictEqual(chatRequest.counter("  " + "y".repeat(10064) + "\n"), { count: 10064, max: 10000,
+            over: true });
+    });
+});
+
+describe("what follows an answer", function () {
+    it("puts a refused question back in the empty input and does not wait for its session", function () {
+        assert.deepStrictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
+            fromInput: true, inputEmpty: true }), { restoreInput: true, markSaved: false, expectSaved: false });
+        assert.strictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
+            fromInput: true, inputEmpty: false }).restoreInput, false);
+        assert.strictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
+            fromInput: false, inputEmpty: true }).restoreInput, false);
+    });
+
+    it("marks the session saved once some of the answer came, and waits for the list to name it", function () {
+        assert.deepStrictEqual(chatRequest.afterAnswer({ failed: false, received: true, stopped: false,
+            fromInput: true, inputEmpty: true }), { restoreInput: false, markSaved: true, expectSaved: true });
+        assert.deepStrictEqual(chatRequest.afterAnswer({ failed: true, received: true, stopped: false,
+            fromInput: true, inputEmpty: true }), { restoreInput: false, markSaved: true, expectSaved: true });
+    });
+
+    it("waits for a stopped answer's session to be saved even when nothing of it came", function () {
+        assert.deepStrictEqual(chatRequest.afterAnswer({ failed: false, received: false, stopped: true,
+            fromInput: true, inputEmpty: true }), { restoreInput: false, markSaved: false, expectSaved: true });
+    });
+});

@@ -1,0 +1,75 @@
+"use strict";
+
+const assert = require("assert");
+const status = require("../plugins/lib/service-status");
+
+const WHEEL = "/home/nr/.node-red/node_modules/node-red-contrib-ai-sidebar/python/" +
+    "node_red_ai_sidebar-0.1.0-py3-none-any.whl";
+
+describe("the service status behind the banner", function () {
+    it("offers the bundled wheel, the service on its default port, the container and the opt-in setting", function () {
+        const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", supervisor: null,
+            wheel: WHEEL });
+        assert.deepStrictEqual(answer, {
+            reachable: false,
+            serviceUrl: "http://127.0.0.1:8765",
+            supervisor: null,
+            commands: [
+                { id: "pip", command: "python3 -m pip install \"" + WHEEL + "\"" },
+                { id: "run", command: "ai-sidebar-service" },
+                { id: "docker", command: "docker run --rm -p 127.0.0.1:8765:8765 -e OPENAI_API_KEY node-red-ai-sidebar" },
+                { id: "supervise", command: "aiSidebar: { startService: true }" }
+            ]
+        });
+    });
+
+    it("starts the service on the port of the service URL when it is not the default", function () {
+        const commands = status.serviceStatus({ reachable: false, serviceUrl: "http://localhost:8766/", supervisor: null,
+            wheel: null }).commands;
+        assert.deepStrictEqual(commands.map(function (c) { return c.id; }), ["run", "docker", "supervise"]);
+        assert.strictEqual(commands[0].command, "AI_SIDEBAR_PORT=8766 ai-sidebar-service");
+        assert.strictEqual(commands[1].command,
+            "docker run --rm -p 127.0.0.1:8766:8765 -e OPENAI_API_KEY node-red-ai-sidebar");
+    });
+
+    it("takes the scheme's port for a URL without one", function () {
+        assert.strictEqual(status.servicePort("https://proxy.example/ai"), "443");
+        assert.strictEqual(status.servicePort("http://proxy.example"), "80");
+        assert.strictEqual(status.servicePort("not a url"), "8765");
+    });
+
+    it("never shows the user name or password of the service URL", function () {
+        const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://svc:s3cret-pass@10.0.0.5:9000/ai/",
+            supervisor: null, wheel: null });
+        assert.strictEqual(answer.serviceUrl, "http://10.0.0.5:9000/ai");
+        assert.doesNotMatch(JSON.stringify(answer), /s3cret|svc:/);
+        assert.strictEqual(status.displayUrl("http//svc:s3cret@bad"), "http//bad");
+    });
+
+    it("shows a running supervisor's state and output instead of commands", function () {
+        const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", wheel: WHEEL,
+            supervisor: { state: "starting", pid: 4242, exitCode: null, command: "python3 -m service",
+                lastLines: ["Loading..."], env: { OPENAI_API_KEY: "sk-should-never-show" } } });
+        assert.deepStrictEqual(answer.supervisor, { state: "starting", pid: 4242, exitCode: null,
+            command: "python3 -m service", lastLines: ["Loading..."] });
+        assert.deepStrictEqual(answer.commands, []);
+        assert.doesNotMatch(JSON.stringify(answer), /sk-should-never-show/);
+    });
+
+    it("offers the wheel after a supervised service failed, keeping its last twenty lines", function () {
+        const lines = Array.from({ length: 25 }, function (_, i) { return "line " + i; });
+        const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", wheel: WHEEL,
+            supervisor: { state: "failed", pid: null, exitCode: 1, command: "python3 -m service", lastLines: lines } });
+        assert.deepStrictEqual(answer.commands, [{ id: "pip", command: "python3 -m pip install \"" + WHEEL + "\"" }]);
+        assert.strictEqual(answer.supervisor.lastLines.length, 20);
+        assert.strictEqual(answer.supervisor.lastLines[19], "line 24");
+        assert.deepStrictEqual(status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765",
+            wheel: null, supervisor: { state: "exited", exitCode: 0, lastLines: [] } }).commands, []);
+    });
+
+    it("chooses the newest wheel of the python folder and ignores other files", function () {
+        assert.strictEqual(status.chooseWheel(["README", "node_red_ai_sidebar-0.9.0-py3-none-any.whl",
+            "node_red_ai_sidebar-0.10.0-py3-none-any.whl"]), "node_red_ai_sidebar-0.10.0-py3-none-any.whl");
+        assert.strictEqual(status.chooseWheel([".gitkeep"]), null);
+    });
+});

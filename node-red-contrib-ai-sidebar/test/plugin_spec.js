@@ -227,9 +227,19 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 assert.strictEqual(up.body.reachable, true);
                 assert.strictEqual(up.body.serviceUrl, service.url);
                 assert.strictEqual(up.body.supervisor, null);
-                assert.deepStrictEqual(up.body.commands.map(function (c) { return c.id; }),
-                    ["run", "docker", "supervise"]);
-                assert.strictEqual(up.body.commands[0].command, "AI_SIDEBAR_PORT=" + port + " ai-sidebar-service");
+                // package_spec's `npm pack --dry-run` runs prepack, which builds the wheel into python/: offered first
+                // when it is there.
+                const wheelDir = path.join(__dirname, "..", "python");
+                const wheel = (fs.existsSync(wheelDir) ? fs.readdirSync(wheelDir) : [])
+                    .find(function (name) { return name.endsWith(".whl"); });
+                const commands = {};
+                up.body.commands.forEach(function (c) { commands[c.id] = c.command; });
+                assert.deepStrictEqual(Object.keys(commands),
+                    (wheel ? ["pip"] : []).concat(["run", "docker", "supervise"]));
+                if (wheel) {
+                    assert.strictEqual(commands.pip, 'python3 -m pip install "' + path.join(wheelDir, wheel) + '"');
+                }
+                assert.strictEqual(commands.run, "AI_SIDEBAR_PORT=" + port + " ai-sidebar-service");
                 assert.strictEqual(service.requests[service.requests.length - 1].url, "/healthz");
                 service.handler = function (req, res) {
                     relayLib.sendJson(res, 503, relayLib.errorBody("starting", "not yet"));

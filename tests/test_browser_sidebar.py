@@ -565,9 +565,12 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     assert seen["pageErrors"] == []
 
     assert "not reachable" in seen["offlineStatus"] and f":{service.port}" in seen["offlineStatus"]
-    # The banner gives the commands for this Node-RED: the service on the port AI_SIDEBAR_SERVICE_URL names (the
-    # checkout bundles no wheel, so there is no pip command), its container, and the opt-in supervisor; each copies.
+    # The banner gives the commands for this Node-RED: the service on the port AI_SIDEBAR_SERVICE_URL names, its
+    # container, and the opt-in supervisor; each copies. A pip command comes first when the palette package holds a
+    # wheel (the palette's prepack, run by its tests and by test_packaging at the same time, builds one there).
     commands = {c["id"]: c["command"] for c in seen["commands"]}
+    pip = commands.pop("pip", None)
+    assert pip is None or (pip.startswith('python3 -m pip install "') and pip.endswith('-py3-none-any.whl"'))
     assert commands == {
         "run": f"AI_SIDEBAR_PORT={service.port} ai-sidebar-service",
         "docker": f"docker run --rm -p 127.0.0.1:{service.port}:8765 -e OPENAI_API_KEY node-red-ai-sidebar",

@@ -27,12 +27,12 @@ from service.settings import Settings
 from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
 from service.web.keys import (
+    CHAT_MODELS,
     HTTP_SESSION,
     KNOWLEDGE,
     LIMITER,
     MEMORY,
     MESSAGES,
-    MODELS,
     NODERED,
     SCENARIOS,
     SETTINGS,
@@ -154,7 +154,7 @@ async def _retention(store: MemoryStore, days: int) -> None:
 
 
 async def _close_models(app: web.Application) -> None:
-    await app[MODELS].aclose()
+    await app[CHAT_MODELS].aclose()
 
 
 async def _close_streams(app: web.Application) -> None:
@@ -181,7 +181,7 @@ def create_app(settings: Settings) -> web.Application:
     app[SETTINGS] = settings
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
     app[MESSAGES] = MessageCatalog(settings.locales_dir)
-    app[MODELS] = ChatModelFactory()
+    app[CHAT_MODELS] = ChatModelFactory()
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app[MEMORY] = MemorySlot()

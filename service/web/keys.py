@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
 HTTP_SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("http_session")
 NODERED: web.AppKey[NodeRedClient] = web.AppKey("nodered")
-MODELS: web.AppKey[ChatModelFactory] = web.AppKey("models")
+CHAT_MODELS: web.AppKey[ChatModelFactory] = web.AppKey("chat_models")
 SCENARIOS: web.AppKey[ScenarioCatalog] = web.AppKey("scenarios")
 STREAMS: web.AppKey[weakref.WeakSet[EventStream]] = web.AppKey("streams")
 TOOLS: web.AppKey[ToolRegistry] = web.AppKey("tools")

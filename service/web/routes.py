@@ -18,11 +18,11 @@ from service.settings import PROVIDERS
 from service.tools.context import ServiceToolContext
 from service.tools.registry import failure_status
 from service.web.keys import (
+    CHAT_MODELS,
     KNOWLEDGE,
     LIMITER,
     MEMORY,
     MESSAGES,
-    MODELS,
     NODERED,
     SCENARIOS,
     SETTINGS,
@@ -135,7 +135,7 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
 async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: Caller) -> web.StreamResponse:
     remember = caller.memory and (body.provider is None or body.provider.memory)
     deps = ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(caller.token),
-                    models=request.app[MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
+                    models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
                     user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
                     granted_tools=caller.tools, provider=body.provider, knowledge=request.app[KNOWLEDGE],
                     memory=request.app[MEMORY].store if remember else None)

@@ -8,6 +8,7 @@ updating, enabling or disabling a module reindexes that module alone, and a refr
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -40,6 +41,10 @@ def help_chunks(sections: list[HelpSection], version: str, language: str) -> lis
     for section in sections:
         heading = section.section or "overview"
         title = section.node_type + (f": {section.section}" if section.section else "")
+        if not section.section and section.part == 0:
+            # The help's first sentence says what the node is for, in the help's language: weighted like the type,
+            # it ranks "how do I delay messages?" (in any language) on the node whose purpose that is.
+            title += " — " + _first_sentence(section.text)
         chunks.append(Chunk(
             key=f"{section.node_type}#{heading}#{section.part}", title=title, text=section.text,
             metadata={"type": section.node_type, "module": section.module, "version": version,
@@ -100,3 +105,11 @@ class DocsStore:
         """The help chunks best matching ``query`` in ``language``, best first."""
         stopwords = self.lexicons.get(language).stopwords if self.lexicons else frozenset()
         return await self.index.search(query, STORE, language, limit, stopwords)
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    """The text up to its first sentence end (``.``, ``!`` or ``?`` before a space; ``。``, ``！``, ``？``), at most
+    ``limit`` characters."""
+    match = re.search(r"[.!?](\s|$)|[。！？]", text)
+    end = match.end() if match else len(text)
+    return text[:min(end, limit)].strip()

@@ -135,9 +135,9 @@ async def test_the_knowledge_route_lists_sources_and_reindex_needs_write(kclient
     assert {"summary", "tab:w3"} <= {s["source"] for s in body["sources"] if s["store"] == "workspace"}
     assert body["stores"]["docs"]["chunks"] == sum(s["chunks"] for s in body["sources"] if s["store"] == "docs")
 
-    refused = await kclient.post("/ai-sidebar/knowledge/reindex", headers=READER)
+    refused = await kclient.post("/ai-sidebar/knowledge/reindex", json={}, headers=READER)
     assert refused.status == 403 and (await refused.json())["error"]["code"] == "forbidden"
-    done = await kclient.post("/ai-sidebar/knowledge/reindex")
+    done = await kclient.post("/ai-sidebar/knowledge/reindex", json={})
     assert done.status == 200
     reports = (await done.json())["reports"]
     assert [(r["store"], r["reindexed"], r["removed"]) for r in reports] == [("docs", [], []), ("workspace", [], [])]
@@ -185,7 +185,7 @@ async def test_a_database_that_cannot_be_opened_leaves_the_chat_answering_withou
     assert "token" in [e["type"] for e in events]
     assert (await (await client.get("/ai-sidebar/knowledge")).json()) == {"available": False, "stores": {},
                                                                           "sources": []}
-    refused = await client.post("/ai-sidebar/knowledge/reindex")
+    refused = await client.post("/ai-sidebar/knowledge/reindex", json={})
     assert refused.status == 503 and (await refused.json())["error"]["code"] == "memory_unavailable"
 
 

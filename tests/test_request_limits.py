@@ -121,3 +121,18 @@ async def test_a_normal_request_on_a_kept_alive_connection_is_unaffected(quick_s
         await reader.readexactly(content_length(head))
         await asyncio.sleep(0.2)  # idle, but less than the timeout
     writer.close()
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+async def test_a_body_a_web_page_could_send_cross_site_is_refused_and_nothing_is_stored(client, content_type):
+    # What fetch(url, {mode: "no-cors", body}) sends without a CORS preflight: text/plain, a form, a Blob of no type.
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = await client.post("/ai-sidebar/sessions", data=b'{"name": "pwned"}', headers=headers,
+                                 skip_auto_headers=["Content-Type"])
+    assert response.status == 415
+    assert (await response.json())["error"]["code"] == "unsupported_media_type"
+    sessions = await (await client.get("/ai-sidebar/sessions")).json()
+    assert all(s.get("name") != "pwned" for s in sessions.get("sessions", sessions))
+    tool = await client.post("/ai-sidebar/execute-tool", data=b'{"tool": "get_flows"}', headers=headers,
+                             skip_auto_headers=["Content-Type"])
+    assert tool.status == 415

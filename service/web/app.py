@@ -64,6 +64,21 @@ def token_middleware(token: str) -> Callable:
     return check
 
 
+@web.middleware
+async def json_body_middleware(request: web.Request,
+                               handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    """Refuse a POST, PUT or PATCH whose ``Content-Type`` is not ``application/json`` with 415.
+
+    A web page may send a "simple" cross-site request (``text/plain``, form encoded, or a body of no type) without
+    a CORS preflight (https://fetch.spec.whatwg.org/#cors-safelisted-request-header); a service on loopback without
+    ``AI_SIDEBAR_TOKEN`` would otherwise act on it. ``application/json`` needs a preflight, which this service never
+    answers, so a browser never sends one cross-site.
+    """
+    if request.method in ("POST", "PUT", "PATCH") and request.content_type != "application/json":
+        raise ServiceError("unsupported_media_type", status=415)
+    return await handler(request)
+
+
 async def _http_session(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     session = aiohttp.ClientSession()
@@ -168,7 +183,7 @@ def create_app(settings: Settings) -> web.Application:
     Raises:
         service.chat.scenarios.CatalogError: a locale file is invalid (fail at start, not on first request).
     """
-    middlewares = [error_middleware]
+    middlewares = [error_middleware, json_body_middleware]
     if settings.token is not None:
         # Inside the error middleware, so that its refusal is worded in the request's language too.
         middlewares.append(token_middleware(settings.token.get_secret_value()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict
 
 from service.errors import ServiceError
 from service.identity import request_caller
@@ -17,6 +18,7 @@ from service.knowledge.refresher import KnowledgeSlot
 from service.nodered.client import NodeRedError
 from service.tools.registry import failure_status
 from service.web.keys import KNOWLEDGE
+from service.web.schemas import parse_body
 
 routes = web.RouteTableDef()
 STORES = ("docs", "workspace")
@@ -54,6 +56,12 @@ async def knowledge(request: web.Request) -> web.Response:
     return web.json_response(await describe(request.app[KNOWLEDGE]))
 
 
+class ReindexRequest(BaseModel):
+    """The reindex body: an empty JSON object (a JSON body, so that a web page cannot send it cross-site)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 @routes.post("/ai-sidebar/knowledge/reindex")
 async def reindex(request: web.Request) -> web.Response:
     """Refresh both stores now (write permission): ``{reports: [{store, language, reindexed[], removed[],
@@ -63,6 +71,7 @@ async def reindex(request: web.Request) -> web.Response:
     the index) is not open; the Admin API's error (403, 502, 504) when Node-RED cannot be read.
     """
     request_caller(request).require_write()
+    await parse_body(request, ReindexRequest)
     slot = request.app[KNOWLEDGE]
     if slot.refresher is None:
         raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from service import __version__
+from service.web.knowledge_routes import ReindexRequest
 from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
 from service.web.schemas import ExecuteToolRequest, StreamChatRequest
 
@@ -65,7 +66,7 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, SearchRequest, SessionCreate, SessionUpdate,
-                  TemplateCreate):
+                  TemplateCreate, ReindexRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -95,7 +96,7 @@ def openapi_document() -> dict[str, Any]:
             400, 401)},
         "/ai-sidebar/knowledge/reindex": {"post": _operation(
             "Refresh the knowledge index from Node-RED now (write permission)", _json("reports and sources"),
-            400, 401, 403, 502, 503, 504)},
+            400, 401, 403, 408, 502, 503, 504, body=ReindexRequest)},
         "/ai-sidebar/sessions": {
             "get": _operation("The user's sessions", _json("ok"), 400, 401, 403, 503),
             "post": _operation("Create a session", _json("created"), 400, 401, 403, 408, 409, 503, body=SessionCreate,
@@ -108,6 +109,11 @@ def openapi_document() -> dict[str, Any]:
                                  parameters=[SESSION_ID]),
         },
     }
+    for operations in paths.values():
+        for method in ("post", "put", "patch"):
+            if method in operations:
+                # Any body not sent as application/json is refused (service.web.app.json_body_middleware).
+                operations[method]["responses"].update(_errors(415))
     return {
         "openapi": "3.1.0",
         "info": {"title": "node-red-ai-sidebar service", "version": __version__,

@@ -36,10 +36,23 @@ if [ -z "${NODE_RED_CREDENTIAL_SECRET:-}" ] && [ -s "$USERDIR/ai-sidebar/credent
   credential_env=("NODE_RED_CREDENTIAL_SECRET=$(cat "$USERDIR/ai-sidebar/credential-secret")")
 fi
 
-# Keep the service running: if it stops (crash, or killed), it is started again after a short pause.
+# Another service already on the port would answer this Node-RED with another one's flows and memory.
+if curl -fsS "$AI_SIDEBAR_SERVICE_URL/healthz" >/dev/null 2>&1; then
+  echo "make run: an assistant service already answers on $AI_SIDEBAR_SERVICE_URL (another make run?); stop it," \
+       "or give this one another port: AI_SIDEBAR_PORT=8766 make run" >&2
+  exit 2
+fi
+
+# Keep the service running: if it stops (crash, or killed), it is started again after a short pause. Exit code 2
+# is a settings error (printed above by the service): starting again would only repeat it.
 supervise_service() {
   while true; do
-    "$VENV/bin/ai-sidebar-service" || true
+    status=0
+    "$VENV/bin/ai-sidebar-service" || status=$?
+    if [ "$status" = 2 ]; then
+      echo "make run: the assistant service refused its settings (see above); fix them and run make run again" >&2
+      return 2
+    fi
     echo "the assistant service stopped; starting it again in 1 s (Ctrl-C stops everything)" >&2
     sleep 1
   done
@@ -56,6 +69,8 @@ trap stop EXIT INT TERM
 
 for _ in $(seq 1 100); do
   if curl -fsS "$AI_SIDEBAR_SERVICE_URL/healthz" >/dev/null 2>&1; then break; fi
+  # The supervisor gave up (a settings error): do not start Node-RED with an assistant that cannot answer.
+  if ! kill -0 "$supervisor_pid" 2>/dev/null; then exit 2; fi
   sleep 0.1
 done
 

@@ -206,3 +206,28 @@ def test_make_run_on_a_moved_port_prints_that_url_reaches_it_and_keeps_secrets_o
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(5)
+
+
+def _run_script_env(tmp_path, **extra):
+    return clean_env(USERDIR=str(tmp_path / "userdir"), VENV=str(VENV), NODERED=str(NODERED_HOME / "red.js"),
+                     PORT=str(free_port()), MCP_TOOLS_ENABLED="false",
+                     PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+                     PATH=os.pathsep.join(filter(None, [os.path.dirname(NODE_BINARY), os.environ["PATH"]])), **extra)
+
+
+def test_make_run_with_a_settings_error_stops_with_exit_code_2_instead_of_restarting_the_service(tmp_path):
+    env = _run_script_env(tmp_path, AI_SIDEBAR_PORT=str(free_port()), AI_PROVIDER="no-such-provider")
+    run = subprocess.run(["bash", str(REPO / "scripts" / "run.sh")], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=120, start_new_session=True)
+    assert run.returncode == 2, run.stderr
+    assert "AI_PROVIDER" in run.stderr and "refused its settings" in run.stderr
+    assert "starting it again" not in run.stderr and "Node-RED editor:" not in run.stdout
+
+
+def test_make_run_refuses_a_port_where_another_assistant_service_answers(tmp_path, service_process):
+    env = _run_script_env(tmp_path, AI_SIDEBAR_PORT=str(service_process.service_port))
+    run = subprocess.run(["bash", str(REPO / "scripts" / "run.sh")], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=60, start_new_session=True)
+    assert run.returncode == 2
+    assert f"already answers on http://127.0.0.1:{service_process.service_port}" in run.stderr
+    assert "AI_SIDEBAR_PORT=8766 make run" in run.stderr

@@ -569,12 +569,19 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     # container, and the opt-in supervisor; each copies. A pip command comes first when the palette package holds a
     # wheel (the palette's prepack, run by its tests and by test_packaging at the same time, builds one there).
     commands = {c["id"]: c["command"] for c in seen["commands"]}
+    # With a wheel, the pip command makes a virtual environment in the user dir, which the others then use.
     pip = commands.pop("pip", None)
-    assert pip is None or (pip.startswith('python3 -m pip install "') and pip.endswith('-py3-none-any.whl"'))
+    venv = f"{nodered.userdir}/ai-sidebar/venv"
+    assert pip is None or (pip.startswith(f'python3 -m venv "{venv}" && "{venv}/bin/pip" install "')
+                           and pip.endswith('-py3-none-any.whl"'))
+    service_script = f'"{venv}/bin/ai-sidebar-service"' if pip else "ai-sidebar-service"
     assert commands == {
-        "run": f"AI_SIDEBAR_PORT={service.port} ai-sidebar-service",
-        "docker": f"docker run --rm -p 127.0.0.1:{service.port}:8765 -e OPENAI_API_KEY node-red-ai-sidebar",
-        "supervise": "aiSidebar: { startService: true }",
+        "run": f"AI_SIDEBAR_PORT={service.port} {service_script}",
+        "docker": f"docker run --rm -p 127.0.0.1:{service.port}:8765 -e AI_SIDEBAR_TOKEN -e OPENAI_API_KEY "
+                  f"-e NODE_RED_URL=http://host.docker.internal:{nodered.port} "
+                  "--add-host=host.docker.internal:host-gateway node-red-ai-sidebar",
+        "supervise": f'aiSidebar: {{ startService: true, python: "{venv}/bin/python" }}' if pip
+                     else "aiSidebar: { startService: true }",
     }
     assert all(c["copyButton"] and c["label"] for c in seen["commands"])
     assert seen["copiedCommand"] == commands["run"]

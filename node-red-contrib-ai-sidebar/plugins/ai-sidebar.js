@@ -173,7 +173,9 @@ module.exports = function (RED) {
             reachable: reachable,
             serviceUrl: config.serviceUrl,
             supervisor: supervisorStatus(),
-            wheel: bundledWheel()
+            wheel: bundledWheel(),
+            venv: RED.settings.userDir ? path.join(RED.settings.userDir, "ai-sidebar", "venv") : undefined,
+            nodeRedPort: Number(RED.settings.uiPort) || undefined
         }));
     }
 

@@ -234,9 +234,9 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 const ids = Object.keys(commands);
                 assert.deepStrictEqual(ids[0] === "pip" ? ids.slice(1) : ids, ["run", "docker", "supervise"]);
                 if (commands.pip) {
-                    assert.match(commands.pip, /^python3 -m pip install ".*\/python\/node_red_ai_sidebar-[^"]+\.whl"$/);
+                    assert.match(commands.pip, /^python3 -m venv ".*\/ai-sidebar\/venv" && ".*\/ai-sidebar\/venv\/bin\/pip" install ".*\/python\/node_red_ai_sidebar-[^"]+\.whl"$/);
                 }
-                assert.strictEqual(commands.run, "AI_SIDEBAR_PORT=" + port + " ai-sidebar-service");
+                assert.match(commands.run, new RegExp("^AI_SIDEBAR_PORT=" + port + " (\"[^\"]*/venv/bin/)?ai-sidebar-service\"?$"));
                 assert.strictEqual(service.requests[service.requests.length - 1].url, "/healthz");
                 service.handler = function (req, res) {
                     relayLib.sendJson(res, 503, relayLib.errorBody("starting", "not yet"));

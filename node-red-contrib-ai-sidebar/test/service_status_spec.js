@@ -17,10 +17,26 @@ describe("the service status behind the banner", function () {
             commands: [
                 { id: "pip", command: "python3 -m pip install \"" + WHEEL + "\"" },
                 { id: "run", command: "ai-sidebar-service" },
-                { id: "docker", command: "docker run --rm -p 127.0.0.1:8765:8765 -e OPENAI_API_KEY node-red-ai-sidebar" },
+                { id: "docker", command: "docker run --rm -p 127.0.0.1:8765:8765 -e AI_SIDEBAR_TOKEN -e OPENAI_API_KEY " +
+                    "-e NODE_RED_URL=http://host.docker.internal:1880 --add-host=host.docker.internal:host-gateway " +
+                    "node-red-ai-sidebar" },
                 { id: "supervise", command: "aiSidebar: { startService: true }" }
             ]
         });
+    });
+
+    it("installs the wheel into a virtual environment in the user dir and supervises that Python", function () {
+        const venv = "/home/nr/.node-red/ai-sidebar/venv";
+        const commands = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", supervisor: null,
+            wheel: WHEEL, venv: venv, nodeRedPort: 1990 }).commands;
+        assert.deepStrictEqual(commands.map(function (c) { return c.command; }), [
+            "python3 -m venv \"" + venv + "\" && \"" + venv + "/bin/pip\" install \"" + WHEEL + "\"",
+            "\"" + venv + "/bin/ai-sidebar-service\"",
+            "docker run --rm -p 127.0.0.1:8765:8765 -e AI_SIDEBAR_TOKEN -e OPENAI_API_KEY " +
+                "-e NODE_RED_URL=http://host.docker.internal:1990 --add-host=host.docker.internal:host-gateway " +
+                "node-red-ai-sidebar",
+            "aiSidebar: { startService: true, python: \"" + venv + "/bin/python\" }"
+        ]);
     });
 
     it("starts the service on the port of the service URL when it is not the default", function () {
@@ -28,8 +44,7 @@ describe("the service status behind the banner", function () {
             wheel: null }).commands;
         assert.deepStrictEqual(commands.map(function (c) { return c.id; }), ["run", "docker", "supervise"]);
         assert.strictEqual(commands[0].command, "AI_SIDEBAR_PORT=8766 ai-sidebar-service");
-        assert.strictEqual(commands[1].command,
-            "docker run --rm -p 127.0.0.1:8766:8765 -e OPENAI_API_KEY node-red-ai-sidebar");
+        assert.match(commands[1].command, /^docker run --rm -p 127\.0\.0\.1:8766:8765 -e AI_SIDEBAR_TOKEN /);
     });
 
     it("takes the scheme's port for a URL without one", function () {

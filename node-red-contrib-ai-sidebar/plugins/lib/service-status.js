@@ -50,21 +50,33 @@ function servicePort(serviceUrl) {
  *
  * @param {string} serviceUrl
  * @param {?string} wheel absolute path of the bundled wheel, or null
+ * @param {{venv: (string|undefined), nodeRedPort: (number|undefined)}} [where] the virtual environment the wheel goes
+ *     into (`<userDir>/ai-sidebar/venv`: Debian's and Ubuntu's system Python refuse `pip install`, PEP 668), and the
+ *     port of this Node-RED (for the container, which reaches it on the Docker host)
  * @returns {{id: string, command: string}[]}
  */
-function startCommands(serviceUrl, wheel) {
+function startCommands(serviceUrl, wheel, where) {
     const port = servicePort(serviceUrl);
+    const venv = where && where.venv;
     const commands = [];
     if (wheel) {
-        commands.push({ id: "pip", command: "python3 -m pip install \"" + wheel + "\"" });
+        commands.push({ id: "pip", command: venv
+            ? "python3 -m venv \"" + venv + "\" && \"" + venv + "/bin/pip\" install \"" + wheel + "\""
+            : "python3 -m pip install \"" + wheel + "\"" });
     }
     // The console script of the Python distribution (pyproject.toml [project.scripts]).
     commands.push({ id: "run", command: (port === SERVICE_PORT ? "" : "AI_SIDEBAR_PORT=" + port + " ") +
-        "ai-sidebar-service" });
-    // `-e NAME` without a value passes the variable of the user's shell on: the key is never written here.
+        (wheel && venv ? "\"" + venv + "/bin/ai-sidebar-service\"" : "ai-sidebar-service") });
+    // `-e NAME` without a value passes the variable of the user's shell on: no secret is written here. Inside the
+    // container the service listens on 0.0.0.0, so it needs the token this Node-RED sends (AI_SIDEBAR_TOKEN), and
+    // reaches Node-RED on the Docker host.
+    const nodeRedPort = (where && where.nodeRedPort) || 1880;
     commands.push({ id: "docker", command: "docker run --rm -p 127.0.0.1:" + port + ":" + SERVICE_PORT +
-        " -e OPENAI_API_KEY " + IMAGE });
-    commands.push({ id: "supervise", command: "aiSidebar: { startService: true }" });
+        " -e AI_SIDEBAR_TOKEN -e OPENAI_API_KEY -e NODE_RED_URL=http://host.docker.internal:" + nodeRedPort +
+        " --add-host=host.docker.internal:host-gateway " + IMAGE });
+    commands.push({ id: "supervise", command: wheel && venv
+        ? "aiSidebar: { startService: true, python: \"" + venv + "/bin/python\" }"
+        : "aiSidebar: { startService: true }" });
     return commands;
 }
 
@@ -100,6 +112,8 @@ function supervisorView(status) {
  * @param {?{state: string, pid: ?number, exitCode: ?number, command: string, lastLines: string[]}} facts.supervisor
  *     `status()` of the running supervisor (plugins/lib/supervisor.js), or null
  * @param {?string} facts.wheel absolute path of `<palette dir>/python/*.whl`, or null
+ * @param {string} [facts.venv] where the pip command puts the wheel (see startCommands)
+ * @param {number} [facts.nodeRedPort] this Node-RED's port (see startCommands)
  * @returns {{reachable: boolean, serviceUrl: string, supervisor: ?object,
  *     commands: {id: ("pip"|"run"|"docker"|"supervise"), command: string}[]}}
  */
@@ -107,9 +121,9 @@ function serviceStatus(facts) {
     const supervisor = supervisorView(facts.supervisor);
     let commands;
     if (!supervisor) {
-        commands = startCommands(facts.serviceUrl, facts.wheel || null);
+        commands = startCommands(facts.serviceUrl, facts.wheel || null, facts);
     } else if ((supervisor.state === "exited" || supervisor.state === "failed") && facts.wheel) {
-        commands = startCommands(facts.serviceUrl, facts.wheel).slice(0, 1);
+        commands = startCommands(facts.serviceUrl, facts.wheel, facts).slice(0, 1);
     } else {
         commands = [];
     }

@@ -525,7 +525,7 @@ def test_code_blocks_in_an_answer_are_highlighted_and_the_flow_block_keeps_impor
         assert script_block["highlighted"] and script_block["language"] == "javascript", moment
         assert {"hljs-comment", "hljs-keyword", "hljs-string", "hljs-property"} <= set(script_block["classes"])
         assert script_block["text"].rstrip("\n") == HIGHLIGHTED_SCRIPT
-        assert script_block["buttons"] == []
+        assert script_block["buttons"] == ["Put into function node", "Copy"]
         # Only spans came out of the highlighter: the <img> in the code stayed text.
         assert flow_block["otherElements"] == script_block["otherElements"] == 0
         # Strings in Monaco's light colour, as in the editor's own code editor.
@@ -534,6 +534,56 @@ def test_code_blocks_in_an_answer_are_highlighted_and_the_flow_block_keeps_impor
     assert json.loads(seen["copied"]) == IMPORTED_FLOW
     assert seen["imported"]["count"] == seen["before"]["count"] + 2
     assert seen["undone"] == seen["before"]
+
+
+NEW_FUNCTION_CODE = (
+    "// Decode the received bytes as UTF-8 text\n"
+    "msg.payload = msg.payload.toString(\"utf8\");\n"
+    "return msg;"
+)
+BROKEN_FLOW = ('[\n  {"id": "n1", "type": "inject", "z": "t1", "wires": [["n2"]]},\n'
+               '  {"id": "n2", "type": "debug", "z": "t1", "wires": []},\n]')
+
+
+def test_every_code_block_has_a_label_and_copy_and_javascript_goes_into_the_selected_function_node(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "03 - Send reply to client of TCP connection")
+    function = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "function")
+    answer = ("Put this into your function node:\n\n```javascript\n" + NEW_FUNCTION_CODE + "\n```\n\n"
+              "The flow:\n\n```json\n" + BROKEN_FLOW + "\n```\n\nOr in Python:\n\n```python\n"
+              "print(data.decode('utf-8'))\n```\n\nA payload looks like `{}`:\n\n```json\n"
+              '{"payload": "hello"}\n```')
+    model.script(Reply(text=answer))
+
+    seen = run_feature(nodered, "code-blocks", tab["id"], QUESTION="Decode the TCP bytes as text",
+                       FUNCTION_ID=function["id"], NARROW_WIDTH="240")
+
+    javascript, broken, python, payload = seen["blocks"]
+    assert (javascript["kind"], javascript["label"]) == ("javascript", "javascript")
+    assert javascript["buttons"] == ["Put into function node", "Copy"]
+    assert (broken["kind"], broken["label"], broken["buttons"]) == ("invalidFlow", "json", ["Copy"])
+    assert broken["note"].startswith("This looks like a Node-RED flow but cannot be imported: it is not valid JSON (")
+    assert (python["kind"], python["label"], python["buttons"], python["note"]) == ("code", "python", ["Copy"], None)
+    assert (payload["kind"], payload["buttons"], payload["note"]) == ("code", ["Copy"], None)
+    assert seen["noSelection"] == "Select one function node in the workspace first, then try again."
+    assert seen["copied"].rstrip("\n") == NEW_FUNCTION_CODE
+    # The diff is shown first and changes nothing until the user confirms.
+    before = seen["before"]
+    assert before["func"] == function["func"]
+    dialog = seen["dialog"]
+    assert function["name"] in dialog["intro"]
+    assert dialog["removed"] == ["- " + line for line in function["func"].split("\n") if line != "return msg;"]
+    assert dialog["added"] == ["+ " + line for line in NEW_FUNCTION_CODE.split("\n") if line != "return msg;"]
+    assert dialog["same"] == ["  return msg;"]
+    assert dialog["summary"] == "Lines added: 2, lines removed: 1"
+    assert seen["unchangedWhileShown"] == before
+    applied = seen["applied"]
+    assert applied["func"] == NEW_FUNCTION_CODE and applied["changed"] and applied["dirty"]
+    assert applied["historyDepth"] == before["historyDepth"] + 1
+    assert seen["undone"] == before
+    # With a narrow sidebar the bars wrap: every button stays inside it.
+    assert seen["narrowWidth"] <= 260
+    assert all(block["buttonsInside"] for block in seen["blocks"] + seen["narrowBlocks"])
 
 
 def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth_stack, model):

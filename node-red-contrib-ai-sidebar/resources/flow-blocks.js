@@ -291,13 +291,14 @@
             button(copyClass, "fa-clipboard", t("flow.copy"), copyTooltip, function (element) {
                 lib.clipboard.copyText(text, element, copiedKey);
             }).appendTo(bar);
+            status.insertAfter(pre);
             if (kind.kind === "invalidFlow") {
+                // Right under its block, above the status line.
                 $('<div class="ai-sidebar-code-note"></div>')
                     .append($('<i class="fa fa-info-circle" aria-hidden="true"></i>'))
                     .append(document.createTextNode(" " + whyNotImportable(kind)))
                     .insertAfter(pre);
             }
-            status.insertAfter(pre);
         });
     }
 

@@ -83,28 +83,39 @@
         }
         var code = codeBlocks().blockCode(text);
         var diff = codeBlocks().lineDiff(node.func || "", code);
-        var content = $('<div class="ai-sidebar-put-function"></div>');
+        var content = $('<div class="ai-sidebar-put-dialog"></div>');
         $("<p></p>").text(t("code.putIntro", { name: nodeName(node) })).appendTo(content);
         $('<p class="ai-sidebar-diff-summary"></p>')
             .text(t("code.diffLabel", { added: diff.added, removed: diff.removed })).appendTo(content);
         diffView(diff).appendTo(content);
-        var dialog = RED.notify(content, {
+        // A dialog like the editor's own Export / Import one (editor-client clipboard.js: a jQuery UI dialog with
+        // the "red-ui-editor-dialog" classes), which has room for the diff even at 1280×720.
+        content.appendTo("#red-ui-editor").dialog({
             modal: true,
-            fixed: true,
-            type: "compact",
+            title: t("code.putTitle"),
+            width: Math.min(720, Math.round(window.innerWidth * 0.9)),
+            resizable: false,
+            classes: {
+                "ui-dialog": "red-ui-editor-dialog ai-sidebar-put-dialog-frame",
+                "ui-dialog-titlebar-close": "hide",
+                "ui-widget-overlay": "red-ui-editor-dialog"
+            },
+            close: function () {
+                content.dialog("destroy").remove();
+            },
             buttons: [
                 {
-                    text: RED.utils.sanitize(t("flow.cancel")),
+                    text: t("flow.cancel"),
                     class: "ai-sidebar-put-cancel",
                     click: function () {
-                        dialog.close();
+                        content.dialog("close");
                     }
                 },
                 {
-                    text: RED.utils.sanitize(t("code.putConfirm")),
+                    text: t("code.putConfirm"),
                     class: "primary ai-sidebar-put-apply",
                     click: function () {
-                        dialog.close();
+                        content.dialog("close");
                         // The node may have been deleted while the dialog was open.
                         if (RED.nodes.node(node.id) === node) {
                             apply(node, code);

@@ -668,7 +668,7 @@ def test_a_new_chat_asks_for_no_history_until_it_has_an_answer(auth_stack, model
     assert seen["sidebarConsoleErrors"] == []
 
 
-def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_with_its_code(auth_stack, model):
+def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_saying_why(auth_stack, model):
     nodered, _ = auth_stack
     tab = tab_named(nodered, "01 - Catch error")
     first, second = "Describe every node of this flow in detail", "And what about the debug node?"
@@ -679,6 +679,7 @@ def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_w
 
     assert seen["headerBefore"] == "New chat"
     assert seen["stoppedMarks"] == ["stopped"] and seen["notes"] == []
+    assert seen["retryAfterStop"] == ["Retry"]
     # The stopped turn was saved and the header shows its name without reopening anything.
     assert seen["headerAfterStop"] == first
     # The second question failed before any answer: its text is kept in the input.
@@ -687,11 +688,41 @@ def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_w
     assert (user_one["role"], user_one["text"]) == ("user", first)
     assert answer_one["role"] == "assistant" and answer_one["text"].startswith("word0 word1")
     assert (user_two["role"], user_two["text"]) == ("user", second)
-    assert answer_two == {"role": "assistant", "stopped": 0, "errors": ["No answer (llm_error)"], "text": ""}
+    # The stored code (llm_error) reads as a sentence, not as the code.
+    assert answer_two == {"role": "assistant", "stopped": 0, "text": "", "errors": [
+        "No answer. The model could not answer: it failed, took too long or could not be reached."]}
     # The mark comes back when the service stored the flag (optional in the history's metadata).
     stored_answer = next(m for m in seen["storedMessages"] if m["role"] == "assistant")
     assert answer_one["stopped"] == (1 if stored_answer["metadata"].get("stopped") is True else 0)
     assert seen["reloadedHeader"] == first
+
+
+def test_retry_resends_the_same_question_and_context_after_a_failed_or_cut_off_answer(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "02 - Send multiple messages")
+    answer = "The function node returns an array, one message per output."
+    model.script(Reply(status=400, error_message="scripted bad request"), Reply(text=answer),
+                 Reply(text="This answer is cut off after a few words and never ends", drop_after=4))
+
+    seen = run_feature(nodered, "retry", tab["id"], QUESTIONS=json.dumps(["How many outputs are used?",
+                                                                          "Explain the function node"]))
+
+    failed = seen["failed"]
+    # The question came back into the input, the error reads as a sentence, and Retry is offered.
+    assert failed["input"] == "How many outputs are used?"
+    assert failed["retry"] == ["Retry"] and failed["errors"] and "llm_error" not in " ".join(failed["errors"])
+    first_body, retried_body, _ = seen["bodies"]
+    # Retry sent the same question with the same context (the tab as the editor had it).
+    assert retried_body == first_body
+    assert first_body["selectedFlow"]["id"] == tab["id"] and first_body["flowData"]
+    assert seen["retried"]["input"] == "" and answer in seen["retried"]["text"]
+    assert seen["retried"]["retry"] == []
+    assert seen["cutOff"]["retry"] == ["Retry"] and seen["cutOff"]["errors"]
+    # After a reload the failed turn and the cut-off answer say what happened, in sentences.
+    no_answer, cut_off = seen["reloaded"]
+    assert no_answer == "No answer. The model could not answer: it failed, took too long or could not be reached."
+    assert cut_off == ("This answer ran into a problem. The model could not answer: it failed, took too long or "
+                       "could not be reached.")
 
 
 LONG_NAME = ("Weather station telemetry from the greenhouse sensors with MQTT, dashboards and the alerting that "

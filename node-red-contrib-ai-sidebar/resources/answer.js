@@ -334,6 +334,27 @@
         sidebarLib().flowBlocks.decorate(this.element);
     };
 
+    /**
+     * A Retry button under a failed, cut-off or stopped answer. `retry()` returns whether it started a request
+     * (not while another answer streams); the button goes once it did.
+     */
+    Answer.prototype.offerRetry = function (retry) {
+        var self = this;
+        var button = $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-retry"></button>')
+            .attr("title", t("answer.retryTooltip"))
+            .append($('<i class="fa fa-repeat" aria-hidden="true"></i>'))
+            .append(document.createTextNode(" " + t("answer.retry")))
+            .on("click", function (event) {
+                event.preventDefault();
+                if (retry()) {
+                    button.remove();
+                }
+            });
+        this.sidebar.withScroll(function () {
+            button.appendTo(self.element);
+        });
+    };
+
     function stoppedMark() {
         return $('<div class="ai-sidebar-stopped"></div>')
             .attr("title", t("answer.stoppedTooltip"))
@@ -345,6 +366,13 @@
         return $('<div class="ai-sidebar-error"></div>')
             .append($('<i class="fa fa-exclamation-circle"></i>'))
             .append(document.createTextNode(message));
+    }
+
+    /** What a turn's stored error codes mean, as sentences in the UI language (error-codes.js). */
+    function storedErrorText(codes) {
+        return sidebarLib().errorCodes.storedErrorKeys(codes).map(function (key) {
+            return t("error.stored." + key);
+        }).join(" ");
     }
 
     /** A labelled, collapsed-with-its-card `<pre>` preview of a tool's parameters or result. */
@@ -395,7 +423,8 @@
         }
         if (Array.isArray(metadata.errors) && metadata.errors.length) {
             $('<div class="ai-sidebar-note"></div>')
-                .text(t("history.hadErrors", { codes: metadata.errors.join(", ") }))
+                .text(t("history.hadErrors", { reasons: storedErrorText(metadata.errors) }))
+                .attr("data-codes", metadata.errors.join(" "))
                 .appendTo(element);
         }
         sidebarLib().flowBlocks.decorate(element);
@@ -413,7 +442,8 @@
         metadata = (metadata && typeof metadata === "object") ? metadata : {};
         var errors = Array.isArray(metadata.errors) ? metadata.errors.map(String) : [];
         if (errors.length) {
-            errorLine(t("history.noAnswer", { codes: errors.join(", ") })).appendTo(element);
+            errorLine(t("history.noAnswer", { reasons: storedErrorText(errors) })).attr("data-codes", errors.join(" "))
+                .appendTo(element);
             return true;
         }
         if (metadata.stopped === true) {

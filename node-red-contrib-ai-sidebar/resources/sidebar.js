@@ -565,13 +565,36 @@
             this.input.val("");
             this.updateCounter();
         }
+        this.ask(message, this.chatRequest(message), fromInput);
+        return true;
+    };
+
+    /**
+     * Retry: send a question again with the request it went out with (same context, configuration and scenario),
+     * as a new turn of the same conversation. The question leaves the input if a failed send had put it back.
+     *
+     * @returns {boolean} whether a request was started (not while another answer streams)
+     */
+    AiSidebar.prototype.retry = function (message, request) {
+        if (this.controller) {
+            return false;
+        }
+        if (String(this.input.val()).trim() === message) {
+            this.input.val("");
+            this.updateCounter();
+        }
+        this.ask(message, request, true);
+        return true;
+    };
+
+    /** Show the question, stream its answer, and offer Retry when it failed, was cut off or was stopped. */
+    AiSidebar.prototype.ask = function (message, request, fromInput) {
         var self = this;
         // A history still loading would replace the conversation the user has just continued.
         this.historyRequest = null;
         this.historyFailed = false;
         this.sessions.close();
         this.appendUserMessage(message);
-        var request = this.chatRequest(message);
         var answer = new lib.Answer(this, this.appendMessage("assistant"));
         if (request.flowDataBytes) {
             answer.note(t("context.tooLarge", { size: Math.round(request.flowDataBytes / 1048576) }));
@@ -620,12 +643,16 @@
             if (self.conversation.sessionId !== sessionId) {
                 return;
             }
+            if (next.retry) {
+                answer.offerRetry(function () {
+                    return self.retry(message, request);
+                });
+            }
             if (next.markSaved) {
                 self.conversation.markSaved();
             }
             self.refreshSessions(next.expectSaved);
         });
-        return true;
     };
 
     AiSidebar.prototype.stop = function () {

@@ -725,6 +725,34 @@ def test_retry_resends_the_same_question_and_context_after_a_failed_or_cut_off_a
                        "could not be reached.")
 
 
+STREAMED_SENTENCES = [f"Sentence number {i} explains one more node of this flow." for i in range(40)]
+
+
+def test_the_answer_is_read_out_focus_stays_escape_stops_and_axe_finds_nothing_serious(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text=" ".join(STREAMED_SENTENCES), token_delay=0.05),
+                 Reply(text="The catch node catches errors. It sends them on"))
+
+    seen = run_feature(nodered, "a11y", tab["id"], QUESTIONS=json.dumps(["Explain every node", "And the catch node?"]),
+                       NARROW_WIDTH="240")
+
+    assert seen["inputLabel"] == "Question for the AI assistant"
+    streaming = seen["whileStreaming"]
+    assert streaming["live"] == "polite"
+    # Whole sentences, each once, in order.
+    assert streaming["read"] == STREAMED_SENTENCES[:len(streaming["read"])]
+    # The input is disabled while the answer streams: focus went to Stop, in the tab.
+    assert streaming["focusInTab"] and "ai-sidebar-stop" in streaming["focused"]
+    assert seen["afterEscape"]["stopped"] == 1 and "ai-sidebar-input" in seen["afterEscape"]["focused"]
+    # The last words are read even without a full stop.
+    assert seen["readAfterSecond"] == ["The catch node catches errors.", "It sends them on"]
+    for scan in (seen["wideFindings"], seen["narrowFindings"]):
+        assert scan["version"] == "4.14.1"
+        assert {"color-contrast", "label", "button-name", "aria-allowed-attr"} <= set(scan["passed"]), scan["passed"]
+        assert scan["findings"] == []
+
+
 LONG_NAME = ("Weather station telemetry from the greenhouse sensors with MQTT, dashboards and the alerting that "
              "pages the on-call gardener")
 

@@ -206,7 +206,15 @@
 
     AiSidebar.prototype.buildDom = function () {
         var self = this;
-        this.content = $('<div class="ai-sidebar"></div>');
+        this.content = $('<div class="ai-sidebar"></div>')
+            .on("keydown", function (event) {
+                // Escape stops an answer from anywhere in the tab (focus is on Stop while one streams).
+                if (event.key === "Escape" && self.controller) {
+                    event.preventDefault();
+                    event.stopPropagation();
+                    self.stop();
+                }
+            });
 
         var header = $('<div class="red-ui-sidebar-header"></div>').appendTo(this.content);
         this.sessions.button.appendTo(header);
@@ -227,10 +235,13 @@
         this.sessions.drawer.appendTo(body);
         this.showEmptyState();
 
+        this.reader = $('<div class="ai-sidebar-sr-only ai-sidebar-answer-live"></div>')
+            .attr("aria-live", "polite").attr("aria-relevant", "additions").appendTo(this.content);
         var composer = $('<div class="ai-sidebar-composer"></div>').appendTo(this.content);
         this.contextChip = $('<div class="ai-sidebar-context"></div>').appendTo(composer);
         this.input = $('<textarea class="ai-sidebar-input" rows="3"></textarea>')
             .attr("placeholder", t("sidebar.placeholder"))
+            .attr("aria-label", t("sidebar.inputLabel"))
             .on("focus", function () {
                 self.sessions.close();
             })
@@ -257,7 +268,8 @@
             })
             .appendTo(actions);
         this.stopButton = $('<button type="button" class="red-ui-button ai-sidebar-stop"></button>')
-            .append($('<i class="fa fa-stop"></i>'))
+            .append($('<i class="fa fa-stop" aria-hidden="true"></i>'))
+            .attr("title", t("sidebar.stopTooltip"))
             .append(document.createTextNode(" " + t("sidebar.stop")))
             .prop("disabled", true)
             .on("click", function (event) {
@@ -266,7 +278,7 @@
             })
             .appendTo(actions);
         this.sendButton = $('<button type="button" class="red-ui-button primary ai-sidebar-send"></button>')
-            .append($('<i class="fa fa-paper-plane"></i>'))
+            .append($('<i class="fa fa-paper-plane" aria-hidden="true"></i>'))
             .append(document.createTextNode(" " + t("sidebar.send")))
             .on("click", function (event) {
                 event.preventDefault();
@@ -542,11 +554,15 @@
     };
 
     AiSidebar.prototype.setBusy = function (busy) {
+        var hadFocus = $.contains(this.content[0], document.activeElement);
         this.sendButton.prop("disabled", busy);
         this.stopButton.prop("disabled", !busy);
         this.input.prop("disabled", busy);
         if (!busy) {
             this.input.trigger("focus");
+        } else if (hadFocus) {
+            // The disabled input would drop the focus to the page; Stop keeps it in the tab (and Escape works).
+            this.stopButton.trigger("focus");
         }
     };
 

@@ -144,6 +144,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/code-highlight.js",
             "resources/node-red-contrib-ai-sidebar/markdown.js",
             "resources/node-red-contrib-ai-sidebar/waiting.js",
+            "resources/node-red-contrib-ai-sidebar/live-reading.js",
             "resources/node-red-contrib-ai-sidebar/error-codes.js",
             "resources/node-red-contrib-ai-sidebar/answer.js",
             "resources/node-red-contrib-ai-sidebar/sessions.js",

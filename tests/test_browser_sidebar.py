@@ -753,6 +753,22 @@ def test_the_answer_is_read_out_focus_stays_escape_stops_and_axe_finds_nothing_s
         assert scan["findings"] == []
 
 
+def test_a_question_shows_its_context_the_chip_holds_while_streaming_and_new_chat_restores_it(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text=" ".join(f"word{i}" for i in range(60)), token_delay=0.05))
+
+    seen = run_feature(nodered, "context-seen", tab["id"], QUESTION="What do these two nodes do?")
+
+    assert seen["chipBefore"] == "Flow: 01 - Catch error · 2 nodes selected"
+    # The selection changed while the answer streamed: the chip kept what the question went out with.
+    assert seen["chipWhileStreaming"] == seen["chipBefore"]
+    assert seen["chipAfter"] == "Flow: 01 - Catch error · no nodes selected"
+    assert seen["sentContext"] == seen["chipBefore"]
+    assert seen["chipRemoved"] != seen["chipAfter"]
+    assert seen["chipAfterNewChat"] == seen["chipAfter"]
+
+
 LONG_NAME = ("Weather station telemetry from the greenhouse sensors with MQTT, dashboards and the alerting that "
              "pages the on-call gardener")
 

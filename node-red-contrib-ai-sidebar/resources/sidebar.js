@@ -310,7 +310,21 @@
     /** The user moved to another tab or selection: the context chip (if removed) comes back for it. */
     AiSidebar.prototype.onEditorContextChange = function () {
         this.contextRemoved = false;
+        if (this.controller) {
+            // The chip shows what the streaming answer was asked with until it ends (see ask()).
+            this.contextChanged = true;
+            return;
+        }
         this.refreshContext();
+    };
+
+    /** What the chip shows now: the context the next question goes out with (editorContext.chip). */
+    AiSidebar.prototype.contextView = function () {
+        return lib.editorContext.chip({
+            removed: this.contextRemoved,
+            flow: lib.editorContext.selectedFlow(RED),
+            count: this.selectedNodes().length
+        }, t);
     };
 
     AiSidebar.prototype.setContextRemoved = function (removed) {
@@ -320,11 +334,7 @@
 
     AiSidebar.prototype.refreshContext = function () {
         var self = this;
-        var view = lib.editorContext.chip({
-            removed: this.contextRemoved,
-            flow: lib.editorContext.selectedFlow(RED),
-            count: this.selectedNodes().length
-        }, t);
+        var view = this.contextView();
         var chip = this.contextChip.empty().toggleClass("ai-sidebar-context-removed", this.contextRemoved)
             .attr("title", view.title);
         $('<span class="ai-sidebar-context-label"></span>')
@@ -471,8 +481,17 @@
         return message;
     };
 
-    AiSidebar.prototype.appendUserMessage = function (text) {
-        $('<div class="ai-sidebar-text"></div>').text(text).appendTo(this.appendMessage("user"));
+    /** A question, with the context it went out with (`context`: a chip view) when it was asked here. */
+    AiSidebar.prototype.appendUserMessage = function (text, context) {
+        var element = this.appendMessage("user");
+        $('<div class="ai-sidebar-text"></div>').text(text).appendTo(element);
+        if (context) {
+            $('<div class="ai-sidebar-sent-context"></div>')
+                .attr("title", t("context.sentTooltip"))
+                .append($('<i aria-hidden="true"></i>').addClass("fa " + context.icon))
+                .append(document.createTextNode(" " + context.text))
+                .appendTo(element);
+        }
     };
 
     /**
@@ -581,7 +600,10 @@
             this.input.val("");
             this.updateCounter();
         }
-        this.ask(message, this.chatRequest(message), fromInput);
+        var request = this.chatRequest(message);
+        // Shown under the question, live and after Retry (which sends the same request).
+        request.contextView = this.contextView();
+        this.ask(message, request, fromInput);
         return true;
     };
 
@@ -610,7 +632,7 @@
         this.historyRequest = null;
         this.historyFailed = false;
         this.sessions.close();
-        this.appendUserMessage(message);
+        this.appendUserMessage(message, request.contextView);
         var answer = new lib.Answer(this, this.appendMessage("assistant"));
         if (request.flowDataBytes) {
             answer.note(t("context.tooLarge", { size: Math.round(request.flowDataBytes / 1048576) }));
@@ -655,6 +677,10 @@
                     self.updateCounter();
                 }
                 self.setBusy(false);
+                if (self.contextChanged) {
+                    self.contextChanged = false;
+                    self.refreshContext();
+                }
             }
             if (self.conversation.sessionId !== sessionId) {
                 return;
@@ -684,6 +710,9 @@
         this.historyFailed = false;
         this.conversation.start();
         this.sessions.render();
+        // A new chat starts with the default context: the chip removed in the last one comes back.
+        this.contextChanged = false;
+        this.setContextRemoved(false);
         this.showEmptyState();
         this.input.val("").trigger("focus");
         this.updateCounter();

@@ -728,14 +728,19 @@ def test_retry_resends_the_same_question_and_context_after_a_failed_or_cut_off_a
 STREAMED_SENTENCES = [f"Sentence number {i} explains one more node of this flow." for i in range(40)]
 
 
-def test_the_answer_is_read_out_focus_stays_escape_stops_and_axe_finds_nothing_serious(auth_stack, model):
+def test_the_answer_is_read_out_focus_stays_escape_stops_wide_boxes_scroll_and_axe_finds_nothing_serious(
+        auth_stack, model):
     nodered, _ = auth_stack
     tab = tab_named(nodered, "01 - Catch error")
+    wide_table = ("| " + " | ".join(f"property{i}" for i in range(12)) + " |\n|" + "---|" * 12 + "\n| " +
+                  " | ".join(f"value-number-{i}" for i in range(12)) + " |")
+    wide_code = "```javascript\nconst total = " + " + ".join(f"msg.payload.reading{i}" for i in range(20)) + ";\n```"
     model.script(Reply(text=" ".join(STREAMED_SENTENCES), token_delay=0.05),
-                 Reply(text="The catch node catches errors. It sends them on"))
+                 Reply(text="The catch node catches errors. It sends them on"),
+                 Reply(text="Its properties:\n\n" + wide_table + "\n\nAnd the sum:\n\n" + wide_code))
 
-    seen = run_feature(nodered, "a11y", tab["id"], QUESTIONS=json.dumps(["Explain every node", "And the catch node?"]),
-                       NARROW_WIDTH="240")
+    seen = run_feature(nodered, "a11y", tab["id"], NARROW_WIDTH="240",
+                       QUESTIONS=json.dumps(["Explain every node", "And the catch node?", "List its properties"]))
 
     assert seen["inputLabel"] == "Question for the AI assistant"
     streaming = seen["whileStreaming"]
@@ -747,6 +752,9 @@ def test_the_answer_is_read_out_focus_stays_escape_stops_and_axe_finds_nothing_s
     assert seen["afterEscape"]["stopped"] == 1 and "ai-sidebar-input" in seen["afterEscape"]["focused"]
     # The last words are read even without a full stop.
     assert seen["readAfterSecond"] == ["The catch node catches errors.", "It sends them on"]
+    # Wide tables and code scroll in their own box; the conversation itself never scrolls sideways.
+    for layout in (seen["wideLayout"], seen["narrowLayout"]):
+        assert (layout["conversation"], layout["table"], layout["code"]) == (False, True, True), layout
     for scan in (seen["wideFindings"], seen["narrowFindings"]):
         assert scan["version"] == "4.14.1"
         assert {"color-contrast", "label", "button-name", "aria-allowed-attr"} <= set(scan["passed"]), scan["passed"]

@@ -255,6 +255,8 @@
      */
     function decorate(container) {
         var lib = window.NodeRedAiSidebar;
+        // Wide tables scroll in their own box (ai-sidebar.css); focusable so the keyboard can scroll them.
+        container.find(".ai-sidebar-text table").attr("tabindex", "0");
         container.find("pre > code").each(function () {
             var code = $(this);
             var pre = code.parent();
@@ -266,7 +268,7 @@
             var language = lib.codeHighlight.languageOf(code.attr("class")) || code.attr("data-language") || "";
             var kind = lib.codeBlocks.classify(text, language, flowJson().parseFlow);
             pre.attr("data-ai-sidebar-flow", kind.kind === "flow" ? "yes" : "no");
-            pre.attr("data-ai-sidebar-code", kind.kind);
+            pre.attr("data-ai-sidebar-code", kind.kind).attr("tabindex", "0");
             var bar = $('<div class="ai-sidebar-flow-bar ai-sidebar-code-bar"></div>').insertBefore(pre);
             var label = $('<span class="ai-sidebar-flow-label ai-sidebar-code-label"></span>').appendTo(bar);
             var status = $('<div class="ai-sidebar-flow-status ai-sidebar-error" role="alert"></div>').hide();

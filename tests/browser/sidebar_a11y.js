@@ -25,8 +25,27 @@ async function axeScan(page) {
     });
 }
 
+/** Whether the conversation, the last answer's table and its code block scroll sideways. */
+async function boxes(page) {
+    return page.evaluate(() => {
+        const scrolls = (el) => !!el && el.scrollWidth > el.clientWidth + 1;
+        const answers = document.querySelectorAll(".ai-sidebar-message-assistant");
+        const answer = answers[answers.length - 1];
+        const messages = document.querySelector(".ai-sidebar-messages");
+        const right = messages.getBoundingClientRect().right;
+        return {
+            // What sticks out to the right, for a failure's message (inside a scrolling box that is fine).
+            wider: Array.from(messages.querySelectorAll("*")).filter((el) => el.getBoundingClientRect().right > right + 1)
+                .slice(0, 5).map((el) => el.tagName + "." + el.className),
+            conversation: scrolls(messages),
+            table: scrolls(answer.querySelector("table")),
+            code: scrolls(answer.querySelector("pre"))
+        };
+    });
+}
+
 async function a11yMode(page, result) {
-    const [streamed, second] = JSON.parse(env.QUESTIONS);
+    const [streamed, second, wide] = JSON.parse(env.QUESTIONS);
     await page.setViewportSize({ width: 1280, height: 720 });
     await editor.showTab(page, env.TAB_ID);
     await editor.newChat(page);
@@ -57,6 +76,9 @@ async function a11yMode(page, result) {
     await editor.ask(page, second);
     result.readAfterSecond = await page.evaluate(() => Array.from(
         document.querySelectorAll(".ai-sidebar-answer-live p")).map((p) => p.textContent));
+    // An answer with a wide table and a long code line: they scroll in their own boxes, not the conversation.
+    await editor.ask(page, wide);
+    result.wideLayout = await boxes(page);
     result.wideFindings = await axeScan(page);
     await editor.screenshot(page, result, "sidebar-a11y-scanned.png");
 
@@ -68,6 +90,7 @@ async function a11yMode(page, result) {
     await page.mouse.move(separator.x + separator.width / 2 + (width - Number(env.NARROW_WIDTH)), y, { steps: 10 });
     await page.mouse.up();
     await page.waitForTimeout(500);
+    result.narrowLayout = await boxes(page);
     result.narrowFindings = await axeScan(page);
     await editor.screenshot(page, result, "sidebar-a11y-scanned-narrow.png");
 }

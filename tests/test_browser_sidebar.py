@@ -525,7 +525,7 @@ def test_code_blocks_in_an_answer_are_highlighted_and_the_flow_block_keeps_impor
         assert script_block["highlighted"] and script_block["language"] == "javascript", moment
         assert {"hljs-comment", "hljs-keyword", "hljs-string", "hljs-property"} <= set(script_block["classes"])
         assert script_block["text"].rstrip("\n") == HIGHLIGHTED_SCRIPT
-        assert script_block["buttons"] == []
+        assert script_block["buttons"] == ["Put into function node", "Copy"]
         # Only spans came out of the highlighter: the <img> in the code stayed text.
         assert flow_block["otherElements"] == script_block["otherElements"] == 0
         # Strings in Monaco's light colour, as in the editor's own code editor.
@@ -534,6 +534,56 @@ def test_code_blocks_in_an_answer_are_highlighted_and_the_flow_block_keeps_impor
     assert json.loads(seen["copied"]) == IMPORTED_FLOW
     assert seen["imported"]["count"] == seen["before"]["count"] + 2
     assert seen["undone"] == seen["before"]
+
+
+NEW_FUNCTION_CODE = (
+    "// Decode the received bytes as UTF-8 text\n"
+    "msg.payload = msg.payload.toString(\"utf8\");\n"
+    "return msg;"
+)
+BROKEN_FLOW = ('[\n  {"id": "n1", "type": "inject", "z": "t1", "wires": [["n2"]]},\n'
+               '  {"id": "n2", "type": "debug", "z": "t1", "wires": []},\n]')
+
+
+def test_every_code_block_has_a_label_and_copy_and_javascript_goes_into_the_selected_function_node(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "03 - Send reply to client of TCP connection")
+    function = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "function")
+    answer = ("Put this into your function node:\n\n```javascript\n" + NEW_FUNCTION_CODE + "\n```\n\n"
+              "The flow:\n\n```json\n" + BROKEN_FLOW + "\n```\n\nOr in Python:\n\n```python\n"
+              "print(data.decode('utf-8'))\n```\n\nA payload looks like `{}`:\n\n```json\n"
+              '{"payload": "hello"}\n```')
+    model.script(Reply(text=answer))
+
+    seen = run_feature(nodered, "code-blocks", tab["id"], QUESTION="Decode the TCP bytes as text",
+                       FUNCTION_ID=function["id"], NARROW_WIDTH="240")
+
+    javascript, broken, python, payload = seen["blocks"]
+    assert (javascript["kind"], javascript["label"]) == ("javascript", "javascript")
+    assert javascript["buttons"] == ["Put into function node", "Copy"]
+    assert (broken["kind"], broken["label"], broken["buttons"]) == ("invalidFlow", "json", ["Copy"])
+    assert broken["note"].startswith("This looks like a Node-RED flow but cannot be imported: it is not valid JSON (")
+    assert (python["kind"], python["label"], python["buttons"], python["note"]) == ("code", "python", ["Copy"], None)
+    assert (payload["kind"], payload["buttons"], payload["note"]) == ("code", ["Copy"], None)
+    assert seen["noSelection"] == "Select one function node in the workspace first, then try again."
+    assert seen["copied"].rstrip("\n") == NEW_FUNCTION_CODE
+    # The diff is shown first and changes nothing until the user confirms.
+    before = seen["before"]
+    assert before["func"] == function["func"]
+    dialog = seen["dialog"]
+    assert function["name"] in dialog["intro"]
+    assert dialog["removed"] == ["- " + line for line in function["func"].split("\n") if line != "return msg;"]
+    assert dialog["added"] == ["+ " + line for line in NEW_FUNCTION_CODE.split("\n") if line != "return msg;"]
+    assert dialog["same"] == ["  return msg;"]
+    assert dialog["summary"] == "Lines added: 2, lines removed: 1"
+    assert seen["unchangedWhileShown"] == before
+    applied = seen["applied"]
+    assert applied["func"] == NEW_FUNCTION_CODE and applied["changed"] and applied["dirty"]
+    assert applied["historyDepth"] == before["historyDepth"] + 1
+    assert seen["undone"] == before
+    # With a narrow sidebar the bars wrap: every button stays inside it.
+    assert seen["narrowWidth"] <= 260
+    assert all(block["buttonsInside"] for block in seen["blocks"] + seen["narrowBlocks"])
 
 
 def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth_stack, model):
@@ -628,7 +678,7 @@ def test_a_new_chat_asks_for_no_history_until_it_has_an_answer(auth_stack, model
     assert seen["sidebarConsoleErrors"] == []
 
 
-def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_with_its_code(auth_stack, model):
+def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_saying_why(auth_stack, model):
     nodered, _ = auth_stack
     tab = tab_named(nodered, "01 - Catch error")
     first, second = "Describe every node of this flow in detail", "And what about the debug node?"
@@ -639,6 +689,7 @@ def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_w
 
     assert seen["headerBefore"] == "New chat"
     assert seen["stoppedMarks"] == ["stopped"] and seen["notes"] == []
+    assert seen["retryAfterStop"] == ["Retry"]
     # The stopped turn was saved and the header shows its name without reopening anything.
     assert seen["headerAfterStop"] == first
     # The second question failed before any answer: its text is kept in the input.
@@ -647,11 +698,93 @@ def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_w
     assert (user_one["role"], user_one["text"]) == ("user", first)
     assert answer_one["role"] == "assistant" and answer_one["text"].startswith("word0 word1")
     assert (user_two["role"], user_two["text"]) == ("user", second)
-    assert answer_two == {"role": "assistant", "stopped": 0, "errors": ["No answer (llm_error)"], "text": ""}
+    # The stored code (llm_error) reads as a sentence, not as the code.
+    assert answer_two == {"role": "assistant", "stopped": 0, "text": "", "errors": [
+        "No answer. The model could not answer: it failed, took too long or could not be reached."]}
     # The mark comes back when the service stored the flag (optional in the history's metadata).
     stored_answer = next(m for m in seen["storedMessages"] if m["role"] == "assistant")
     assert answer_one["stopped"] == (1 if stored_answer["metadata"].get("stopped") is True else 0)
     assert seen["reloadedHeader"] == first
+
+
+def test_retry_resends_the_same_question_and_context_after_a_failed_or_cut_off_answer(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "02 - Send multiple messages")
+    answer = "The function node returns an array, one message per output."
+    model.script(Reply(status=400, error_message="scripted bad request"), Reply(text=answer),
+                 Reply(text="This answer is cut off after a few words and never ends", drop_after=4))
+
+    seen = run_feature(nodered, "retry", tab["id"], QUESTIONS=json.dumps(["How many outputs are used?",
+                                                                          "Explain the function node"]))
+
+    failed = seen["failed"]
+    # The question came back into the input, the error reads as a sentence, and Retry is offered.
+    assert failed["input"] == "How many outputs are used?"
+    assert failed["retry"] == ["Retry"] and failed["errors"] and "llm_error" not in " ".join(failed["errors"])
+    first_body, retried_body, _ = seen["bodies"]
+    # Retry sent the same question with the same context (the tab as the editor had it).
+    assert retried_body == first_body
+    assert first_body["selectedFlow"]["id"] == tab["id"] and first_body["flowData"]
+    assert seen["retried"]["input"] == "" and answer in seen["retried"]["text"]
+    assert seen["retried"]["retry"] == []
+    assert seen["cutOff"]["retry"] == ["Retry"] and seen["cutOff"]["errors"]
+    # After a reload the failed turn and the cut-off answer say what happened, in sentences.
+    no_answer, cut_off = seen["reloaded"]
+    assert no_answer == "No answer. The model could not answer: it failed, took too long or could not be reached."
+    assert cut_off == ("This answer ran into a problem. The model could not answer: it failed, took too long or "
+                       "could not be reached.")
+
+
+STREAMED_SENTENCES = [f"Sentence number {i} explains one more node of this flow." for i in range(40)]
+
+
+def test_the_answer_is_read_out_focus_stays_escape_stops_wide_boxes_scroll_and_axe_finds_nothing_serious(
+        auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    wide_table = ("| " + " | ".join(f"property{i}" for i in range(12)) + " |\n|" + "---|" * 12 + "\n| " +
+                  " | ".join(f"value-number-{i}" for i in range(12)) + " |")
+    wide_code = "```javascript\nconst total = " + " + ".join(f"msg.payload.reading{i}" for i in range(20)) + ";\n```"
+    model.script(Reply(text=" ".join(STREAMED_SENTENCES), token_delay=0.05),
+                 Reply(text="The catch node catches errors. It sends them on"),
+                 Reply(text="Its properties:\n\n" + wide_table + "\n\nAnd the sum:\n\n" + wide_code))
+
+    seen = run_feature(nodered, "a11y", tab["id"], NARROW_WIDTH="240",
+                       QUESTIONS=json.dumps(["Explain every node", "And the catch node?", "List its properties"]))
+
+    assert seen["inputLabel"] == "Question for the AI assistant"
+    streaming = seen["whileStreaming"]
+    assert streaming["live"] == "polite"
+    # Whole sentences, each once, in order.
+    assert streaming["read"] == STREAMED_SENTENCES[:len(streaming["read"])]
+    # The input is disabled while the answer streams: focus went to Stop, in the tab.
+    assert streaming["focusInTab"] and "ai-sidebar-stop" in streaming["focused"]
+    assert seen["afterEscape"]["stopped"] == 1 and "ai-sidebar-input" in seen["afterEscape"]["focused"]
+    # The last words are read even without a full stop.
+    assert seen["readAfterSecond"] == ["The catch node catches errors.", "It sends them on"]
+    # Wide tables and code scroll in their own box; the conversation itself never scrolls sideways.
+    for layout in (seen["wideLayout"], seen["narrowLayout"]):
+        assert (layout["conversation"], layout["table"], layout["code"]) == (False, True, True), layout
+    for scan in (seen["wideFindings"], seen["narrowFindings"]):
+        assert scan["version"] == "4.14.1"
+        assert {"color-contrast", "label", "button-name", "aria-allowed-attr"} <= set(scan["passed"]), scan["passed"]
+        assert scan["findings"] == []
+
+
+def test_a_question_shows_its_context_the_chip_holds_while_streaming_and_new_chat_restores_it(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text=" ".join(f"word{i}" for i in range(60)), token_delay=0.05))
+
+    seen = run_feature(nodered, "context-seen", tab["id"], QUESTION="What do these two nodes do?")
+
+    assert seen["chipBefore"] == "Flow: 01 - Catch error · 2 nodes selected"
+    # The selection changed while the answer streamed: the chip kept what the question went out with.
+    assert seen["chipWhileStreaming"] == seen["chipBefore"]
+    assert seen["chipAfter"] == "Flow: 01 - Catch error · no nodes selected"
+    assert seen["sentContext"] == seen["chipBefore"]
+    assert seen["chipRemoved"] != seen["chipAfter"]
+    assert seen["chipAfterNewChat"] == seen["chipAfter"]
 
 
 LONG_NAME = ("Weather station telemetry from the greenhouse sensors with MQTT, dashboards and the alerting that "

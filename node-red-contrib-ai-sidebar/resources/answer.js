@@ -63,7 +63,8 @@
      * One assistant answer in the message list: streamed text rendered as sanitised markdown, tool cards,
      * error lines and notes, in the order they arrive.
      *
-     * @param {object} sidebar provides `renderMarkdown(element, text)` and `withScroll(change)`
+     * @param {object} sidebar provides `renderMarkdown(element, text)`, `withScroll(change)` and `reader`, a polite
+ *     live region that screen readers read the answer from
      * @param {jQuery} element the message element to fill
      */
     function Answer(sidebar, element) {
@@ -87,8 +88,26 @@
         this.spoken = "";
         this.announcer = $('<div class="ai-sidebar-sr-only ai-sidebar-waiting-status" role="status"></div>')
             .attr("aria-live", "polite").attr("aria-atomic", "true").appendTo(element);
+        // The answer's text for screen readers, a sentence at a time (live-reading.js): the text itself is
+        // rendered again on every frame, which a live region over it would read again and again.
+        // The region is the sidebar's own (outside the conversation, whose text it would repeat); it holds the
+        // current answer only.
+        this.reader = (sidebar.reader || $("<div></div>")).empty();
+        this.readUpTo = 0;
         this.showWaiting(false);
     }
+
+    /** Hand the sentences of the current text block that are complete (all of it when `final`) to the reader. */
+    Answer.prototype.readOut = function (final) {
+        if (!this.textElement) {
+            return;
+        }
+        var next = sidebarLib().liveReading.nextReading(this.textElement.text(), this.readUpTo, final);
+        this.readUpTo = next.upTo;
+        if (next.say) {
+            $("<p></p>").text(next.say).appendTo(this.reader);
+        }
+    };
 
     /**
      * Show, update or remove the waiting line for the current state of the wait; `announce` also tells screen
@@ -150,6 +169,7 @@
     Answer.prototype.currentText = function () {
         if (!this.textElement) {
             this.text = "";
+            this.readUpTo = 0;
             this.textElement = $('<div class="ai-sidebar-text red-ui-help"></div>').appendTo(this.element);
         }
         return this.textElement;
@@ -189,11 +209,13 @@
         this.sidebar.withScroll(function () {
             renderInto(element, text, renderMarkdown);
         });
+        this.readOut(false);
     };
 
     Answer.prototype.toolCall = function (event) {
         this.received = true;
         this.render();
+        this.readOut(true);
         this.textElement = null;
         var tool = String(event.tool || "");
         var card = $('<details class="ai-sidebar-tool"></details>');
@@ -260,11 +282,13 @@
         this.wait.stop();
         this.hideWaiting();
         this.render();
+        this.readOut(true);
         this.textElement = null;
         var self = this;
         this.sidebar.withScroll(function () {
             errorLine(message).appendTo(self.element);
         });
+        $("<p></p>").text(message).appendTo(this.reader);
     };
 
     Answer.prototype.note = function (message) {
@@ -282,6 +306,8 @@
         this.wait.stop();
         this.hideWaiting();
         this.render();
+        this.readOut(true);
+        $("<p></p>").text(t("answer.stoppedTooltip")).appendTo(this.reader);
         this.textElement = null;
         var self = this;
         this.sidebar.withScroll(function () {
@@ -324,6 +350,7 @@
         this.wait.stop();
         this.hideWaiting();
         this.render();
+        this.readOut(true);
         this.element.removeClass("ai-sidebar-cursor");
         this.toolCards.forEach(function (entry) {
             if (!entry.done) {
@@ -332,6 +359,27 @@
         });
         // Flow blocks get their buttons once the text is final: a half-streamed block is not valid JSON yet.
         sidebarLib().flowBlocks.decorate(this.element);
+    };
+
+    /**
+     * A Retry button under a failed, cut-off or stopped answer. `retry()` returns whether it started a request
+     * (not while another answer streams); the button goes once it did.
+     */
+    Answer.prototype.offerRetry = function (retry) {
+        var self = this;
+        var button = $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-retry"></button>')
+            .attr("title", t("answer.retryTooltip"))
+            .append($('<i class="fa fa-repeat" aria-hidden="true"></i>'))
+            .append(document.createTextNode(" " + t("answer.retry")))
+            .on("click", function (event) {
+                event.preventDefault();
+                if (retry()) {
+                    button.remove();
+                }
+            });
+        this.sidebar.withScroll(function () {
+            button.appendTo(self.element);
+        });
     };
 
     function stoppedMark() {
@@ -345,6 +393,13 @@
         return $('<div class="ai-sidebar-error"></div>')
             .append($('<i class="fa fa-exclamation-circle"></i>'))
             .append(document.createTextNode(message));
+    }
+
+    /** What a turn's stored error codes mean, as sentences in the UI language (error-codes.js). */
+    function storedErrorText(codes) {
+        return sidebarLib().errorCodes.storedErrorKeys(codes).map(function (key) {
+            return t("error.stored." + key);
+        }).join(" ");
     }
 
     /** A labelled, collapsed-with-its-card `<pre>` preview of a tool's parameters or result. */
@@ -395,7 +450,8 @@
         }
         if (Array.isArray(metadata.errors) && metadata.errors.length) {
             $('<div class="ai-sidebar-note"></div>')
-                .text(t("history.hadErrors", { codes: metadata.errors.join(", ") }))
+                .text(t("history.hadErrors", { reasons: storedErrorText(metadata.errors) }))
+                .attr("data-codes", metadata.errors.join(" "))
                 .appendTo(element);
         }
         sidebarLib().flowBlocks.decorate(element);
@@ -413,7 +469,8 @@
         metadata = (metadata && typeof metadata === "object") ? metadata : {};
         var errors = Array.isArray(metadata.errors) ? metadata.errors.map(String) : [];
         if (errors.length) {
-            errorLine(t("history.noAnswer", { codes: errors.join(", ") })).appendTo(element);
+            errorLine(t("history.noAnswer", { reasons: storedErrorText(errors) })).attr("data-codes", errors.join(" "))
+                .appendTo(element);
             return true;
         }
         if (metadata.stopped === true) {

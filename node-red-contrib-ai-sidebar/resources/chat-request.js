@@ -107,14 +107,17 @@
      * @param {boolean} ended.stopped the user stopped it
      * @param {boolean} ended.fromInput the question was typed (not an action's)
      * @param {boolean} ended.inputEmpty nothing was typed since
-     * @returns {{restoreInput: boolean, markSaved: boolean, expectSaved: boolean}} put the question back in the
-     *     input (nothing of an answer came: refused, too long, service down); the session is saved now; the
-     *     session list should name the session soon (read it again until it does)
+     * @returns {{restoreInput: boolean, retry: boolean, markSaved: boolean, expectSaved: boolean}} put the
+     *     question back in the input (nothing of an answer came: refused, too long, service down; also for an
+     *     action's question, so it can be changed and sent again); offer Retry (the answer failed, was cut off or
+     *     was stopped); the session is saved now; the session list should name the session soon (read it again
+     *     until it does)
      */
     function afterAnswer(ended) {
         const refused = ended.failed && !ended.received;
         return {
-            restoreInput: refused && ended.fromInput && ended.inputEmpty,
+            restoreInput: refused && ended.inputEmpty,
+            retry: ended.failed || ended.stopped,
             markSaved: ended.received,
             // The service saves the turn and names a new session after its first question; a stopped one is saved
             // once the service notices the closed connection.

@@ -1,6 +1,6 @@
 /**
- * Node-RED flows in the sidebar, on the editor side: "Import" and "Copy" on answer code blocks that hold a flow,
- * and the editor's current version of the open tab for `flowData`.
+ * Node-RED flows in the sidebar, on the editor side: the bar of every answer code block (language, Copy, and
+ * "Import" on a block that holds a flow), and the editor's current version of the open tab for `flowData`.
  *
  * Editor-only script: registers `NodeRedAiSidebar.flowBlocks`; the pure parts are in flow-json.js.
  *
@@ -226,17 +226,37 @@
         });
     }
 
-    function copyFlow(text, button) {
-        window.NodeRedAiSidebar.clipboard.copyText(text, button, "flow.copied");
+    function button(name, icon, label, tooltip, onClick) {
+        var element = $('<button type="button" class="red-ui-button red-ui-button-small"></button>')
+            .addClass("ai-sidebar-" + name)
+            .append($('<i aria-hidden="true"></i>').addClass("fa " + icon))
+            .append(document.createTextNode(" " + label))
+            .attr("title", tooltip)
+            .on("click", function (event) {
+                event.preventDefault();
+                onClick(element);
+            });
+        return element;
+    }
+
+    /** The sentence that says why JSON meant as a flow cannot be imported (codeBlocks.whyNotFlow). */
+    function whyNotImportable(kind) {
+        return kind.reason === "invalidJson" ? t("code.invalidJson", { detail: kind.detail }) :
+            kind.detail ? t("code.notNodesItem", { item: kind.detail }) : t("code.notNodes");
     }
 
     /**
-     * Give every code block in `container` that holds a Node-RED flow an "Import" and a "Copy" button.
-     * Safe to call again on the same container: decorated blocks are skipped.
+     * Give every code block in `container` a bar with its language and Copy; a block that holds a Node-RED flow
+     * gets Import too, JSON meant as a flow that cannot be imported a sentence saying why, and JavaScript "Put
+     * into the selected function node" (function-code.js). Safe to call again on the same container: decorated
+     * blocks are skipped.
      *
-     * @param {jQuery} container rendered (sanitised) answer markup
+     * @param {jQuery} container rendered (sanitised, highlighted) answer markup
      */
     function decorate(container) {
+        var lib = window.NodeRedAiSidebar;
+        // Wide tables scroll in their own box (ai-sidebar.css); focusable so the keyboard can scroll them.
+        container.find(".ai-sidebar-text table").attr("tabindex", "0");
         container.find("pre > code").each(function () {
             var code = $(this);
             var pre = code.parent();
@@ -244,36 +264,43 @@
                 return;
             }
             var text = code.text();
-            var nodes = flowJson().parseFlow(text);
-            pre.attr("data-ai-sidebar-flow", nodes ? "yes" : "no");
-            if (!nodes) {
-                return;
-            }
-            var bar = $('<div class="ai-sidebar-flow-bar"></div>').insertBefore(pre);
-            $('<span class="ai-sidebar-flow-label"></span>')
-                .append($('<i class="fa fa-sitemap"></i>'))
-                .append(document.createTextNode(" " + t("flow.label", { count: nodes.length })))
-                .appendTo(bar);
-            var status = $('<div class="ai-sidebar-flow-status ai-sidebar-error"></div>').hide();
-            $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-flow-import"></button>')
-                .append($('<i class="fa fa-download"></i>'))
-                .append(document.createTextNode(" " + t("flow.import")))
-                .attr("title", t("flow.importTooltip"))
-                .on("click", function (event) {
-                    event.preventDefault();
+            // The fence's label, else the language highlight.js recognised (code-highlight.js).
+            var language = lib.codeHighlight.languageOf(code.attr("class")) || code.attr("data-language") || "";
+            var kind = lib.codeBlocks.classify(text, language, flowJson().parseFlow);
+            pre.attr("data-ai-sidebar-flow", kind.kind === "flow" ? "yes" : "no");
+            pre.attr("data-ai-sidebar-code", kind.kind).attr("tabindex", "0");
+            var bar = $('<div class="ai-sidebar-flow-bar ai-sidebar-code-bar"></div>').insertBefore(pre);
+            var label = $('<span class="ai-sidebar-flow-label ai-sidebar-code-label"></span>').appendTo(bar);
+            var status = $('<div class="ai-sidebar-flow-status ai-sidebar-error" role="alert"></div>').hide();
+            if (kind.kind === "flow") {
+                label.append($('<i class="fa fa-sitemap" aria-hidden="true"></i>'))
+                    .append(document.createTextNode(" " + t("flow.label", { count: kind.nodes.length })));
+                button("flow-import", "fa-download", t("flow.import"), t("flow.importTooltip"), function () {
                     importFlow(text, status);
-                })
-                .appendTo(bar);
-            var copy = $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-flow-copy"></button>')
-                .append($('<i class="fa fa-clipboard"></i>'))
-                .append(document.createTextNode(" " + t("flow.copy")))
-                .attr("title", t("flow.copyTooltip"))
-                .on("click", function (event) {
-                    event.preventDefault();
-                    copyFlow(text, copy);
-                })
-                .appendTo(bar);
+                }).appendTo(bar);
+            } else {
+                label.append($('<i class="fa fa-code" aria-hidden="true"></i>'))
+                    .append(document.createTextNode(" " + (language || t("code.plain"))));
+            }
+            if (kind.kind === "javascript") {
+                button("put-function", "fa-sign-in", t("code.put"), t("code.putTooltip"), function () {
+                    lib.functionCode.offer(text, status);
+                }).appendTo(bar);
+            }
+            var copyClass = kind.kind === "flow" ? "flow-copy" : "code-copy";
+            var copyTooltip = kind.kind === "flow" ? t("flow.copyTooltip") : t("code.copyTooltip");
+            var copiedKey = kind.kind === "flow" ? "flow.copied" : "code.copied";
+            button(copyClass, "fa-clipboard", t("flow.copy"), copyTooltip, function (element) {
+                lib.clipboard.copyText(text, element, copiedKey);
+            }).appendTo(bar);
             status.insertAfter(pre);
+            if (kind.kind === "invalidFlow") {
+                // Right under its block, above the status line.
+                $('<div class="ai-sidebar-code-note"></div>')
+                    .append($('<i class="fa fa-info-circle" aria-hidden="true"></i>'))
+                    .append(document.createTextNode(" " + whyNotImportable(kind)))
+                    .insertAfter(pre);
+            }
         });
     }
 

@@ -206,7 +206,15 @@
 
     AiSidebar.prototype.buildDom = function () {
         var self = this;
-        this.content = $('<div class="ai-sidebar"></div>');
+        this.content = $('<div class="ai-sidebar"></div>')
+            .on("keydown", function (event) {
+                // Escape stops an answer from anywhere in the tab (focus is on Stop while one streams).
+                if (event.key === "Escape" && self.controller) {
+                    event.preventDefault();
+                    event.stopPropagation();
+                    self.stop();
+                }
+            });
 
         var header = $('<div class="red-ui-sidebar-header"></div>').appendTo(this.content);
         this.sessions.button.appendTo(header);
@@ -227,10 +235,13 @@
         this.sessions.drawer.appendTo(body);
         this.showEmptyState();
 
+        this.reader = $('<div class="ai-sidebar-sr-only ai-sidebar-answer-live"></div>')
+            .attr("aria-live", "polite").attr("aria-relevant", "additions").appendTo(this.content);
         var composer = $('<div class="ai-sidebar-composer"></div>').appendTo(this.content);
         this.contextChip = $('<div class="ai-sidebar-context"></div>').appendTo(composer);
         this.input = $('<textarea class="ai-sidebar-input" rows="3"></textarea>')
             .attr("placeholder", t("sidebar.placeholder"))
+            .attr("aria-label", t("sidebar.inputLabel"))
             .on("focus", function () {
                 self.sessions.close();
             })
@@ -257,7 +268,8 @@
             })
             .appendTo(actions);
         this.stopButton = $('<button type="button" class="red-ui-button ai-sidebar-stop"></button>')
-            .append($('<i class="fa fa-stop"></i>'))
+            .append($('<i class="fa fa-stop" aria-hidden="true"></i>'))
+            .attr("title", t("sidebar.stopTooltip"))
             .append(document.createTextNode(" " + t("sidebar.stop")))
             .prop("disabled", true)
             .on("click", function (event) {
@@ -266,7 +278,7 @@
             })
             .appendTo(actions);
         this.sendButton = $('<button type="button" class="red-ui-button primary ai-sidebar-send"></button>')
-            .append($('<i class="fa fa-paper-plane"></i>'))
+            .append($('<i class="fa fa-paper-plane" aria-hidden="true"></i>'))
             .append(document.createTextNode(" " + t("sidebar.send")))
             .on("click", function (event) {
                 event.preventDefault();
@@ -298,7 +310,21 @@
     /** The user moved to another tab or selection: the context chip (if removed) comes back for it. */
     AiSidebar.prototype.onEditorContextChange = function () {
         this.contextRemoved = false;
+        if (this.controller) {
+            // The chip shows what the streaming answer was asked with until it ends (see ask()).
+            this.contextChanged = true;
+            return;
+        }
         this.refreshContext();
+    };
+
+    /** What the chip shows now: the context the next question goes out with (editorContext.chip). */
+    AiSidebar.prototype.contextView = function () {
+        return lib.editorContext.chip({
+            removed: this.contextRemoved,
+            flow: lib.editorContext.selectedFlow(RED),
+            count: this.selectedNodes().length
+        }, t);
     };
 
     AiSidebar.prototype.setContextRemoved = function (removed) {
@@ -308,11 +334,7 @@
 
     AiSidebar.prototype.refreshContext = function () {
         var self = this;
-        var view = lib.editorContext.chip({
-            removed: this.contextRemoved,
-            flow: lib.editorContext.selectedFlow(RED),
-            count: this.selectedNodes().length
-        }, t);
+        var view = this.contextView();
         var chip = this.contextChip.empty().toggleClass("ai-sidebar-context-removed", this.contextRemoved)
             .attr("title", view.title);
         $('<span class="ai-sidebar-context-label"></span>')
@@ -459,8 +481,17 @@
         return message;
     };
 
-    AiSidebar.prototype.appendUserMessage = function (text) {
-        $('<div class="ai-sidebar-text"></div>').text(text).appendTo(this.appendMessage("user"));
+    /** A question, with the context it went out with (`context`: a chip view) when it was asked here. */
+    AiSidebar.prototype.appendUserMessage = function (text, context) {
+        var element = this.appendMessage("user");
+        $('<div class="ai-sidebar-text"></div>').text(text).appendTo(element);
+        if (context) {
+            $('<div class="ai-sidebar-sent-context"></div>')
+                .attr("title", t("context.sentTooltip"))
+                .append($('<i aria-hidden="true"></i>').addClass("fa " + context.icon))
+                .append(document.createTextNode(" " + context.text))
+                .appendTo(element);
+        }
     };
 
     /**
@@ -542,11 +573,15 @@
     };
 
     AiSidebar.prototype.setBusy = function (busy) {
+        var hadFocus = $.contains(this.content[0], document.activeElement);
         this.sendButton.prop("disabled", busy);
         this.stopButton.prop("disabled", !busy);
         this.input.prop("disabled", busy);
         if (!busy) {
             this.input.trigger("focus");
+        } else if (hadFocus) {
+            // The disabled input would drop the focus to the page; Stop keeps it in the tab (and Escape works).
+            this.stopButton.trigger("focus");
         }
     };
 
@@ -565,13 +600,39 @@
             this.input.val("");
             this.updateCounter();
         }
+        var request = this.chatRequest(message);
+        // Shown under the question, live and after Retry (which sends the same request).
+        request.contextView = this.contextView();
+        this.ask(message, request, fromInput);
+        return true;
+    };
+
+    /**
+     * Retry: send a question again with the request it went out with (same context, configuration and scenario),
+     * as a new turn of the same conversation. The question leaves the input if a failed send had put it back.
+     *
+     * @returns {boolean} whether a request was started (not while another answer streams)
+     */
+    AiSidebar.prototype.retry = function (message, request) {
+        if (this.controller) {
+            return false;
+        }
+        if (String(this.input.val()).trim() === message) {
+            this.input.val("");
+            this.updateCounter();
+        }
+        this.ask(message, request, true);
+        return true;
+    };
+
+    /** Show the question, stream its answer, and offer Retry when it failed, was cut off or was stopped. */
+    AiSidebar.prototype.ask = function (message, request, fromInput) {
         var self = this;
         // A history still loading would replace the conversation the user has just continued.
         this.historyRequest = null;
         this.historyFailed = false;
         this.sessions.close();
-        this.appendUserMessage(message);
-        var request = this.chatRequest(message);
+        this.appendUserMessage(message, request.contextView);
         var answer = new lib.Answer(this, this.appendMessage("assistant"));
         if (request.flowDataBytes) {
             answer.note(t("context.tooLarge", { size: Math.round(request.flowDataBytes / 1048576) }));
@@ -616,16 +677,24 @@
                     self.updateCounter();
                 }
                 self.setBusy(false);
+                if (self.contextChanged) {
+                    self.contextChanged = false;
+                    self.refreshContext();
+                }
             }
             if (self.conversation.sessionId !== sessionId) {
                 return;
+            }
+            if (next.retry) {
+                answer.offerRetry(function () {
+                    return self.retry(message, request);
+                });
             }
             if (next.markSaved) {
                 self.conversation.markSaved();
             }
             self.refreshSessions(next.expectSaved);
         });
-        return true;
     };
 
     AiSidebar.prototype.stop = function () {
@@ -641,6 +710,9 @@
         this.historyFailed = false;
         this.conversation.start();
         this.sessions.render();
+        // A new chat starts with the default context: the chip removed in the last one comes back.
+        this.contextChanged = false;
+        this.setContextRemoved(false);
         this.showEmptyState();
         this.input.val("").trigger("focus");
         this.updateCounter();

@@ -14,7 +14,7 @@ const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr"
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
 const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
     "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js", "resources/clipboard.js",
-    "resources/service-banner.js", "resources/sidebar.js"];
+    "resources/function-code.js", "resources/service-banner.js", "resources/sidebar.js"];
 
 function catalog(lang) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, lang, "ai-sidebar.json"), "utf8"));
@@ -138,10 +138,14 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/config-reuse.js",
             "resources/node-red-contrib-ai-sidebar/admin-api.js",
             "resources/node-red-contrib-ai-sidebar/clipboard.js",
+            "resources/node-red-contrib-ai-sidebar/code-blocks.js",
+            "resources/node-red-contrib-ai-sidebar/function-code.js",
             "resources/node-red-contrib-ai-sidebar/flow-blocks.js",
             "resources/node-red-contrib-ai-sidebar/code-highlight.js",
             "resources/node-red-contrib-ai-sidebar/markdown.js",
             "resources/node-red-contrib-ai-sidebar/waiting.js",
+            "resources/node-red-contrib-ai-sidebar/live-reading.js",
+            "resources/node-red-contrib-ai-sidebar/error-codes.js",
             "resources/node-red-contrib-ai-sidebar/answer.js",
             "resources/node-red-contrib-ai-sidebar/sessions.js",
             "resources/node-red-contrib-ai-sidebar/config-choice.js",

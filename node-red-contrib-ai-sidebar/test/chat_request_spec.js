@@ -76,22 +76,28 @@ describe("the question's length counter", function () {
 describe("what follows an answer", function () {
     it("puts a refused question back in the empty input and does not wait for its session", function () {
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
-            fromInput: true, inputEmpty: true }), { restoreInput: true, markSaved: false, expectSaved: false });
+            fromInput: true, inputEmpty: true }),
+        { restoreInput: true, retry: true, markSaved: false, expectSaved: false });
         assert.strictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
             fromInput: true, inputEmpty: false }).restoreInput, false);
+        // An action's question (explain selection) comes back too, to be changed and sent again.
         assert.strictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
-            fromInput: false, inputEmpty: true }).restoreInput, false);
+            fromInput: false, inputEmpty: true }).restoreInput, true);
     });
 
     it("marks the session saved once some of the answer came, and waits for the list to name it", function () {
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: false, received: true, stopped: false,
-            fromInput: true, inputEmpty: true }), { restoreInput: false, markSaved: true, expectSaved: true });
+            fromInput: true, inputEmpty: true }),
+        { restoreInput: false, retry: false, markSaved: true, expectSaved: true });
+        // Failed or cut off after some text: Retry is offered.
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: true, received: true, stopped: false,
-            fromInput: true, inputEmpty: true }), { restoreInput: false, markSaved: true, expectSaved: true });
+            fromInput: true, inputEmpty: true }),
+        { restoreInput: false, retry: true, markSaved: true, expectSaved: true });
     });
 
     it("waits for a stopped answer's session to be saved even when nothing of it came", function () {
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: false, received: false, stopped: true,
-            fromInput: true, inputEmpty: true }), { restoreInput: false, markSaved: false, expectSaved: true });
+            fromInput: true, inputEmpty: true }),
+        { restoreInput: false, retry: true, markSaved: false, expectSaved: true });
     });
 });

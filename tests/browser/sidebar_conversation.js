@@ -170,6 +170,8 @@ async function stopMode(page, result, context, record) {
     result.stoppedMarks = (await page.locator(".ai-sidebar-message-assistant .ai-sidebar-stopped").allInnerTexts())
         .map((text) => text.trim());
     result.notes = await page.locator(".ai-sidebar-message-assistant .ai-sidebar-note").allInnerTexts();
+    result.retryAfterStop = (await page.locator(".ai-sidebar-message-assistant .ai-sidebar-retry").allInnerTexts())
+        .map((text) => text.trim());
     await page.waitForFunction((untitled) => document.querySelector(
         ".ai-sidebar-session-button .ai-sidebar-session-name").innerText.trim() !== untitled,
     result.headerBefore, { timeout: 15000 }).catch(() => {});

@@ -2,7 +2,8 @@
 // user saw as one JSON line on stdout (progress lines before it are JSON too, with a "stage" field).
 // Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, optionally USERNAME + PASSWORD (adminAuth), QUESTION(S).
 // Modes: import, unknown-types, sessions, inert-html, explain, context, offline, configs, highlight, and those of
-// sidebar_conversation.js and sidebar_import_wait.js.
+// sidebar_conversation.js, sidebar_import_wait.js, sidebar_code_blocks.js,
+// sidebar_recovery.js, sidebar_a11y.js and sidebar_context_seen.js.
 "use strict";
 const path = require("path");
 const editor = require("./editor");
@@ -498,7 +499,9 @@ const MODES = Object.assign({
     "offline": offlineMode,
     "configs": configsMode,
     "highlight": highlightMode
-}, require("./sidebar_conversation").MODES, require("./sidebar_import_wait").MODES);
+}, require("./sidebar_conversation").MODES, require("./sidebar_import_wait").MODES,
+    require("./sidebar_code_blocks").MODES, require("./sidebar_recovery").MODES,
+    require("./sidebar_a11y").MODES, require("./sidebar_context_seen").MODES);
 
 function credentials() {
     return env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null;

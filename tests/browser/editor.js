@@ -158,5 +158,27 @@ async function detailScreenshot(locator, result, name) {
     return file;
 }
 
+/** The sidebar's width in CSS pixels. */
+async function sidebarWidth(page) {
+    return page.evaluate(() => Math.round(document.querySelector("#red-ui-sidebar").getBoundingClientRect().width));
+}
+
+/**
+ * Drag the sidebar's separator, as a user does, until the sidebar is about `width` pixels wide (the editor keeps a
+ * minimum); answers the width it has then. Node-RED 5 remembers the width in the user's settings, so a test that
+ * narrows the sidebar sets it back to what it was before it ends.
+ */
+async function resizeSidebar(page, width) {
+    const separator = await page.locator("#red-ui-sidebar-separator").boundingBox();
+    const startX = separator.x + separator.width / 2;
+    const y = separator.y + separator.height / 2;
+    await page.mouse.move(startX, y);
+    await page.mouse.down();
+    await page.mouse.move(startX + (await sidebarWidth(page) - width), y, { steps: 10 });
+    await page.mouse.up();
+    await page.waitForTimeout(500);
+    return sidebarWidth(page);
+}
+
 module.exports = { launch, openEditor, login, editorReady, showTab, tabButton, tabButtonRow, sidebarLayout, newChat,
-    waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot };
+    waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot, sidebarWidth, resizeSidebar };

@@ -82,17 +82,12 @@ async function a11yMode(page, result) {
     result.wideFindings = await axeScan(page);
     await editor.screenshot(page, result, "sidebar-a11y-scanned.png");
 
-    const separator = await page.locator("#red-ui-sidebar-separator").boundingBox();
-    const width = await page.evaluate(() => document.querySelector("#red-ui-sidebar").getBoundingClientRect().width);
-    const y = separator.y + separator.height / 2;
-    await page.mouse.move(separator.x + separator.width / 2, y);
-    await page.mouse.down();
-    await page.mouse.move(separator.x + separator.width / 2 + (width - Number(env.NARROW_WIDTH)), y, { steps: 10 });
-    await page.mouse.up();
-    await page.waitForTimeout(500);
+    const width = await editor.sidebarWidth(page);
+    await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
     result.narrowLayout = await boxes(page);
     result.narrowFindings = await axeScan(page);
     await editor.screenshot(page, result, "sidebar-a11y-scanned-narrow.png");
+    await editor.resizeSidebar(page, width);
 }
 
 module.exports = { MODES: { "a11y": a11yMode } };

@@ -81,18 +81,12 @@ async function codeBlocksMode(page, result, context) {
     result.undone = await functionState(page, env.FUNCTION_ID);
 
     // Narrow the sidebar by dragging its separator, as a user does.
-    const separator = await page.locator("#red-ui-sidebar-separator").boundingBox();
-    const width = await page.evaluate(() => document.querySelector("#red-ui-sidebar").getBoundingClientRect().width);
-    const y = separator.y + separator.height / 2;
-    await page.mouse.move(separator.x + separator.width / 2, y);
-    await page.mouse.down();
-    await page.mouse.move(separator.x + separator.width / 2 + (width - Number(env.NARROW_WIDTH)), y, { steps: 10 });
-    await page.mouse.up();
-    await page.waitForTimeout(500);
-    result.narrowWidth = await page.evaluate(() => document.querySelector("#red-ui-sidebar").getBoundingClientRect().width);
+    const width = await editor.sidebarWidth(page);
+    result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
     result.narrowBlocks = await blockBars(page);
     await page.locator(".ai-sidebar-code-note").first().evaluate((note) => note.scrollIntoView({ block: "center" }));
     await editor.screenshot(page, result, "sidebar-code-blocks-narrow.png");
+    await editor.resizeSidebar(page, width);
 }
 
 module.exports = { MODES: { "code-blocks": codeBlocksMode } };

@@ -295,15 +295,7 @@ async function layoutMode(page, result) {
     await editor.screenshot(page, result, "sidebar-header-long-name-wide.png");
 
     // Narrow the sidebar the way a user does, by dragging the separator to the right.
-    const separator = await page.locator("#red-ui-sidebar-separator").boundingBox();
-    const startX = separator.x + separator.width / 2;
-    const y = separator.y + separator.height / 2;
-    const targetX = startX + (result.wide.sidebarWidth - Number(env.NARROW_WIDTH));
-    await page.mouse.move(startX, y);
-    await page.mouse.down();
-    await page.mouse.move(targetX, y, { steps: 10 });
-    await page.mouse.up();
-    await page.waitForTimeout(500);
+    await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
     result.narrow = await headerLayout(page);
     await editor.screenshot(page, result, "sidebar-header-long-name-narrow.png");
     await editor.detailScreenshot(page.locator(".ai-sidebar .red-ui-sidebar-header"), result,
@@ -321,6 +313,7 @@ async function layoutMode(page, result) {
     result.deleteButton.push(await deleteButtonColours(page, "resting"));
     await editor.screenshot(page, result, "sidebar-session-delete-narrow.png");
     await current.locator(".ai-sidebar-session-cancel").click();
+    await editor.resizeSidebar(page, result.wide.sidebarWidth);
 }
 
 module.exports = {

@@ -158,22 +158,23 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
     run_deadline = asyncio.get_running_loop().time() + limits.seconds
     watch = _FirstTokenWatch(run_deadline, limits.first_token)
     # The limit middlewares are typed with their own state (a subclass of AgentState) while create_agent wants one
-    # state type for the whole list; AgentMiddleware's state parameter is invariant, so mypy rejects the mix.
-    agent = create_agent(model, tools, middleware=[
-        ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"),  # type: ignore[list-item]
-        ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),  # type: ignore[list-item]
+    # state type for the whole list; AgentMiddleware's state parameter is invariant, so the list is typed loosely.
+    middleware: list[Any] = [
+        ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"),
+        ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),
         *(approval.middleware() if approval is not None else ()),
         UnrunnableToolCalls([tool.name for tool in tools], emit, result),
         watch.middleware(),
-    ], checkpointer=approval.approvals.saver if approval is not None else None)
+    ]
+    agent = create_agent(model, tools, middleware=middleware,
+                         checkpointer=approval.approvals.saver if approval is not None else None)
+    # astream's input is typed list[AnyMessage] (the concrete message classes), narrower than the list[BaseMessage]
+    # (or the Command that resumes a paused run) it accepts at run time; its answer is an async generator.
     agent_input: Any = approval.input(messages) if approval is not None else {"messages": messages}
     options: dict[str, Any] = {"config": approval.config} if approval is not None else {}
+    chunks: Any = agent.astream(agent_input, stream_mode="messages", **options)
     try:
-        # astream's input is typed list[AnyMessage] (the concrete message classes), narrower than the
-        # list[BaseMessage] it accepts at run time.
-        async with (asyncio.timeout_at(run_deadline) as deadline,
-                    contextlib.aclosing(agent.astream(agent_input,  # type: ignore[call-overload]
-                                                      stream_mode="messages", **options)) as stream):
+        async with (asyncio.timeout_at(run_deadline) as deadline, contextlib.aclosing(chunks) as stream):
             watch.deadline = deadline
             async for chunk, metadata in stream:
                 if metadata.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):

@@ -179,8 +179,8 @@ class AgentApproval:
         plan = snapshot.values.get(PLAN_KEY) or {}
         last = next((m for m in reversed(snapshot.values["messages"]) if isinstance(m, AIMessage)), None)
         calls = last.tool_calls if last is not None else []
-        return [{**plan[call["id"]], "toolCallId": call["id"]} for call in calls
-                if call.get("id") in plan and plan[call["id"]].get("ask")]
+        return [{**plan[call_id], "toolCallId": call_id} for call_id in (call.get("id") or "" for call in calls)
+                if call_id in plan and plan[call_id].get("ask")]
 
 
 class ApprovalGate(AgentMiddleware):
@@ -202,10 +202,11 @@ class ApprovalGate(AgentMiddleware):
             return None
         plan: dict[str, dict[str, Any]] = {}
         for call in calls:
+            call_id = call.get("id") or ""
             action = await plan_action(run.registry, run.approvals, run.context, call["name"], call["args"])
             if action.get("ask") is False:
-                await run.approvals.record_policy(run.run_id, run.owner, {**action, "toolCallId": call["id"]})
-            plan[call["id"]] = action
+                await run.approvals.record_policy(run.run_id, run.owner, {**action, "toolCallId": call_id})
+            plan[call_id] = action
         return {PLAN_KEY: plan}
 
     async def awrap_tool_call(self, request: Any, handler: Callable) -> Any:

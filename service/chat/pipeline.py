@@ -432,8 +432,9 @@ async def _ask_before_write(request: StreamChatRequest, deps: ChatDeps, turn: Tu
     ``approval_required`` (``True``: the run stops here and waits). A plan that fails is the tool's failure."""
     run = turn.tool_run
     assert run is not None
-    if deps.approvals is None:
-        raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
+    if deps.approvals is None:  # no approval store, no record: the write cannot be asked for
+        await emit(error_event(ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")))
+        return True
     run_id = uuid.uuid4().hex
     action = await plan_action(deps.tools, deps.approvals, turn.context, run.name, run.params)
     if "refused" in action:

@@ -148,6 +148,7 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     tool = "add_nodes"
     by_id = {n["id"]: n for n in flows}
     added: list[dict[str, Any]] = []
+    target: dict[str, Any]
     if new_tab_label:
         target = {"id": new_id(), "type": "tab", "label": new_tab_label, "disabled": False, "info": ""}
         added.append(target)
@@ -155,13 +156,13 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
         target = _container(by_id, flow_id, tool)
     else:
         raise ToolFailure("flow_not_selected")
-    ids = [n.get("id") for n in nodes]
     for position, node in enumerate(nodes):
         if not isinstance(node.get("id"), str) or not node["id"]:
             raise _invalid(tool, f"nodes.{position}.id", "every node needs an id (wires name them)")
         if not isinstance(node.get("type"), str) or node["type"] in ("tab", "subflow"):
             raise _invalid(tool, f"nodes.{position}.type", "every node needs a node type; tabs and subflows are "
                                                            "not nodes (use new_tab_label for a new tab)")
+    ids = [str(n["id"]) for n in nodes]
     if len(set(ids)) != len(ids):
         raise _invalid(tool, "nodes", "node ids must be unique")
     mapping = {old: new_id() for old in ids}
@@ -287,7 +288,7 @@ def _without_references(node: dict[str, Any], gone: set[str]) -> dict[str, Any]:
 
 def plan_create_tab(flows: list[dict[str, Any]], label: str, info: str = "", disabled: bool = False) -> Change:
     """A new, empty tab."""
-    tab = {"id": new_id(), "type": "tab", "label": label, "disabled": disabled, "info": info}
+    tab: dict[str, Any] = {"id": new_id(), "type": "tab", "label": label, "disabled": disabled, "info": info}
     diff = _empty_diff()
     diff["added"] = [tab]
     return Change("create_tab", f'Create a new tab "{label}".', diff, flows=[*flows, tab], new_tab_only=True,

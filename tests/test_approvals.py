@@ -140,6 +140,8 @@ async def test_an_agent_write_waits_for_approval_then_deploys_with_the_revision_
     assert action["summary"].startswith("Add 2 nodes (debug, inject) to tab")
     assert [n["type"] for n in action["diff"]["added"]] == ["inject", "debug"]
     assert deployed(writable) == before and audit(write_settings) == []  # nothing ran, nobody decided
+    waiting = (await (await service.get("/ai-sidebar/approvals", headers=ALICE)).json())["pending"]
+    assert [run["actions"] for run in waiting] == [approval["actions"]] and "resumeToken" not in waiting[0]
 
     resumed = await events_of(await resume(service, approval, {"type": "approve"}))
     kinds = [e["type"] for e in resumed]

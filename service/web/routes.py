@@ -275,5 +275,7 @@ async def approvals_list(request: web.Request) -> web.Response:
     raw = request.query.get("limit", "50")
     if not raw.isdigit() or not 1 <= int(raw) <= 500:
         raise ServiceError("invalid_request", key="invalid_request.limit", params={"maximum": 500})
-    return web.json_response({"pending": await approvals.store.pending_approvals(caller.identity),
-                              "audit": await approvals.store.audit(caller.identity, int(raw))})
+    pending = [{**run, "actions": [{key: action.get(key) for key in ("tool", "args", "summary", "diff")}
+                                   for action in run["actions"]]}
+               for run in await approvals.store.pending_approvals(caller.identity)]
+    return web.json_response({"pending": pending, "audit": await approvals.store.audit(caller.identity, int(raw))})

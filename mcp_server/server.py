@@ -92,9 +92,10 @@ class NodeRedMcp(FastMCP):
 
 def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 8766,
                  tools: Iterable[Tool] = READ_TOOLS) -> FastMCP:
-    """The MCP server for the Node-RED at ``config.url`` offering ``tools`` (default the core's read tools);
-    ``host``/``port`` matter for streamable HTTP only (FastMCP turns DNS-rebinding protection on for a loopback
-    host)."""
+    """The MCP server for the Node-RED at ``config.url`` offering the read tools of ``tools`` (default the core's
+    read tools); write tools are left out, because nothing on this server asks a person before a write (the
+    service's approval step is not here), so it stays read-only. ``host``/``port`` matter for streamable HTTP
+    only (FastMCP turns DNS-rebinding protection on for a loopback host)."""
 
     @asynccontextmanager
     async def lifespan(_server: FastMCP) -> AsyncIterator[ServerState]:
@@ -106,7 +107,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     # FastMCP reports the SDK's version in serverInfo unless the low-level server is told ours.
     mcp._mcp_server.version = __version__
     for declared in tools:
-        register(mcp, declared)
+        if declared.access == "read":
+            register(mcp, declared)
     return mcp
 
 

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
 from service.nodered.settings import CONFIG_FILE_VARIABLE, EnvSettings, NodeRedSettings, SettingsError, is_loopback
+from service.nodered.write_tools import WRITE_TOOL_NAMES
 
 __all__ = ["ENV_FIELDS", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
 
@@ -18,6 +19,11 @@ __all__ = ["ENV_FIELDS", "NodeRedSettings", "Settings", "SettingsError", "bundle
 Provider = Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# When a write tool asks the user before it runs (AI_SIDEBAR_APPROVAL, per tool; a tool not named: "always").
+# "unless_new_tab_only": no card when the change only adds a new tab (create_tab, add_nodes onto a new tab);
+# "never_on_test_tabs": no card when every tab it touches is a test tab (env AI_SIDEBAR_TEST_TAB=true);
+# "never": no card. A call without a card still leaves an approval record (decided by "policy").
+ApprovalPolicy = Literal["always", "never", "unless_new_tab_only", "never_on_test_tabs"]
 
 
 def bundled(name: str) -> Path:
@@ -60,6 +66,11 @@ class Settings(EnvSettings):
                                      description="seconds between refreshes of the knowledge index from Node-RED "
                                                  "(0: no automatic refresh, only POST /ai-sidebar/knowledge/reindex)")
 
+    approval_ttl: int = Field(3600, ge=1, le=30 * 86_400, validation_alias="AI_SIDEBAR_APPROVAL_TTL",
+                              description="seconds a resume token of a run waiting for approval stays valid")
+    approval: dict[str, ApprovalPolicy] = Field(default_factory=dict, validation_alias="AI_SIDEBAR_APPROVAL",
+                                                description="write tool name → approval policy (default always)")
+
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
 
@@ -71,6 +82,18 @@ class Settings(EnvSettings):
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")
+
+    @field_validator("approval")
+    @classmethod
+    def _write_tools_only(cls, policies: dict[str, ApprovalPolicy]) -> dict[str, ApprovalPolicy]:
+        unknown = sorted(set(policies) - set(WRITE_TOOL_NAMES))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)} is not a write tool; write tools: {', '.join(WRITE_TOOL_NAMES)}")
+        return policies
+
+    def approval_policy(self, tool: str) -> ApprovalPolicy:
+        """The approval policy of write tool ``tool`` (``always`` unless configured)."""
+        return self.approval.get(tool, "always")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

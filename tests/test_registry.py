@@ -121,16 +121,17 @@ async def test_a_core_tool_declared_once_is_listed_and_answered_by_the_mcp_serve
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
         counted = await session.call_tool("count_flows", {"kind": "tab"})
         refused = await session.call_tool("count_flows", {"kind": "group"})
+        write = await session.call_tool("rename_tab", {"flow_id": "t1", "label": "New"})
     count = listed["count_flows"]
     assert (count.title, count.description) == ("Count flows", COUNT_FLOWS.description)
     assert count.inputSchema["properties"]["kind"]["pattern"] == "^(tab|subflow)$"
     assert set(count.outputSchema["properties"]) == {"kind", "count"}
     assert count.annotations.readOnlyHint is True and count.annotations.destructiveHint is False
-    assert listed["rename_tab"].annotations.readOnlyHint is False
-    assert listed["rename_tab"].annotations.destructiveHint is True
-    assert set(listed["rename_tab"].inputSchema["required"]) == {"flow_id", "label"}
     assert not counted.isError and counted.structuredContent == {"kind": "tab", "count": tabs(nodered)}
     assert refused.isError
+    # A write tool is never offered by the MCP server (it has no approval step): not listed, a call refused.
+    assert "rename_tab" not in listed and all(tool.annotations.readOnlyHint for tool in listed.values())
+    assert write.isError and "would rename" not in write.content[0].text
 
 
 async def test_a_write_tool_is_neither_offered_nor_run_without_write_permission(nodered):

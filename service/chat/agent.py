@@ -41,6 +41,7 @@ from service.nodered.tooling import ToolContext, ToolFailure
 from service.tools.registry import Permission, ToolRegistry
 
 if TYPE_CHECKING:
+    from service.chat.approvals import AgentApproval
     from service.chat.pipeline import ChatResult
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,16 @@ def _runner(registry: ToolRegistry, name: str, context: ToolContext, emit: Emit,
             await emit(events.tool_result(name, failure.message, ok=False))
             return f"The tool {name} failed: {failure.message}"
         await emit(events.tool_result(name, output.text, ok=True))
+        await announce_change(registry, name, output.data, emit)
         return f'<tool_result tool="{name}">\n{registry.for_model(name, output.text)}\n</tool_result>'
 
     return run
+
+
+async def announce_change(registry: ToolRegistry, name: str, data: dict[str, Any], emit: Emit) -> None:
+    """A write handed to the editor (``status: editor``) goes to the sidebar as a ``flow_change`` event."""
+    if registry.writes(name) and data.get("status") == "editor":
+        await emit(events.flow_change(name, data["changes"]))
 
 
 class UnrunnableToolCalls(AgentMiddleware):
@@ -132,8 +140,14 @@ class UnrunnableToolCalls(AgentMiddleware):
 
 
 async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages: list[BaseMessage],
-                    limits: AgentLimits, emit: Emit, result: ChatResult) -> None:
+                    limits: AgentLimits, emit: Emit, result: ChatResult,
+                    approval: AgentApproval | None = None) -> list[dict[str, Any]] | None:
     """Run the agent over ``messages`` (system prompt first), streaming its text as ``token`` events.
+
+    With ``approval`` (the run offers write tools) the agent runs with the checkpointer under the run's thread id
+    and pauses before writes (see :mod:`service.chat.approvals`); ``approval.resume`` continues a paused run
+    instead of starting with ``messages``. Returns the actions the paused run waits for, or ``None`` when it
+    ended.
 
     Raises:
         ServiceError: ``agent_limit`` (model or tool calls exhausted), ``agent_timeout`` (the run passed
@@ -144,19 +158,23 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
     run_deadline = asyncio.get_running_loop().time() + limits.seconds
     watch = _FirstTokenWatch(run_deadline, limits.first_token)
     # The limit middlewares are typed with their own state (a subclass of AgentState) while create_agent wants one
-    # state type for the whole list; AgentMiddleware's state parameter is invariant, so mypy rejects the mix.
-    agent = create_agent(model, tools, middleware=[
-        ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"),  # type: ignore[list-item]
-        ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),  # type: ignore[list-item]
+    # state type for the whole list; AgentMiddleware's state parameter is invariant, so the list is typed loosely.
+    middleware: list[Any] = [
+        ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"),
+        ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),
+        *(approval.middleware() if approval is not None else ()),
         UnrunnableToolCalls([tool.name for tool in tools], emit, result),
         watch.middleware(),
-    ])
+    ]
+    agent = create_agent(model, tools, middleware=middleware,
+                         checkpointer=approval.approvals.saver if approval is not None else None)
+    # astream's input is typed list[AnyMessage] (the concrete message classes), narrower than the list[BaseMessage]
+    # (or the Command that resumes a paused run) it accepts at run time; its answer is an async generator.
+    agent_input: Any = approval.input(messages) if approval is not None else {"messages": messages}
+    options: dict[str, Any] = {"config": approval.config} if approval is not None else {}
+    chunks: Any = agent.astream(agent_input, stream_mode="messages", **options)
     try:
-        # astream's input is typed list[AnyMessage] (the concrete message classes), narrower than the
-        # list[BaseMessage] it accepts at run time.
-        async with (asyncio.timeout_at(run_deadline) as deadline,
-                    contextlib.aclosing(agent.astream({"messages": messages},  # type: ignore[call-overload]
-                                                      stream_mode="messages")) as stream):
+        async with (asyncio.timeout_at(run_deadline) as deadline, contextlib.aclosing(chunks) as stream):
             watch.deadline = deadline
             async for chunk, metadata in stream:
                 if metadata.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
@@ -172,6 +190,7 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
         if watch.waiting:
             raise llm_timeout(limits.first_token) from None
         raise ServiceError("agent_timeout", status=504, params={"seconds": f"{limits.seconds:g}"}) from None
+    return await approval.pending(agent) if approval is not None else None
 
 
 class _FirstTokenWatch:

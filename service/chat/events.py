@@ -61,3 +61,17 @@ async def relay_chunk(chunk: Any, emit: Emit, answer: Answer) -> None:
     if used:
         total = answer.usage or {"inputTokens": 0, "outputTokens": 0}
         answer.usage = {key: total[key] + used[key] for key in total}
+
+
+def approval_required(run_id: str, resume_token: str, actions: list[dict[str, Any]]) -> Event:
+    """A write waits for the user: ``actions`` ``[{tool, args, summary, diff}]`` in the order the decisions are
+    expected; ``resumeToken`` answers them (``POST /ai-sidebar/resume``). ``done`` follows with ``status:
+    "awaiting_approval"``."""
+    shown = [{"tool": a["tool"], "args": a["args"], "summary": a["summary"], "diff": a["diff"]} for a in actions]
+    return {"type": "approval_required", "runId": run_id, "resumeToken": resume_token, "actions": shown}
+
+
+def flow_change(tool: str, changes: dict[str, Any]) -> Event:
+    """An approved write for a request from the editor, handed to the sidebar undeployed (to apply as one undoable
+    edit): ``changes`` is the diff (added, removed, changed, wires) plus ``nodes``, the full new nodes."""
+    return {"type": "flow_change", "tool": tool, "changes": changes}

@@ -19,7 +19,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from service.chat import events
-from service.chat.agent import AgentLimits, agent_tools, run_agent
+from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
+from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
 from service.chat.prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
@@ -77,6 +78,7 @@ class ChatDeps:
     provider: ProviderOverride | None = field(default=None, repr=False)
     may_write: bool = True       # write permission: needed to run a tool by name (@tools:)
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
+    approvals: Approvals | None = None  # None: no approval store, so write tools are not offered
 
     @property
     def permission(self) -> Permission:
@@ -121,6 +123,7 @@ class ChatResult:
     language: str | None = None
     stopped: bool = False  # the client went away (Stop, tab closed, service shutting down) before the end
     session_existed: bool = False  # the session was already stored when the request came in
+    status: str | None = None  # "awaiting_approval": the run waits for the user's decisions on writes
 
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
         """What is stored with the turn: scenario, selected flow id, tools used, language, error codes."""
@@ -214,6 +217,9 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     except CodedError as err:
         await emit(error_event(err))
         return result
+    if turn.tool_run is not None and deps.tools.writes(turn.tool_run.name):
+        if await _ask_before_write(request, deps, turn, emit, result):
+            return result
     if turn.tool_run is not None:
         await _run_tool(turn.tool_run, deps, turn.context, emit)
         result.tools.append(turn.tool_run.name)
@@ -247,7 +253,8 @@ def _choose_scenario(request: StreamChatRequest, deps: ChatDeps, result: ChatRes
                                  node_ids=([n.id for n in request.selectedNodes]
                                            or ([request.nodeId] if request.nodeId else [])),
                                  user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
-                                 flow_data=request.flowData, knowledge=deps.knowledge, language=catalog.language)
+                                 flow_data=request.flowData, knowledge=deps.knowledge, language=catalog.language,
+                                 apply=request.apply)
     return Turn(catalog, scenario_key, scenario, context)
 
 
@@ -416,26 +423,71 @@ async def _run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, e
         await emit(error_event(failure))
         return
     await emit(events.tool_result(run.name, run.output.text, ok=True))
+    await announce_change(deps.tools, run.name, run.output.data, emit)
+
+
+async def _ask_before_write(request: StreamChatRequest, deps: ChatDeps, turn: Turn, emit: Emit,
+                            result: ChatResult) -> bool:
+    """``@tools:`` naming a write tool: plan it; unless its policy lets it run, store an approval and emit
+    ``approval_required`` (``True``: the run stops here and waits). A plan that fails is the tool's failure."""
+    run = turn.tool_run
+    assert run is not None
+    if deps.approvals is None:  # no approval store, no record: the write cannot be asked for
+        await emit(error_event(ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")))
+        return True
+    run_id = uuid.uuid4().hex
+    action = await plan_action(deps.tools, deps.approvals, turn.context, run.name, run.params)
+    if "refused" in action:
+        failure = ToolFailure(action["code"], action["refused"])
+        await emit(events.tool_call(run.name, run.params, run.origin))
+        await emit(events.tool_result(run.name, action["refused"], ok=False))
+        await emit(error_event(failure))
+        result.tools.append(run.name)
+        return True
+    if not action["ask"]:
+        await deps.approvals.record_policy(run_id, deps.identity, action)
+        return False
+    context = {"message": request.message, "scenario": turn.scenario_key, "language": turn.catalog.language,
+               "apply": request.apply, "flowId": request.flow_id, "nodeIds": turn.context.node_ids,
+               "remember": deps.memory is not None}
+    await emit(await deps.approvals.open(run_id, deps.identity, "direct", result.session_id, [action], context))
+    result.status = AWAITING
+    return True
 
 
 async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps: ChatDeps,
-                        context: ServiceToolContext, emit: Emit, result: ChatResult) -> None:
-    """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event."""
+                        context: ServiceToolContext, emit: Emit, result: ChatResult,
+                        resume: Resume | None = None) -> None:
+    """Agent mode: the model may call the scenario's tools; faults and limits become one ``error`` event.
+
+    Write tools are offered only with an approval store; the run then pauses before writes and, when it does,
+    stores an approval and emits ``approval_required`` (``result.status`` ``awaiting_approval``). ``resume``
+    continues such a paused run with the user's decisions instead of starting from ``messages``.
+    """
     settings = deps.settings
     limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit,
                          settings.llm_timeout)
     # Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
     # offered: they would read nothing.
     offered = deps.tools.offered(tool_names, permission=deps.permission, memory=deps.memory is not None)
+    if deps.approvals is None:
+        offered = [name for name in offered if not deps.tools.writes(name)]
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
-    system = messages[0]
-    messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}")
+    writes = [name for name in offered if deps.tools.writes(name)]
+    approval = AgentApproval(deps.approvals, resume.run_id if resume else uuid.uuid4().hex, deps.identity,
+                             deps.tools, context, emit, writes, resume.decisions if resume else None) \
+        if writes and deps.approvals is not None else None
+    system = messages[0] if messages else None
+    if system is not None:
+        messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}")
+    pending: list[dict[str, Any]] | None = None
 
     async def agent_or_chat(model: BaseChatModel) -> None:
+        nonlocal pending
         try:
-            await run_agent(model, tools, messages, limits, emit, result)
+            pending = await run_agent(model, tools, messages, limits, emit, result, approval)
         except Exception as exc:
-            if result.answer or result.tools or not _tools_unsupported(exc):
+            if result.answer or result.tools or system is None or not _tools_unsupported(exc):
                 raise
             # Some OpenAI-compatible servers (models without tool calling in Ollama, LM Studio) refuse a request
             # that offers tools: answer as a plain chat instead of failing.
@@ -445,6 +497,21 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                 await events.relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, agent_or_chat)
+    if pending and approval is not None and deps.approvals is not None:
+        saved = {"tools": offered, "scenario": result.scenario, "language": result.language,
+                 "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,
+                 "remember": deps.memory is not None}
+        await emit(await deps.approvals.open(approval.run_id, deps.identity, "agent", result.session_id, pending,
+                                             saved))
+        result.status = AWAITING
+
+
+@dataclass
+class Resume:
+    """A paused agent run to continue: its run id (thread id) and the decisions in LangChain's form."""
+
+    run_id: str
+    decisions: list[dict[str, Any]]
 
 
 def _tools_unsupported(exc: BaseException) -> bool:

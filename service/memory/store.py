@@ -170,6 +170,45 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     INSERT INTO knowledge_fts(knowledge_fts) VALUES ('rebuild');
     """,
+    # 3: approvals a run waits for before a write (issue 18; one run may wait several times): the resume token only
+    # as its SHA-256, the owner as the three identity columns; and the audit of every decision on a write, by a
+    # person or by policy.
+    """
+    CREATE TABLE approval_runs (
+        approval_id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        owner_kind TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        conversation TEXT NOT NULL DEFAULT '',
+        kind TEXT NOT NULL CHECK (kind IN ('agent', 'direct', 'execute')),
+        session_id TEXT,
+        actions TEXT NOT NULL,
+        context TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'resumed')),
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        resumed_at REAL
+    );
+    CREATE INDEX approval_runs_owner ON approval_runs(owner_kind, owner, conversation, status, created_at);
+    CREATE TABLE approval_audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL DEFAULT '',
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL DEFAULT '{}',
+        summary TEXT NOT NULL DEFAULT '',
+        decision TEXT NOT NULL CHECK (decision IN ('approve', 'edit', 'reject')),
+        decided_by TEXT NOT NULL CHECK (decided_by IN ('user', 'policy')),
+        owner_kind TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        conversation TEXT NOT NULL DEFAULT '',
+        message TEXT,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX approval_audit_owner ON approval_audit(owner_kind, owner, conversation, created_at);
+    CREATE INDEX approval_audit_call ON approval_audit(run_id, tool_call_id);
+    """,
 )
 
 
@@ -339,6 +378,24 @@ class MemoryStore:
                                f"created_at) VALUES ({session}, 'assistant', ?, ?, ?)",
                                (*scope, session_id, answer, meta, now)))
         await self._write(statements)
+        return True
+
+    async def append_answer(self, session_id: str, owner: Identity, answer: str, metadata: dict[str, Any]) -> bool:
+        """Add an assistant message to the owner's existing session (a run that continued after an approval);
+        ``False`` when the session no longer exists or ``answer`` is empty.
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        row = await self._owned(owner, session_id)
+        if row is None or not answer:
+            return False
+        now = time.time()
+        await self._write([
+            ("INSERT INTO short_term_memory(session_key, message_type, content, metadata, created_at) "
+             "VALUES (?, 'assistant', ?, ?, ?)", (row["key"], answer, json.dumps(metadata, ensure_ascii=False), now)),
+            ("UPDATE sessions SET updated_at = ? WHERE key = ?", (now, row["key"])),
+        ])
         return True
 
     async def create_session(self, owner: Identity, session_id: str, name: str = "",
@@ -554,6 +611,8 @@ def _scope(owner: Identity | None) -> tuple[str, str, str]:
     if not owner.remembers:
         raise ValueError("a flow node without a conversation has no memory")
     return owner.kind, owner.name, owner.conversation or ""
+
+
 def _file_size(path: str) -> int:
     """Bytes of the database file (0 for an in-memory database or a file not created yet)."""
     return Path(path).stat().st_size if path != ":memory:" and Path(path).exists() else 0

@@ -10,6 +10,11 @@ Facts this module relies on (Node-RED docs, "Admin HTTP API", https://nodered.or
   credentials answer 403 ``invalid_grant``; a missing or insufficient token answers 401 (never 403).
 * ``GET /diagnostics`` exists from Node-RED 3.0 (404 before) and answers 403 ``diagnostics.disabled`` when
   turned off in settings.
+* ``POST /flows`` (v2) takes ``{"flows": [...], "rev"}`` and answers ``{"rev"}``; a ``rev`` that is no longer the
+  deployed one answers 409 ``{"code": "version_mismatch"}`` and changes nothing. ``Node-RED-Deployment-Type:
+  nodes`` restarts only the nodes that changed. Nodes sent without ``credentials`` keep their stored ones.
+* ``POST /inject/:id`` (the inject node's own admin route, permission ``inject.write``) triggers an inject node;
+  404 when the id is not a deployed inject node.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 from pydantic import SecretStr
@@ -123,6 +129,30 @@ class NodeRedClient:
             return {"rev": None, "flows": data}
         return data
 
+    async def post_flows(self, flows: list[dict[str, Any]], rev: str | None,
+                         deployment_type: str = "nodes") -> str | None:
+        """``POST /flows`` (v2) with ``rev`` checked: deploys the whole configuration ``flows`` and returns the new
+        ``rev``. ``deployment_type`` is ``Node-RED-Deployment-Type`` (``nodes``: only changed nodes restart).
+
+        Raises:
+            NodeRedError: ``flows_conflict`` (409) when the flows changed since ``rev`` was read (nothing is
+                overwritten), or any other Admin API failure.
+        """
+        body: dict[str, Any] = {"flows": flows}
+        if rev is not None:
+            body["rev"] = rev
+        answer = await self._request("POST", "/flows", body=body,
+                                     headers={"Node-RED-Deployment-Type": deployment_type})
+        return answer.get("rev") if isinstance(answer, dict) else None
+
+    async def inject(self, node_id: str) -> None:
+        """``POST /inject/:id``: trigger a deployed inject node once.
+
+        Raises:
+            NodeRedError: ``not_found`` (404) when ``node_id`` is no deployed inject node, or another failure.
+        """
+        await self._request("POST", f"/inject/{quote(node_id, safe='')}", accept="text/plain")
+
     async def get_nodes(self) -> list[dict[str, Any]]:
         """``GET /nodes``: the installed node sets, ``[{id, name, types[], enabled, module, version}]``."""
         return await self._request("GET", "/nodes")
@@ -199,8 +229,9 @@ class NodeRedClient:
         return data["access_token"]
 
     async def _request(self, method: str, path: str, *, accept: str = "application/json",
-                       language: str | None = None) -> Any:
-        options: dict[str, Any] = {"accept": accept, "language": language}
+                       language: str | None = None, body: Any = None,
+                       headers: dict[str, str] | None = None) -> Any:
+        options: dict[str, Any] = {"accept": accept, "language": language, "body": body, "headers": headers}
         try:
             return await self._send(method, path, auth=True, **options)
         except NodeRedError as err:
@@ -222,9 +253,11 @@ class NodeRedClient:
         return None
 
     async def _send(self, method: str, path: str, *, auth: bool, form: dict | None = None,
-                    accept: str = "application/json", language: str | None = None) -> Any:
-        """One request; the JSON answer decoded, or the text when ``accept`` is not JSON."""
-        headers = {"Accept": accept, "Node-RED-API-Version": API_VERSION}
+                    accept: str = "application/json", language: str | None = None, body: Any = None,
+                    headers: dict[str, str] | None = None) -> Any:
+        """One request (``form`` or JSON ``body``); the JSON answer decoded, or the text when ``accept`` is not
+        JSON."""
+        headers = {"Accept": accept, "Node-RED-API-Version": API_VERSION, **(headers or {})}
         if language:
             headers["Accept-Language"] = language
         if auth:
@@ -233,7 +266,7 @@ class NodeRedClient:
                 headers["Authorization"] = f"Bearer {token}"
         url = self.base_url + path
         try:
-            async with self._session.request(method, url, headers=headers, data=form,
+            async with self._session.request(method, url, headers=headers, data=form, json=body,
                                              timeout=self._timeout) as resp:
                 if resp.status >= 400:
                     raise await _error_from(resp, path)
@@ -262,5 +295,7 @@ async def _error_from(resp: aiohttp.ClientResponse, path: str) -> NodeRedError:
         return NodeRedError(403, "diagnostics_disabled")
     if resp.status == 404:
         return NodeRedError(404, "not_found", params={"path": path})
+    if resp.status == 409 and nr_code == "version_mismatch":
+        return NodeRedError(409, "flows_conflict")
     return NodeRedError(resp.status, "nodered_error",
                         params={"status": resp.status, "path": path, "detail": nr_message or nr_code or resp.reason})

@@ -30,13 +30,16 @@ class ToolFailure(CodedError):
 class ToolContext:
     """What a core tool may use: the Admin API client (with the editor user's rights), the request's selection
     (``flow_id``, ``node_ids``), the editor's copy of its flows (``flow_data``, may hold undeployed changes) and the
-    editor user's own token (passed on to MCP tools, which must not read with more rights either)."""
+    editor user's own token (passed on to MCP tools, which must not read with more rights either). ``apply`` says
+    where an approved write lands: ``deploy`` (the Admin API, revision checked) or ``editor`` (handed back to the
+    editor undeployed, for a request from the sidebar)."""
 
     nodered: NodeRedClient
     flow_id: str | None = None
     node_ids: list[str] = field(default_factory=list)
     user_token: str | None = field(default=None, repr=False)
     flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
+    apply: Literal["deploy", "editor"] = "deploy"
 
 
 @dataclass
@@ -62,6 +65,9 @@ class Tool:
         permission: the caller's permission it needs, ``read`` or ``write`` (``X-AI-Sidebar-Permission``,
             :mod:`service.identity`).
         text_limit: characters of its text handed to a model, on every path (agent, keyword, ``@tools:``).
+        preview: write tools: ``async preview(ctx, args) -> {"summary", "diff"}``, what it would change, judged on
+            the live flows with secrets redacted (shown to the user before approving); raises
+            :class:`ToolFailure`.
     """
 
     name: str
@@ -73,6 +79,7 @@ class Tool:
     access: Literal["read", "write"] = "read"
     permission: Literal["read", "write"] = "read"
     text_limit: int = MODEL_TOOL_LIMIT
+    preview: Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):

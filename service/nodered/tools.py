@@ -1,11 +1,17 @@
-"""The core's read tools, each declared once: the service's registry offers them to models, execute-tool and
-``@tools:``, and the MCP server registers them, all from these declarations.
+"""The core's tools, each declared once: the service's registry offers them to models, execute-tool and
+``@tools:``, and the MCP server registers the read tools, all from these declarations.
 
-Adding a read tool is one :class:`~service.nodered.tooling.Tool` here plus its function.
+Adding a tool is one :class:`~service.nodered.tooling.Tool` here plus its function (a write tool: its planner in
+:mod:`service.nodered.write_tools`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import BaseModel
+
+from service.nodered import write_tools
 from service.nodered.flow_tools import FlowResult, GetFlowArgs, GetNodeInfoArgs, NodeInfoResult, get_flow, get_node_info
 from service.nodered.runtime_tools import (
     DiagnosticsResult,
@@ -19,7 +25,7 @@ from service.nodered.runtime_tools import (
     get_settings,
     list_node_types,
 )
-from service.nodered.tooling import Tool
+from service.nodered.tooling import Tool, ToolContext, ToolOutput
 
 READ_TOOLS: tuple[Tool, ...] = (
     Tool(
@@ -68,4 +74,41 @@ READ_TOOLS: tuple[Tool, ...] = (
             "List the node types installed in Node-RED (GET /nodes) with the npm module and version providing "
             "each, and whether it is enabled.\n\n"
             "Use it before proposing a flow, to know whether a contributed node is installed.")),
+)
+
+
+def _write_tool(name: str, title: str, args: type[BaseModel], description: str) -> Tool:
+    """A write tool whose run applies and whose preview shows the plan of :mod:`service.nodered.write_tools`."""
+    async def run(ctx: ToolContext, **arguments: Any) -> ToolOutput:
+        return await write_tools.apply(ctx, name, arguments)
+
+    async def preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await write_tools.preview(ctx, name, arguments)
+
+    return Tool(name=name, title=title, args=args, result=write_tools.WriteResult, run=run, preview=preview,
+                access="write", permission="write", description=description)
+
+
+APPROVAL_NOTE = (" It runs only after the user approves it (they see a preview and may edit or reject it); a "
+                 "rejection comes back with the user's reason.")
+
+# The core's write tools: never run without an approval record (the service's agent pauses for the user before each
+# call; execute-tool and @tools: ask the same way) and never offered by the MCP server, which only reads.
+WRITE_TOOLS: tuple[Tool, ...] = (
+    _write_tool("add_nodes", "Add nodes to a flow", write_tools.AddNodesArgs, (
+        "Add nodes and their wires to a tab (a generated flow): give the nodes as in a Node-RED flow export, with "
+        "ids, types, properties, x/y and wires among them; their ids are replaced by new ones. Without flow_id "
+        "they go to the tab open in the editor; with new_tab_label onto a new tab.\n\n"
+        "Check installed node types with list_node_types first." + APPROVAL_NOTE)),
+    _write_tool("update_node", "Change a node", write_tools.UpdateNodeArgs, (
+        "Change properties of one node, e.g. fix a function node's code (func) or a change node's rules. Read the "
+        "node with get_node_info first and send the whole new value of each property you change." + APPROVAL_NOTE)),
+    _write_tool("delete_nodes", "Delete nodes", write_tools.DeleteNodesArgs, (
+        "Delete nodes by id, with the wires to them. Tabs cannot be deleted this way." + APPROVAL_NOTE)),
+    _write_tool("create_tab", "Create a tab", write_tools.CreateTabArgs, (
+        "Create a new empty tab (flow) with a label; add nodes to it with add_nodes and its id, or use "
+        "add_nodes with new_tab_label directly." + APPROVAL_NOTE)),
+    _write_tool("trigger_inject", "Trigger an inject node", write_tools.TriggerInjectArgs, (
+        "Trigger a deployed inject node once, as its button in the editor does; its message runs through the "
+        "deployed flow." + APPROVAL_NOTE)),
 )

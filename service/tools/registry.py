@@ -16,7 +16,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
-from service.nodered.tools import READ_TOOLS
+from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
 from service.tools.knowledge_tools import KNOWLEDGE_TOOLS
 from service.tools.mcp_client import McpTools
 from service.tools.memory_tools import MEMORY_TOOLS
@@ -28,8 +28,8 @@ Permission = Literal["read", "write"]
 IN_PROCESS_CORE = frozenset({"get_flow", "get_node_info"})
 # Tools that read the requester's memory: not offered to a request without memory.
 MEMORY_TOOL_NAMES = frozenset(tool.name for tool in MEMORY_TOOLS)
-# Every name a scenario may list: the core's tools, the memory tools and the knowledge tools.
-TOOL_NAMES = (frozenset(tool.name for tool in READ_TOOLS) | MEMORY_TOOL_NAMES
+# Every name a scenario may list: the core's tools (read and write), the memory tools and the knowledge tools.
+TOOL_NAMES = (frozenset(tool.name for tool in (*READ_TOOLS, *WRITE_TOOLS)) | MEMORY_TOOL_NAMES
               | frozenset(tool.name for tool in KNOWLEDGE_TOOLS))
 
 # HTTP status of a tool failure outside a stream (execute-tool); anything else is an upstream fault (502).
@@ -37,7 +37,7 @@ TOOL_NAMES = (frozenset(tool.name for tool in READ_TOOLS) | MEMORY_TOOL_NAMES
 FAILURE_STATUS = {
     "unknown_tool": 404, "flow_not_found": 404, "node_not_found": 404, "module_not_found": 404,
     "template_not_found": 404, "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
-    "flow_too_large": 413, "forbidden": 403,
+    "flow_too_large": 413, "forbidden": 403, "flows_conflict": 409,
     "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
     "nodered_timeout": 504, "memory_unavailable": 503,
 }
@@ -54,8 +54,10 @@ def canonical_name(name: str) -> str:
 
 
 def default_tools() -> tuple[Tool, ...]:
-    """The in-process tools of a service: the core's flow tools, the memory tools and the knowledge tools."""
-    return (*(tool for tool in READ_TOOLS if tool.name in IN_PROCESS_CORE), *MEMORY_TOOLS, *KNOWLEDGE_TOOLS)
+    """The in-process tools of a service: the core's flow tools and write tools, the memory tools and the
+    knowledge tools."""
+    return (*(tool for tool in READ_TOOLS if tool.name in IN_PROCESS_CORE), *WRITE_TOOLS, *MEMORY_TOOLS,
+            *KNOWLEDGE_TOOLS)
 
 
 class ToolRegistry:
@@ -105,6 +107,25 @@ class ToolRegistry:
                 continue
             offered.append(resolved)
         return offered
+
+    def writes(self, name: str | None) -> bool:
+        """Whether tool ``name`` (any spelling) changes Node-RED, so that it runs only with an approval record."""
+        tool = self._local.get(canonical_name(name or ""))
+        return tool is not None and tool.access == "write"
+
+    async def preview(self, name: str, params: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        """``{"summary", "diff"}`` of what write tool ``name`` would do with parsed ``params`` (see
+        :mod:`service.nodered.write_tools`); a write tool declared without a preview gets its name and arguments as
+        the summary and an empty diff.
+
+        Raises:
+            ToolFailure: the tool's failure (``node_not_found``, ``flow_not_found``, a Node-RED error code, ...).
+        """
+        tool = self._local[canonical_name(name)]
+        if tool.preview is not None:
+            return await tool.preview(context, params)
+        return {"summary": f"Run {tool.name} with {params}.",
+                "diff": {"added": [], "removed": [], "changed": [], "wires": {"added": [], "removed": []}}}
 
     def _required(self, name: str) -> Permission:
         tool = self._local.get(name)

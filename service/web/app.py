@@ -14,12 +14,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
+from service.chat.approvals import ApprovalSlot, open_approvals
 from service.chat.scenarios import ScenarioCatalog
 from service.errors import ServiceError, error_middleware
 from service.knowledge.base import Knowledge
 from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
 from service.knowledge.router import Router
 from service.llm.providers import ChatModelFactory
+from service.memory.approvals import ApprovalStore
 from service.memory.store import MemorySlot, MemoryStore
 from service.nodered.client import NodeRedClient
 from service.nodered.messages import MessageCatalog
@@ -27,6 +29,7 @@ from service.settings import Settings
 from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
 from service.web.keys import (
+    APPROVALS,
     CHAT_MODELS,
     HTTP_SESSION,
     KNOWLEDGE,
@@ -131,6 +134,27 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
     await slot.store.close()
 
 
+async def _approvals(app: web.Application) -> AsyncIterator[None]:
+    """Open the approval machinery (approvals and audit in the memory store, the agent checkpointer beside it);
+    close it after. Without a memory store there is none, and write tools are not offered."""
+    store = app[MEMORY].store
+    if store is None:
+        yield
+        return
+    settings = app[SETTINGS]
+    try:
+        approvals, connection = await open_approvals(ApprovalStore(store), str(settings.memory_db_path), settings)
+    except (OSError, sqlite3.Error) as err:
+        log.error("approvals in %s cannot be opened (%s); the assistant will not offer to change flows",
+                  settings.memory_db_path, err)
+        yield
+        return
+    app[APPROVALS].approvals = approvals
+    yield
+    app[APPROVALS].approvals = None
+    await connection.close()
+
+
 async def _knowledge(app: web.Application) -> AsyncIterator[None]:
     """Open the knowledge index (in the memory database file) and keep it fresh in the background; close it after.
 
@@ -200,10 +224,12 @@ def create_app(settings: Settings) -> web.Application:
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app[MEMORY] = MemorySlot()
+    app[APPROVALS] = ApprovalSlot()
     app[KNOWLEDGE] = KnowledgeSlot()
     app[LIMITER] = StreamLimiter(settings.max_streams_per_user)
     app.cleanup_ctx.append(_http_session)
     app.cleanup_ctx.append(_memory)
+    app.cleanup_ctx.append(_approvals)
     app.cleanup_ctx.append(_knowledge)
     app.cleanup_ctx.append(_mcp_child)
     app.on_shutdown.append(_close_streams)

@@ -9,6 +9,7 @@ import aiohttp
 from aiohttp import web
 
 if TYPE_CHECKING:
+    from service.chat.approvals import ApprovalSlot
     from service.chat.scenarios import ScenarioCatalog
     from service.knowledge.refresher import KnowledgeSlot
     from service.llm.providers import ChatModelFactory
@@ -33,3 +34,4 @@ MEMORY: web.AppKey[MemorySlot] = web.AppKey("memory")
 LIMITER: web.AppKey[StreamLimiter] = web.AppKey("limiter")
 MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")
 KNOWLEDGE: web.AppKey[KnowledgeSlot] = web.AppKey("knowledge")
+APPROVALS: web.AppKey[ApprovalSlot] = web.AppKey("approvals")

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from service import __version__
 from service.web.knowledge_routes import ReindexRequest
 from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
-from service.web.schemas import ExecuteToolRequest, StreamChatRequest
+from service.web.schemas import ExecuteToolRequest, ResumeRequest, StreamChatRequest
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}
@@ -50,7 +50,8 @@ SESSION_ID = {"name": "sessionId", "in": "path", "required": True,
 LIMIT = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}}
 LANG = {"name": "lang", "in": "query", "required": False, "schema": {"type": "string"}}
 EVENT_STREAM = {"description": "server-sent events, each `data: <json>` with `type` token, tool_call, tool_result, "
-                               "error or done (always last); `: ping` comments keep the stream open",
+                               "flow_change, approval_required, error or done (always last); `: ping` comments keep "
+                               "the stream open",
                 "content": {"text/event-stream": {"schema": {
                     "type": "object", "required": ["data"],
                     "properties": {"data": {"type": "string", "contentMediaType": "application/json"},
@@ -65,7 +66,7 @@ def openapi_document() -> dict[str, Any]:
             "properties": {"code": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
                            "message": {"type": "string"}}}}},
     }
-    for model in (StreamChatRequest, ExecuteToolRequest, SearchRequest, SessionCreate, SessionUpdate,
+    for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
                   TemplateCreate, ReindexRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
@@ -78,7 +79,14 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/scenarios": {"get": _operation("Scenarios of a language (no system prompts)", _json("ok"),
                                                     401, parameters=[LANG])},
         "/ai-sidebar/execute-tool": {"post": _operation("Run a tool by name", _json("tool result"),
-                                                        400, 401, 403, 404, 408, 502, body=ExecuteToolRequest)},
+                                                        400, 401, 403, 404, 408, 409, 502, 503,
+                                                        body=ExecuteToolRequest)},
+        "/ai-sidebar/resume": {"post": _operation(
+            "Answer the writes a run waits for (one decision per action) and continue it as an event stream",
+            EVENT_STREAM, 400, 401, 403, 404, 408, 409, 410, 429, 503, body=ResumeRequest)},
+        "/ai-sidebar/approvals": {"get": _operation(
+            "The caller's approvals still waiting (no tokens) and newest decisions on writes", _json("ok"),
+            400, 401, 503, parameters=[LIMIT])},
         "/ai-sidebar/memory-stats": {"get": _operation("Memory counts for the user", _json("ok"),
                                                        400, 401, 403, 503)},
         "/ai-sidebar/history/{sessionId}": {"get": _operation(
@@ -109,6 +117,9 @@ def openapi_document() -> dict[str, Any]:
                                  parameters=[SESSION_ID]),
         },
     }
+    paths["/ai-sidebar/execute-tool"]["post"]["responses"]["202"] = _json(
+        "a write tool does not run yet: {status: awaiting_approval, runId, resumeToken, actions[{tool, args, summary, "
+        "diff}]}, answered by POST /ai-sidebar/resume")
     for operations in paths.values():
         for method in ("post", "put", "patch"):
             if method in operations:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 
 from aiohttp import web
 
 from service import __version__
-from service.chat.pipeline import ChatDeps, new_result, run_chat, save_turn
+from service.chat.approvals import AWAITING, plan_action
+from service.chat.pipeline import ChatDeps, ChatResult, new_result, run_chat, save_turn
+from service.chat.resume import claim, continue_run, save_continuation
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
 from service.nodered.messages import accept_languages
@@ -18,6 +21,7 @@ from service.settings import PROVIDERS
 from service.tools.context import ServiceToolContext
 from service.tools.registry import failure_status
 from service.web.keys import (
+    APPROVALS,
     CHAT_MODELS,
     KNOWLEDGE,
     LIMITER,
@@ -30,7 +34,7 @@ from service.web.keys import (
     TOOLS,
 )
 from service.web.openapi import openapi_document
-from service.web.schemas import ExecuteToolRequest, StreamChatRequest, parse_body
+from service.web.schemas import ExecuteToolRequest, ProviderOverride, ResumeRequest, StreamChatRequest, parse_body
 from service.web.sse import EventStream
 
 log = logging.getLogger(__name__)
@@ -64,8 +68,12 @@ async def execute_tool(request: web.Request) -> web.Response:
     """``{tool, params}`` → ``{tool, result}`` with the tool's structured data; any registered tool, by its name
     or its old hyphenated spelling (the answer names it as registered).
 
+    A write tool does not run: the answer is 202 with the approval it waits for (``{status: "awaiting_approval",
+    runId, resumeToken, actions}``, answered by ``POST /ai-sidebar/resume``), unless its policy lets it run
+    (then it runs, with an audit record).
+
     Errors: 403 ``forbidden`` without write permission, 404 ``unknown_tool``, 400 ``invalid_params`` naming the
-    parameter, 4xx/502 for a tool failure.
+    parameter, 4xx/502 for a tool failure, 503 ``memory_unavailable`` for a write tool without an approval store.
     """
     caller = request_caller(request)
     caller.require_write()  # running a tool by name needs write permission: the one rule in the README
@@ -78,7 +86,21 @@ async def execute_tool(request: web.Request) -> web.Response:
                                  language=next(iter(accept_languages(request.headers.get("Accept-Language"))), None))
     name = tools.resolve(body.tool) or body.tool  # ``get-flow`` answers as ``get_flow``
     try:
-        output = await tools.run(name, await tools.parse(name, body.params), context, caller.permission)
+        params = await tools.parse(name, body.params)
+        if tools.writes(name):
+            approvals = request.app[APPROVALS].approvals
+            if approvals is None:
+                raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
+            run_id = uuid.uuid4().hex
+            action = await plan_action(tools, approvals, context, name, params)
+            if "refused" in action:
+                raise ToolFailure(action["code"], action["refused"])
+            if action["ask"]:
+                event = await approvals.open(run_id, caller.identity, "execute", None, [action], {})
+                return web.json_response({"status": AWAITING, **{k: v for k, v in event.items() if k != "type"}},
+                                         status=202)
+            await approvals.record_policy(run_id, caller.identity, action)
+        output = await tools.run(name, params, context, caller.permission)
     except ToolFailure as failure:
         raise ServiceError(failure.code, status=failure_status(failure.code), **failure.sentence_args()) from None
     return web.json_response({"tool": name, "result": output.data})
@@ -133,12 +155,7 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
 
 
 async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: Caller) -> web.StreamResponse:
-    remember = caller.memory and (body.provider is None or body.provider.memory)
-    deps = ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(caller.token),
-                    models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
-                    user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
-                    granted_tools=caller.tools, provider=body.provider, knowledge=request.app[KNOWLEDGE],
-                    memory=request.app[MEMORY].store if remember else None)
+    deps = _chat_deps(request, caller, body.provider)
     result = new_result(body)
     stream = EventStream()
     # Every error event of the stream is worded in the request's language on its way out.
@@ -152,10 +169,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
         fault = await asyncio.shield(save_turn(body, deps, result))
         if fault is not None:
             await send(error_event(fault))
-        done: dict[str, object] = {"type": "done", "sessionId": result.session_id}
-        if result.usage:
-            done["usage"] = result.usage
-        await stream.send(done)
+        await stream.send(_done(result))
     except ConnectionResetError:
         result.stopped = True
         log.info("client went away during session %s", result.session_id)
@@ -175,3 +189,93 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
         await stream.close()
         request.app[STREAMS].discard(stream)
     return stream.response
+
+
+def _chat_deps(request: web.Request, caller: Caller, provider: ProviderOverride | None) -> ChatDeps:
+    """What a chat run (or a resumed one) of ``caller`` uses, with the ``ai-config`` node's ``provider``."""
+    remember = caller.memory and (provider is None or provider.memory)
+    return ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(caller.token),
+                    models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
+                    user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
+                    granted_tools=caller.tools, provider=provider, knowledge=request.app[KNOWLEDGE],
+                    memory=request.app[MEMORY].store if remember else None,
+                    approvals=request.app[APPROVALS].approvals)
+
+
+def _done(result: ChatResult) -> dict[str, object]:
+    done: dict[str, object] = {"type": "done", "sessionId": result.session_id}
+    if result.usage:
+        done["usage"] = result.usage
+    if result.status:
+        done["status"] = result.status
+    return done
+
+
+@routes.post("/ai-sidebar/resume")
+async def resume(request: web.Request) -> web.StreamResponse:
+    """Answer the writes a run waits for and continue it as an event stream (the same events as stream-chat).
+
+    Errors before the stream opens: 403 ``forbidden`` without write permission, 404 ``approval_not_found`` (also
+    for another user's token), 409 ``approval_used``, 410 ``approval_expired``, 400 ``invalid_request`` /
+    ``invalid_params`` (decisions that do not fit the actions), 503 ``memory_unavailable``.
+    """
+    body = await parse_body(request, ResumeRequest)
+    if body.language:
+        request[REQUEST_LANGUAGE] = body.language
+    caller = request_caller(request)
+    caller.require_write()  # approving a write needs the permission the write needs
+    approvals = request.app[APPROVALS].approvals
+    if approvals is None:
+        raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
+    with request.app[LIMITER].slot(caller.identity.principal):
+        claimed = await claim(approvals, request.app[TOOLS], caller.identity, body)
+        deps = _chat_deps(request, caller, body.provider)
+        result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
+        stream = EventStream()
+        send = localized(stream.send, request.app[MESSAGES], request_language(request))
+        await stream.prepare(request)
+        request.app[STREAMS].add(stream)
+        try:
+            await _until_client_leaves(request, continue_run(claimed, deps, _recording(send, result), result))
+            await stream.send(_done(result))
+        except ConnectionResetError:
+            log.info("client went away during the resumed run %s", claimed.run_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("resumed run failed")
+            try:
+                await send(error_event(ServiceError("internal_error", status=500)))
+                await stream.send(_done(result))
+            except ConnectionResetError:
+                pass
+        finally:
+            await asyncio.shield(save_continuation(claimed, deps, result))
+            await stream.close()
+            request.app[STREAMS].discard(stream)
+        return stream.response
+
+
+def _recording(send, result: ChatResult):
+    async def recording(event: dict) -> None:
+        if event.get("type") == "error":
+            result.errors.append(event.get("code", "error"))
+        await send(event)
+    return recording
+
+
+@routes.get("/ai-sidebar/approvals")
+async def approvals_list(request: web.Request) -> web.Response:
+    """The caller's own approvals still waiting (without their tokens) and the newest decisions on writes
+    (``?limit=``, default 50): who approved, edited or rejected what, when, or which the policy let through."""
+    caller = request_caller(request)
+    approvals = request.app[APPROVALS].approvals
+    if approvals is None:
+        raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
+    raw = request.query.get("limit", "50")
+    if not raw.isdigit() or not 1 <= int(raw) <= 500:
+        raise ServiceError("invalid_request", key="invalid_request.limit", params={"maximum": 500})
+    pending = [{**run, "actions": [{key: action.get(key) for key in ("tool", "args", "summary", "diff")}
+                                   for action in run["actions"]]}
+               for run in await approvals.store.pending_approvals(caller.identity)]
+    return web.json_response({"pending": pending, "audit": await approvals.store.audit(caller.identity, int(raw))})

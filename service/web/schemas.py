@@ -101,6 +101,9 @@ class StreamChatRequest(BaseModel):
     dynamicData: DynamicData | None = None
     language: str | None = Field(None, max_length=35)
     provider: ProviderOverride | None = None
+    apply: Literal["deploy", "editor"] = Field("deploy", description=(
+        "where an approved write lands: deploy (the Admin API, flows revision checked) or editor (a flow_change "
+        "event for the sidebar to apply undeployed, as one undoable edit); the sidebar sends editor"))
 
     @property
     def flow_id(self) -> str | None:
@@ -119,6 +122,37 @@ class ExecuteToolRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool: str = Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     params: dict[str, Any] | list[Any] | None = None
+
+
+class ApproveDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["approve"]
+
+
+class EditDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["edit"]
+    args: dict[str, Any] = Field(description="the arguments to run the tool with instead (checked like the "
+                                             "model's: 400 invalid_params when wrong)")
+
+
+class RejectDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["reject"]
+    message: str | None = Field(None, max_length=2000, description="why: the model is told")
+
+
+class ResumeRequest(BaseModel):
+    """Body of ``POST /ai-sidebar/resume``: the resume token of an ``approval_required`` event and one decision
+    per action, in the event's order. ``provider`` and ``language`` are as in stream-chat (an ``ai-config`` node's
+    key is never stored with a paused run, so the plugin sends it again)."""
+
+    model_config = ConfigDict(extra="forbid")
+    resumeToken: str = Field(min_length=20, max_length=200, pattern=r"^[A-Za-z0-9_\-]+$")
+    decisions: list[Annotated[ApproveDecision | EditDecision | RejectDecision, Field(discriminator="type")]] = \
+        Field(min_length=1, max_length=50)
+    provider: ProviderOverride | None = None
+    language: str | None = Field(None, max_length=35)
 
 
 Model = TypeVar("Model", bound=BaseModel)

@@ -1,0 +1,252 @@
+"""Human approval of writes (issue 18): the policy that decides when a write tool asks, the agent middleware that
+plans each write and lets LangChain's ``HumanInTheLoopMiddleware`` pause the run, resume tokens, and the gate that
+refuses any write without an approval record.
+
+An agent run that offers write tools runs with a LangGraph checkpointer (``AsyncSqliteSaver``, its own tables in
+the memory database) under a thread id, its *run id*. After the model asks for writes, :class:`ApprovalGate`
+plans each one on the live flows (its preview: summary and diff) and applies the tool's policy; the calls that
+must ask make ``HumanInTheLoopMiddleware`` (batched: one interrupt per model turn) interrupt the run, whose state
+the checkpointer keeps. The service then stores an approval (the resume token hashed, bound to the identity that
+asked, with an expiry) and the stream says ``approval_required``. ``POST /ai-sidebar/resume`` records the user's
+decisions in the audit and continues the same thread with ``Command(resume={"decisions": [...]})``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, HumanInTheLoopMiddleware
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Command
+
+from service.chat import events
+from service.chat.events import Emit
+from service.errors import ServiceError
+from service.identity import Identity
+from service.memory.approvals import ApprovalStore
+from service.nodered.redaction import strip_secrets
+from service.nodered.tooling import ToolContext, ToolFailure
+from service.settings import Settings
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from service.tools.registry import ToolRegistry
+
+AWAITING = "awaiting_approval"  # the ``status`` of ``done`` when a run waits for the user
+PLAN_KEY = "approval_plan"
+
+
+@dataclass
+class Approvals:
+    """A service's approval machinery: the approvals and audit store, the agent checkpointer and the settings
+    (``AI_SIDEBAR_APPROVAL`` policies, ``AI_SIDEBAR_APPROVAL_TTL``)."""
+
+    store: ApprovalStore
+    saver: AsyncSqliteSaver
+    settings: Settings
+
+    def asks(self, tool: str, preview: dict[str, Any]) -> bool:
+        """Whether a call of ``tool`` with this ``preview`` (its ``newTabOnly``/``testTabsOnly`` flags) needs the
+        user's decision under the tool's policy."""
+        policy = self.settings.approval_policy(tool)
+        if policy == "never":
+            return False
+        if policy == "unless_new_tab_only":
+            return not preview.get("newTabOnly")
+        if policy == "never_on_test_tabs":
+            return not preview.get("testTabsOnly")
+        return True
+
+    async def open(self, run_id: str, owner: Identity, kind: str, session_id: str | None,
+                   actions: list[dict[str, Any]], context: dict[str, Any]) -> events.Event:
+        """Store an approval ``run_id`` now waits for and return its ``approval_required`` event, which carries the
+        only copy of the resume token (256 random bits; the store keeps its SHA-256)."""
+        token = secrets.token_urlsafe(32)
+        await self.store.create_approval(uuid.uuid4().hex, run_id, token_hash(token), owner, kind, session_id,
+                                         actions, context, time.time() + self.settings.approval_ttl)
+        return events.approval_required(run_id, token, actions)
+
+    async def record_policy(self, run_id: str, owner: Identity, action: dict[str, Any]) -> None:
+        """The audit row of a write its policy lets run without a card (decided by ``policy``)."""
+        await self.store.record(owner, [audit_entry(run_id, action, "approve", "policy")])
+
+
+@dataclass
+class ApprovalSlot:
+    """Where the app keeps its :class:`Approvals`: ``None`` until opened, and without a memory database (then
+    write tools are not offered and nothing can write)."""
+
+    approvals: Approvals | None = None
+
+
+async def open_approvals(store: ApprovalStore, path: str, settings: Settings) -> tuple[Approvals, Any]:
+    """The approval machinery over the memory database at ``path``: the checkpointer gets its own connection
+    (LangGraph's ``AsyncSqliteSaver`` commits on its own; sharing the store's connection would mix its statements
+    into the store's transactions) and its own tables (``checkpoints``, ``writes``). Returns it and the connection
+    to close."""
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    connection = await aiosqlite.connect(path)
+    await connection.execute("PRAGMA busy_timeout=2000")
+    saver = AsyncSqliteSaver(connection)
+    await saver.setup()
+    return Approvals(store, saver, settings), connection
+
+
+def token_hash(token: str) -> str:
+    """The SHA-256 (hex) under which a resume token is stored and looked up."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def audit_entry(run_id: str, action: dict[str, Any], decision: str, decided_by: str,
+                message: str | None = None, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An audit row for one action (arguments redacted of secrets, like previews)."""
+    return {"runId": run_id, "toolCallId": action.get("toolCallId"), "tool": action["tool"],
+            "args": strip_secrets(args if args is not None else action["args"]), "summary": action.get("summary", ""),
+            "decision": decision, "decidedBy": decided_by, "message": message}
+
+
+async def plan_action(registry: ToolRegistry, approvals: Approvals, context: ToolContext, tool: str,
+                      args: Any) -> dict[str, Any]:
+    """One write call planned: ``{tool, args, plannedAt, summary, diff, ask}`` (``ask``: its policy wants a
+    card), or ``{tool, args, plannedAt, refused, code}`` with the failure's sentence and code when its arguments
+    or its target are wrong (it will not run)."""
+    action: dict[str, Any] = {"tool": tool, "args": args, "plannedAt": time.time()}
+    try:
+        shown = await registry.preview(tool, await registry.parse(tool, args), context)
+    except ToolFailure as failure:
+        return {**action, "refused": failure.message, "code": failure.code}
+    return {**action, "summary": shown["summary"], "diff": shown["diff"], "ask": approvals.asks(tool, shown)}
+
+
+class _PlanState(AgentState):
+    approval_plan: NotRequired[Annotated[dict[str, dict[str, Any]], PrivateStateAttr]]
+
+
+@dataclass
+class AgentApproval:
+    """What an agent run with write tools needs: the machinery, the run id (LangGraph thread id), who runs it, the
+    tools' context and the stream; ``resume`` is the decisions to continue with (``None``: a new run)."""
+
+    approvals: Approvals
+    run_id: str
+    owner: Identity
+    registry: ToolRegistry
+    context: ToolContext
+    emit: Emit
+    writes: list[str] = field(default_factory=list)
+    resume: list[dict[str, Any]] | None = None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.run_id}}
+
+    def input(self, messages: list[Any]) -> Any:
+        """The agent's input: the messages of a new run, or the decisions that resume an interrupted one."""
+        if self.resume is not None:
+            return Command(resume={"decisions": self.resume})
+        return {"messages": messages}
+
+    def middleware(self) -> list[AgentMiddleware]:
+        """``HumanInTheLoopMiddleware`` then :class:`ApprovalGate`, in this order: the gate's planning runs before
+        the interrupt (LangChain runs ``after_model`` hooks last to first) and its check inside it, after an edit
+        replaced the arguments (``wrap_tool_call`` hooks nest first to last)."""
+        def asks(request: Any) -> bool:
+            planned = (request.state.get(PLAN_KEY) or {}).get(request.tool_call.get("id") or "")
+            return planned is None or bool(planned.get("ask"))
+
+        interrupt_on = {name: {"allowed_decisions": ["approve", "edit", "reject"], "when": asks}
+                        for name in self.writes}
+        return [HumanInTheLoopMiddleware(interrupt_on=interrupt_on),  # type: ignore[arg-type]
+                ApprovalGate(self)]
+
+    async def pending(self, agent: Any) -> list[dict[str, Any]] | None:
+        """The actions the interrupted run waits for, in the order its decisions are expected, or ``None`` when the
+        run ended (its checkpoints are then deleted)."""
+        snapshot = await agent.aget_state(self.config)
+        if not snapshot.interrupts:
+            await self.approvals.saver.adelete_thread(self.run_id)
+            return None
+        plan = snapshot.values.get(PLAN_KEY) or {}
+        last = next((m for m in reversed(snapshot.values["messages"]) if isinstance(m, AIMessage)), None)
+        calls = last.tool_calls if last is not None else []
+        return [{**plan[call_id], "toolCallId": call_id} for call_id in (call.get("id") or "" for call in calls)
+                if call_id in plan and plan[call_id].get("ask")]
+
+
+class ApprovalGate(AgentMiddleware):
+    """Plans the model's write calls after each model turn (preview on the live flows, policy; a call let through by
+    policy gets its audit row at once) and, around each write tool call, refuses to run one without an approval
+    record made for it: a refused plan, or no decision at all, answers the model instead of writing."""
+
+    state_schema = _PlanState
+
+    def __init__(self, run: AgentApproval):
+        super().__init__()
+        self._run = run
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
+        run = self._run
+        calls = [c for c in (last.tool_calls if last is not None else []) if c["name"] in run.writes and c.get("id")]
+        if not calls:
+            return None
+        plan: dict[str, dict[str, Any]] = {}
+        for call in calls:
+            call_id = call.get("id") or ""
+            action = await plan_action(run.registry, run.approvals, run.context, call["name"], call["args"])
+            if action.get("ask") is False:
+                await run.approvals.record_policy(run.run_id, run.owner, {**action, "toolCallId": call_id})
+            plan[call_id] = action
+        return {PLAN_KEY: plan}
+
+    async def awrap_tool_call(self, request: Any, handler: Callable) -> Any:
+        call = request.tool_call
+        run = self._run
+        if call["name"] not in run.writes:
+            return await handler(request)
+        planned = (request.state.get(PLAN_KEY) or {}).get(call.get("id") or "")
+        problem = None
+        if planned is None:
+            problem = "it was not planned"
+        elif planned.get("refused"):
+            problem = planned["refused"]
+        elif await run.approvals.store.decision(run.run_id, call["id"], planned["plannedAt"]) is None:
+            problem = "nobody approved it"
+        if problem is None:
+            return await handler(request)
+        message = f"The tool {call['name']} did not run: {problem}"
+        await run.emit(events.tool_call(call["name"], call["args"], "agent"))
+        await run.emit(events.tool_result(call["name"], message, ok=False))
+        return ToolMessage(content=message, name=call["name"], tool_call_id=call["id"], status="error")
+
+
+def decisions_for(actions: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The user's decisions (``{type: approve}``, ``{type: edit, args}``, ``{type: reject, message}``) in
+    LangChain's form (``edit`` becomes ``edited_action``), one per action.
+
+    Raises:
+        ServiceError: 400 ``invalid_request`` when the counts differ.
+    """
+    if len(decisions) != len(actions):
+        raise ServiceError("invalid_request", key="invalid_request.decisions",
+                           params={"given": len(decisions), "expected": len(actions)})
+    converted = []
+    for action, decision in zip(actions, decisions, strict=True):
+        if decision["type"] == "edit":
+            converted.append({"type": "edit", "edited_action": {"name": action["tool"], "args": decision["args"]}})
+        elif decision["type"] == "reject":
+            converted.append({"type": "reject", **({"message": decision["message"]} if decision.get("message")
+                                                    else {})})
+        else:
+            converted.append({"type": "approve"})
+    return converted

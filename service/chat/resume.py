@@ -1,0 +1,138 @@
+"""Resuming a run that waits for approval (``POST /ai-sidebar/resume``): check the token and the decisions, record
+them, then continue the run where it stopped, emitting the same events as a chat.
+
+A run is an agent run (continued from its checkpoint with LangChain's ``Command(resume=...)``), a ``@tools:`` call
+(the tool runs, then the model answers with its result), or an execute-tool call (the tool runs).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from service.chat.approvals import Approvals, audit_entry, decisions_for, token_hash
+from service.chat.events import Emit
+from service.chat.pipeline import (
+    ChatDeps,
+    ChatResult,
+    Resume,
+    ToolRun,
+    _agent_answer,
+    _choose_scenario,
+    _prompt,
+    _run_tool,
+    _stream_answer,
+)
+from service.errors import ServiceError
+from service.identity import Identity
+from service.nodered.tooling import ToolFailure
+from service.tools.context import ServiceToolContext
+from service.tools.registry import ToolRegistry, failure_status
+from service.web.schemas import ResumeRequest, SelectedFlow, SelectedNode, StreamChatRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Claimed:
+    """An approval the caller may answer, already marked answered with the decisions in the audit."""
+
+    approval: dict[str, Any]
+    decisions: list[dict[str, Any]]  # the request's decisions, as plain dicts, edited args validated
+
+    @property
+    def run_id(self) -> str:
+        return self.approval["runId"]
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return self.approval["context"]
+
+
+async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, body: ResumeRequest) -> Claimed:
+    """Check a resume request and record its decisions; nothing is recorded when a check fails.
+
+    Raises:
+        ServiceError: 404 ``approval_not_found`` (unknown token, or another owner's: the same answer), 409
+            ``approval_used`` (already answered), 410 ``approval_expired`` (older than ``AI_SIDEBAR_APPROVAL_TTL``),
+            400 ``invalid_request`` (not one decision per action) or ``invalid_params`` (edited arguments wrong).
+    """
+    approval = await approvals.store.approval(token_hash(body.resumeToken))
+    if approval is None or approval["owner"] != owner:
+        raise ServiceError("approval_not_found", status=404)
+    if approval["status"] != "pending":
+        raise ServiceError("approval_used", status=409)
+    if approval["expiresAt"] <= time.time():
+        if approval["kind"] == "agent":
+            await approvals.saver.adelete_thread(approval["runId"])
+        raise ServiceError("approval_expired", status=410, params={"seconds": approvals.settings.approval_ttl})
+    actions = approval["actions"]
+    decisions = [d.model_dump(exclude_none=True) for d in body.decisions]
+    decisions_for(actions, decisions)  # the count
+    audit = []
+    for action, decision in zip(actions, decisions, strict=True):
+        args = None
+        if decision["type"] == "edit":
+            try:
+                decision["args"] = args = await registry.parse(action["tool"], decision["args"])
+            except ToolFailure as failure:
+                raise ServiceError(failure.code, status=failure_status(failure.code),
+                                   **failure.sentence_args()) from None
+        audit.append(audit_entry(approval["runId"], action, decision["type"], "user", decision.get("message"), args))
+    if not await approvals.store.claim_approval(approval["approvalId"], owner, audit):
+        raise ServiceError("approval_used", status=409)
+    return Claimed(approval, decisions)
+
+
+async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
+    """Continue the claimed run, emitting ``tool_call``/``tool_result``/``flow_change``/``token``/``error`` (and
+    ``approval_required`` when it pauses again; not ``done``)."""
+    saved = claimed.context
+    result.scenario, result.language = saved.get("scenario"), saved.get("language")
+    kind = claimed.approval["kind"]
+    if kind == "agent":
+        context = ServiceToolContext(nodered=deps.nodered, flow_id=saved.get("flowId"),
+                                     node_ids=saved.get("nodeIds") or [], user_token=deps.user_token,
+                                     identity=deps.identity, memory=deps.memory, knowledge=deps.knowledge,
+                                     language=saved.get("language"), apply=saved.get("apply", "deploy"))
+        converted = decisions_for(claimed.approval["actions"], claimed.decisions)
+        await _agent_answer([], saved.get("tools") or [], deps, context, emit, result,
+                            Resume(claimed.run_id, converted))
+        return
+    action, decision = claimed.approval["actions"][0], claimed.decisions[0]
+    args = decision.get("args", action["args"])
+    request = StreamChatRequest(
+        message=saved.get("message") or f"@tools:{action['tool']}", scenario=saved.get("scenario"),
+        sessionId=claimed.approval["sessionId"], language=saved.get("language"), apply=saved.get("apply", "deploy"),
+        selectedFlow=SelectedFlow(id=saved["flowId"]) if saved.get("flowId") else None,
+        selectedNodes=[SelectedNode(id=i) for i in saved.get("nodeIds") or []])
+    turn = _choose_scenario(request, deps, result)
+    run = ToolRun(action["tool"], await deps.tools.parse(action["tool"], args))
+    if decision["type"] == "reject":
+        reason = decision.get("message")
+        run.failure = ToolFailure("tool_failed", f"The user rejected running {action['tool']}"
+                                                 + (f": {reason}" if reason else "") + ". Nothing was changed.")
+    else:
+        await _run_tool(run, deps, turn.context, emit)
+        result.tools.append(run.name)
+    if kind == "execute":
+        return
+    turn.tool_run = run
+    await _stream_answer(await _prompt(request, deps, turn, result), deps, emit, result)
+
+
+async def save_continuation(claimed: Claimed, deps: ChatDeps, result: ChatResult) -> None:
+    """Add the continued answer to the run's session (when it remembers); a fault is logged, never raised."""
+    session_id = claimed.approval["sessionId"]
+    if deps.memory is None or not session_id or not claimed.context.get("remember"):
+        return
+    metadata: dict[str, Any] = {"scenario": result.scenario, "tools": result.tools, "language": result.language,
+                                "resumed": claimed.run_id}
+    if result.errors:
+        metadata["errors"] = result.errors
+    try:
+        await deps.memory.append_answer(session_id, deps.identity, result.answer, metadata)
+    except ServiceError as err:
+        log.warning("continued answer of session %s not saved: %s", session_id, err.code)

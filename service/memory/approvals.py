@@ -1,0 +1,138 @@
+"""Runs waiting for a person to approve a write, and the audit of every decision on a write (issue 18), in the
+memory database (tables of migration 3 in :mod:`service.memory.store`, whose connection and write path this uses).
+
+A resume token is stored only as its SHA-256 (``token_hash``); owners are the three identity columns, so an owner
+never reads another owner's approvals or audit.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Any
+
+import aiosqlite
+
+from service.identity import Identity
+from service.memory.store import _OWNED, MemoryStore, MemoryUnavailable
+
+
+class ApprovalStore:
+    """Approval runs and the audit, over an open :class:`MemoryStore` (its connection, its one write lock)."""
+
+    def __init__(self, store: MemoryStore):
+        self._store = store
+
+    @property
+    def _db(self) -> aiosqlite.Connection:
+        return self._store._db
+
+    async def create_approval(self, approval_id: str, run_id: str, token_hash: str, owner: Identity, kind: str,
+                              session_id: str | None, actions: list[dict[str, Any]], context: dict[str, Any],
+                              expires_at: float) -> None:
+        """Store an approval run ``run_id`` waits for (``kind``: ``agent``, ``direct`` for ``@tools:``,
+        ``execute`` for execute-tool; ``token_hash``: the resume token's SHA-256, never the token).
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        scope = _approval_scope(owner)
+        statements = [(
+            "INSERT INTO approval_runs(approval_id, run_id, token_hash, owner_kind, owner, conversation, kind, "
+            "session_id, actions, context, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (approval_id, run_id, token_hash, *scope, kind, session_id, json.dumps(actions, ensure_ascii=False),
+             json.dumps(context, ensure_ascii=False), time.time(), expires_at))]
+        await self._store._write(statements)
+
+    async def approval(self, token_hash: str) -> dict[str, Any] | None:
+        """The approval a resume token's hash names (any owner, any status), or ``None``."""
+        row = await (await self._db.execute("SELECT * FROM approval_runs WHERE token_hash = ?",
+                                            (token_hash,))).fetchone()
+        if row is None:
+            return None
+        owner = Identity(row["owner_kind"], row["owner"], row["conversation"] or None)
+        return {"approvalId": row["approval_id"], "runId": row["run_id"], "owner": owner,
+                "kind": row["kind"], "sessionId": row["session_id"], "actions": json.loads(row["actions"]),
+                "context": json.loads(row["context"]), "status": row["status"], "createdAt": row["created_at"],
+                "expiresAt": row["expires_at"]}
+
+    async def claim_approval(self, approval_id: str, owner: Identity, audit: list[dict[str, Any]]) -> bool:
+        """Mark a pending approval as answered and record the person's decisions (``audit``), in one transaction;
+        ``False`` (nothing written) when the run was already resumed: a resume token works once, also against two
+        requests at the same moment.
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        async with self._store._write_lock:
+            try:
+                await self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    cursor = await self._db.execute(
+                        "UPDATE approval_runs SET status = 'resumed', resumed_at = ? WHERE approval_id = ? AND "
+                        "status = 'pending'", (time.time(), approval_id))
+                    if cursor.rowcount != 1:
+                        await self._db.rollback()
+                        return False
+                    for sql, params in (_audit_statement(owner, entry) for entry in audit):
+                        await self._db.execute(sql, params)
+                except BaseException:
+                    await self._db.rollback()
+                    raise
+                await self._db.commit()
+            except sqlite3.Error as err:
+                raise MemoryUnavailable(str(err)) from None
+        return True
+
+    async def record(self, owner: Identity, audit: list[dict[str, Any]]) -> None:
+        """Add audit rows: each ``{"runId", "toolCallId", "tool", "args", "summary", "decision" (approve, edit,
+        reject), "decidedBy" (user, policy), "message"?}``."""
+        await self._store._write([_audit_statement(owner, entry) for entry in audit])
+
+    async def decision(self, run_id: str, tool_call_id: str, since: float = 0.0) -> dict[str, Any] | None:
+        """The latest audit row of one tool call of a run made at or after ``since`` (Unix seconds: when the call
+        was planned, so that a decision on an earlier call of the same id never counts), or ``None``: no write
+        runs without one."""
+        row = await (await self._db.execute(
+            "SELECT * FROM approval_audit WHERE run_id = ? AND tool_call_id = ? AND created_at >= ? "
+            "ORDER BY id DESC LIMIT 1", (run_id, tool_call_id, since))).fetchone()
+        return _audit_dict(row) if row is not None else None
+
+    async def audit(self, owner: Identity, limit: int = 50) -> list[dict[str, Any]]:
+        """The owner's newest decisions on writes, newest first."""
+        cursor = await self._db.execute(
+            f"SELECT * FROM approval_audit WHERE {_OWNED} ORDER BY id DESC LIMIT ?", (*_approval_scope(owner),
+                                                                                        limit))
+        return [_audit_dict(row) for row in await cursor.fetchall()]
+
+    async def pending_approvals(self, owner: Identity, now: float | None = None) -> list[dict[str, Any]]:
+        """The owner's runs still waiting for a decision and not expired, newest first (without tokens)."""
+        cursor = await self._db.execute(
+            f"SELECT * FROM approval_runs WHERE {_OWNED} AND status = 'pending' AND expires_at > ? "
+            "ORDER BY created_at DESC", (*_approval_scope(owner), now or time.time()))
+        return [{"runId": r["run_id"], "approvalId": r["approval_id"], "sessionId": r["session_id"],
+                 "actions": json.loads(r["actions"]),
+                 "createdAt": r["created_at"], "expiresAt": r["expires_at"]} for r in await cursor.fetchall()]
+
+
+def _approval_scope(owner: Identity) -> tuple[str, str, str]:
+    """The identity columns of an approval's owner (a flow node without a conversation included)."""
+    return owner.kind, owner.name, owner.conversation or ""
+
+
+def _audit_statement(owner: Identity, entry: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    return ("INSERT INTO approval_audit(run_id, tool_call_id, tool, args, summary, decision, decided_by, owner_kind, "
+            "owner, conversation, message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (entry["runId"], entry.get("toolCallId") or "", entry["tool"],
+             json.dumps(entry.get("args") or {}, ensure_ascii=False), entry.get("summary", ""), entry["decision"],
+             entry["decidedBy"], *_approval_scope(owner), entry.get("message"), time.time()))
+
+
+def _audit_dict(row: aiosqlite.Row) -> dict[str, Any]:
+    return {"runId": row["run_id"], "toolCallId": row["tool_call_id"] or None, "tool": row["tool"],
+            "args": json.loads(row["args"]), "summary": row["summary"], "decision": row["decision"],
+            "decidedBy": row["decided_by"], "user": row["owner"] if row["owner_kind"] == "user" else None,
+            "message": row["message"], "createdAt": row["created_at"]}
+
+

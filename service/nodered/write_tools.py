@@ -1,0 +1,440 @@
+"""The core's write tools: add nodes, change a node, delete nodes, create a tab, trigger an inject node.
+
+Each is planned on the live flows (``GET /flows``, v2, with its ``rev``) by a pure function that returns a
+:class:`Change`: a one-sentence ``summary``, a ``diff`` a person can judge, and the whole new configuration. The
+same plan is the tool's preview (shown before the user approves, secrets redacted) and what the tool applies
+(after approval): through the Admin API with the ``rev`` checked (``POST /flows``, deployment type ``nodes``; a
+concurrent deploy answers ``flows_conflict`` and nothing is overwritten), or, for a request from the editor, handed
+back undeployed for the sidebar to apply as one undoable edit (``ToolContext.apply == "editor"``).
+
+``diff`` shape: ``{"added": [node, ...], "removed": [id, ...], "changed": [{"id", "type", "name", "properties":
+{name: {"before", "after"}}}], "wires": {"added": [[source, port, target]], "removed": [...]}}``.
+
+A tab is a *test tab* when its environment holds ``AI_SIDEBAR_TEST_TAB`` set to true (the approval policy
+``never_on_test_tabs`` needs no card for changes that touch only such tabs).
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from service.nodered.client import NodeRedError
+from service.nodered.redaction import strip_secrets
+from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
+
+TEST_TAB_VARIABLE = "AI_SIDEBAR_TEST_TAB"
+PROTECTED_PROPERTIES = frozenset({"id", "type", "z", "credentials"})
+MAX_NODES = 500
+
+
+@dataclass
+class Change:
+    """One planned write.
+
+    Attributes:
+        tool: the write tool that planned it.
+        summary: one sentence for a person.
+        diff: see the module docstring; full nodes, not yet redacted (:meth:`preview` redacts).
+        flows: the whole new flow configuration to deploy; ``None`` for an action that changes no flow
+            (``trigger_inject``).
+        inject: the inject node to trigger, for ``trigger_inject``.
+        new_tab_only: the change only adds a new tab (and nodes wired among themselves on it).
+        test_tabs_only: every tab it touches is a test tab.
+    """
+
+    tool: str
+    summary: str
+    diff: dict[str, Any]
+    flows: list[dict[str, Any]] | None = None
+    inject: str | None = None
+    new_tab_only: bool = False
+    test_tabs_only: bool = False
+    references: frozenset[str] = field(default_factory=frozenset, repr=False)
+
+    def preview(self) -> dict[str, Any]:
+        """``{"summary", "diff", "newTabOnly", "testTabsOnly"}``, every node and property value in the diff
+        redacted of secrets (the two flags are what approval policies read)."""
+        diff = self.diff
+        redacted = {
+            "added": [strip_secrets(node, self.references) for node in diff["added"]],
+            "removed": list(diff["removed"]),
+            "changed": [{**entry, "properties": {
+                name: {side: _redacted_value(entry["type"], name, value, self.references)
+                       for side, value in sides.items()}
+                for name, sides in entry["properties"].items()}} for entry in diff["changed"]],
+            "wires": {"added": list(diff["wires"]["added"]), "removed": list(diff["wires"]["removed"])},
+        }
+        return {"summary": self.summary, "diff": redacted, "newTabOnly": self.new_tab_only,
+                "testTabsOnly": self.test_tabs_only}
+
+
+def _redacted_value(node_type: str | None, name: str, value: Any, references: frozenset[str]) -> Any:
+    return strip_secrets({"type": node_type, name: value}, references).get(name)
+
+
+def _empty_diff() -> dict[str, Any]:
+    return {"added": [], "removed": [], "changed": [], "wires": {"added": [], "removed": []}}
+
+
+def new_id() -> str:
+    """A node id as the editor makes them (``RED.nodes.id()``: 8 random bytes as 16 hex digits)."""
+    return secrets.token_hex(8)
+
+
+def _label(node: dict[str, Any] | None) -> str:
+    if node is None:
+        return "?"
+    return str(node.get("label") or node.get("name") or node["id"])
+
+
+def _describe(node: dict[str, Any]) -> str:
+    name = f' "{node["name"]}"' if node.get("name") else ""
+    return f'{node.get("type")}{name} [{node["id"]}]'
+
+
+def is_test_tab(tab: dict[str, Any] | None) -> bool:
+    """Whether ``tab`` is marked as a test tab (its env holds :data:`TEST_TAB_VARIABLE` = true)."""
+    if tab is None:
+        return False
+    for entry in tab.get("env") or []:
+        if isinstance(entry, dict) and entry.get("name") == TEST_TAB_VARIABLE:
+            return entry.get("value") in (True, "true", "True", "1")
+    return False
+
+
+def _wires(nodes: list[dict[str, Any]]) -> set[tuple[str, int, str]]:
+    found = set()
+    for node in nodes:
+        for port, targets in enumerate(node.get("wires") or []):
+            for target in targets or []:
+                if isinstance(target, str):
+                    found.add((node["id"], port, target))
+    return found
+
+
+def _wire_diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[list[Any]]]:
+    old, new = _wires(before), _wires(after)
+    return {"added": [list(w) for w in sorted(new - old)], "removed": [list(w) for w in sorted(old - new)]}
+
+
+def _invalid(tool: str, parameter: str, detail: str) -> ToolFailure:
+    return ToolFailure("invalid_params", params={"tool": tool, "parameter": parameter, "detail": detail})
+
+
+def _container(by_id: dict[str, dict[str, Any]], flow_id: str, tool: str) -> dict[str, Any]:
+    container = by_id.get(flow_id)
+    if container is None or container.get("type") not in ("tab", "subflow"):
+        tabs = ", ".join(f'"{_label(n)}" ({n["id"]})' for n in by_id.values() if n.get("type") == "tab")
+        raise ToolFailure("flow_not_found", params={"flow_id": flow_id, "tabs": tabs[:2000] or "none"})
+    return container
+
+
+# -- planning (pure functions of the flows and the arguments) ------------------------------------------------------
+
+def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flow_id: str | None = None,
+                   new_tab_label: str | None = None) -> Change:
+    """Add ``nodes`` (a flow export: nodes with ids and wires) to tab ``flow_id`` or to a new tab labelled
+    ``new_tab_label``. Every id is made new; wires, config references and link targets among the given nodes
+    follow; a wire to an existing node is kept, one to an unknown id dropped.
+
+    Raises:
+        ToolFailure: ``flow_not_found``, ``flow_not_selected`` (neither tab given), ``invalid_params``.
+    """
+    tool = "add_nodes"
+    by_id = {n["id"]: n for n in flows}
+    added: list[dict[str, Any]] = []
+    target: dict[str, Any]
+    if new_tab_label:
+        target = {"id": new_id(), "type": "tab", "label": new_tab_label, "disabled": False, "info": ""}
+        added.append(target)
+    elif flow_id:
+        target = _container(by_id, flow_id, tool)
+    else:
+        raise ToolFailure("flow_not_selected")
+    for position, node in enumerate(nodes):
+        if not isinstance(node.get("id"), str) or not node["id"]:
+            raise _invalid(tool, f"nodes.{position}.id", "every node needs an id (wires name them)")
+        if not isinstance(node.get("type"), str) or node["type"] in ("tab", "subflow"):
+            raise _invalid(tool, f"nodes.{position}.type", "every node needs a node type; tabs and subflows are "
+                                                           "not nodes (use new_tab_label for a new tab)")
+    ids = [str(n["id"]) for n in nodes]
+    if len(set(ids)) != len(ids):
+        raise _invalid(tool, "nodes", "node ids must be unique")
+    mapping = {old: new_id() for old in ids}
+    for position, node in enumerate(nodes):
+        added.append(_renumbered(node, mapping, by_id, target["id"], position))
+    external = any(t not in mapping.values() for n in added for port in n.get("wires") or [] for t in port)
+    new_flows = [*flows, *added]
+    diff = _empty_diff()
+    diff["added"] = added
+    diff["wires"] = _wire_diff(flows, new_flows)
+    types = sorted({n["type"] for n in added if n["type"] != "tab"})
+    where = f'a new tab "{new_tab_label}"' if new_tab_label else f'tab "{_label(target)}" [{target["id"]}]'
+    summary = f"Add {len(nodes)} node{'s' if len(nodes) != 1 else ''} ({', '.join(types)}) to {where}."
+    return Change(tool, summary, diff, flows=new_flows, new_tab_only=bool(new_tab_label) and not external,
+                  test_tabs_only=not new_tab_label and is_test_tab(target),
+                  references=frozenset(by_id) | frozenset(mapping.values()))
+
+
+def _renumbered(node: dict[str, Any], mapping: dict[str, str], existing: dict[str, dict[str, Any]], target: str,
+                position: int) -> dict[str, Any]:
+    """A copy of ``node`` with new ids (its own and every reference to another given node) on tab ``target``."""
+    def mapped(value: Any) -> Any:
+        if isinstance(value, str) and value in mapping:
+            return mapping[value]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return [mapping.get(v, v) for v in value]
+        return value
+
+    copied: dict[str, Any] = {}
+    for key, value in copy.deepcopy(node).items():
+        if key in ("id", "z", "credentials"):
+            continue
+        if key == "wires":
+            copied[key] = [[mapping.get(t, t) for t in port if isinstance(t, str) and (t in mapping or t in existing)]
+                           for port in value or [] if isinstance(port, list)]
+        else:
+            copied[key] = mapped(value)
+    copied["id"] = mapping[node["id"]]
+    flow_node = "wires" in node or "x" in node or "y" in node
+    if flow_node or "z" in node:
+        copied["z"] = target
+    if flow_node:
+        copied.setdefault("x", 160 + 180 * (position % 4))
+        copied.setdefault("y", 80 + 60 * (position // 4))
+        copied.setdefault("wires", [])
+    return copied
+
+
+def plan_update_node(flows: list[dict[str, Any]], node_id: str, properties: dict[str, Any]) -> Change:
+    """Set ``properties`` of node ``node_id`` (e.g. a function node's ``func``); ``id``, ``type``, ``z`` and
+    ``credentials`` cannot be changed.
+
+    Raises:
+        ToolFailure: ``node_not_found``, ``invalid_params``.
+    """
+    tool = "update_node"
+    index = {n["id"]: i for i, n in enumerate(flows)}
+    if node_id not in index:
+        raise ToolFailure("node_not_found", params={"node_ids": node_id})
+    before = flows[index[node_id]]
+    after = {**copy.deepcopy(before), **copy.deepcopy(properties)}
+    new_flows = list(flows)
+    new_flows[index[node_id]] = after
+    changed = {name: {"before": before.get(name), "after": value} for name, value in properties.items()
+               if before.get(name) != value}
+    diff = _empty_diff()
+    if changed:
+        diff["changed"] = [{"id": node_id, "type": before.get("type"), "name": before.get("name"),
+                            "properties": changed}]
+    diff["wires"] = _wire_diff([before], [after])
+    by_id = {n["id"]: n for n in flows}
+    tab = by_id.get(before.get("z", ""))
+    where = f' on tab "{_label(tab)}"' if tab is not None else ""
+    what = ", ".join(changed) if changed else "nothing (the values are already set)"
+    return Change(tool, f"Change {what} of {_describe(before)}{where}.", diff, flows=new_flows,
+                  test_tabs_only=is_test_tab(tab) if tab is not None and tab.get("type") == "tab" else False,
+                  references=frozenset(by_id))
+
+
+def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str]) -> Change:
+    """Delete nodes by id, with the wires, group memberships and link targets that point at them.
+
+    Raises:
+        ToolFailure: ``node_not_found`` (some ids match nothing), ``invalid_params`` (a tab or subflow).
+    """
+    tool = "delete_nodes"
+    by_id = {n["id"]: n for n in flows}
+    missing = [i for i in node_ids if i not in by_id]
+    if missing:
+        raise ToolFailure("node_not_found", params={"node_ids": ", ".join(missing)})
+    for node_id in node_ids:
+        if by_id[node_id].get("type") in ("tab", "subflow"):
+            raise _invalid(tool, "node_ids", f"{node_id} is a {by_id[node_id]['type']}; only nodes can be deleted")
+    gone = set(node_ids)
+    new_flows = [_without_references(n, gone) for n in flows if n["id"] not in gone]
+    diff = _empty_diff()
+    diff["removed"] = list(dict.fromkeys(node_ids))
+    diff["wires"] = _wire_diff(flows, new_flows)
+    tabs = {by_id[i].get("z") for i in gone}
+    shown = ", ".join(_describe(by_id[i]) for i in diff["removed"][:10])
+    more = f" and {len(gone) - 10} more" if len(gone) > 10 else ""
+    count = len(diff["removed"])
+    return Change(tool, f"Delete {count} node{'s' if count != 1 else ''}: {shown}{more}.", diff,
+                  flows=new_flows, test_tabs_only=all(is_test_tab(by_id.get(t or "")) for t in tabs),
+                  references=frozenset(by_id))
+
+
+def _without_references(node: dict[str, Any], gone: set[str]) -> dict[str, Any]:
+    """``node`` without wires, group membership (``nodes``, ``g``) or link targets (``links``) to ``gone``."""
+    if not any(key in node for key in ("wires", "nodes", "links", "g")):
+        return node
+    node = dict(node)
+    if isinstance(node.get("wires"), list):
+        node["wires"] = [[t for t in port if t not in gone] if isinstance(port, list) else port
+                         for port in node["wires"]]
+    for key in ("nodes", "links"):
+        if isinstance(node.get(key), list):
+            node[key] = [v for v in node[key] if v not in gone]
+    if node.get("g") in gone:
+        del node["g"]
+    return node
+
+
+def plan_create_tab(flows: list[dict[str, Any]], label: str, info: str = "", disabled: bool = False) -> Change:
+    """A new, empty tab."""
+    tab: dict[str, Any] = {"id": new_id(), "type": "tab", "label": label, "disabled": disabled, "info": info}
+    diff = _empty_diff()
+    diff["added"] = [tab]
+    return Change("create_tab", f'Create a new tab "{label}".', diff, flows=[*flows, tab], new_tab_only=True,
+                  references=frozenset(n["id"] for n in flows) | {tab["id"]})
+
+
+def plan_trigger_inject(flows: list[dict[str, Any]], node_id: str) -> Change:
+    """Trigger deployed inject node ``node_id`` once (its message goes through the running flow).
+
+    Raises:
+        ToolFailure: ``node_not_found``, ``invalid_params`` (not an inject node).
+    """
+    by_id = {n["id"]: n for n in flows}
+    node = by_id.get(node_id)
+    if node is None:
+        raise ToolFailure("node_not_found", params={"node_ids": node_id})
+    if node.get("type") != "inject":
+        raise _invalid("trigger_inject", "node_id", f"{_describe(node)} is not an inject node")
+    tab = by_id.get(node.get("z", ""))
+    where = f' on tab "{_label(tab)}"' if tab is not None else ""
+    return Change("trigger_inject", f"Trigger {_describe(node)}{where} once.", _empty_diff(), inject=node_id,
+                  test_tabs_only=is_test_tab(tab), references=frozenset(by_id))
+
+
+# -- arguments -----------------------------------------------------------------------------------------------------
+
+class AddNodesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    nodes: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_NODES, description=(
+        "the nodes to add, as in a Node-RED flow export: each with an id, a type, its properties, x and y, and "
+        "wires ([[target ids of output 1], ...]) naming other given nodes; ids are replaced by new ones"))
+    flow_id: str | None = Field(None, max_length=128, description="the tab to add them to; default: the tab "
+                                                                  "open in the editor")
+    new_tab_label: str | None = Field(None, min_length=1, max_length=200, description="put them on a new tab "
+                                                                                      "with this label instead")
+
+
+class UpdateNodeArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    node_id: str = Field(max_length=128, description="the node to change")
+    properties: dict[str, Any] = Field(min_length=1, description=(
+        "property name → new value, e.g. {\"func\": \"return msg;\"} for a function node; id, type, z and "
+        "credentials cannot be changed"))
+
+    @field_validator("properties")
+    @classmethod
+    def _changeable(cls, properties: dict[str, Any]) -> dict[str, Any]:
+        protected = sorted(PROTECTED_PROPERTIES & set(properties))
+        if protected:
+            raise ValueError(f"{', '.join(protected)} cannot be changed")
+        return properties
+
+
+class DeleteNodesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    node_ids: list[str] = Field(min_length=1, max_length=MAX_NODES, description="ids of the nodes to delete")
+
+
+class CreateTabArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str = Field(min_length=1, max_length=200, description="the new tab's label")
+    info: str = Field("", max_length=10_000, description="its description (markdown)")
+    disabled: bool = Field(False, description="create it disabled")
+
+
+class TriggerInjectArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    node_id: str = Field(max_length=128, description="id of a deployed inject node")
+
+
+class WriteResult(BaseModel):
+    status: Literal["deployed", "editor", "triggered"] = Field(description=(
+        "deployed: written through the Admin API; editor: handed to the editor undeployed; triggered: the inject "
+        "node fired"))
+    summary: str
+    changes: dict[str, Any] = Field(description="the diff (see the README), plus nodes: the full new nodes")
+    rev: str | None = Field(None, description="the flows revision after the deploy")
+
+
+# -- running -------------------------------------------------------------------------------------------------------
+
+async def _live(ctx: ToolContext) -> tuple[list[dict[str, Any]], str | None]:
+    try:
+        answer = await ctx.nodered.get_flows()
+    except NodeRedError as err:
+        raise ToolFailure(err.code, **err.sentence_args()) from None
+    return answer["flows"], answer.get("rev")
+
+
+async def plan(ctx: ToolContext, tool: str, args: dict[str, Any]) -> tuple[Change, str | None]:
+    """The change ``tool`` would make with parsed ``args`` on the live flows, and their ``rev``.
+
+    Raises:
+        ToolFailure: the planner's failure, or a Node-RED error code.
+    """
+    flows, rev = await _live(ctx)
+    if tool == "add_nodes":
+        return plan_add_nodes(flows, args["nodes"], args.get("flow_id") or (None if args.get("new_tab_label")
+                                                                             else ctx.flow_id),
+                              args.get("new_tab_label")), rev
+    if tool == "update_node":
+        return plan_update_node(flows, args["node_id"], args["properties"]), rev
+    if tool == "delete_nodes":
+        return plan_delete_nodes(flows, args["node_ids"]), rev
+    if tool == "create_tab":
+        return plan_create_tab(flows, args["label"], args.get("info", ""), args.get("disabled", False)), rev
+    if tool == "trigger_inject":
+        return plan_trigger_inject(flows, args["node_id"]), rev
+    raise ToolFailure("unknown_tool", params={"tool": tool, "tools": ", ".join(WRITE_TOOL_NAMES)})
+
+
+async def preview(ctx: ToolContext, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """What ``tool`` would do with ``args``, judged on the live flows (:meth:`Change.preview`: summary, diff with
+    secrets redacted, policy flags). Raises :class:`ToolFailure` as :func:`plan`."""
+    change, _ = await plan(ctx, tool, args)
+    return change.preview()
+
+
+async def apply(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutput:
+    """Plan ``tool`` again on the live flows and apply it: deploy with the ``rev`` checked, hand it to the editor
+    (``ctx.apply == "editor"``, flow changes only), or trigger the inject node.
+
+    Raises:
+        ToolFailure: as :func:`plan`; ``flows_conflict`` when Node-RED's flows changed between reading and
+            deploying (nothing is overwritten).
+    """
+    change, rev = await plan(ctx, tool, args)
+    shown = change.preview()
+    changes = {**shown["diff"], "nodes": shown["diff"]["added"]}
+    try:
+        if change.inject is not None:
+            await ctx.nodered.inject(change.inject)
+            return ToolOutput(data={"status": "triggered", "summary": change.summary, "changes": changes},
+                              text=f"Done: {change.summary}")
+        if ctx.apply == "editor":
+            # The full changes (not redacted) go to the user's own editor, which holds these nodes anyway.
+            full = {**change.diff, "nodes": change.diff["added"]}
+            return ToolOutput(data={"status": "editor", "summary": change.summary, "changes": full},
+                              text=(f"Handed to the Node-RED editor, not deployed: {change.summary} The user sees "
+                                    "it in the editor, can undo it with Ctrl-Z and deploys it when ready."))
+        assert change.flows is not None
+        new_rev = await ctx.nodered.post_flows(change.flows, rev)
+    except NodeRedError as err:
+        raise ToolFailure(err.code, **err.sentence_args()) from None
+    return ToolOutput(data={"status": "deployed", "summary": change.summary, "changes": changes, "rev": new_rev},
+                      text=f"Deployed: {change.summary}")
+
+
+WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject")

@@ -68,6 +68,11 @@ async def test_a_which_node_question_reaches_the_model_with_the_csv_nodes_help(k
     assert calls[0] == {"type": "tool_call", "tool": "search_node_docs",
                         "params": {"query": "which node can I use to parse CSV?"}, "origin": "router"}
     assert events[1]["type"] == "tool_result" and f"csv (node-red@{NODERED_VERSION})" in events[1]["result"]
+    first = events[1]["sources"][0]
+    assert {k: first[k] for k in ("kind", "type", "module", "version")} == {
+        "kind": "node-help", "type": "csv", "module": "node-red", "version": NODERED_VERSION}
+    assert set(first) <= {"kind", "type", "module", "version", "section"}
+    assert all(s["kind"] == "node-help" and s["version"] == NODERED_VERSION for s in events[1]["sources"])
     sent = last_user_text(model)
     assert sent.startswith("which node can I use to parse CSV?")
     assert '<tool_result tool="search_node_docs"' in sent and f"[source: csv (node-red@{NODERED_VERSION})" in sent
@@ -202,3 +207,22 @@ def test_only_a_short_message_with_a_pronoun_is_joined_to_the_previous_question(
                {"role": "assistant", "content": "61."}]
     assert standalone_query(message, history) == expected
     assert standalone_query(message, []) == message
+
+
+async def test_a_knowledge_tool_the_agent_calls_lists_its_sources_on_the_tool_result(kclient, model):
+    model.script(Reply(tool_calls=[{"name": "search_workspace", "arguments": {"query": "scale each reading"}}]),
+                 Reply(text="Found it."))
+    events = await chat(kclient, message="hello there")
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["tool"] == "search_workspace" and result["ok"] is True
+    assert result["sources"] and all(s["kind"] == "workspace" and set(s) == {"kind", "id", "tab", "name",
+                                                                             "nodeType"} for s in result["sources"])
+    node_sources = [s for s in result["sources"] if s["nodeType"] not in ("tab", "subflow")]
+    assert node_sources, result["sources"]
+    assert events[-1]["type"] == "done"
+
+
+async def test_other_tools_results_carry_no_sources(kclient):
+    events = await chat(kclient, message='@tools:get_flow|{"flow_id": "w2"}')
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["tool"] == "get_flow" and result["ok"] is True and "sources" not in result

@@ -31,6 +31,7 @@ from service.knowledge.retrieval import (
     context_message,
     is_follow_up,
     retrieve,
+    sources,
     standalone_query,
     without_model,
 )
@@ -343,7 +344,7 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         return
     for store in found:
         await emit(events.tool_call(store.tool, {"query": store.query}, "router"))
-        await emit(events.tool_result(store.tool, store.text, ok=True))
+        await emit(events.tool_result(store.tool, store.text, ok=True, sources=sources(store.hits)))
         result.tools.append(store.tool)
     turn.retrieved = found
 
@@ -415,7 +416,7 @@ async def _run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, e
         await emit(events.tool_result(run.name, failure.message, ok=False))
         await emit(error_event(failure))
         return
-    await emit(events.tool_result(run.name, run.output.text, ok=True))
+    await emit(events.tool_result(run.name, run.output.text, ok=True, sources=run.output.sources))
 
 
 async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps: ChatDeps,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from service.knowledge.base import Knowledge
 from service.knowledge.index import Hit
@@ -66,6 +67,34 @@ def cite(hit: Hit) -> str:
     if meta.get("section"):
         parts.append(f'workspace summary, {meta["section"]}')
     return ", ".join(parts) or hit.source
+
+
+def source(hit: Hit) -> dict[str, Any] | None:
+    """A hit as a link target for the sidebar (contracts16 A): ``{"kind": "node-help", "type", "module",
+    "version", "section"?}`` or ``{"kind": "workspace", "id", "tab", "name", "nodeType"}``; ``None`` for a chunk of
+    the workspace summary (it is about no one node)."""
+    meta = hit.metadata
+    if hit.store == "docs":
+        found = {"kind": "node-help", "type": meta.get("type"), "module": meta.get("module"),
+                 "version": meta.get("version")}
+        return found | ({"section": meta["section"]} if meta.get("section") else {})
+    if meta.get("nodeId"):
+        return {"kind": "workspace", "id": meta["nodeId"], "tab": meta.get("flowLabel"), "name": meta.get("name"),
+                "nodeType": meta.get("type")}
+    if meta.get("flowId"):
+        return {"kind": "workspace", "id": meta["flowId"], "tab": meta.get("flowLabel"),
+                "name": meta.get("flowLabel"), "nodeType": meta.get("flowType", "tab")}
+    return None
+
+
+def sources(hits: list[Hit]) -> list[dict[str, Any]]:
+    """The distinct :func:`source` of each hit, in rank order."""
+    found: list[dict[str, Any]] = []
+    for hit in hits:
+        entry = source(hit)
+        if entry is not None and entry not in found:
+            found.append(entry)
+    return found
 
 
 def hits_text(hits: list[Hit], limit: int = STORE_TEXT_LIMIT) -> str:

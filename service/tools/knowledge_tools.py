@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.knowledge.base import Knowledge
 from service.knowledge.index import Hit
 from service.knowledge.refresher import KnowledgeRefresher
-from service.knowledge.retrieval import DOCS_TOOL, WORKSPACE_TOOL, cite, hits_text
+from service.knowledge.retrieval import DOCS_TOOL, WORKSPACE_TOOL, cite, hits_text, sources
 from service.nodered.tooling import Tool, ToolFailure, ToolOutput
 from service.tools.context import ServiceToolContext as ToolContext
 
@@ -41,14 +41,14 @@ async def search_node_docs(ctx: ToolContext, query: str, type: str | None = None
     pool = limit * 8 if type or module else limit
     hits = [hit for hit in await knowledge.docs.search(wanted, language, pool)
             if (not type or hit.metadata.get("type") == type) and (not module or hit.metadata.get("module") == module)]
-    return ToolOutput(data=_data(hits[:limit]), text=hits_text(hits[:limit]))
+    return ToolOutput(data=_data(hits[:limit]), text=hits_text(hits[:limit]), sources=sources(hits[:limit]))
 
 
 async def search_workspace(ctx: ToolContext, query: str, limit: int = 5) -> ToolOutput:
     """BM25-ranked chunks of the user's workspace: tabs, subflows, groups, config nodes, code, comments, info
     texts and the summary's exact counts."""
     hits = await _open(ctx)[0].workspace.search(query, ctx.language, limit)
-    return ToolOutput(data=_data(hits), text=hits_text(hits))
+    return ToolOutput(data=_data(hits), text=hits_text(hits), sources=sources(hits))
 
 
 class DocsArgs(BaseModel):

@@ -60,6 +60,10 @@ class Settings(EnvSettings):
                                      description="seconds between refreshes of the knowledge index from Node-RED "
                                                  "(0: no automatic refresh, only POST /ai-sidebar/knowledge/reindex)")
 
+    embedding_model: str | None = Field(None, validation_alias="AI_SIDEBAR_EMBEDDING_MODEL",
+                                        description="embedding model of AI_PROVIDER for the knowledge index's "
+                                                    "vector ranking (unset: full-text ranking alone)")
+
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
 

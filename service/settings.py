@@ -60,6 +60,12 @@ class Settings(EnvSettings):
                                      description="seconds between refreshes of the knowledge index from Node-RED "
                                                  "(0: no automatic refresh, only POST /ai-sidebar/knowledge/reindex)")
 
+    knowledge_min_relevance: float = Field(0.25, ge=0, le=1, validation_alias="AI_SIDEBAR_KNOWLEDGE_MIN_RELEVANCE",
+                                           description="share of a question's search terms a retrieved chunk must "
+                                                       "hold to reach the model (0: keep every chunk)")
+    router_model: bool = Field(False, validation_alias="AI_SIDEBAR_ROUTER_MODEL",
+                               description="ask the model which knowledge store a message needs when no keyword "
+                                           "phrase decides (one more model call before such an answer)")
     embedding_model: str | None = Field(None, validation_alias="AI_SIDEBAR_EMBEDDING_MODEL",
                                         description="embedding model of AI_PROVIDER for the knowledge index's "
                                                     "vector ranking (unset: full-text ranking alone)")

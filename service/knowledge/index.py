@@ -285,6 +285,13 @@ class KnowledgeIndex:
         ranked = sorted((i for i in scores if i in by_id), key=lambda i: -scores[i])
         return [Hit(**{**by_id[i].__dict__, "score": scores[i]}) for i in ranked]
 
+    async def holds(self, store: str, language: str) -> bool:
+        """Whether ``store`` has any chunk in ``language`` (an index never refreshed has none)."""
+        row = await (await self._db.execute(
+            "SELECT 1 FROM knowledge_sources WHERE store = ? AND language = ? AND chunks > 0 LIMIT 1",
+            (store, language))).fetchone()
+        return row is not None
+
     async def chunks(self, store: str, language: str, source: str) -> list[Hit]:
         """Every chunk of one source, in the order written."""
         rows = await (await self._db.execute(

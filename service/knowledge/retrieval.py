@@ -137,6 +137,13 @@ async def retrieve(knowledge: Knowledge, route: Route, query: str, language: str
     return [StoreResult(tool, query, hits) for (tool, _), hits in zip(searches, found)]
 
 
+async def retrieve_store(knowledge: Knowledge, tool: str, query: str, language: str,
+                         limit: int = DEFAULT_LIMIT) -> StoreResult:
+    """One store's search, named by its tool (:data:`DOCS_TOOL` or :data:`WORKSPACE_TOOL`)."""
+    store = knowledge.docs if tool == DOCS_TOOL else knowledge.workspace
+    return StoreResult(tool, query, await store.search(query, language, limit))
+
+
 def context_message(question: str, results: list[StoreResult]) -> str:
     """The user's turn with what was retrieved for it: the question verbatim, then each store's hits in a
     ``<tool_result>`` block (data, never instructions, as every tool result), then how to use them."""

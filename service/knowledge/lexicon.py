@@ -12,6 +12,13 @@ from pathlib import Path
 DEFAULT_LANGUAGE = "en-US"
 
 
+def bundled_locales() -> Path:
+    """The ``locales`` folder inside the installed package (``service/locales`` in a wheel), else the checkout's
+    (as :func:`service.settings.bundled`, which the MCP server may not import)."""
+    package = Path(__file__).resolve().parents[1]
+    return package / "locales" if (package / "locales").is_dir() else package.parent / "locales"
+
+
 @dataclass(frozen=True)
 class Lexicon:
     """One language's words: router phrases for each store, the search stopwords, synonyms for a retry

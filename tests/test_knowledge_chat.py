@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 
 from service.knowledge.grading import grade, relevance
+from service.knowledge.lexicon import Lexicons
 from service.knowledge.retrieval import standalone_query
 from service.knowledge.router import Route, Router
 from service.settings import NodeRedSettings, Settings
@@ -15,7 +16,7 @@ from service.web.app import create_app
 from service.web.keys import KNOWLEDGE
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
-from tests.support.nodered import NODERED_VERSION, NodeRed, example_flows, free_port
+from tests.support.nodered import NODERED_VERSION, REPO, NodeRed, example_flows, free_port
 from tests.support.sse import read_events
 from tests.support.workspaces import workspace
 
@@ -290,3 +291,23 @@ async def test_the_routers_model_fallback_gets_only_the_latest_message(
 
 def last_user_text_of(request) -> str:
     return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+
+
+@pytest.mark.parametrize("language", sorted(p.parent.name for p in (REPO / "locales").glob("*/scenarios.json")))
+def test_every_shipped_language_has_its_own_no_model_notice(language):
+    lexicon = Lexicons(REPO / "locales").get(language)
+    assert lexicon.language == language and "AI_PROVIDER" in lexicon.no_model_notice
+    assert "ai-config" in lexicon.no_model_notice
+    english = Lexicons(REPO / "locales").get("en-US").no_model_notice
+    assert (lexicon.no_model_notice == english) == (language == "en-US")
+
+
+async def test_with_no_model_the_notice_is_in_the_users_language(aiohttp_client, workspace_nodered, model, tmp_path):
+    settings = knowledge_settings(workspace_nodered, model, tmp_path, openai_api_key=None, openai_base_url=None)
+    client = await aiohttp_client(create_app(settings))
+    await client.server.app[KNOWLEDGE].refresher.refresh()
+    events = await chat(client, message="Welcher Node wandelt CSV in ein Objekt um?", language="de")
+    answer = next(e for e in events if e["type"] == "token")["content"]
+    assert "[source: csv (node-red@" in answer
+    assert answer.endswith(Lexicons(REPO / "locales").get("de").no_model_notice)
+    assert "Für eine ausformulierte Antwort wird ein Modell benötigt" in answer

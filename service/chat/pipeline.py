@@ -59,6 +59,7 @@ TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get_flow without flow_id 
                       "get_node_info without node_ids reads the selected nodes. Call a tool only when the answer "
                       "needs the user's own flows, nodes, settings or memory.")
 # Tool failures after which answering makes no sense: the user must change the request.
+# English fallback of ``noModelNotice`` in locales/<lang>/knowledge.json.
 NO_MODEL_NOTICE = ("A model is needed for a written answer: the text above is what was found in the installed "
                    "nodes' help or your workspace. Configure a provider (AI_PROVIDER and its key) in the assistant "
                    "service or in an ai-config node.")
@@ -423,7 +424,10 @@ async def _answer_without_model(deps: ChatDeps, turn: Turn, emit: Emit, result: 
     except ServiceError as err:
         if err.code != "provider_not_configured":
             return False
-        text = without_model(turn.retrieved, NO_MODEL_NOTICE)
+        notice = NO_MODEL_NOTICE
+        if deps.knowledge is not None and deps.knowledge.knowledge is not None:
+            notice = deps.knowledge.knowledge.lexicons.get(turn.catalog.language).no_model_notice or notice
+        text = without_model(turn.retrieved, notice)
         result.answer += text
         await emit(events.token(text))
         return True

@@ -31,8 +31,8 @@ def embedder_for(provider: str, model: str | None, api_key: SecretStr | None, ba
     if provider in OPENAI_STYLE:
         from langchain_openai import OpenAIEmbeddings
 
-        return OpenAIEmbeddings(model=model, api_key=api_key, base_url=base_url, check_embedding_ctx_length=False,
-                                request_timeout=timeout, max_retries=1)
+        return OpenAIEmbeddings(model=model, openai_api_key=api_key, openai_api_base=base_url,
+                                check_embedding_ctx_length=False, request_timeout=timeout, max_retries=1)
     if provider == "google":
         from langchain_google_genai import GoogleGenerativeAIEmbeddings
 

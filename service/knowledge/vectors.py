@@ -149,8 +149,8 @@ class EmbeddingIndex:
         """The matrices of every store and language: chunk ids and their unit vectors."""
         rows = await (await self._db.execute(
             "SELECT c.id, c.store, c.language, c.title, c.text FROM knowledge_chunks c")).fetchall()
-        vectors = dict(await (await self._db.execute(
-            "SELECT hash, vector FROM knowledge_embeddings WHERE model = ?", (self.model,))).fetchall())
+        vectors: dict[str, bytes] = {row[0]: row[1] for row in await (await self._db.execute(
+            "SELECT hash, vector FROM knowledge_embeddings WHERE model = ?", (self.model,))).fetchall()}
         grouped: dict[tuple[str, str], tuple[list[int], list[np.ndarray]]] = {}
         for chunk_id, store, language, title, text in rows:
             blob = vectors.get(text_hash(embedded_text(title, text)))

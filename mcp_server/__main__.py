@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import hmac
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -79,13 +80,14 @@ def main(argv: list[str] | None = None) -> None:
     except SettingsError as err:
         print(f"nodered-mcp: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    knowledge_db = os.environ.get("MCP_KNOWLEDGE_DB") or ":memory:"
     if args.transport == "stdio":
-        build_server(config).run("stdio")
+        build_server(config, knowledge_db=knowledge_db).run("stdio")
         return
 
     import uvicorn
 
-    server = build_server(config, host=http.host, port=http.port)
+    server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db)
     app: ASGIApp = server.streamable_http_app()
     if http.token is not None:
         app = BearerAuth(app, http.token.get_secret_value())

@@ -70,6 +70,15 @@ class Settings(EnvSettings):
                               description="seconds a resume token of a run waiting for approval stays valid")
     approval: dict[str, ApprovalPolicy] = Field(default_factory=dict, validation_alias="AI_SIDEBAR_APPROVAL",
                                                 description="write tool name → approval policy (default always)")
+    knowledge_min_relevance: float = Field(0.25, ge=0, le=1, validation_alias="AI_SIDEBAR_KNOWLEDGE_MIN_RELEVANCE",
+                                           description="share of a question's search terms a retrieved chunk must "
+                                                       "hold to reach the model (0: keep every chunk)")
+    router_model: bool = Field(False, validation_alias="AI_SIDEBAR_ROUTER_MODEL",
+                               description="ask the model which knowledge store a message needs when no keyword "
+                                           "phrase decides (one more model call before such an answer)")
+    embedding_model: str | None = Field(None, validation_alias="AI_SIDEBAR_EMBEDDING_MODEL",
+                                        description="embedding model of AI_PROVIDER for the knowledge index's "
+                                                    "vector ranking (unset: full-text ranking alone)")
 
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")

@@ -1,6 +1,7 @@
-"""The import structure the design fixes: the MCP server loads only the Node-RED core, the core imports nothing else
-of the service, and no two of the service's modules import each other in a circle (module-level imports; those
-under ``if TYPE_CHECKING:`` and inside functions run later, so they cannot make a circle at import time)."""
+"""The import structure the design fixes: the MCP server loads only the Node-RED core and the knowledge package
+(which itself depends only on the core), the core imports nothing else of the service, and no two of the
+service's modules import each other in a circle (module-level imports; those under ``if TYPE_CHECKING:`` and
+inside functions run later, so they cannot make a circle at import time)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,11 @@ def loaded_service_modules(module: str) -> list[str]:
     return json.loads(done.stdout)
 
 
+MCP_PACKAGES = ("service.nodered", "service.knowledge")
+
+
 def outside_the_core(modules: list[str]) -> list[str]:
-    return [m for m in modules if m != "service" and m != "service.nodered" and not m.startswith("service.nodered.")]
+    return [m for m in modules if m != "service" and not any(m == p or m.startswith(p + ".") for p in MCP_PACKAGES)]
 
 
 @pytest.mark.parametrize("module", [
@@ -35,9 +39,10 @@ def outside_the_core(modules: list[str]) -> list[str]:
     "mcp_server.server",
     "mcp_server.__main__",
 ])
-def test_the_mcp_server_loads_only_the_node_red_core(module):
+def test_the_mcp_server_loads_only_the_node_red_core_and_the_knowledge(module):
     loaded = loaded_service_modules(module)
     assert "service.nodered.tools" in loaded or module == "mcp_server"
+    assert "service.knowledge.tools" in loaded or module == "mcp_server"
     assert outside_the_core(loaded) == []
 
 
@@ -75,6 +80,14 @@ def test_the_node_red_core_imports_nothing_else_of_the_service():
     core = {m for m in graph.modules if m == "service.nodered" or m.startswith("service.nodered.")}
     reaches = {imported for module in core for imported in graph.find_modules_directly_imported_by(module)}
     assert sorted(reaches - core) == []
+
+
+def test_the_knowledge_package_imports_only_the_node_red_core():
+    graph = grimp.build_graph("service", cache_dir=None)
+    knowledge = {m for m in graph.modules if m == "service.knowledge" or m.startswith("service.knowledge.")}
+    reaches = {imported for module in knowledge for imported in graph.find_modules_directly_imported_by(module)}
+    assert sorted(m for m in reaches - knowledge if m != "service.nodered" and not m.startswith("service.nodered.")
+                  ) == []
 
 
 def test_no_import_cycle_among_the_service_modules():

@@ -7,6 +7,8 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
+from service.knowledge.grading import grade, relevance
+from service.knowledge.lexicon import Lexicons
 from service.knowledge.retrieval import standalone_query
 from service.knowledge.router import Route, Router
 from service.settings import NodeRedSettings, Settings
@@ -14,7 +16,7 @@ from service.web.app import create_app
 from service.web.keys import KNOWLEDGE
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
-from tests.support.nodered import NODERED_VERSION, NodeRed, example_flows, free_port
+from tests.support.nodered import NODERED_VERSION, REPO, NodeRed, example_flows, free_port
 from tests.support.sse import read_events
 from tests.support.workspaces import workspace
 
@@ -68,6 +70,11 @@ async def test_a_which_node_question_reaches_the_model_with_the_csv_nodes_help(k
     assert calls[0] == {"type": "tool_call", "tool": "search_node_docs",
                         "params": {"query": "which node can I use to parse CSV?"}, "origin": "router"}
     assert events[1]["type"] == "tool_result" and f"csv (node-red@{NODERED_VERSION})" in events[1]["result"]
+    first = events[1]["sources"][0]
+    assert {k: first[k] for k in ("kind", "type", "module", "version")} == {
+        "kind": "node-help", "type": "csv", "module": "node-red", "version": NODERED_VERSION}
+    assert set(first) <= {"kind", "type", "module", "version", "section"}
+    assert all(s["kind"] == "node-help" and s["version"] == NODERED_VERSION for s in events[1]["sources"])
     sent = last_user_text(model)
     assert sent.startswith("which node can I use to parse CSV?")
     assert '<tool_result tool="search_node_docs"' in sent and f"[source: csv (node-red@{NODERED_VERSION})" in sent
@@ -90,9 +97,9 @@ async def test_the_router_reads_only_the_latest_message_and_a_follow_up_is_searc
     seen: list[object] = []
 
     class RecordingRouter(Router):
-        async def route(self, message, language=None):
+        async def route(self, message, language=None, fallback=None):
             seen.append(message)
-            return await super().route(message, language)
+            return await super().route(message, language, fallback)
 
     slot = kclient.server.app[KNOWLEDGE]
     slot.router = RecordingRouter(slot.knowledge.lexicons)
@@ -202,3 +209,105 @@ def test_only_a_short_message_with_a_pronoun_is_joined_to_the_previous_question(
                {"role": "assistant", "content": "61."}]
     assert standalone_query(message, history) == expected
     assert standalone_query(message, []) == message
+
+
+async def test_a_knowledge_tool_the_agent_calls_lists_its_sources_on_the_tool_result(kclient, model):
+    model.script(Reply(tool_calls=[{"name": "search_workspace", "arguments": {"query": "scale each reading"}}]),
+                 Reply(text="Found it."))
+    events = await chat(kclient, message="hello there")
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["tool"] == "search_workspace" and result["ok"] is True
+    assert result["sources"] and all(s["kind"] == "workspace" and set(s) == {"kind", "id", "tab", "name",
+                                                                             "nodeType"} for s in result["sources"])
+    node_sources = [s for s in result["sources"] if s["nodeType"] not in ("tab", "subflow")]
+    assert node_sources, result["sources"]
+    assert events[-1]["type"] == "done"
+
+
+async def test_other_tools_results_carry_no_sources(kclient):
+    events = await chat(kclient, message='@tools:get_flow|{"flow_id": "w2"}')
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["tool"] == "get_flow" and result["ok"] is True and "sources" not in result
+
+
+async def test_a_question_that_finds_nothing_is_retried_once_with_the_lexicons_synonyms(
+        aiohttp_client, workspace_nodered, model, tmp_path):
+    settings = knowledge_settings(workspace_nodered, model, tmp_path, openai_api_key=None, openai_base_url=None)
+    client = await aiohttp_client(create_app(settings))
+    await client.server.app[KNOWLEDGE].refresher.refresh()
+    events = await chat(client, message="which node can I use to postpone stuff?")
+    calls = [e for e in events if e["type"] == "tool_call"]
+    assert [c["params"]["query"] for c in calls] == ["which node can I use to postpone stuff?",
+                                                     "which node can I use to postpone stuff? delay"]
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert results[0]["result"] == "No match." and results[0]["sources"] == []
+    assert results[1]["sources"][0]["type"] == "delay"
+    assert "[source: delay (node-red@" in next(e for e in events if e["type"] == "token")["content"]
+
+
+async def test_the_retry_uses_the_models_rewrite_when_a_model_is_configured(kclient, model):
+    model.script(Reply(text="delay rate limit messages"), Reply(text="Use the delay node."))
+    events = await chat(kclient, message="which node lets me throttle?")
+    calls = [e["params"]["query"] for e in events if e["type"] == "tool_call"]
+    assert calls == ["which node lets me throttle?", "delay rate limit messages"]
+    rewrite = model.requests[0]["messages"]
+    assert [m["role"] for m in rewrite] == ["system", "user"] and rewrite[1]["content"] == calls[0]
+    assert "[source: delay (node-red@" in last_user_text_of(model.requests[1])
+
+
+async def test_chunks_under_the_relevance_threshold_are_dropped(kclient):
+    knowledge = kclient.server.app[KNOWLEDGE].knowledge
+    lexicon = knowledge.lexicons.get("en-US")
+    query = "parse CSV into objects"
+    hits = await knowledge.docs.search(query, "en-US", 10)
+    scores = [relevance(query, hit, lexicon.stopwords) for hit in hits]
+    assert max(scores) == 1.0 and min(scores) < 1.0
+    assert grade(hits, query, lexicon, 1.0) == [hit for hit, score in zip(hits, scores) if score == 1.0]
+    assert grade(hits, query, lexicon, 0) == hits
+    delay = (await knowledge.docs.search("delay", "en-US", 1))[0]
+    assert relevance("spreadsheet export", delay, lexicon.stopwords) == 0
+
+
+async def test_the_routers_model_fallback_gets_only_the_latest_message(
+        aiohttp_client, workspace_nodered, model, tmp_path):
+    client = await aiohttp_client(create_app(knowledge_settings(workspace_nodered, model, tmp_path,
+                                                                router_model=True)))
+    await client.server.app[KNOWLEDGE].refresher.refresh()
+    model.script(Reply(text="workspace"), Reply(text="It holds the greenhouse sensors."))
+    history = [{"role": "user", "content": "how many function nodes do I have?"},
+               {"role": "assistant", "content": "Many."}]
+    events = await chat(client, message="Tell me about Area 2", history=history)
+    classify = model.requests[0]["messages"]
+    assert [m["role"] for m in classify] == ["system", "user"]
+    assert classify[1]["content"] == "Tell me about Area 2"
+    assert "function nodes" not in str(classify)
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["search_workspace"]
+    # A phrase that decides never asks the model.
+    model.reset()
+    model.script(Reply(text="Use the csv node."))
+    await chat(client, message="which node can I use to parse CSV?")
+    assert len(model.requests) == 1
+
+
+def last_user_text_of(request) -> str:
+    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+
+
+@pytest.mark.parametrize("language", sorted(p.parent.name for p in (REPO / "locales").glob("*/scenarios.json")))
+def test_every_shipped_language_has_its_own_no_model_notice(language):
+    lexicon = Lexicons(REPO / "locales").get(language)
+    assert lexicon.language == language and "AI_PROVIDER" in lexicon.no_model_notice
+    assert "ai-config" in lexicon.no_model_notice
+    english = Lexicons(REPO / "locales").get("en-US").no_model_notice
+    assert (lexicon.no_model_notice == english) == (language == "en-US")
+
+
+async def test_with_no_model_the_notice_is_in_the_users_language(aiohttp_client, workspace_nodered, model, tmp_path):
+    settings = knowledge_settings(workspace_nodered, model, tmp_path, openai_api_key=None, openai_base_url=None)
+    client = await aiohttp_client(create_app(settings))
+    await client.server.app[KNOWLEDGE].refresher.refresh()
+    events = await chat(client, message="Welcher Node wandelt CSV in ein Objekt um?", language="de")
+    answer = next(e for e in events if e["type"] == "token")["content"]
+    assert "[source: csv (node-red@" in answer
+    assert answer.endswith(Lexicons(REPO / "locales").get("de").no_model_notice)
+    assert "Für eine ausformulierte Antwort wird ein Modell benötigt" in answer

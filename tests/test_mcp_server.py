@@ -24,7 +24,8 @@ from service.nodered.client import NodeRedClient, NodeRedCredentials
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
-ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types"}
+ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types",
+             "search_node_docs", "search_workspace"}
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
 HTTP_TOKEN = "mcp-http-token-for-tests-0123"
 
@@ -53,7 +54,7 @@ def text_of(result) -> str:
 
 
 async def assert_every_tool_answers_from(session: ClientSession, nodered) -> None:
-    """List the six tools and call each; the answers must carry the real version, tab ids and node types."""
+    """List the eight tools and call each; the answers must carry the real version, tab ids and node types."""
     listed = await session.list_tools()
     assert {tool.name for tool in listed.tools} == ALL_TOOLS
     for tool in listed.tools:
@@ -91,6 +92,17 @@ async def assert_every_tool_answers_from(session: ClientSession, nodered) -> Non
     assert {"inject", "debug", "function", "mqtt in"} <= set(entries)
     assert entries["inject"]["version"] == NODERED_VERSION
     assert text_of(types).startswith(f"{len(entries)} node types from 1 module:")
+
+    docs = await session.call_tool("search_node_docs", {"query": "parse CSV", "limit": 3})
+    assert not docs.isError, text_of(docs)
+    first = docs.structuredContent["results"][0]
+    assert first["metadata"]["type"] == "csv" and first["citation"].startswith(f"csv (node-red@{NODERED_VERSION})")
+    assert f"[source: csv (node-red@{NODERED_VERSION})" in text_of(docs)
+    functions = sum(1 for n in nodered.flows if n.get("type") == "function")
+    counts = await session.call_tool("search_workspace", {"query": "how many nodes of each type"})
+    assert not counts.isError, text_of(counts)
+    assert counts.structuredContent["results"][0]["key"] == "summary#counts"
+    assert not functions or f"function: {functions} nodes" in text_of(counts)
 
 
 async def test_stdio_session_lists_all_tools_and_each_answers_from_real_node_red(nodered):

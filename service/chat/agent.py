@@ -82,7 +82,7 @@ def _runner(registry: ToolRegistry, name: str, context: ToolContext, emit: Emit,
         except ToolFailure as failure:
             await emit(events.tool_result(name, failure.message, ok=False))
             return f"The tool {name} failed: {failure.message}"
-        await emit(events.tool_result(name, output.text, ok=True))
+        await emit(events.tool_result(name, output.text, ok=True, sources=output.sources))
         await announce_change(registry, name, output.data, emit)
         return f'<tool_result tool="{name}">\n{registry.for_model(name, output.text)}\n</tool_result>'
 

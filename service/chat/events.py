@@ -16,6 +16,7 @@ Emit = Callable[[Event], Awaitable[None]]
 Origin = Literal["direct", "keyword", "agent", "router"]
 
 PREVIEW_LIMIT = 8_000  # characters of a tool result shown to the user in a tool_result event
+SOURCES_LIMIT = 20     # sources listed on one tool_result event (contracts16 A)
 
 
 class Answer(Protocol):
@@ -37,9 +38,16 @@ def tool_call(tool: str, params: Any, origin: Origin) -> Event:
     return {"type": "tool_call", "tool": tool, "params": params, "origin": origin}
 
 
-def tool_result(tool: str, text: str, ok: bool) -> Event:
-    """After a tool ran: its text (or failure sentence) bounded to :data:`PREVIEW_LIMIT` characters."""
-    return {"type": "tool_result", "tool": tool, "result": bounded(text, PREVIEW_LIMIT), "ok": ok}
+def tool_result(tool: str, text: str, ok: bool, sources: list[dict[str, Any]] | None = None) -> Event:
+    """After a tool ran: its text (or failure sentence) bounded to :data:`PREVIEW_LIMIT` characters.
+
+    ``sources`` (the knowledge tools only; see :func:`service.knowledge.retrieval.sources`): where the result came
+    from, at most :data:`SOURCES_LIMIT`, for the sidebar's links; the key is absent when ``None``.
+    """
+    event = {"type": "tool_result", "tool": tool, "result": bounded(text, PREVIEW_LIMIT), "ok": ok}
+    if sources is not None:
+        event["sources"] = sources[:SOURCES_LIMIT]
+    return event
 
 
 def usage(chunk: Any) -> dict[str, int] | None:

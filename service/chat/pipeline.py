@@ -7,6 +7,7 @@ Every run emits events through ``emit`` and always ends with exactly one ``done`
 from __future__ import annotations
 
 import ast
+import asyncio
 import logging
 import re
 import sqlite3
@@ -26,12 +27,16 @@ from service.chat.prompts import describe_flow, describe_nodes, history_messages
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
 from service.errors import ServiceError, error_event
 from service.identity import ANONYMOUS, Identity
+from service.knowledge.grading import grade, rewrite
 from service.knowledge.refresher import KnowledgeSlot
 from service.knowledge.retrieval import (
+    DOCS_TOOL,
     StoreResult,
     context_message,
     is_follow_up,
     retrieve,
+    retrieve_store,
+    sources,
     standalone_query,
     without_model,
 )
@@ -55,9 +60,16 @@ TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get_flow without flow_id 
                       "get_node_info without node_ids reads the selected nodes. Call a tool only when the answer "
                       "needs the user's own flows, nodes, settings or memory.")
 # Tool failures after which answering makes no sense: the user must change the request.
+# English fallback of ``noModelNotice`` in locales/<lang>/knowledge.json.
 NO_MODEL_NOTICE = ("A model is needed for a written answer: the text above is what was found in the installed "
                    "nodes' help or your workspace. Configure a provider (AI_PROVIDER and its key) in the assistant "
                    "service or in an ai-config node.")
+ROUTER_PROMPT = ("Classify the user's message for a Node-RED assistant. Answer with one word: docs (about node "
+                 "types, what a node does, how to do something with nodes), workspace (about the user's own flows, "
+                 "tabs, nodes, counts, where something is used), both, or neither.")
+REWRITE_PROMPT = ("The search query below found nothing relevant in Node-RED's node help or the user's flows. Rewrite "
+                  "it as a short keyword query in the same language, using the words Node-RED's documentation would "
+                  "use (node type names, properties). Answer with the query only.")
 FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
                               "invalid_params", "unknown_tool"})
 
@@ -325,13 +337,16 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
 async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
                     emit: Emit) -> None:
     """Routed retrieval: the router reads the latest user message alone (never the history); the stores it names
-    are searched with a standalone query (a follow-up is joined to the previous question) and what was read is
-    shown as ``tool_call``/``tool_result`` events of origin ``router``. The workspace is searched only for a
-    request that may use tools (an ``ai-chat`` node whose config withholds them gets the node help alone)."""
+    are searched with a standalone query (a follow-up is joined to the previous question), each chunk is graded
+    and dropped under ``AI_SIDEBAR_KNOWLEDGE_MIN_RELEVANCE``, and a store left with nothing is searched once more
+    with a rewritten query (seed 002). Every search is shown as ``tool_call``/``tool_result`` events of origin
+    ``router``. The workspace is searched only for a request that may use tools (an ``ai-chat`` node whose config
+    withholds them gets the node help alone)."""
     slot = deps.knowledge
     if slot is None or slot.knowledge is None or slot.router is None or slot.refresher is None:
         return
-    route = await slot.router.route(request.message, turn.catalog.language)
+    fallback = _route_by_model(deps) if deps.settings.router_model else None
+    route = await slot.router.route(request.message, turn.catalog.language, fallback)
     if route is Route.NEITHER:
         return
     if not deps.tools_enabled:
@@ -343,16 +358,68 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         turn.history = await _history(request, deps, result)
         query = standalone_query(request.message, turn.history)
     language = await slot.refresher.docs_language(turn.catalog.language)
+    lexicon = slot.knowledge.lexicons.get(turn.catalog.language)
+    threshold = deps.settings.knowledge_min_relevance
     try:
-        found = [r for r in await retrieve(slot.knowledge, route, query, language) if r.hits]
+        found = await retrieve(slot.knowledge, route, query, language)
+        for store in found:
+            store.hits = grade(store.hits, query, lexicon, threshold)
+        # An index that holds nothing yet (never refreshed) has nothing a rewrite could find.
+        retry = [store for store in found if not store.hits and await slot.knowledge.index.holds(
+            "docs" if store.tool == DOCS_TOOL else "workspace", language if store.tool == DOCS_TOOL else "")]
+        rewritten = await rewrite(query, lexicon, _rewrite_by_model(deps)) if retry else None
+        retried = []
+        if rewritten is not None:
+            for store in retry:
+                again = await retrieve_store(slot.knowledge, store.tool, rewritten, language)
+                again.hits = grade(again.hits, rewritten, lexicon, threshold)
+                retried.append(again)
     except sqlite3.Error as err:  # a locked or damaged index: answer without it, as without memory
         log.warning("knowledge not searched: %s", err)
         return
-    for store in found:
+    # A store that found nothing is shown only when it was retried: the user sees the first query, then the
+    # rewritten one.
+    shown = [store for store in found if store.hits or retried] + retried
+    for store in shown:
         await emit(events.tool_call(store.tool, {"query": store.query}, "router"))
-        await emit(events.tool_result(store.tool, store.text, ok=True))
+        await emit(events.tool_result(store.tool, store.text, ok=True, sources=sources(store.hits)))
         result.tools.append(store.tool)
-    turn.retrieved = found
+    turn.retrieved = [store for store in found + retried if store.hits]
+
+
+def _route_by_model(deps: ChatDeps) -> Callable[[str], Awaitable[Route | None]] | None:
+    """The router's model fallback (``AI_SIDEBAR_ROUTER_MODEL``): the request's model classifies the one message
+    it is given; ``None`` (undecided) when no model is configured or it fails or answers something else."""
+    async def classify(message: str) -> Route | None:
+        answer = await _ask_model(deps, ROUTER_PROMPT, message)
+        word = (answer or "").strip().strip(".").casefold()
+        return next((route for route in Route if route.value == word), None)
+    return classify
+
+
+def _rewrite_by_model(deps: ChatDeps) -> Callable[[str], Awaitable[str | None]] | None:
+    """The rewrite of a query that found nothing, by the request's model (``None`` when none is configured)."""
+    try:
+        deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
+    except ServiceError:
+        return None
+
+    async def rewrite_query(query: str) -> str | None:
+        return await _ask_model(deps, REWRITE_PROMPT, query)
+    return rewrite_query
+
+
+async def _ask_model(deps: ChatDeps, instruction: str, text: str) -> str | None:
+    """One short model call (``instruction`` as system prompt, ``text`` as the one user message) within
+    ``AI_LLM_TIMEOUT``; ``None`` when no model is configured or the call fails (the caller has a fallback)."""
+    try:
+        model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
+        async with asyncio.timeout(deps.settings.llm_timeout):
+            answer = await model.ainvoke([SystemMessage(instruction), HumanMessage(text)])
+    except Exception as err:  # noqa: BLE001 - any provider fault: the deterministic path decides
+        log.info("knowledge model step skipped (%s)", type(err).__name__)
+        return None
+    return answer.text if isinstance(answer.text, str) else answer.text()
 
 
 async def _answer_without_model(deps: ChatDeps, turn: Turn, emit: Emit, result: ChatResult) -> bool:
@@ -364,7 +431,10 @@ async def _answer_without_model(deps: ChatDeps, turn: Turn, emit: Emit, result: 
     except ServiceError as err:
         if err.code != "provider_not_configured":
             return False
-        text = without_model(turn.retrieved, NO_MODEL_NOTICE)
+        notice = NO_MODEL_NOTICE
+        if deps.knowledge is not None and deps.knowledge.knowledge is not None:
+            notice = deps.knowledge.knowledge.lexicons.get(turn.catalog.language).no_model_notice or notice
+        text = without_model(turn.retrieved, notice)
         result.answer += text
         await emit(events.token(text))
         return True
@@ -422,7 +492,7 @@ async def _run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, e
         await emit(events.tool_result(run.name, failure.message, ok=False))
         await emit(error_event(failure))
         return
-    await emit(events.tool_result(run.name, run.output.text, ok=True))
+    await emit(events.tool_result(run.name, run.output.text, ok=True, sources=run.output.sources))
     await announce_change(deps.tools, run.name, run.output.data, emit)
 
 

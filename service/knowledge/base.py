@@ -8,8 +8,9 @@ import asyncio
 from pathlib import Path
 
 from service.knowledge.docs import DocsStore
-from service.knowledge.index import KnowledgeIndex, RefreshReport, VectorIndex
+from service.knowledge.index import KnowledgeIndex, RefreshReport
 from service.knowledge.lexicon import Lexicons
+from service.knowledge.vectors import Embedder
 from service.knowledge.workspace import WorkspaceStore
 from service.nodered.client import NodeRedClient
 
@@ -28,9 +29,11 @@ class Knowledge:
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, db_path: str | Path, locales_dir: Path, vectors: VectorIndex | None = None) -> Knowledge:
-        """Open the knowledge tables in the memory database at ``db_path`` (``MEMORY_DB_PATH``)."""
-        return cls(await KnowledgeIndex.open(db_path, vectors), Lexicons(locales_dir))
+    async def open(cls, db_path: str | Path, locales_dir: Path, embedder: Embedder | None = None,
+                   embedding_model: str | None = None) -> Knowledge:
+        """Open the knowledge tables in the memory database at ``db_path`` (``MEMORY_DB_PATH``); with an
+        ``embedder`` (a LangChain embeddings client for ``embedding_model``) vector similarity joins the ranking."""
+        return cls(await KnowledgeIndex.open(db_path, embedder, embedding_model), Lexicons(locales_dir))
 
     async def refresh(self, client: NodeRedClient, language: str = "en-US") -> list[RefreshReport]:
         """Bring the docs of ``language`` and the workspace up to the running Node-RED; concurrent calls queue.

@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import aiosqlite
 
 from service.knowledge.text import TOKENIZER, fts_query, search_text
+from service.knowledge.vectors import Embedder, EmbeddingIndex
 
 SCHEMA_VERSION = 1
 TITLE_WEIGHT, TEXT_WEIGHT = 4.0, 1.0
@@ -96,17 +97,17 @@ class SourceInfo:
 
 
 class VectorIndex(Protocol):
-    """The seam for vector similarity (none is configured yet): told about every chunk written and removed, asked
-    for the nearest chunk ids of a query. Implementations keep their own storage."""
+    """Vector similarity beside FTS5 (:class:`service.knowledge.vectors.EmbeddingIndex`): told when chunks
+    changed (it reads them from the same tables), asked for the nearest chunk ids of a query."""
 
-    async def upsert(self, chunks: Sequence[tuple[int, str]]) -> None:
-        """Index (chunk id, text) pairs."""
+    def changed(self) -> None:
+        """Chunks were written or removed (called after the transaction; must not block)."""
 
-    async def delete(self, chunk_ids: Sequence[int]) -> None:
-        """Forget these chunk ids."""
+    async def nearest(self, query: str, store: str, language: str, limit: int) -> list[int]:
+        """Up to ``limit`` chunk ids of ``store`` in ``language``, nearest first (``[]``: none known)."""
 
-    async def nearest(self, query: str, chunk_ids: Sequence[int] | None, limit: int) -> list[int]:
-        """Up to ``limit`` chunk ids, nearest first; ``chunk_ids`` restricts the candidates when given."""
+    async def close(self) -> None:
+        """Stop background work."""
 
 
 class KnowledgeIndex:
@@ -115,25 +116,32 @@ class KnowledgeIndex:
 
     Args:
         db: an open aiosqlite connection.
-        vectors: an optional :class:`VectorIndex` fused into :meth:`search`.
+        vectors: an optional :class:`VectorIndex` fused into :meth:`search` (see :meth:`attach`).
     """
 
     def __init__(self, db: aiosqlite.Connection, vectors: VectorIndex | None = None):
         self._db = db
-        self._vectors = vectors
+        self.vectors = vectors
         self._closed = False
         self._write_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: str | Path, vectors: VectorIndex | None = None) -> KnowledgeIndex:
-        """Open (creating the tables of a new or older schema) the knowledge tables in the database at ``path``."""
+    async def open(cls, path: str | Path, embedder: Embedder | None = None,
+                   embedding_model: str | None = None) -> KnowledgeIndex:
+        """Open (creating the tables of a new or older schema) the knowledge tables in the database at ``path``;
+        with an ``embedder`` (and its ``embedding_model`` name), vector similarity is fused into the ranking."""
         path = str(path)
         if path != ":memory:":
             Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = await aiosqlite.connect(path)
         db.row_factory = aiosqlite.Row
-        index = cls(db, vectors)
+        index = cls(db)
         await index._setup()
+        if embedder is not None:
+            vectors = EmbeddingIndex(db, embedder, embedding_model or "default", index._write_lock)
+            await vectors.setup()
+            index.vectors = vectors
+            vectors.changed()  # chunks indexed before the model was configured get their vectors
         return index
 
     async def _setup(self) -> None:
@@ -156,6 +164,8 @@ class KnowledgeIndex:
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self.vectors is not None:
+                await self.vectors.close()
             await self._db.close()
 
     # -- sources -------------------------------------------------------------------------------------
@@ -179,19 +189,15 @@ class KnowledgeIndex:
         async with self._write_lock:
             await self._db.execute("BEGIN IMMEDIATE")
             try:
-                removed = await self._delete_chunks(store, language, source)
-                written: list[tuple[int, str]] = []
+                await self._delete_chunks(store, language, source)
                 for chunk in chunks:
                     cursor = await self._db.execute(
                         "INSERT INTO knowledge_chunks(store, language, source, key, title, text, metadata) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (store, language, source, chunk.key, chunk.title, chunk.text,
                          json.dumps(chunk.metadata, ensure_ascii=False)))
-                    chunk_id = cursor.lastrowid
-                    assert chunk_id is not None
                     await self._db.execute("INSERT INTO knowledge_chunks_fts(rowid, title, body) VALUES (?, ?, ?)",
-                                           (chunk_id, search_text(chunk.title), search_text(chunk.text)))
-                    written.append((chunk_id, f"{chunk.title}\n{chunk.text}"))
+                                           (cursor.lastrowid, search_text(chunk.title), search_text(chunk.text)))
                 await self._db.execute(
                     "INSERT OR REPLACE INTO knowledge_sources(store, language, source, fingerprint, metadata, "
                     "chunks, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -201,9 +207,8 @@ class KnowledgeIndex:
                 await self._db.rollback()
                 raise
             await self._db.commit()
-        if self._vectors is not None:
-            await self._vectors.delete(removed)
-            await self._vectors.upsert(written)
+        if self.vectors is not None:
+            self.vectors.changed()
         return len(chunks)
 
     async def delete_source(self, store: str, language: str, source: str) -> None:
@@ -211,15 +216,15 @@ class KnowledgeIndex:
         async with self._write_lock:
             await self._db.execute("BEGIN IMMEDIATE")
             try:
-                removed = await self._delete_chunks(store, language, source)
+                await self._delete_chunks(store, language, source)
                 await self._db.execute("DELETE FROM knowledge_sources WHERE store = ? AND language = ? AND source = ?",
                                        (store, language, source))
             except BaseException:
                 await self._db.rollback()
                 raise
             await self._db.commit()
-        if self._vectors is not None:
-            await self._vectors.delete(removed)
+        if self.vectors is not None:
+            self.vectors.changed()
 
     async def _delete_chunks(self, store: str, language: str, source: str) -> list[int]:
         rows = await (await self._db.execute(
@@ -248,20 +253,23 @@ class KnowledgeIndex:
         match = fts_query(query, stopwords)
         if match is None:
             return []
-        pool = limit * 4 if self._vectors is not None else limit
+        pool = limit * 4 if self.vectors is not None else limit
         rows = await (await self._db.execute(
             f"SELECT c.*, bm25(knowledge_chunks_fts, {TITLE_WEIGHT}, {TEXT_WEIGHT}) AS rank "
             "FROM knowledge_chunks_fts JOIN knowledge_chunks c ON c.id = knowledge_chunks_fts.rowid "
             "WHERE knowledge_chunks_fts MATCH ? AND c.store = ? AND c.language = ? ORDER BY rank LIMIT ?",
             (match, store, language, pool))).fetchall()
         hits = [_hit(row, -row["rank"]) for row in rows]
-        if self._vectors is None:
+        if self.vectors is None:
             return hits
         return (await self._fuse(query, store, language, hits, limit))[:limit]
 
     async def _fuse(self, query: str, store: str, language: str, hits: list[Hit], limit: int) -> list[Hit]:
-        assert self._vectors is not None
-        near = await self._vectors.nearest(query, None, limit * 4)
+        """FTS5's and the vectors' rankings fused by reciprocal rank: score = Σ 1 / (RRF_K + rank)."""
+        assert self.vectors is not None
+        near = await self.vectors.nearest(query, store, language, limit * 4)
+        if not near:
+            return hits
         scores: dict[int, float] = {}
         for ranking in ([hit.id for hit in hits], near):
             for rank, chunk_id in enumerate(ranking):
@@ -276,6 +284,13 @@ class KnowledgeIndex:
             by_id.update({row["id"]: _hit(row, 0.0) for row in rows})
         ranked = sorted((i for i in scores if i in by_id), key=lambda i: -scores[i])
         return [Hit(**{**by_id[i].__dict__, "score": scores[i]}) for i in ranked]
+
+    async def holds(self, store: str, language: str) -> bool:
+        """Whether ``store`` has any chunk in ``language`` (an index never refreshed has none)."""
+        row = await (await self._db.execute(
+            "SELECT 1 FROM knowledge_sources WHERE store = ? AND language = ? AND chunks > 0 LIMIT 1",
+            (store, language))).fetchone()
+        return row is not None
 
     async def chunks(self, store: str, language: str, source: str) -> list[Hit]:
         """Every chunk of one source, in the order written."""

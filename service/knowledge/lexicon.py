@@ -1,23 +1,35 @@
 """The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword
-phrases (``router.docs``, ``router.workspace``) and the stopwords left out of search queries."""
+phrases (``router.docs``, ``router.workspace``), the stopwords left out of search queries, the ``synonyms`` a
+query that found nothing is retried with (a word → the words node help uses for it; optional) and the
+``noModelNotice`` sentence shown when no model is configured (optional; English otherwise)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_LANGUAGE = "en-US"
 
 
+def bundled_locales() -> Path:
+    """The ``locales`` folder inside the installed package (``service/locales`` in a wheel), else the checkout's
+    (as :func:`service.settings.bundled`, which the MCP server may not import)."""
+    package = Path(__file__).resolve().parents[1]
+    return package / "locales" if (package / "locales").is_dir() else package.parent / "locales"
+
+
 @dataclass(frozen=True)
 class Lexicon:
-    """One language's words: router phrases for each store and the search stopwords."""
+    """One language's words: router phrases for each store, the search stopwords, synonyms for a retry
+    (casefolded) and the no-model notice (``""``: none in this language)."""
 
     language: str
     docs: tuple[str, ...]
     workspace: tuple[str, ...]
     stopwords: frozenset[str]
+    synonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    no_model_notice: str = ""
 
 
 class Lexicons:
@@ -36,9 +48,14 @@ class Lexicons:
             if not isinstance(router, dict) or not isinstance(data.get("stopwords"), list):
                 raise ValueError(f"{path}: expected {{router: {{docs, workspace}}, stopwords}}")
             language = path.parent.name
-            self._by_language[language] = Lexicon(language, tuple(router.get("docs", ())),
-                                                  tuple(router.get("workspace", ())),
-                                                  frozenset(word.casefold() for word in data["stopwords"]))
+            synonyms = data.get("synonyms", {})
+            if not isinstance(synonyms, dict) or not all(isinstance(v, list) for v in synonyms.values()):
+                raise ValueError(f"{path}: expected synonyms as {{word: [words]}}")
+            self._by_language[language] = Lexicon(
+                language, tuple(router.get("docs", ())), tuple(router.get("workspace", ())),
+                frozenset(word.casefold() for word in data["stopwords"]),
+                {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
+                str(data.get("noModelNotice", "")))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from service.knowledge.base import Knowledge
 from service.knowledge.index import Hit
@@ -68,6 +69,34 @@ def cite(hit: Hit) -> str:
     return ", ".join(parts) or hit.source
 
 
+def source(hit: Hit) -> dict[str, Any] | None:
+    """A hit as a link target for the sidebar (contracts16 A): ``{"kind": "node-help", "type", "module",
+    "version", "section"?}`` or ``{"kind": "workspace", "id", "tab", "name", "nodeType"}``; ``None`` for a chunk of
+    the workspace summary (it is about no one node)."""
+    meta = hit.metadata
+    if hit.store == "docs":
+        found = {"kind": "node-help", "type": meta.get("type"), "module": meta.get("module"),
+                 "version": meta.get("version")}
+        return found | ({"section": meta["section"]} if meta.get("section") else {})
+    if meta.get("nodeId"):
+        return {"kind": "workspace", "id": meta["nodeId"], "tab": meta.get("flowLabel"), "name": meta.get("name"),
+                "nodeType": meta.get("type")}
+    if meta.get("flowId"):
+        return {"kind": "workspace", "id": meta["flowId"], "tab": meta.get("flowLabel"),
+                "name": meta.get("flowLabel"), "nodeType": meta.get("flowType", "tab")}
+    return None
+
+
+def sources(hits: list[Hit]) -> list[dict[str, Any]]:
+    """The distinct :func:`source` of each hit, in rank order."""
+    found: list[dict[str, Any]] = []
+    for hit in hits:
+        entry = source(hit)
+        if entry is not None and entry not in found:
+            found.append(entry)
+    return found
+
+
 def hits_text(hits: list[Hit], limit: int = STORE_TEXT_LIMIT) -> str:
     """Hits as text, each headed by its source, bounded to ``limit`` characters; ``No match.`` for none."""
     if not hits:
@@ -106,6 +135,13 @@ async def retrieve(knowledge: Knowledge, route: Route, query: str, language: str
         searches.append((WORKSPACE_TOOL, asyncio.ensure_future(knowledge.workspace.search(query, language, limit))))
     found = await asyncio.gather(*(task for _, task in searches))
     return [StoreResult(tool, query, hits) for (tool, _), hits in zip(searches, found)]
+
+
+async def retrieve_store(knowledge: Knowledge, tool: str, query: str, language: str,
+                         limit: int = DEFAULT_LIMIT) -> StoreResult:
+    """One store's search, named by its tool (:data:`DOCS_TOOL` or :data:`WORKSPACE_TOOL`)."""
+    store = knowledge.docs if tool == DOCS_TOOL else knowledge.workspace
+    return StoreResult(tool, query, await store.search(query, language, limit))
 
 
 def context_message(question: str, results: list[StoreResult]) -> str:

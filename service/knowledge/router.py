@@ -93,9 +93,11 @@ class Router:
             return Route.WORKSPACE
         return None
 
-    async def route(self, message: str, language: str | None = None) -> Route:
-        """:meth:`classify`, then the fallback when undecided, then ``neither``."""
+    async def route(self, message: str, language: str | None = None, fallback: Fallback | None = None) -> Route:
+        """:meth:`classify`, then the fallback when undecided (``fallback``, e.g. the request's model, else the
+        router's own), then ``neither``. The fallback gets ``message`` alone."""
         decided = self.classify(message, language)
-        if decided is None and self._fallback is not None:
-            decided = await self._fallback(message)
+        fallback = fallback or self._fallback
+        if decided is None and fallback is not None:
+            decided = await fallback(message)
         return decided or Route.NEITHER

@@ -50,7 +50,7 @@ def _owner_chunks(ws: WorkspaceFacts, owner: dict[str, Any]) -> list[Chunk]:
     overview += [label(node) for node in members]
     chunks = [Chunk(f"{owner['id']}#overview", f'{kind} "{name}"', "\n".join(overview), place)]
     for node in members:
-        meta = {**place, "nodeId": node["id"], "type": node.get("type")}
+        meta = {**place, "nodeId": node["id"], "type": node.get("type"), "name": node.get("name") or None}
         if node.get("type") == "group":
             inside = [ws.index.by_id.get(i) for i in node.get("nodes") or [] if isinstance(i, str)]
             text = "\n".join(label(n) for n in inside if n)
@@ -73,7 +73,8 @@ def _config_chunks(ws: WorkspaceFacts) -> list[Chunk]:
         text = "\n".join([f"scope: {ws.where(config)}", "settings: " + _settings(strip_secrets(config, references)),
                           f"used by {len(users)} nodes:"] + [f"{label(u)} on {ws.where(u)}" for u in users])
         chunks.append(Chunk(f"{config['id']}#config", f"config node {label(config)}", text,
-                            {"nodeId": config["id"], "type": config.get("type")}))
+                            {"nodeId": config["id"], "type": config.get("type"),
+                             "name": config.get("name") or None}))
     return chunks
 
 

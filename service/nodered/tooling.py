@@ -44,10 +44,12 @@ class ToolContext:
 
 @dataclass
 class ToolOutput:
-    """``data``: JSON-able structured result; ``text``: the compact form sent to a model."""
+    """``data``: JSON-able structured result; ``text``: the compact form sent to a model; ``sources``: where the
+    result came from, for the user's links (the knowledge tools'; ``None`` for the others)."""
 
     data: dict[str, Any]
     text: str
+    sources: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,10 @@ from service.chat.approvals import ApprovalSlot, open_approvals
 from service.chat.scenarios import ScenarioCatalog
 from service.errors import ServiceError, error_middleware
 from service.knowledge.base import Knowledge
+from service.knowledge.embeddings import embedder_for
 from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
 from service.knowledge.router import Router
-from service.llm.providers import ChatModelFactory
+from service.llm.providers import ChatModelFactory, ProviderConfig
 from service.memory.approvals import ApprovalStore
 from service.memory.store import MemorySlot, MemoryStore
 from service.nodered.client import NodeRedClient
@@ -164,7 +165,10 @@ async def _knowledge(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     slot = app[KNOWLEDGE]
     try:
-        knowledge = await Knowledge.open(settings.memory_db_path, settings.locales_dir)
+        config = ProviderConfig.from_settings(settings)
+        embedder = embedder_for(config.provider, settings.embedding_model, config.api_key, config.base_url)
+        knowledge = await Knowledge.open(settings.memory_db_path, settings.locales_dir, embedder,
+                                         settings.embedding_model)
     except (OSError, sqlite3.Error) as err:
         log.error("knowledge index in %s cannot be opened (%s); answers will not be grounded in the installed "
                   "nodes' help or the workspace", settings.memory_db_path, err)

@@ -53,6 +53,12 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
                               None if kept is None else 100 * kept, 100, "%", higher_is_better=True))
     targets.append(Target("memory", f"search p50 over {results['memory_search']['messages']:,} messages",
                           results["memory_search"]["search_ms"]["p50"], 10, "ms"))
+    if "knowledge" in results:
+        kb = results["knowledge"]
+        targets.append(Target("knowledge", f"retrieval p50 at {kb['retrieval']['chunks']:,} chunks",
+                              kb["retrieval"]["ms"]["p50"], 30, "ms"))
+        targets.append(Target("knowledge", "labelled questions, right help in top 3 (FTS alone)",
+                              100 * kb["recall_at_3"]["fts"]["rate"], 95, "%", higher_is_better=True))
     targets.append(Target("cold_start", "cold start to /healthz 200, median of runs (MCP child on)",
                           results["cold_start"]["mcp_on"]["median_s"], 2, "s"))
     return targets
@@ -124,6 +130,16 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
               f"{_f(cold['mcp_off']['median_s'], 2)} s without; first answer's first token after spawn: median "
               f"{_f(cold['mcp_on']['first_token_median_s'], 2)} s with, "
               f"{_f(cold['mcp_off']['first_token_median_s'], 2)} s without"]
+    if "knowledge" in results:
+        kb = results["knowledge"]
+        ws, ret, rec = kb["workspace_build"], kb["retrieval"], kb["recall_at_3"]
+        lines += ["", f"5. Knowledge: retrieval (router + search + grading) at {ret['chunks']:,} chunks: p50 "
+                      f"{_f(ret['ms']['p50'], 2)} ms, p95 {_f(ret['ms']['p95'], 2)} ms ({ret['searches']} searches, "
+                      f"filled in {_f(ret['fill_s'])} s, {_f(ret['db_mb'])} MB)",
+                  f"   workspace of {ws['nodes']} nodes indexed in {_f(ws['build_s'], 2)} s ({ws['chunks']} chunks); "
+                  f"refresh with nothing changed {_f(ws['unchanged_refresh_ms'], 2)} ms",
+                  f"   recall@3 of {rec['fts']['questions']} labelled questions: FTS alone {_pct(rec['fts']['rate'])}, "
+                  f"fused with scripted embeddings {_pct(rec['fused']['rate'])}"]
     lines += ["", "Targets:"] + [t.line() for t in targets]
     breakdown = prompt.get("breakdown_tokens_per_request")
     if breakdown:

@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.support.nodered import NODERED_HOME, REPO
 
-from . import coldstart, concurrency, latency, memory_search, profiling, prompt_size
+from . import coldstart, concurrency, knowledge, latency, memory_search, profiling, prompt_size
 from .client import Sample, stream_service
 from .report import Target, evaluate, render
 from .stack import SERVICE_TOKEN, Stack
@@ -112,6 +112,12 @@ async def main() -> int:
             fill_limit=min(150, max(30, left() - 200)), search_limit=40, target_p50_ms=10,
             profile_to=profiles_dir / "profile-memory-search.txt")
         phase_done("memory_search", started)
+
+        started = time.monotonic()
+        print("bench: 5. knowledge index ...", file=sys.stderr, flush=True)
+        results["knowledge"] = await knowledge.run(stack.nodered.url, chunks=5_000 if QUICK else 100_000,
+                                                   rounds=1 if QUICK else 3, workdir=workdir / "knowledge")
+        phase_done("knowledge", started)
 
         started = time.monotonic()
         print("bench: 4. cold start ...", file=sys.stderr, flush=True)

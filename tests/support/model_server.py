@@ -6,13 +6,23 @@ chat-streaming): with ``stream: true`` it answers ``text/event-stream`` chunks `
 ``finish_reason``, a usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``.
 
 Tests queue replies with :meth:`ScriptedModelServer.script` and read what the client sent in ``requests``.
+
+``POST /v1/embeddings`` (https://platform.openai.com/docs/api-reference/embeddings) answers deterministic vectors:
+a hashed bag of words (:func:`embed`) in which the words of one :data:`CONCEPTS` entry share a bucket, so that a
+paraphrase ("spreadsheet" for "csv") lands near the text it paraphrases, as a real embedding model's would.
+Its requests are in ``embedding_requests``.
 The server runs on its own event loop in a thread, so a service in another process can use it too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
+import math
+import re
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -55,6 +65,26 @@ class Reply:
         return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words) if w or i == 0]
 
 
+EMBEDDING_DIMENSIONS = 256
+# Words a real embedding model would place together: each row's words share one bucket (the first word's).
+CONCEPTS: tuple[tuple[str, ...], ...] = (
+    ("csv", "spreadsheet", "spreadsheets", "comma", "tabular"),
+    ("delay", "postpone", "slow", "throttle", "wait"),
+    ("exec", "command", "shell", "terminal", "program"),
+)
+_CONCEPT_OF = {word: row[0] for row in CONCEPTS for word in row}
+
+
+def embed(text: str) -> list[float]:
+    """A unit vector of :data:`EMBEDDING_DIMENSIONS`: each word (after :data:`CONCEPTS`) adds 1 to its bucket."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"\w+", text.casefold()):
+        word = _CONCEPT_OF.get(word, word)
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % EMBEDDING_DIMENSIONS] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
 DEFAULT_REPLY = Reply(text="This is a scripted answer from the test model server.")
 
 
@@ -66,6 +96,8 @@ class ScriptedModelServer:
         self._queue: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_status = 200
         self.default = DEFAULT_REPLY
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -86,6 +118,8 @@ class ScriptedModelServer:
             self._queue = []
             self.requests.clear()
             self.headers.clear()
+            self.embedding_requests.clear()
+            self.embedding_status = 200
             self.default = DEFAULT_REPLY
 
     def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
@@ -102,6 +136,7 @@ class ScriptedModelServer:
             asyncio.set_event_loop(self._loop)
             app = web.Application()
             app.router.add_post("/v1/chat/completions", self._handle)
+            app.router.add_post("/v1/embeddings", self._embeddings)
             self._runner = web.AppRunner(app)
             self._loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, "127.0.0.1", port)
@@ -122,6 +157,27 @@ class ScriptedModelServer:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        with self._lock:
+            self.embedding_requests.append(body)
+            status = self.embedding_status
+        if status != 200:
+            return web.json_response({"error": {"message": "scripted error", "type": "scripted",
+                                                "code": str(status)}}, status=status)
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for index, text in enumerate(inputs):
+            vector = embed(text if isinstance(text, str) else " ".join(map(str, text)))
+            if body.get("encoding_format") == "base64":
+                value: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            else:
+                value = vector
+            data.append({"object": "embedding", "index": index, "embedding": value})
+        tokens = sum(len(str(text).split()) for text in inputs)
+        return web.json_response({"object": "list", "data": data, "model": body.get("model", "scripted"),
+                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

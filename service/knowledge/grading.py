@@ -1,0 +1,68 @@
+"""Seed 002's corrective loop for retrieved chunks: each chunk graded for relevance to the query and dropped under
+a threshold; when nothing relevant remains, the query is rewritten once (by a model when one is given, else with
+the lexicon's synonyms) and searched again.
+
+The grade is deterministic: the share of the query's terms (after the lexicon's normalisation: stopwords out, CJK
+as bigrams, see :func:`service.knowledge.text.query_terms`) that the chunk's title or text holds, a term counting
+when a word of the chunk starts with its first :data:`~service.knowledge.text.PREFIX_CHARS` characters, as the
+full-text query matches it. A vector neighbour that shares no word with the query grades 0 and is dropped: a
+threshold of 0 keeps everything retrieved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable
+
+from service.knowledge.index import Hit
+from service.knowledge.lexicon import Lexicon
+from service.knowledge.text import PREFIX_CHARS, query_terms, search_text
+
+DEFAULT_THRESHOLD = 0.25
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+Rewriter = Callable[[str], Awaitable[str | None]]
+
+
+def _stem(term: str) -> str:
+    return term if len(term) < 4 else term[:min(PREFIX_CHARS, len(term) - 1)]
+
+
+def relevance(query: str, hit: Hit, stopwords: Iterable[str] = ()) -> float:
+    """The share (0..1) of ``query``'s terms found in ``hit``'s title or text; 0 for a query of stopwords only."""
+    terms = query_terms(query, stopwords)
+    if not terms:
+        return 0.0
+    words = {word.casefold() for word in _WORD.findall(search_text(f"{hit.title}\n{hit.text}"))}
+    stems = {_stem(word) for word in words}
+    found = sum(1 for term in terms if term in words or _stem(term) in stems
+                or any(word.startswith(_stem(term)) for word in words))
+    return found / len(terms)
+
+
+def grade(hits: list[Hit], query: str, lexicon: Lexicon, threshold: float = DEFAULT_THRESHOLD) -> list[Hit]:
+    """The hits whose :func:`relevance` to ``query`` is at least ``threshold``, in their order."""
+    if threshold <= 0:
+        return hits
+    return [hit for hit in hits if relevance(query, hit, lexicon.stopwords) >= threshold]
+
+
+def synonym_rewrite(query: str, lexicon: Lexicon) -> str | None:
+    """``query`` with the lexicon's synonyms of its words added (``knowledge.json`` ``synonyms``: a word → the
+    words the help uses for it), or ``None`` when no word has one."""
+    folded = search_text(query).casefold()
+    added: list[str] = []
+    for word, alternatives in lexicon.synonyms.items():
+        if re.search(rf"(?<!\w){re.escape(word)}", folded):
+            added += [alt for alt in alternatives if alt not in folded and alt not in added]
+    return f"{query} {' '.join(added)}" if added else None
+
+
+async def rewrite(query: str, lexicon: Lexicon, model: Rewriter | None = None) -> str | None:
+    """One rewrite of a query that found nothing relevant: the model's (when given and it answers something
+    new), else :func:`synonym_rewrite`; ``None`` when neither has one."""
+    if model is not None:
+        rewritten = (await model(query) or "").strip()
+        if rewritten and rewritten.casefold() != query.strip().casefold():
+            return rewritten[:500]
+    return synonym_rewrite(query, lexicon)

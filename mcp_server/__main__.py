@@ -11,7 +11,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from service.nodered.settings import NodeRedSettings, SettingsError
+from service.nodered.settings import EvidenceSettings, NodeRedSettings, SettingsError
 
 from .server import build_server
 from .settings import McpHttpSettings
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     flags = {"host": args.host, "port": args.port, "token": args.token or None}
     try:
         config = NodeRedSettings.load()
+        evidence = EvidenceSettings.load()
         http = McpHttpSettings.load(**{name: value for name, value in flags.items() if value is not None})
         if args.transport == "http":
             http.check_bind()
@@ -80,12 +81,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"nodered-mcp: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     if args.transport == "stdio":
-        build_server(config).run("stdio")
+        build_server(config, evidence=evidence).run("stdio")
         return
 
     import uvicorn
 
-    server = build_server(config, host=http.host, port=http.port)
+    server = build_server(config, host=http.host, port=http.port, evidence=evidence)
     app: ASGIApp = server.streamable_http_app()
     if http.token is not None:
         app = BearerAuth(app, http.token.get_secret_value())

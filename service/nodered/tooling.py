@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from service.nodered.client import NodeRedClient
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import CodedError
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -30,13 +31,15 @@ class ToolFailure(CodedError):
 class ToolContext:
     """What a core tool may use: the Admin API client (with the editor user's rights), the request's selection
     (``flow_id``, ``node_ids``), the editor's copy of its flows (``flow_data``, may hold undeployed changes) and the
-    editor user's own token (passed on to MCP tools, which must not read with more rights either)."""
+    editor user's own token (passed on to MCP tools, which must not read with more rights either), and the runtime
+    evidence collected from Node-RED's comms websocket (``None``: not collected)."""
 
     nodered: NodeRedClient
     flow_id: str | None = None
     node_ids: list[str] = field(default_factory=list)
     user_token: str | None = field(default=None, repr=False)
     flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
+    evidence: EvidenceBuffer | None = field(default=None, repr=False)
 
 
 @dataclass

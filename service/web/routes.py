@@ -19,6 +19,7 @@ from service.tools.context import ServiceToolContext
 from service.tools.registry import failure_status
 from service.web.keys import (
     CHAT_MODELS,
+    EVIDENCE,
     KNOWLEDGE,
     LIMITER,
     MEMORY,
@@ -74,7 +75,7 @@ async def execute_tool(request: web.Request) -> web.Response:
     context = ServiceToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,
                                  identity=caller.identity,
                                  memory=request.app[MEMORY].store if caller.memory else None,
-                                 knowledge=request.app[KNOWLEDGE],
+                                 knowledge=request.app[KNOWLEDGE], evidence=request.app[EVIDENCE],
                                  language=next(iter(accept_languages(request.headers.get("Accept-Language"))), None))
     name = tools.resolve(body.tool) or body.tool  # ``get-flow`` answers as ``get_flow``
     try:
@@ -138,7 +139,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
                     models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
                     user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
                     granted_tools=caller.tools, provider=body.provider, knowledge=request.app[KNOWLEDGE],
-                    memory=request.app[MEMORY].store if remember else None)
+                    memory=request.app[MEMORY].store if remember else None, evidence=request.app[EVIDENCE])
     result = new_result(body)
     stream = EventStream()
     # Every error event of the stream is worded in the request's language on its way out.

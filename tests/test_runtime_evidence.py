@@ -15,13 +15,14 @@ from collections.abc import Callable
 import aiohttp
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
+from pydantic import SecretStr
 
 from mcp_server.server import NodeRedConfig, build_server
 from service.nodered.settings import NodeRedSettings
 from service.settings import Settings
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
-from tests.conftest import TEST_API_KEY
+from tests.conftest import ADMIN_PASSWORD, ADMIN_USER, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.sse import read_events
@@ -202,6 +203,52 @@ async def test_the_mcp_server_offers_no_evidence_tool_when_evidence_is_off(evide
     async with create_connected_server_and_client_session(server._mcp_server) as session:
         names = {tool.name for tool in (await session.list_tools()).tools}
     assert "get_flow" in names and not names & {"get_debug_messages", "get_node_status"}
+
+
+# "01 - Catch error.json": inject → function that throws; a catch node sends the whole msg to a debug node (a caught
+# error is not logged by Node-RED, the debug node shows it in msg.error).
+CATCH_EXAMPLE_INJECT, CATCH_EXAMPLE_DEBUG = "d1073c30.cb321", "f96f0ba7.cfe008"
+
+
+async def admin_token(nodered: NodeRed) -> str:
+    form = {"client_id": "node-red-admin", "grant_type": "password", "scope": "*", "username": ADMIN_USER,
+            "password": ADMIN_PASSWORD}
+    async with aiohttp.ClientSession() as http, http.post(f"{nodered.url}/auth/token", data=form) as answer:
+        return (await answer.json())["access_token"]
+
+
+async def test_with_admin_auth_the_subscriber_logs_in_like_the_editor(aiohttp_client, nodered_with_auth, model,
+                                                                     tmp_path):
+    settings = Settings(nodered=NodeRedSettings(url=nodered_with_auth.url, username=ADMIN_USER,
+                                                password=SecretStr(ADMIN_PASSWORD)),
+                        openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
+                        memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False, knowledge_refresh=0)
+    client = await aiohttp_client(create_app(settings))
+    buffer = client.app[EVIDENCE]
+    await wait_for(lambda: buffer.connected, what="subscribed to comms with the password grant's token")
+    token = await admin_token(nodered_with_auth)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http, \
+            http.post(f"{nodered_with_auth.url}/inject/{CATCH_EXAMPLE_INJECT}") as answer:
+        assert answer.status == 200
+    await wait_for(lambda: buffer.select(node_ids=[CATCH_EXAMPLE_DEBUG]), what="the caught error's debug message")
+    caught = buffer.select(node_ids=[CATCH_EXAMPLE_DEBUG])[0].preview()
+    assert '"payload": "Hello, World!"' in caught and "Error Occured!" in caught
+
+
+async def test_with_admin_auth_and_no_credentials_the_refusal_is_reported_not_raised(aiohttp_client,
+                                                                                    nodered_with_auth, model,
+                                                                                    tmp_path, caplog):
+    settings = Settings(nodered=NodeRedSettings(url=nodered_with_auth.url), openai_base_url=model.base_url,
+                        openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db",
+                        mcp_tools_enabled=False, knowledge_refresh=0)
+    client = await aiohttp_client(create_app(settings))
+    buffer = client.app[EVIDENCE]
+    await wait_for(lambda: "refused" in (buffer.last_error or ""), what="the refusal")
+    assert not buffer.connected and "NODE_RED_USERNAME" in buffer.state()
+    assert (await client.get("/healthz")).status == 200
+    response = await client.post("/ai-sidebar/execute-tool", json={"tool": "get_debug_messages", "params": {}})
+    assert response.status == 403  # reading the flows is refused too: Node-RED's own answer, with its code
+    assert (await response.json())["error"]["code"] == "nodered_unauthorized"
 
 
 async def test_evidence_flows_again_within_ten_seconds_after_node_red_restarts(evidence_client, evidence_nodered):

@@ -109,7 +109,9 @@ async def run(workdir: Path, model: ModelProcess, seconds: float = 60, baseline_
     nodered = NodeRed(userdir=workdir / "nodered-evidence", port=free_port(), flows=burst_flows(seconds),
                       with_palette=False)
     port = free_port()
-    env = service_env(port=port, nodered_url=nodered.url, model=model, db_path=workdir / "evidence.db", mcp=False)
+    # No background knowledge refresh: its first run at start would weigh on the baseline and not on the burst.
+    env = service_env(port=port, nodered_url=nodered.url, model=model, db_path=workdir / "evidence.db", mcp=False,
+                      extra={"AI_SIDEBAR_KNOWLEDGE_REFRESH": "0"})
     service = ServiceProcess(env=env, port=port, log_path=workdir / "service-evidence.log")
     nodered.start(timeout=90)
     try:
@@ -117,7 +119,7 @@ async def run(workdir: Path, model: ModelProcess, seconds: float = 60, baseline_
             service.start()
         except RuntimeError as err:
             raise RuntimeError(f"{err}:\n{service.log_path.read_text(errors='replace')[-2000:]}") from None
-        await chats(service, time.monotonic() + 3, "warm")  # imports, connections, first model client
+        await chats(service, time.monotonic() + 5, "warm")  # imports, connections, first model client
         baseline = await chats(service, time.monotonic() + baseline_seconds, "base")
         rss_before = memory_kib(service.pid, "VmRSS") / 1024
 

@@ -80,7 +80,7 @@ class Evidence:
         """The value, redacted, as compact text of at most ``limit`` characters (an error as ``Name: message``)."""
         value = redact_value(self.value)
         if isinstance(value, dict) and value.get("__enc__") and value.get("type") == "error":
-            data = value.get("data") if isinstance(value.get("data"), dict) else {}
+            data: dict[str, Any] = value["data"] if isinstance(value.get("data"), dict) else {}
             stack = str(data.get("stack") or "").splitlines()[1:4]
             text = f"{data.get('name') or 'Error'}: {data.get('message', '')}"
             text += "".join(f"\n    {line.strip()}" for line in stack)

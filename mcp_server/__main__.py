@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from service.nodered.settings import NodeRedSettings, SettingsError
+from service.nodered.settings import EvidenceSettings, NodeRedSettings, SettingsError
 
 from .server import build_server
 from .settings import McpHttpSettings
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     flags = {"host": args.host, "port": args.port, "token": args.token or None}
     try:
         config = NodeRedSettings.load()
+        evidence = EvidenceSettings.load()
         http = McpHttpSettings.load(**{name: value for name, value in flags.items() if value is not None})
         if args.transport == "http":
             http.check_bind()
@@ -82,12 +83,12 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2) from None
     knowledge_db = os.environ.get("MCP_KNOWLEDGE_DB") or ":memory:"
     if args.transport == "stdio":
-        build_server(config, knowledge_db=knowledge_db).run("stdio")
+        build_server(config, knowledge_db=knowledge_db, evidence=evidence).run("stdio")
         return
 
     import uvicorn
 
-    server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db)
+    server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence)
     app: ASGIApp = server.streamable_http_app()
     if http.token is not None:
         app = BearerAuth(app, http.token.get_secret_value())

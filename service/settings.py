@@ -10,10 +10,17 @@ from typing import Literal, get_args
 
 from pydantic import Field, SecretStr, field_validator
 
-from service.nodered.settings import CONFIG_FILE_VARIABLE, EnvSettings, NodeRedSettings, SettingsError, is_loopback
+from service.nodered.settings import (
+    CONFIG_FILE_VARIABLE,
+    EnvSettings,
+    EvidenceSettings,
+    NodeRedSettings,
+    SettingsError,
+    is_loopback,
+)
 from service.nodered.write_tools import WRITE_TOOL_NAMES
 
-__all__ = ["ENV_FIELDS", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
+__all__ = ["ENV_FIELDS", "EvidenceSettings", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
 
 # The one list of providers: the ai-config node's editor reads it from GET /ai-sidebar/scenarios (``providers``).
 Provider = Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
@@ -43,6 +50,7 @@ class Settings(EnvSettings):
     token: SecretStr | None = Field(None, validation_alias="AI_SIDEBAR_TOKEN")
 
     nodered: NodeRedSettings = Field(default_factory=NodeRedSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
 
     provider: Provider = Field("openai", validation_alias="AI_PROVIDER")
     model: str | None = Field(None, validation_alias="AI_MODEL")
@@ -115,7 +123,8 @@ class Settings(EnvSettings):
         env = os.environ if env is None else env
         config_file = env.get(CONFIG_FILE_VARIABLE) or None
         nodered = NodeRedSettings.load(env, config_file, accepted=ENV_FIELDS)
-        return cls.load(env, config_file, accepted=ENV_FIELDS, nodered=nodered)
+        evidence = EvidenceSettings.load(env, config_file, accepted=ENV_FIELDS)
+        return cls.load(env, config_file, accepted=ENV_FIELDS, nodered=nodered, evidence=evidence)
 
     def check_bind(self) -> None:
         """Refuse a non-loopback bind without ``AI_SIDEBAR_TOKEN`` (DESIGN.md).
@@ -131,5 +140,6 @@ class Settings(EnvSettings):
 # Environment variable → field (``nodered.<field>`` for the Node-RED part): the names a YAML file may hold.
 ENV_FIELDS: dict[str, str] = {
     **{name: f"nodered.{field}" for name, field in NodeRedSettings.env_fields().items()},
+    **{name: f"evidence.{field}" for name, field in EvidenceSettings.env_fields().items()},
     **Settings.env_fields(),
 }

@@ -25,7 +25,7 @@ from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
 ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types",
-             "search_node_docs", "search_workspace"}
+             "search_node_docs", "search_workspace", "get_debug_messages", "get_node_status"}
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
 HTTP_TOKEN = "mcp-http-token-for-tests-0123"
 
@@ -54,7 +54,8 @@ def text_of(result) -> str:
 
 
 async def assert_every_tool_answers_from(session: ClientSession, nodered) -> None:
-    """List the eight tools and call each; the answers must carry the real version, tab ids and node types."""
+    """List the tools and call the ones that read the Admin API; the answers must carry the real version, tab ids
+    and node types."""
     listed = await session.list_tools()
     assert {tool.name for tool in listed.tools} == ALL_TOOLS
     for tool in listed.tools:

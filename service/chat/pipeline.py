@@ -52,6 +52,7 @@ from service.web.schemas import ProviderOverride, StreamChatRequest, load_json
 
 if TYPE_CHECKING:
     from service.memory.store import MemoryStore
+    from service.nodered.evidence import EvidenceBuffer
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ class ChatDeps:
     identity: Identity = ANONYMOUS
     memory: MemoryStore | None = None
     knowledge: KnowledgeSlot | None = None
+    evidence: EvidenceBuffer | None = None
     provider: ProviderOverride | None = field(default=None, repr=False)
     may_write: bool = True       # write permission: needed to run a tool by name (@tools:)
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
@@ -266,7 +268,7 @@ def _choose_scenario(request: StreamChatRequest, deps: ChatDeps, result: ChatRes
                                            or ([request.nodeId] if request.nodeId else [])),
                                  user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
                                  flow_data=request.flowData, knowledge=deps.knowledge, language=catalog.language,
-                                 apply=request.apply)
+                                 apply=request.apply, evidence=deps.evidence)
     return Turn(catalog, scenario_key, scenario, context)
 
 

@@ -187,6 +187,27 @@ class NodeRedClient:
         """
         return await self._request("GET", "/diagnostics")
 
+    async def get_auth_login(self) -> dict[str, Any]:
+        """``GET /auth/login``: the login scheme, ``{}`` when adminAuth is off (``{"type": "credentials", ...}``
+        otherwise)."""
+        answer = await self._send("GET", "/auth/login", auth=False)
+        return answer if isinstance(answer, dict) else {}
+
+    async def access_token(self, renew: bool = False) -> str | None:
+        """The bearer token this client sends (the configured one, or one from the password grant; ``None``
+        without credentials), for Node-RED's comms websocket, which takes it in an ``{"auth": token}`` message.
+
+        Args:
+            renew: forget a token from an earlier password grant first (Node-RED refused it).
+
+        Raises:
+            NodeRedError: the password grant failed (see :meth:`login`).
+        """
+        if renew and not self._credentials.token:
+            async with self._login_lock:
+                self._login_token = None
+        return await self._bearer()
+
     # -- plumbing --------------------------------------------------------------------------------
 
     async def login(self) -> str:

@@ -171,6 +171,21 @@ class NodeRedSettings(EnvSettings):
         return NodeRedCredentials(token=self.token, username=self.username, password=self.password)
 
 
+
+class EvidenceSettings(EnvSettings):
+    """Runtime evidence (debug messages, node status, node errors from Node-RED's comms websocket), read by the
+    service and the MCP server: ``AI_SIDEBAR_EVIDENCE`` turns the subscriber on (default) or off, and the buffer
+    keeps per node the last ``AI_SIDEBAR_EVIDENCE_PER_NODE`` messages of the last ``AI_SIDEBAR_EVIDENCE_WINDOW``
+    seconds, at most ``AI_SIDEBAR_EVIDENCE_MAX`` in all (oldest dropped first)."""
+
+    enabled: bool = Field(True, validation_alias="AI_SIDEBAR_EVIDENCE")
+    per_node: int = Field(20, ge=1, le=1000, validation_alias="AI_SIDEBAR_EVIDENCE_PER_NODE",
+                          description="debug messages kept per node (and as many errors and warnings)")
+    window: float = Field(900.0, gt=0, le=86_400, validation_alias="AI_SIDEBAR_EVIDENCE_WINDOW",
+                          description="seconds a message is kept")
+    max_entries: int = Field(2000, ge=1, le=100_000, validation_alias="AI_SIDEBAR_EVIDENCE_MAX",
+                             description="messages kept in all, whatever the rate")
+
 def is_loopback(host: str) -> bool:
     """True for ``localhost`` and loopback IPs (127.0.0.0/8, ::1)."""
     if host == "localhost":

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from service.nodered.client import NodeRedClient
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import CodedError
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -30,9 +31,10 @@ class ToolFailure(CodedError):
 class ToolContext:
     """What a core tool may use: the Admin API client (with the editor user's rights), the request's selection
     (``flow_id``, ``node_ids``), the editor's copy of its flows (``flow_data``, may hold undeployed changes) and the
-    editor user's own token (passed on to MCP tools, which must not read with more rights either). ``apply`` says
-    where an approved write lands: ``deploy`` (the Admin API, revision checked) or ``editor`` (handed back to the
-    editor undeployed, for a request from the sidebar)."""
+    editor user's own token (passed on to MCP tools, which must not read with more rights either), the runtime
+    evidence collected from Node-RED's comms websocket (``None``: not collected), and ``apply``: where an approved
+    write lands: ``deploy`` (the Admin API, revision checked) or ``editor`` (handed back to the editor undeployed,
+    for a request from the sidebar)."""
 
     nodered: NodeRedClient
     flow_id: str | None = None
@@ -40,6 +42,7 @@ class ToolContext:
     user_token: str | None = field(default=None, repr=False)
     flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
     apply: Literal["deploy", "editor"] = "deploy"
+    evidence: EvidenceBuffer | None = field(default=None, repr=False)
 
 
 @dataclass

@@ -12,6 +12,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from service.nodered import write_tools
+from service.nodered.evidence_tools import (
+    DebugMessagesArgs,
+    DebugMessagesResult,
+    NodeStatusArgs,
+    NodeStatusResult,
+    get_debug_messages,
+    get_node_status,
+)
 from service.nodered.flow_tools import FlowResult, GetFlowArgs, GetNodeInfoArgs, NodeInfoResult, get_flow, get_node_info
 from service.nodered.runtime_tools import (
     DiagnosticsResult,
@@ -74,6 +82,27 @@ READ_TOOLS: tuple[Tool, ...] = (
             "List the node types installed in Node-RED (GET /nodes) with the npm module and version providing "
             "each, and whether it is enabled.\n\n"
             "Use it before proposing a flow, to know whether a contributed node is installed.")),
+    Tool(
+        name="get_debug_messages", title="Recent Node-RED errors and debug messages", args=DebugMessagesArgs,
+        result=DebugMessagesResult, run=get_debug_messages,
+        description=(
+            "Read what the running flows did recently, as the editor's Debug sidebar shows it: errors and warnings "
+            "raised by nodes (node.error, node.warn; with the id, type and name of the node that raised them) and "
+            "the messages debug nodes showed (value, type, shape and size), for a tab (default: the tab open in the "
+            "editor), one node, or the last `since` seconds. Errors come first, then warnings, then debug messages, "
+            "newest first.\n\n"
+            "Use it to answer why a flow fails or what a node sent. Only what happened since the assistant started "
+            "listening is there (by default the last 15 minutes, 20 messages per node); secrets are redacted and "
+            "long values shortened. Read the flow with get_flow to relate the messages to the nodes.")),
+    Tool(
+        name="get_node_status", title="Node-RED node status", args=NodeStatusArgs, result=NodeStatusResult,
+        run=get_node_status,
+        description=(
+            "Read the current status of nodes (the coloured dot or ring and the text under a node in the editor: "
+            "\"connected\", \"disconnected\", an error text), for given node ids, the nodes selected in the "
+            "editor, or every node of a tab.\n\n"
+            "Use it to check connections (MQTT, databases, serial ports) and nodes that report their state. A node "
+            "that never set a status is not listed.")),
 )
 
 
@@ -112,3 +141,6 @@ WRITE_TOOLS: tuple[Tool, ...] = (
         "Trigger a deployed inject node once, as its button in the editor does; its message runs through the "
         "deployed flow." + APPROVAL_NOTE)),
 )
+# The tools that read the runtime evidence: whoever offers them runs a comms subscriber (the service its own, the
+# MCP server its own).
+EVIDENCE_TOOL_NAMES = frozenset({"get_debug_messages", "get_node_status"})

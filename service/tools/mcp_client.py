@@ -60,6 +60,8 @@ def server_env(settings: Settings, base: Mapping[str, str] | None = None) -> dic
     env["NODE_RED_URL"] = settings.nodered.url
     # From the settings, not the environment: a timeout set in the YAML file (AI_SIDEBAR_CONFIG) holds for the child.
     env["NODE_RED_TIMEOUT"] = str(settings.nodered.timeout)
+    # The service answers the runtime evidence tools from its own comms subscription: the child needs none.
+    env["AI_SIDEBAR_EVIDENCE"] = "false"
     if settings.nodered.token:
         env["NODE_RED_TOKEN"] = settings.nodered.token.get_secret_value()
     if settings.nodered.username and settings.nodered.password:

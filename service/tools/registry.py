@@ -16,16 +16,16 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
-from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
+from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 from service.tools.knowledge_tools import KNOWLEDGE_TOOLS
 from service.tools.mcp_client import McpTools
 from service.tools.memory_tools import MEMORY_TOOLS
 
 Permission = Literal["read", "write"]
 
-# Core tools the service runs itself because they use the editor's selection and its unsaved flowData; the other
-# core tools run in the MCP child, as any MCP client would run them.
-IN_PROCESS_CORE = frozenset({"get_flow", "get_node_info"})
+# Core tools the service runs itself because they use the editor's selection and its unsaved flowData, or the
+# service's own runtime evidence; the other core tools run in the MCP child, as any MCP client would run them.
+IN_PROCESS_CORE = frozenset({"get_flow", "get_node_info"}) | EVIDENCE_TOOL_NAMES
 # Tools that read the requester's memory: not offered to a request without memory.
 MEMORY_TOOL_NAMES = frozenset(tool.name for tool in MEMORY_TOOLS)
 # Every name a scenario may list: the core's tools (read and write), the memory tools and the knowledge tools.

@@ -25,6 +25,8 @@ from service.llm.providers import ChatModelFactory, ProviderConfig
 from service.memory.approvals import ApprovalStore
 from service.memory.store import MemorySlot, MemoryStore
 from service.nodered.client import NodeRedClient
+from service.nodered.comms import CommsSubscriber
+from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import MessageCatalog
 from service.settings import Settings
 from service.tools.mcp_client import McpTools
@@ -32,6 +34,7 @@ from service.tools.registry import ToolRegistry
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
+    EVIDENCE,
     HTTP_SESSION,
     KNOWLEDGE,
     LIMITER,
@@ -91,6 +94,19 @@ async def _http_session(app: web.Application) -> AsyncIterator[None]:
     app[NODERED] = NodeRedClient(nodered.url, session, nodered.credentials, timeout=nodered.timeout)
     yield
     await session.close()
+
+
+async def _evidence(app: web.Application) -> AsyncIterator[None]:
+    """Subscribe to Node-RED's comms websocket (debug messages, node status, node errors) while the service runs,
+    with the service's own Node-RED credentials, into the evidence buffer (none: ``AI_SIDEBAR_EVIDENCE=false``)."""
+    buffer = app[EVIDENCE]
+    if buffer is None:
+        yield
+        return
+    subscriber = CommsSubscriber(app[NODERED], app[HTTP_SESSION], buffer)
+    subscriber.start()
+    yield
+    await subscriber.stop()
 
 
 async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
@@ -230,8 +246,10 @@ def create_app(settings: Settings) -> web.Application:
     app[MEMORY] = MemorySlot()
     app[APPROVALS] = ApprovalSlot()
     app[KNOWLEDGE] = KnowledgeSlot()
+    app[EVIDENCE] = EvidenceBuffer.from_settings(settings.evidence) if settings.evidence.enabled else None
     app[LIMITER] = StreamLimiter(settings.max_streams_per_user)
     app.cleanup_ctx.append(_http_session)
+    app.cleanup_ctx.append(_evidence)
     app.cleanup_ctx.append(_memory)
     app.cleanup_ctx.append(_approvals)
     app.cleanup_ctx.append(_knowledge)

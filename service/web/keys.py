@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from service.llm.providers import ChatModelFactory
     from service.memory.store import MemorySlot
     from service.nodered.client import NodeRedClient
+    from service.nodered.evidence import EvidenceBuffer
     from service.nodered.messages import MessageCatalog
     from service.settings import Settings
     from service.tools.registry import ToolRegistry
@@ -35,3 +36,4 @@ LIMITER: web.AppKey[StreamLimiter] = web.AppKey("limiter")
 MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")
 KNOWLEDGE: web.AppKey[KnowledgeSlot] = web.AppKey("knowledge")
 APPROVALS: web.AppKey[ApprovalSlot] = web.AppKey("approvals")
+EVIDENCE: web.AppKey[EvidenceBuffer | None] = web.AppKey("evidence")

@@ -23,6 +23,7 @@ from service.tools.registry import failure_status
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
+    EVIDENCE,
     KNOWLEDGE,
     LIMITER,
     MEMORY,
@@ -82,7 +83,7 @@ async def execute_tool(request: web.Request) -> web.Response:
     context = ServiceToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,
                                  identity=caller.identity,
                                  memory=request.app[MEMORY].store if caller.memory else None,
-                                 knowledge=request.app[KNOWLEDGE],
+                                 knowledge=request.app[KNOWLEDGE], evidence=request.app[EVIDENCE],
                                  language=next(iter(accept_languages(request.headers.get("Accept-Language"))), None))
     name = tools.resolve(body.tool) or body.tool  # ``get-flow`` answers as ``get_flow``
     try:
@@ -199,7 +200,7 @@ def _chat_deps(request: web.Request, caller: Caller, provider: ProviderOverride 
                     user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
                     granted_tools=caller.tools, provider=provider, knowledge=request.app[KNOWLEDGE],
                     memory=request.app[MEMORY].store if remember else None,
-                    approvals=request.app[APPROVALS].approvals)
+                    approvals=request.app[APPROVALS].approvals, evidence=request.app[EVIDENCE])
 
 
 def _done(result: ChatResult) -> dict[str, object]:

@@ -61,6 +61,12 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
                               100 * kb["recall_at_3"]["fts"]["rate"], 95, "%", higher_is_better=True))
     targets.append(Target("cold_start", "cold start to /healthz 200, median of runs (MCP child on)",
                           results["cold_start"]["mcp_on"]["median_s"], 2, "s"))
+    evidence = results.get("evidence")
+    if evidence and "skipped" not in evidence:
+        change = evidence["ttft_ms"]["change_pct"]
+        targets.append(Target("evidence", "TTFT p50 change under 1,000 debug msg/s", change, 10, "%"))
+        targets.append(Target("evidence", "service RSS growth after the first third of the burst",
+                              evidence["rss_mb"]["growth_after_first_third"], 20, "MB"))
     return targets
 
 
@@ -140,6 +146,17 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                   f"refresh with nothing changed {_f(ws['unchanged_refresh_ms'], 2)} ms",
                   f"   recall@3 of {rec['fts']['questions']} labelled questions: FTS alone {_pct(rec['fts']['rate'])}, "
                   f"fused with scripted embeddings {_pct(rec['fused']['rate'])}"]
+    evidence = results.get("evidence")
+    if evidence and "skipped" in evidence:
+        lines += ["", f"6. Runtime evidence: skipped ({evidence['skipped']})"]
+    elif evidence:
+        rate, ttft, rss = evidence["debug_messages_per_s"], evidence["ttft_ms"], evidence["rss_mb"]
+        lines += ["", f"6. Runtime evidence: {evidence['seconds']:.0f} s of debug messages, median "
+                      f"{_f(rate['median'], 0)}/s delivered ({rate['total']:,} in all); chat TTFT p50 "
+                      f"{_f(ttft['baseline_p50'])} ms before, "
+                      f"{_f(ttft['burst_p50'])} ms during ({_f(ttft['change_pct'])} %); service RSS "
+                      f"{_f(rss['before'])} → peak {_f(rss['peak'])} MB; get_debug_messages "
+                      f"{_f(evidence['get_debug_messages_ms']['ms'])} ms"]
     lines += ["", "Targets:"] + [t.line() for t in targets]
     breakdown = prompt.get("breakdown_tokens_per_request")
     if breakdown:

@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.support.nodered import NODERED_HOME, REPO
 
-from . import coldstart, concurrency, knowledge, latency, memory_search, profiling, prompt_size
+from . import coldstart, concurrency, evidence, knowledge, latency, memory_search, profiling, prompt_size
 from .client import Sample, stream_service
 from .report import Target, evaluate, render
 from .stack import SERVICE_TOKEN, Stack
@@ -123,6 +123,17 @@ async def main() -> int:
         print("bench: 4. cold start ...", file=sys.stderr, flush=True)
         results["cold_start"] = await coldstart.run(stack, runs=2 if QUICK else 5)
         phase_done("cold_start", started)
+
+        started = time.monotonic()
+        seconds = 10 if QUICK else min(60, left() - 60)
+        if seconds >= 10:
+            print(f"bench: 6. runtime evidence ({seconds:.0f} s of 1,000 debug messages/s) ...", file=sys.stderr,
+                  flush=True)
+            results["evidence"] = await evidence.run(workdir, stack.model, seconds,
+                                                     baseline_seconds=5 if QUICK else 15)
+        else:
+            results["evidence"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("evidence", started)
 
         targets = evaluate(results)
         results["targets"] = [t.as_dict() for t in targets]

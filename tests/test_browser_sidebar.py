@@ -1026,3 +1026,14 @@ def test_the_ai_config_dialog_lists_the_services_providers_and_scenarios_and_kee
     assert offline["providers"] == ["openai-compatible"] and offline["provider"] == "openai-compatible"
     assert offline["scenarios"] == [{"key": "learning", "name": "learning", "checked": True},
                                     {"key": "sales", "name": "sales", "checked": True}]
+
+
+def test_the_question_limit_is_the_one_the_service_states(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+
+    seen = run_feature(nodered, "limit", tab["id"], LIMIT="2000")
+
+    assert seen["serviceLimit"] == 10000
+    assert seen["belowShare"] is None
+    assert seen["over"] == "2,005 / 2,000"

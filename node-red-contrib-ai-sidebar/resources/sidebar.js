@@ -77,6 +77,8 @@
         this.destroyed = false;
         this.scenarios = {};
         this.scenariosLoaded = false;
+        // The service's limit on a question, once its scenarios answer said it (chatRequest.messageLimit).
+        this.maxMessageChars = lib.chatRequest.MAX_MESSAGE_CHARS;
         this.contextRemoved = false;
         this.historyRequest = null;
         this.historyFailed = false;
@@ -289,7 +291,7 @@
 
     /** Show how long the question is once it nears the service's limit, marked when it is over. */
     AiSidebar.prototype.updateCounter = function () {
-        var counter = lib.chatRequest.counter(this.input.val());
+        var counter = lib.chatRequest.counter(this.input.val(), this.maxMessageChars);
         if (!counter) {
             this.counter.hide();
             return;
@@ -376,6 +378,8 @@
             .then(function (body) {
                 self.scenariosLoaded = true;
                 self.serviceOk();
+                self.maxMessageChars = lib.chatRequest.messageLimit(body);
+                self.updateCounter();
                 var scenarios = body && body.scenarios;
                 var choice = lib.scenarioChoice.options(scenarios,
                     self.scenarioSelect.val() || self.storage.get(lib.scenarioChoice.STORAGE_KEY));

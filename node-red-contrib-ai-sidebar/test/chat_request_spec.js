@@ -71,6 +71,21 @@ describe("the question's length counter", function () {
         assert.deepStrictEqual(chatRequest.counter("  " + "y".repeat(10064) + "\n"), { count: 10064, max: 10000,
             over: true });
     });
+
+    it("counts against the limit the service states, from 90 % of it on", function () {
+        assert.strictEqual(chatRequest.counter("x".repeat(1799), 2000), null);
+        assert.deepStrictEqual(chatRequest.counter("x".repeat(1800), 2000), { count: 1800, max: 2000, over: false });
+        assert.deepStrictEqual(chatRequest.counter("x".repeat(2001), 2000), { count: 2001, max: 2000, over: true });
+    });
+
+    it("takes the limit from the service's scenarios answer, and 10,000 while the service is down", function () {
+        assert.strictEqual(chatRequest.messageLimit({ scenarios: {}, maxMessageChars: 2500 }), 2500);
+        assert.strictEqual(chatRequest.messageLimit(null), 10000);
+        // An older service without the field, or a value that is no limit.
+        assert.strictEqual(chatRequest.messageLimit({ scenarios: {} }), 10000);
+        assert.strictEqual(chatRequest.messageLimit({ maxMessageChars: "5000" }), 10000);
+        assert.strictEqual(chatRequest.messageLimit({ maxMessageChars: 0 }), 10000);
+    });
 });
 
 describe("what follows an answer", function () {

@@ -1037,3 +1037,37 @@ def test_the_question_limit_is_the_one_the_service_states(auth_stack, model):
     assert seen["serviceLimit"] == 10000
     assert seen["belowShare"] is None
     assert seen["over"] == "2,005 / 2,000"
+
+
+def test_a_reloaded_question_shows_its_context_and_a_debug_message_can_be_explained_or_attached(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "02 - Set any property value")
+    inject = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "inject")
+    debug = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "debug")
+    model.script(Reply(text="The change node sets the payload and the topic."),
+                 Reply(text="This debug message shows the payload the change node set."),
+                 Reply(text="The topic comes from the change node."))
+
+    seen = run_feature(nodered, "context-history", tab["id"], INJECT_ID=inject["id"], DEBUG_ID=debug["id"],
+                       NARROW_WIDTH="240",
+                       QUESTIONS=json.dumps(["What do these nodes do?", "Where does its topic come from?"]))
+
+    assert seen["aiTabShown"]
+    label = f"Flow: {tab['label']}"
+    # The debug message went out with "Explain", as data; the question was the catalog's.
+    explained = model.requests[1]["messages"][-1]["content"]
+    assert explained.startswith("Explain this debug message\n\nDebug messages attached to this question")
+    assert "<debug_message>" in explained and "msg.payload" in explained
+    typed = model.requests[2]["messages"][-1]["content"]
+    assert typed.startswith("Where does its topic come from?\n\nDebug messages attached") and "<debug_message>" in typed
+    assert seen["inputKept"] == "Where does its topic come from?"
+    assert len(seen["attached"]) == 1 and seen["chipWithDebug"].endswith("· 1 debug message")
+    assert seen["attachedAfterSend"] == 0
+    assert seen["live"] == [f"{label} · 2 nodes selected", f"{label} · no nodes selected · 1 debug message",
+                            f"{label} · no nodes selected · 1 debug message"]
+    # After a reload the stored questions say the same.
+    assert seen["reloaded"] == seen["live"]
+    for chip in (seen["wideChip"], seen["narrowChip"]):
+        assert chip["detail"] == " · 3 nodes selected" and chip["detailWhole"] and chip["chipInside"], chip
+    assert seen["narrowWidth"] <= 260
+    assert seen["narrowChip"]["nameCut"] and seen["narrowChip"]["nameOverflow"] == "ellipsis"

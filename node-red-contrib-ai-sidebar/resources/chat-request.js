@@ -66,6 +66,8 @@
      * @param {string} [question.scenario] the chosen scenario key
      * @param {string} [question.configId] the chosen `ai-config` node
      * @param {boolean} question.contextRemoved
+     * @param {object[]} [question.debugMessages] attached Debug messages (editorContext.debugAttachment), sent
+     *     even when the chip was removed
      * @param {?{id: string, label: string}} question.flow the open tab (editorContext.selectedFlow)
      * @param {{id: string, type: string, name: string}[]} question.nodes the selected nodes
      * @param {function(): ?{nodes: (object[]|undefined), bytes: (number|undefined)}} question.exportTab the open
@@ -89,6 +91,9 @@
         }
         if (question.configId) {
             body.configId = question.configId;
+        }
+        if (question.debugMessages && question.debugMessages.length) {
+            body.debugMessages = question.debugMessages.slice();
         }
         if (question.contextRemoved) {
             return result;

@@ -80,6 +80,8 @@
         // The service's limit on a question, once its scenarios answer said it (chatRequest.messageLimit).
         this.maxMessageChars = lib.chatRequest.MAX_MESSAGE_CHARS;
         this.contextRemoved = false;
+        // Debug sidebar messages attached to the next question (editorContext.debugAttachment).
+        this.debugAttached = [];
         this.historyRequest = null;
         this.historyFailed = false;
         this.renderMarkdown = createMarkdownRenderer();
@@ -241,6 +243,7 @@
             .attr("aria-live", "polite").attr("aria-relevant", "additions").appendTo(this.content);
         var composer = $('<div class="ai-sidebar-composer"></div>').appendTo(this.content);
         this.contextChip = $('<div class="ai-sidebar-context"></div>').appendTo(composer);
+        this.debugList = $('<div class="ai-sidebar-context-debug"></div>').hide().appendTo(composer);
         this.input = $('<textarea class="ai-sidebar-input" rows="3"></textarea>')
             .attr("placeholder", t("sidebar.placeholder"))
             .attr("aria-label", t("sidebar.inputLabel"))
@@ -325,8 +328,43 @@
         return lib.editorContext.chip({
             removed: this.contextRemoved,
             flow: lib.editorContext.selectedFlow(RED),
-            count: this.selectedNodes().length
+            count: this.selectedNodes().length,
+            debug: this.debugAttached.length
         }, t);
+    };
+
+    /** Attach a Debug sidebar message (editorContext.debugAttachment) to the next question; the chip lists it. */
+    AiSidebar.prototype.attachDebug = function (item) {
+        this.debugAttached = lib.editorContext.attachDebug(this.debugAttached, item);
+        if (!this.controller) {
+            this.refreshContext();
+        } else {
+            this.contextChanged = true;
+        }
+    };
+
+    AiSidebar.prototype.detachDebug = function (item) {
+        this.debugAttached = this.debugAttached.filter(function (other) {
+            return other !== item;
+        });
+        this.refreshContext();
+    };
+
+    /**
+     * "Explain" on a Debug sidebar message: attach it and ask about it. When the user is typing a question, or an
+     * answer still streams, it is only attached (the chip lists it) and goes with the next question.
+     */
+    AiSidebar.prototype.explainDebug = function (item) {
+        this.attachDebug(item);
+        if (this.controller) {
+            RED.notify($("<p></p>").text(t("sidebar.busy")), { type: "warning", timeout: 3000 });
+            return;
+        }
+        if (String(this.input.val()).trim()) {
+            this.focusInput();
+            return;
+        }
+        this.send(t("prompt.explainDebug"));
     };
 
     AiSidebar.prototype.setContextRemoved = function (removed) {
@@ -338,10 +376,12 @@
         var self = this;
         var view = this.contextView();
         var chip = this.contextChip.empty().toggleClass("ai-sidebar-context-removed", this.contextRemoved)
-            .attr("title", view.title);
+            .attr("title", view.title + "\n" + view.text);
+        // When narrow, the flow's name is cut, never the counts after it.
         $('<span class="ai-sidebar-context-label"></span>')
             .append($("<i></i>").addClass("fa " + view.icon))
-            .append(document.createTextNode(view.text))
+            .append($('<span class="ai-sidebar-context-name"></span>').text(view.name))
+            .append($('<span class="ai-sidebar-context-detail"></span>').text(view.detail))
             .appendTo(chip);
         $('<button type="button" class="ai-sidebar-context-remove"></button>')
             .attr("title", view.button.label).attr("aria-label", view.button.label)
@@ -351,6 +391,24 @@
                 self.setContextRemoved(view.button.removes);
             })
             .appendTo(chip);
+        this.debugList.empty().toggle(this.debugAttached.length > 0);
+        this.debugAttached.forEach(function (item) {
+            var label = t("context.debugItem", { name: item.name || item.nodeId || "?",
+                property: item.property, format: item.format || "" });
+            var row = $('<div class="ai-sidebar-context-debug-item"></div>')
+                .attr("title", item.msg)
+                .append($('<i class="fa fa-bug" aria-hidden="true"></i>'))
+                .append($('<span class="ai-sidebar-context-debug-text"></span>').text(label + " " + item.msg))
+                .appendTo(self.debugList);
+            $('<button type="button" class="ai-sidebar-context-remove"></button>')
+                .attr("title", t("context.removeDebug")).attr("aria-label", t("context.removeDebug"))
+                .append($('<i class="fa fa-times"></i>'))
+                .on("click", function (event) {
+                    event.preventDefault();
+                    self.detachDebug(item);
+                })
+                .appendTo(row);
+        });
     };
 
     AiSidebar.prototype.chatRequest = function (message) {
@@ -361,6 +419,7 @@
             scenario: this.scenarioSelect.val(),
             configId: this.configPicker.configId(),
             contextRemoved: this.contextRemoved,
+            debugMessages: this.debugAttached,
             flow: lib.editorContext.selectedFlow(RED),
             nodes: this.selectedNodes(),
             exportTab: function () {
@@ -549,7 +608,10 @@
                 return;
             }
             if (message.role === "user") {
-                self.appendUserMessage(message.content);
+                self.appendUserMessage(message.content, lib.editorContext.sentView(message.metadata, t,
+                    function (id) {
+                        return !!RED.nodes.subflow(id);
+                    }));
                 var next = messages[index + 1];
                 if (!next || next.role !== "assistant") {
                     // The answer failed or was stopped before any text: the service kept only the question.
@@ -607,6 +669,11 @@
         var request = this.chatRequest(message);
         // Shown under the question, live and after Retry (which sends the same request).
         request.contextView = this.contextView();
+        // Attached Debug messages go with this question only; the chip shows them until its answer ends.
+        if (this.debugAttached.length) {
+            this.debugAttached = [];
+            this.contextChanged = true;
+        }
         this.ask(message, request, fromInput);
         return true;
     };
@@ -716,6 +783,7 @@
         this.sessions.render();
         // A new chat starts with the default context: the chip removed in the last one comes back.
         this.contextChanged = false;
+        this.debugAttached = [];
         this.setContextRemoved(false);
         this.showEmptyState();
         this.input.val("").trigger("focus");

@@ -37,6 +37,15 @@ describe("a question's request", function () {
         assert.strictEqual(exported, false);
     });
 
+    it("sends attached Debug messages, also with the flow context removed", function () {
+        const debug = [{ nodeId: "n1", name: "", topic: "", property: "payload", format: "number", msg: "42" }];
+        assert.deepStrictEqual(chatRequest.build(question({ debugMessages: debug })).body.debugMessages, debug);
+        assert.deepStrictEqual(chatRequest.build(question({ debugMessages: debug, contextRemoved: true })).body,
+            { message: "why does it fail?", sessionId: "s1", language: "de", selectedFlow: null, selectedNodes: [],
+                debugMessages: debug });
+        assert.strictEqual("debugMessages" in chatRequest.build(question({ debugMessages: [] })).body, false);
+    });
+
     it("says how large a tab too large to send is, and sends the question without it", function () {
         const request = chatRequest.build(question({ exportTab: function () { return { bytes: 6291456 }; } }));
         assert.strictEqual(request.flowDataBytes, 6291456);

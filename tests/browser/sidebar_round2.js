@@ -40,3 +40,106 @@ async function limitMode(page, result) {
 }
 
 module.exports = { MODES: { "limit": limitMode } };
+
+async function sentContexts(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll(".ai-sidebar-message-user")).map((el) => {
+        const sent = el.querySelector(".ai-sidebar-sent-context");
+        return sent ? sent.innerText.trim() : null;
+    }));
+}
+
+/** The context chip's parts and whether each is cut (narrow sidebar: the name may be, the counts never). */
+async function chipLayout(page) {
+    return page.evaluate(() => {
+        const chip = document.querySelector(".ai-sidebar-context");
+        const name = chip.querySelector(".ai-sidebar-context-name");
+        const detail = chip.querySelector(".ai-sidebar-context-detail");
+        const label = chip.querySelector(".ai-sidebar-context-label").getBoundingClientRect();
+        const d = detail.getBoundingClientRect();
+        return {
+            name: name.textContent, detail: detail.textContent,
+            nameCut: name.scrollWidth > name.clientWidth,
+            nameOverflow: getComputedStyle(name).textOverflow,
+            detailWhole: detail.scrollWidth <= Math.ceil(d.width) && d.right <= label.right + 0.5 && d.width > 0,
+            chipInside: chip.getBoundingClientRect().right <=
+                document.querySelector(".ai-sidebar-composer").getBoundingClientRect().right + 0.5
+        };
+    });
+}
+
+/** Show the Debug sidebar, let the inject node INJECT_ID fire, and wait for the message of DEBUG_ID there. */
+async function debugMessageShown(page, count) {
+    const selector = "#red-ui-sidebar .red-ui-debug-msg-node-" + env.DEBUG_ID.replace(/\./g, "_");
+    await page.evaluate(() => RED.sidebar.show("debug"));
+    await page.evaluate((id) => $.ajax({ url: "inject/" + id, type: "POST" }), env.INJECT_ID);
+    await page.waitForFunction((args) => document.querySelectorAll(args[0]).length >= args[1],
+        [selector, count], { timeout: 15000 });
+    return page.locator(selector).last();
+}
+
+// The context goes with each question and comes back with it after a reload; "Explain" on a Debug sidebar message
+// asks about it, or attaches it to the question being typed (the chip lists it). Env: INJECT_ID (an inject node
+// on TAB_ID wired to a debug node), QUESTIONS (the first and the typed one).
+async function contextHistoryMode(page, result, context, record) {
+    const questions = JSON.parse(env.QUESTIONS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await page.evaluate((id) => {
+        const nodes = RED.nodes.filterNodes({ z: id }).filter((n) => n.type !== "comment").slice(0, 2);
+        RED.view.select({ nodes: nodes });
+    }, env.TAB_ID);
+    await editor.ask(page, questions[0]);
+    await page.evaluate(() => RED.view.select(""));
+
+    // "Explain" with an empty input asks at once.
+    const shown = await debugMessageShown(page, 1);
+    result.debugShown = (await shown.innerText()).trim();
+    await shown.hover();
+    await editor.detailScreenshot(shown, result, "sidebar-debug-explain-button.png");
+    await shown.locator(".ai-sidebar-debug-explain").click();
+    result.aiTabShown = await page.evaluate(() => !!document.querySelector(".ai-sidebar").offsetParent);
+    await editor.waitIdle(page);
+
+    // With a question being typed, "Explain" attaches the message to it.
+    await page.fill(".ai-sidebar-input", questions[1]);
+    const again = await debugMessageShown(page, 2);
+    await again.hover();
+    await again.locator(".ai-sidebar-debug-explain").click();
+    await page.waitForSelector(".ai-sidebar-context-debug-item", { timeout: 5000 });
+    result.attached = await page.locator(".ai-sidebar-context-debug-item").allInnerTexts();
+    result.chipWithDebug = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    result.inputKept = await page.inputValue(".ai-sidebar-input");
+    await editor.screenshot(page, result, "sidebar-debug-attached.png");
+    await page.click(".ai-sidebar-send");
+    await editor.waitIdle(page);
+    result.attachedAfterSend = await page.locator(".ai-sidebar-context-debug-item").count();
+    result.live = await sentContexts(page);
+
+    const reloaded = await editor.openEditor(context, env.EDITOR_URL, record,
+        env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null);
+    await reloaded.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(reloaded, env.TAB_ID);
+    await reloaded.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length >= n,
+        questions.length + 1, { timeout: 15000 });
+    result.reloaded = await sentContexts(reloaded);
+    await editor.screenshot(reloaded, result, "sidebar-context-reloaded.png");
+
+    // Narrow: the chip cuts the flow's name, never the counts.
+    await reloaded.evaluate((id) => {
+        const nodes = RED.nodes.filterNodes({ z: id }).filter((n) => n.type !== "comment").slice(0, 3);
+        RED.view.select({ nodes: nodes });
+    }, env.TAB_ID);
+    result.wideChip = await chipLayout(reloaded);
+    const before = await editor.sidebarWidth(reloaded);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(reloaded, Number(env.NARROW_WIDTH));
+        result.narrowChip = await chipLayout(reloaded);
+        await editor.detailScreenshot(reloaded.locator(".ai-sidebar-composer"), result,
+            "sidebar-chip-narrow.png");
+    } finally {
+        await editor.resizeSidebar(reloaded, before);
+    }
+}
+
+module.exports.MODES["context-history"] = contextHistoryMode;

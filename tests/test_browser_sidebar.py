@@ -1071,3 +1071,24 @@ def test_a_reloaded_question_shows_its_context_and_a_debug_message_can_be_explai
         assert chip["detail"] == " · 3 nodes selected" and chip["detailWhole"] and chip["chipInside"], chip
     assert seen["narrowWidth"] <= 260
     assert seen["narrowChip"]["nameCut"] and seen["narrowChip"]["nameOverflow"] == "ellipsis"
+
+
+def test_the_header_names_the_model_that_answers_at_1280x720_and_narrow(auth_stack, two_ai_configs, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    token = admin_token(nodered)
+    service_model = admin_request(nodered, token, "GET", "/ai-sidebar/scenarios?lang=en-US")["model"]
+
+    seen = run_feature(nodered, "header-model", tab["id"], CONFIG_ID=CONFIG_IDS["beta"], NARROW_WIDTH="200")
+
+    default = seen["serviceDefault"]
+    assert default["text"] == f"{service_model['provider']}/{service_model['model']}" and default["visible"]
+    chosen = seen["chosen"]
+    assert chosen["text"] == "openai-compatible/scripted-beta"
+    assert chosen["title"] == "Answers come from scripted-beta (openai-compatible)"
+    narrow = seen["narrow"]
+    assert seen["narrowWidth"] <= 240
+    for layout in (default, chosen, narrow):
+        assert layout["inside"] and layout["belowHeader"] and layout["newChatInside"], layout
+        assert layout["overflow"] == "ellipsis" and layout["fontSize"] == "11px"
+    assert narrow["text"] == chosen["text"] and narrow["visible"]

@@ -79,6 +79,8 @@
         this.scenariosLoaded = false;
         // The service's limit on a question, once its scenarios answer said it (chatRequest.messageLimit).
         this.maxMessageChars = lib.chatRequest.MAX_MESSAGE_CHARS;
+        // The model that answers without an ai-config node, as the service's scenarios answer names it.
+        this.serviceModel = null;
         this.contextRemoved = false;
         // Debug sidebar messages attached to the next question (editorContext.debugAttachment).
         this.debugAttached = [];
@@ -111,6 +113,9 @@
             },
             setSaved: function (id) {
                 self.storage.set(lib.configChoice.storageKey(username()), id);
+            },
+            onChange: function () {
+                self.showModel();
             }
         });
         this.sessions = new lib.SessionPicker({
@@ -231,6 +236,11 @@
             })
             .appendTo(header);
         RED.popover.tooltip(this.newChatButton, t("sidebar.newChatTooltip"));
+        // Which model answers: under the header, cut with an ellipsis when narrow (the tooltip has it whole).
+        this.modelLine = $('<div class="ai-sidebar-model"></div>').hide()
+            .append($('<i class="fa fa-microchip" aria-hidden="true"></i>'))
+            .append($('<span class="ai-sidebar-model-name"></span>'))
+            .appendTo(this.content);
         this.configPicker.note.appendTo(this.content);
         this.banner.element.appendTo(this.content);
 
@@ -290,6 +300,22 @@
                 self.send();
             })
             .appendTo(actions);
+    };
+
+    /** Name the model that answers the next question under the header (configChoice.answeringModel). */
+    AiSidebar.prototype.showModel = function () {
+        if (!this.modelLine) {
+            return;
+        }
+        var model = lib.configChoice.answeringModel(this.configPicker.configId(), this.configPicker.configs,
+            this.serviceModel);
+        if (!model) {
+            this.modelLine.hide();
+            return;
+        }
+        var title = t("sidebar.modelTooltip", { model: model.model || model.provider, provider: model.provider });
+        this.modelLine.attr("title", title).attr("aria-label", title).show()
+            .find(".ai-sidebar-model-name").text(model.text);
     };
 
     /** Show how long the question is once it nears the service's limit, marked when it is over. */
@@ -439,6 +465,8 @@
                 self.serviceOk();
                 self.maxMessageChars = lib.chatRequest.messageLimit(body);
                 self.updateCounter();
+                self.serviceModel = body && body.model;
+                self.showModel();
                 var scenarios = body && body.scenarios;
                 var choice = lib.scenarioChoice.options(scenarios,
                     self.scenarioSelect.val() || self.storage.get(lib.scenarioChoice.STORAGE_KEY));

@@ -143,3 +143,48 @@ async function contextHistoryMode(page, result, context, record) {
 }
 
 module.exports.MODES["context-history"] = contextHistoryMode;
+
+/** The model line under the header and the header itself: texts, boxes, whether the line is cut. */
+async function modelLayout(page) {
+    return page.evaluate(() => {
+        const line = document.querySelector(".ai-sidebar-model");
+        const header = document.querySelector(".ai-sidebar .red-ui-sidebar-header").getBoundingClientRect();
+        const sidebar = document.querySelector(".ai-sidebar").getBoundingClientRect();
+        const box = line.getBoundingClientRect();
+        const newChat = document.querySelector(".ai-sidebar-new-chat").getBoundingClientRect();
+        return {
+            text: line.innerText.trim(), title: line.getAttribute("title"),
+            visible: !!line.offsetParent && box.height > 0,
+            cut: line.scrollWidth > line.clientWidth, overflow: getComputedStyle(line).textOverflow,
+            inside: box.left >= sidebar.left - 0.5 && box.right <= sidebar.right + 0.5,
+            belowHeader: box.top >= header.bottom - 0.5,
+            newChatInside: newChat.right <= header.right + 0.5 && newChat.width > 0,
+            fontSize: getComputedStyle(line).fontSize
+        };
+    });
+}
+
+// The header names the model that answers: the service's own, then the chosen ai-config node's; readable at
+// 1280×720 and at the narrowest sidebar. Env: CONFIG_ID (an ai-config node to choose).
+async function headerModelMode(page, result) {
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await page.selectOption(".ai-sidebar-config", "");
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-model").offsetParent, null,
+        { timeout: 15000 });
+    result.serviceDefault = await modelLayout(page);
+    await page.selectOption(".ai-sidebar-config", env.CONFIG_ID);
+    result.chosen = await modelLayout(page);
+    await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-header-model.png");
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        result.narrow = await modelLayout(page);
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-header-model-narrow.png");
+    } finally {
+        await page.selectOption(".ai-sidebar-config", "");
+        await editor.resizeSidebar(page, before);
+    }
+}
+
+module.exports.MODES["header-model"] = headerModelMode;

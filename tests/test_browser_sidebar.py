@@ -1092,3 +1092,27 @@ def test_the_header_names_the_model_that_answers_at_1280x720_and_narrow(auth_sta
         assert layout["inside"] and layout["belowHeader"] and layout["newChatInside"], layout
         assert layout["overflow"] == "ellipsis" and layout["fontSize"] == "11px"
     assert narrow["text"] == chosen["text"] and narrow["visible"]
+
+
+def test_conversations_keep_their_drafts_reopen_at_the_latest_message_and_the_list_closes_on_escape_or_outside(
+        auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    long_answer = "\n\n".join(f"Paragraph {i}: the catch node sends the error on with msg.error." for i in range(12))
+    model.script(*(Reply(text=long_answer) for _ in range(3)))
+    drafts = ["How do I retry the failed call", "Something for the new chat"]
+
+    seen = run_feature(nodered, "conversations", tab["id"], NARROW_WIDTH="240", DRAFTS=json.dumps(drafts),
+                       QUESTIONS=json.dumps(["What does the catch node do?", "And the function?", "And debug?"]))
+
+    assert seen["newChat"]["draft"] == ""
+    assert seen["listOpen"]["drawerOpen"]
+    # Back in the first conversation: its draft is back, and it shows its latest message.
+    back = seen["back"]
+    assert back["draft"] == drafts[0] + "!" and back["scrolls"] and back["atBottom"], back
+    assert not seen["afterEscape"]["drawerOpen"] and not seen["afterClickOutside"]["drawerOpen"]
+    # After a reload too.
+    reloaded = seen["reloaded"]
+    assert reloaded["draft"] == drafts[0] + "!" and reloaded["scrolls"] and reloaded["atBottom"], reloaded
+    assert seen["narrowWidth"] <= 260
+    assert seen["narrowOpen"]["drawerOpen"] and not seen["narrowAfterEscape"]["drawerOpen"]

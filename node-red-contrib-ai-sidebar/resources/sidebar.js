@@ -146,6 +146,7 @@
             }
         });
         this.buildDom();
+        this.restoreDraft();
         this.onEditorContextChange = this.onEditorContextChange.bind(this);
         RED.events.on("workspace:change", this.onEditorContextChange);
         RED.events.on("view:selection-changed", this.onEditorContextChange);
@@ -246,6 +247,23 @@
 
         var body = $('<div class="ai-sidebar-body"></div>').appendTo(this.content);
         this.messages = $('<div class="ai-sidebar-messages"></div>').appendTo(body);
+        // A conversation opens at its latest message. One loaded while the tab is hidden (a reload with another
+        // tab shown, Node-RED 5's stacked sections) has no height to scroll yet: it is scrolled once it has,
+        // unless the user scrolled up since.
+        this.pinnedToBottom = true;
+        this.messages.on("scroll", function () {
+            if (self.messages[0].clientHeight > 0) {
+                self.pinnedToBottom = self.isScrolledToBottom();
+            }
+        });
+        if (window.ResizeObserver) {
+            this.resizeObserver = new ResizeObserver(function () {
+                if (self.pinnedToBottom) {
+                    self.scrollToBottom();
+                }
+            });
+            this.resizeObserver.observe(this.messages[0]);
+        }
         this.sessions.drawer.appendTo(body);
         this.showEmptyState();
 
@@ -269,6 +287,7 @@
             })
             .on("input", function () {
                 self.updateCounter();
+                self.keepDraft();
             })
             .appendTo(composer);
         this.counter = $('<div class="ai-sidebar-counter" aria-live="polite"></div>').hide().appendTo(composer);
@@ -316,6 +335,17 @@
         var title = t("sidebar.modelTooltip", { model: model.model || model.provider, provider: model.provider });
         this.modelLine.attr("title", title).attr("aria-label", title).show()
             .find(".ai-sidebar-model-name").text(model.text);
+    };
+
+    /** Keep what the input holds as the open conversation's unsent question (it survives a reload). */
+    AiSidebar.prototype.keepDraft = function () {
+        lib.conversation.saveDraft(this.storage, this.conversation.sessionId, username(), this.input.val());
+    };
+
+    /** Put the open conversation's unsent question (or nothing) into the input. */
+    AiSidebar.prototype.restoreDraft = function () {
+        this.input.val(lib.conversation.loadDraft(this.storage, this.conversation.sessionId, username()));
+        this.updateCounter();
     };
 
     /** Show how long the question is once it nears the service's limit, marked when it is over. */
@@ -552,6 +582,7 @@
     AiSidebar.prototype.scrollToBottom = function () {
         var el = this.messages[0];
         el.scrollTop = el.scrollHeight;
+        this.pinnedToBottom = true;
     };
 
     /** Run `change` on the message list, keeping it pinned to the bottom if the user had not scrolled up. */
@@ -661,7 +692,9 @@
         }
         this.stop();
         this.cancelSessionRefresh();
+        this.keepDraft();
         this.conversation.open(sessionId);
+        this.restoreDraft();
         this.sessions.render();
         this.loadHistory(sessionId);
     };
@@ -693,6 +726,7 @@
         if (fromInput) {
             this.input.val("");
             this.updateCounter();
+            this.keepDraft();
         }
         var request = this.chatRequest(message);
         // Shown under the question, live and after Retry (which sends the same request).
@@ -773,6 +807,7 @@
                 self.controller = null;
                 if (next.restoreInput) {
                     self.input.val(message);
+                    self.keepDraft();
                     self.updateCounter();
                 }
                 self.setBusy(false);
@@ -807,6 +842,7 @@
         this.cancelSessionRefresh();
         this.historyRequest = null;
         this.historyFailed = false;
+        this.keepDraft();
         this.conversation.start();
         this.sessions.render();
         // A new chat starts with the default context: the chip removed in the last one comes back.
@@ -845,6 +881,9 @@
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("deploy", this.refreshConfigs);
         RED.events.off("runtime-state", this.refreshConfigs);
+        if (this.resizeObserver) {
+            this.resizeObserver.disconnect();
+        }
         this.content.remove();
     };
 

@@ -188,3 +188,85 @@ async function headerModelMode(page, result) {
 }
 
 module.exports.MODES["header-model"] = headerModelMode;
+
+async function conversationState(page) {
+    return page.evaluate(() => {
+        const list = document.querySelector(".ai-sidebar-messages");
+        return {
+            draft: document.querySelector(".ai-sidebar-input").value,
+            drawerOpen: !!document.querySelector(".ai-sidebar-sessions").offsetParent,
+            scrolls: list.scrollHeight > list.clientHeight + 10,
+            atBottom: list.scrollHeight - list.scrollTop - list.clientHeight < 2,
+            questions: document.querySelectorAll(".ai-sidebar-message-user").length
+        };
+    });
+}
+
+// Conversations: each keeps its unsent question (also across a reload), a reopened one shows its latest message,
+// and the list closes on Escape or a click outside. Env: QUESTIONS (asked in the first conversation), DRAFTS (one
+// for it, one for a new chat).
+async function conversationsMode(page, result, context, record) {
+    const questions = JSON.parse(env.QUESTIONS);
+    const drafts = JSON.parse(env.DRAFTS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    for (const question of questions) {
+        await editor.ask(page, question);
+    }
+    const first = await page.evaluate(() => localStorage.getItem(Object.keys(localStorage)
+        .filter((k) => k.startsWith("node-red-contrib-ai-sidebar.sessionId"))[0]));
+    await page.locator(".ai-sidebar-session-button").click();
+    await page.waitForSelector(".ai-sidebar-session[data-session-id='" + first + "']", { timeout: 15000 });
+    await page.keyboard.press("Escape");
+    await page.click(".ai-sidebar-input");
+    await page.fill(".ai-sidebar-input", drafts[0]);
+    await page.locator(".ai-sidebar-input").press("End");
+    await page.type(".ai-sidebar-input", "!");
+    await editor.newChat(page);
+    result.newChat = await conversationState(page);
+    await page.type(".ai-sidebar-input", drafts[1]);
+
+    // Back to the first conversation through the list.
+    await page.click(".ai-sidebar-session-button");
+    result.listOpen = await conversationState(page);
+    await page.click(".ai-sidebar-session[data-session-id='" + first + "'] .ai-sidebar-session-main");
+    await page.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length === n,
+        questions.length, { timeout: 15000 });
+    result.back = await conversationState(page);
+
+    // Escape and a click outside close the list.
+    await page.click(".ai-sidebar-session-button");
+    await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+    await page.keyboard.press("Escape");
+    result.afterEscape = await conversationState(page);
+    await page.click(".ai-sidebar-session-button");
+    await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+    await editor.screenshot(page, result, "sidebar-conversation-list.png");
+    await page.mouse.click(400, 400);
+    result.afterClickOutside = await conversationState(page);
+
+    const reloaded = await editor.openEditor(context, env.EDITOR_URL, record,
+        env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null);
+    await reloaded.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(reloaded, env.TAB_ID);
+    await reloaded.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length === n,
+        questions.length, { timeout: 15000 });
+    await reloaded.waitForTimeout(300);
+    result.reloaded = await conversationState(reloaded);
+    await editor.screenshot(reloaded, result, "sidebar-conversation-reopened.png");
+
+    const before = await editor.sidebarWidth(reloaded);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(reloaded, Number(env.NARROW_WIDTH));
+        await reloaded.click(".ai-sidebar-session-button");
+        await reloaded.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+        result.narrowOpen = await conversationState(reloaded);
+        await reloaded.keyboard.press("Escape");
+        result.narrowAfterEscape = await conversationState(reloaded);
+    } finally {
+        await editor.resizeSidebar(reloaded, before);
+    }
+}
+
+module.exports.MODES.conversations = conversationsMode;

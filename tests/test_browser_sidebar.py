@@ -1026,3 +1026,93 @@ def test_the_ai_config_dialog_lists_the_services_providers_and_scenarios_and_kee
     assert offline["providers"] == ["openai-compatible"] and offline["provider"] == "openai-compatible"
     assert offline["scenarios"] == [{"key": "learning", "name": "learning", "checked": True},
                                     {"key": "sales", "name": "sales", "checked": True}]
+
+
+def test_the_question_limit_is_the_one_the_service_states(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+
+    seen = run_feature(nodered, "limit", tab["id"], LIMIT="2000")
+
+    assert seen["serviceLimit"] == 10000
+    assert seen["belowShare"] is None
+    assert seen["over"] == "2,005 / 2,000"
+
+
+def test_a_reloaded_question_shows_its_context_and_a_debug_message_can_be_explained_or_attached(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "02 - Set any property value")
+    inject = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "inject")
+    debug = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "debug")
+    model.script(Reply(text="The change node sets the payload and the topic."),
+                 Reply(text="This debug message shows the payload the change node set."),
+                 Reply(text="The topic comes from the change node."))
+
+    seen = run_feature(nodered, "context-history", tab["id"], INJECT_ID=inject["id"], DEBUG_ID=debug["id"],
+                       NARROW_WIDTH="240",
+                       QUESTIONS=json.dumps(["What do these nodes do?", "Where does its topic come from?"]))
+
+    assert seen["aiTabShown"]
+    label = f"Flow: {tab['label']}"
+    # The debug message went out with "Explain", as data; the question was the catalog's.
+    explained = model.requests[1]["messages"][-1]["content"]
+    assert explained.startswith("Explain this debug message\n\nDebug messages attached to this question")
+    assert "<debug_message>" in explained and "msg.payload" in explained
+    typed = model.requests[2]["messages"][-1]["content"]
+    assert typed.startswith("Where does its topic come from?\n\nDebug messages attached") and "<debug_message>" in typed
+    assert seen["inputKept"] == "Where does its topic come from?"
+    assert len(seen["attached"]) == 1 and seen["chipWithDebug"].endswith("· 1 debug message")
+    assert seen["attachedAfterSend"] == 0
+    assert seen["live"] == [f"{label} · 2 nodes selected", f"{label} · no nodes selected · 1 debug message",
+                            f"{label} · no nodes selected · 1 debug message"]
+    # After a reload the stored questions say the same.
+    assert seen["reloaded"] == seen["live"]
+    for chip in (seen["wideChip"], seen["narrowChip"]):
+        assert chip["detail"] == " · 3 nodes selected" and chip["detailWhole"] and chip["chipInside"], chip
+    assert seen["narrowWidth"] <= 260
+    assert seen["narrowChip"]["nameCut"] and seen["narrowChip"]["nameOverflow"] == "ellipsis"
+
+
+def test_the_header_names_the_model_that_answers_at_1280x720_and_narrow(auth_stack, two_ai_configs, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    token = admin_token(nodered)
+    service_model = admin_request(nodered, token, "GET", "/ai-sidebar/scenarios?lang=en-US")["model"]
+
+    seen = run_feature(nodered, "header-model", tab["id"], CONFIG_ID=CONFIG_IDS["beta"], NARROW_WIDTH="200")
+
+    default = seen["serviceDefault"]
+    assert default["text"] == f"{service_model['provider']}/{service_model['model']}" and default["visible"]
+    chosen = seen["chosen"]
+    assert chosen["text"] == "openai-compatible/scripted-beta"
+    assert chosen["title"] == "Answers come from scripted-beta (openai-compatible)"
+    narrow = seen["narrow"]
+    assert seen["narrowWidth"] <= 240
+    for layout in (default, chosen, narrow):
+        assert layout["inside"] and layout["belowHeader"] and layout["newChatInside"], layout
+        assert layout["overflow"] == "ellipsis" and layout["fontSize"] == "11px"
+    assert narrow["text"] == chosen["text"] and narrow["visible"]
+
+
+def test_conversations_keep_their_drafts_reopen_at_the_latest_message_and_the_list_closes_on_escape_or_outside(
+        auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    long_answer = "\n\n".join(f"Paragraph {i}: the catch node sends the error on with msg.error." for i in range(12))
+    model.script(*(Reply(text=long_answer) for _ in range(3)))
+    drafts = ["How do I retry the failed call", "Something for the new chat"]
+
+    seen = run_feature(nodered, "conversations", tab["id"], NARROW_WIDTH="240", DRAFTS=json.dumps(drafts),
+                       QUESTIONS=json.dumps(["What does the catch node do?", "And the function?", "And debug?"]))
+
+    assert seen["newChat"]["draft"] == ""
+    assert seen["listOpen"]["drawerOpen"]
+    # Back in the first conversation: its draft is back, and it shows its latest message.
+    back = seen["back"]
+    assert back["draft"] == drafts[0] + "!" and back["scrolls"] and back["atBottom"], back
+    assert not seen["afterEscape"]["drawerOpen"] and not seen["afterClickOutside"]["drawerOpen"]
+    # After a reload too.
+    reloaded = seen["reloaded"]
+    assert reloaded["draft"] == drafts[0] + "!" and reloaded["scrolls"] and reloaded["atBottom"], reloaded
+    assert seen["narrowWidth"] <= 260
+    assert seen["narrowOpen"]["drawerOpen"] and not seen["narrowAfterEscape"]["drawerOpen"]

@@ -138,9 +138,33 @@ async def test_each_chat_stores_the_original_message_answer_and_metadata(client,
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[0]["content"] == "explain the current flow" and messages[1]["content"] == "Answer one."
     assert messages[0]["metadata"] == {"scenario": "general", "flowId": tab["id"], "tools": ["get_flow"],
-                                       "language": "es-ES"}
+                                       "language": "es-ES",
+                                       "context": {"flow": {"id": tab["id"], "label": None}, "nodes": 0, "debug": 0}}
     response = await client.get("/ai-sidebar/history/m2", headers=BOB)
     assert response.status == 404 and (await response.json())["error"]["code"] == "session_not_found"
+
+
+async def test_attached_debug_messages_reach_the_model_as_data_and_the_turn_keeps_its_context(client, nodered, model):
+    tab = nodered.tabs()[0]
+    node = nodered.nodes_of(tab["id"])[0]
+    model.script(Reply(text="The payload is a timestamp."))
+    debug = {"nodeId": node["id"], "name": "after parse", "topic": "sensor/1", "property": "payload",
+             "format": "number", "msg": "1733011200000"}
+    await chat(client, ALICE, message="why this value?", sessionId="m-debug", debugMessages=[debug],
+               selectedFlow={"id": tab["id"], "label": tab["label"]},
+               selectedNodes=[{"id": node["id"], "type": node["type"]}])
+    question = model.requests[-1]["messages"][-1]["content"]
+    assert question.startswith("why this value?\n\nDebug messages attached to this question")
+    assert (f'<debug_message>\nFrom node "after parse" (id {node["id"]}), topic "sensor/1", msg.payload (number):\n'
+            "1733011200000\n</debug_message>") in question
+    messages = (await (await client.get("/ai-sidebar/history/m-debug", headers=ALICE)).json())["messages"]
+    # The question is stored as typed; what went with it is counted in its metadata.
+    assert messages[0]["content"] == "why this value?"
+    assert messages[0]["metadata"]["context"] == {"flow": {"id": tab["id"], "label": tab["label"]}, "nodes": 1,
+                                                  "debug": 1}
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": "x", "debugMessages": [debug] * 6},
+                                 headers=ALICE)
+    assert response.status == 400 and "debugMessages" in (await response.json())["error"]["message"]
 
 
 async def test_silent_requests_are_not_stored(client, model):

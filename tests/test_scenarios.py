@@ -16,6 +16,7 @@ from service.chat.scenarios import (
     load_base,
     load_language,
 )
+from service.llm.providers import DEFAULT_MODELS
 from service.settings import REPO_ROOT
 from service.web.app import create_app
 
@@ -270,6 +271,10 @@ async def test_scenarios_route_gives_the_palette_the_providers_and_the_message_l
     assert body["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
     assert body["maxMessageChars"] == settings.max_message_chars == 10_000
     assert list(body["scenarios"]) == list(load_base(BASE).scenarios)
+    # The model that answers without an ai-config node: the sidebar's header names it.
+    assert body["model"] == {"provider": settings.provider,
+                             "model": settings.model or DEFAULT_MODELS[settings.provider]}
+    assert body["model"]["model"]
 
 
 @pytest.mark.parametrize("allowed,answered_in", [(["sales", "learning"], "learning"), (["sales"], "general")])

@@ -16,26 +16,43 @@
 }(typeof self !== "undefined" ? self : this, function () {
     "use strict";
 
-    // The service's default limit on a question (Settings.max_message_chars, refused with 413 message_too_long);
-    // the counter shows from COUNTER_FROM characters on.
+    // The service's default limit on a question (Settings.max_message_chars, refused with 413 message_too_long),
+    // used while the service has not said its own (GET ai-sidebar/scenarios `maxMessageChars`); the counter shows
+    // from COUNTER_SHARE of the limit on.
     const MAX_MESSAGE_CHARS = 10000;
-    const COUNTER_FROM = 9000;
+    const COUNTER_SHARE = 0.9;
+    const COUNTER_FROM = MAX_MESSAGE_CHARS * COUNTER_SHARE;
+
+    /**
+     * The limit on a question as the service's scenarios answer states it.
+     *
+     * @param {?object} scenarios the body of GET ai-sidebar/scenarios (null when the service could not be asked)
+     * @returns {number} its `maxMessageChars` when that is a positive whole number, else MAX_MESSAGE_CHARS
+     */
+    function messageLimit(scenarios) {
+        const max = scenarios && scenarios.maxMessageChars;
+        return Number.isInteger(max) && max > 0 ? max : MAX_MESSAGE_CHARS;
+    }
 
     /**
      * The length counter of a question being typed.
      *
      * @param {string} text what the input holds
+     * @param {number} [max] the service's limit in characters (messageLimit); MAX_MESSAGE_CHARS when omitted
      * @returns {?{count: number, max: number, over: boolean}} null while the question is short enough not to show
-     *     one; `count` in characters (code points) of the trimmed text, as the service counts them
+     *     one (below 90 % of the limit); `count` in characters (code points) of the trimmed text, as the service
+     *     counts them
      */
-    function counter(text) {
+    function counter(text, max) {
+        max = max || MAX_MESSAGE_CHARS;
+        const from = Math.floor(max * COUNTER_SHARE);
         text = String(text || "");
         // UTF-16 length is never below the number of characters, so short texts need no counting.
-        const count = text.length < COUNTER_FROM ? text.length : Array.from(text.trim()).length;
-        if (count < COUNTER_FROM) {
+        const count = text.length < from ? text.length : Array.from(text.trim()).length;
+        if (count < from) {
             return null;
         }
-        return { count: count, max: MAX_MESSAGE_CHARS, over: count > MAX_MESSAGE_CHARS };
+        return { count: count, max: max, over: count > max };
     }
 
     /**
@@ -49,6 +66,8 @@
      * @param {string} [question.scenario] the chosen scenario key
      * @param {string} [question.configId] the chosen `ai-config` node
      * @param {boolean} question.contextRemoved
+     * @param {object[]} [question.debugMessages] attached Debug messages (editorContext.debugAttachment), sent
+     *     even when the chip was removed
      * @param {?{id: string, label: string}} question.flow the open tab (editorContext.selectedFlow)
      * @param {{id: string, type: string, name: string}[]} question.nodes the selected nodes
      * @param {function(): ?{nodes: (object[]|undefined), bytes: (number|undefined)}} question.exportTab the open
@@ -72,6 +91,9 @@
         }
         if (question.configId) {
             body.configId = question.configId;
+        }
+        if (question.debugMessages && question.debugMessages.length) {
+            body.debugMessages = question.debugMessages.slice();
         }
         if (question.contextRemoved) {
             return result;
@@ -128,6 +150,7 @@
     return {
         MAX_MESSAGE_CHARS: MAX_MESSAGE_CHARS,
         COUNTER_FROM: COUNTER_FROM,
+        messageLimit: messageLimit,
         counter: counter,
         build: build,
         afterAnswer: afterAnswer

@@ -86,8 +86,36 @@
         return found ? { id: savedId, missing: false } : { id: "", missing: true };
     }
 
+    /**
+     * Which model answers the next question: the chosen ai-config node's, or the service's own.
+     *
+     * @param {string} configId the chosen node ("" for the service default)
+     * @param {{id: string, provider: string, model: string}[]} configs the deployed configurations
+     * @param {?{provider: string, model: ?string}} serviceModel the `model` of GET ai-sidebar/scenarios (null
+     *     until the service answered, or from an older service)
+     * @returns {?{provider: string, model: string, text: string}} `text` is "provider/model" (or the provider
+     *     alone); null while it is not known
+     */
+    function answeringModel(configId, configs, serviceModel) {
+        let source = null;
+        if (configId) {
+            source = configs.filter(function (config) {
+                return config.id === configId;
+            })[0] || null;
+        } else if (serviceModel && typeof serviceModel === "object") {
+            source = serviceModel;
+        }
+        const provider = source ? text(source.provider) : "";
+        if (!provider) {
+            return null;
+        }
+        const model = text(source.model);
+        return { provider: provider, model: model, text: model ? provider + "/" + model : provider };
+    }
+
     return {
         STORAGE_KEY: STORAGE_KEY,
+        answeringModel: answeringModel,
         storageKey: storageKey,
         normaliseConfigs: normaliseConfigs,
         configLabel: configLabel,

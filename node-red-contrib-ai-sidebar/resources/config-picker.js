@@ -25,6 +25,7 @@
      * @param {function(): ?string} options.getSaved the remembered choice (an ai-config node id; null or "" for
      *     the service default)
      * @param {function(?string)} options.setSaved remember a choice (null for the service default)
+     * @param {function()} [options.onChange] the choice or the list changed (the header names the model)
      */
     function ConfigPicker(options) {
         var self = this;
@@ -127,6 +128,9 @@
     ConfigPicker.prototype.updateTitle = function () {
         var label = this.select.find("option:selected").text() || t("config.default");
         this.select.attr("title", t("config.tooltip", { label: label }));
+        if (this.options.onChange) {
+            this.options.onChange();
+        }
     };
 
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};

@@ -19,6 +19,9 @@
 
     const SESSION_KEY = "node-red-contrib-ai-sidebar.sessionId";
     const NEW_SESSION_KEY = "node-red-contrib-ai-sidebar.newSessionId";
+    const DRAFT_KEY = "node-red-contrib-ai-sidebar.draft";
+    // Drafts longer than this are not kept (localStorage holds about 5 MB per editor origin, shared).
+    const MAX_DRAFT_CHARS = 20000;
     // After an answer ends the session list is read again, to show the name the service gave a new session. A
     // stopped answer is saved once the service notices the closed connection, so until the session is listed
     // the list is read again after each of these delays (milliseconds).
@@ -125,6 +128,42 @@
     };
 
     /**
+     * Where the unsent question of one conversation is kept: per Node-RED user and session.
+     *
+     * @param {string} sessionId
+     * @param {string} [username]
+     * @returns {string} the localStorage key
+     */
+    function draftKey(sessionId, username) {
+        return userKey(DRAFT_KEY, username) + ":" + sessionId;
+    }
+
+    /**
+     * Keep (or, when empty or too long, forget) the unsent question of a conversation.
+     *
+     * @param {{set: function(string, ?string)}} storage see safeStorage
+     * @param {string} sessionId
+     * @param {string} [username]
+     * @param {string} text what the input holds
+     */
+    function saveDraft(storage, sessionId, username, text) {
+        text = String(text || "");
+        storage.set(draftKey(sessionId, username), text.trim() && text.length <= MAX_DRAFT_CHARS ? text : null);
+    }
+
+    /**
+     * The unsent question of a conversation, or "".
+     *
+     * @param {{get: function(string): ?string}} storage see safeStorage
+     * @param {string} sessionId
+     * @param {string} [username]
+     * @returns {string}
+     */
+    function loadDraft(storage, sessionId, username) {
+        return storage.get(draftKey(sessionId, username)) || "";
+    }
+
+    /**
      * How long to wait before reading the session list again, when a saved session is not listed yet.
      *
      * @param {number} attempt 0 for the first retry
@@ -138,7 +177,12 @@
         SESSION_KEY: SESSION_KEY,
         NEW_SESSION_KEY: NEW_SESSION_KEY,
         SESSION_REFRESH_DELAYS_MS: SESSION_REFRESH_DELAYS_MS,
+        DRAFT_KEY: DRAFT_KEY,
+        MAX_DRAFT_CHARS: MAX_DRAFT_CHARS,
         userKey: userKey,
+        draftKey: draftKey,
+        saveDraft: saveDraft,
+        loadDraft: loadDraft,
         newSessionId: newSessionId,
         safeStorage: safeStorage,
         refreshDelay: refreshDelay,

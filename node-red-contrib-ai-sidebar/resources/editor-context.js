@@ -1,6 +1,7 @@
 /**
  * What of the editor goes out with a question, and how the context chip above the input says it: the open tab
- * (flow or subflow) and the selected nodes, unless the user removed the chip.
+ * (flow or subflow) and the selected nodes, unless the user removed the chip, and the Debug sidebar messages the
+ * user attached. Also the same words for a question reloaded from a session's history.
  *
  * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.editorContext`) and in Node.js by the
  * package's tests (`require`). The editor API (`RED`) and the translation function are passed in; nothing here
@@ -52,19 +53,31 @@
         });
     }
 
+    // How many Debug sidebar messages one question can carry, and how much of each (the service takes 5 of up to
+    // 5,000 characters: StreamChatRequest.debugMessages).
+    const MAX_DEBUG_MESSAGES = 5;
+    const DEBUG_MSG_CHARS = 4000;
+
     /**
-     * What the context chip shows.
+     * What the chip shows.
      *
-     * @param {{removed: boolean, flow: ?{label: string, subflow: boolean}, count: number}} state
+     * @param {{removed: boolean, flow: ?{label: string, subflow: boolean}, count: number, debug: number}} state
+     *     `debug`: how many Debug messages are attached (sent whether or not the flow context is removed)
      * @param {function(string, object=): string} t the sidebar catalog's translation (keys under `context.`)
-     * @returns {{icon: string, text: string, title: string, button: {icon: string, label: string,
-     *     removes: boolean}}} `icon`s are Font Awesome classes; the button removes the context, or brings it back
+     * @returns {{icon: string, text: string, name: string, detail: string, title: string, button: {icon: string,
+     *     label: string, removes: boolean}}} `icon`s are Font Awesome classes; `text` is `name` (the flow, which may
+     *     be cut when narrow) then `detail` (the counts, never cut); the button removes the context, or brings it
+     *     back
      */
     function chip(state, t) {
+        const debugText = state.debug ? t("context.debug", { count: state.debug }) : "";
         if (state.removed) {
+            const removed = t("context.removed");
             return {
                 icon: "fa-ban",
-                text: t("context.removed"),
+                text: removed + (debugText ? " \u00b7 " + debugText : ""),
+                name: removed,
+                detail: debugText ? " \u00b7 " + debugText : "",
                 title: t("context.removedTooltip"),
                 button: { icon: "fa-undo", label: t("context.restore"), removes: false }
             };
@@ -77,13 +90,89 @@
             flowText = t(flow.subflow ? "context.subflow" : "context.flow", { label: flow.label || t("context.unnamed") });
         }
         const nodesText = state.count ? t("context.nodes", { count: state.count }) : t("context.noNodes");
+        const detail = " \u00b7 " + nodesText + (debugText ? " \u00b7 " + debugText : "");
         return {
             icon: "fa-sitemap",
-            text: flowText + " \u00b7 " + nodesText,
+            text: flowText + detail,
+            name: flowText,
+            detail: detail,
             title: t("context.tooltip"),
             button: { icon: "fa-times", label: t("context.remove"), removes: true }
         };
     }
 
-    return { selectedFlow: selectedFlow, selectedNodes: selectedNodes, chip: chip };
+    /**
+     * The context a stored question went out with, in the chip's words: from the `context` the service keeps in
+     * the question's metadata (`{flow: ?{id, label}, nodes: number, debug: number}`).
+     *
+     * @param {object} metadata the stored question's metadata (GET ai-sidebar/history)
+     * @param {function(string, object=): string} t as for `chip`
+     * @param {function(string): boolean} [isSubflow] whether a tab id is a subflow in the workspace
+     * @returns {?{icon: string, text: string}} null for a question stored without it (an older service)
+     */
+    function sentView(metadata, t, isSubflow) {
+        const context = metadata && typeof metadata === "object" ? metadata.context : null;
+        if (!context || typeof context !== "object") {
+            return null;
+        }
+        const flow = context.flow && typeof context.flow === "object" && typeof context.flow.id === "string" ?
+            context.flow : null;
+        const count = Number.isInteger(context.nodes) && context.nodes > 0 ? context.nodes : 0;
+        const debug = Number.isInteger(context.debug) && context.debug > 0 ? context.debug : 0;
+        const view = chip({
+            // A question without flow and nodes went out with the chip removed (or with no tab open).
+            removed: !flow && !count,
+            flow: flow && { label: typeof flow.label === "string" ? flow.label : "",
+                subflow: !!(isSubflow && isSubflow(flow.id)) },
+            count: count,
+            debug: debug
+        }, t);
+        return { icon: view.icon, text: view.text };
+    }
+
+    /**
+     * A Debug sidebar message as it goes out with a question.
+     *
+     * @param {object} message the message the Debug sidebar shows (Node-RED's `debugPostProcessMessage` hook:
+     *     `msg` the encoded text, `format`, `topic`, `property`, `name`, `_source.id`)
+     * @returns {{nodeId: ?string, name: string, topic: string, property: string, format: string, msg: string}}
+     *     `msg` cut to DEBUG_MSG_CHARS characters (with "…")
+     */
+    function debugAttachment(message) {
+        message = message || {};
+        const source = message._source && typeof message._source === "object" ? message._source : {};
+        let text = typeof message.msg === "string" ? message.msg : JSON.stringify(message.msg);
+        text = text === undefined ? "" : text;
+        if (text.length > DEBUG_MSG_CHARS) {
+            text = text.slice(0, DEBUG_MSG_CHARS - 1) + "\u2026";
+        }
+        const nodeId = typeof source.id === "string" ? source.id : (typeof message.id === "string" ? message.id : null);
+        return {
+            nodeId: nodeId,
+            name: String(message.name || source.name || ""),
+            topic: String(message.topic || "").slice(0, 500),
+            property: String(message.property || "payload").slice(0, 200),
+            format: String(message.format || "").slice(0, 100),
+            msg: text
+        };
+    }
+
+    /**
+     * Attach one more Debug message: the same one again is not doubled, and only the latest MAX_DEBUG_MESSAGES stay.
+     *
+     * @param {object[]} attached the attachments so far (debugAttachment)
+     * @param {object} item
+     * @returns {object[]} a new list
+     */
+    function attachDebug(attached, item) {
+        const same = JSON.stringify(item);
+        const list = attached.filter(function (other) {
+            return JSON.stringify(other) !== same;
+        }).concat([item]);
+        return list.slice(-MAX_DEBUG_MESSAGES);
+    }
+
+    return { MAX_DEBUG_MESSAGES: MAX_DEBUG_MESSAGES, DEBUG_MSG_CHARS: DEBUG_MSG_CHARS, selectedFlow: selectedFlow,
+        selectedNodes: selectedNodes, chip: chip, sentView: sentView, debugAttachment: debugAttachment,
+        attachDebug: attachDebug };
 }));

@@ -99,13 +99,27 @@
     };
 
     SessionPicker.prototype.open = function () {
+        var self = this;
         this.button.addClass("selected");
         this.render();
         this.drawer.show();
         this.load();
+        // Escape anywhere, or a click outside the list and its button, closes it (namespaced: removed on close).
+        $(document).off(".aiSidebarSessions")
+            .on("mousedown.aiSidebarSessions", function (event) {
+                if (!$(event.target).closest(self.drawer.add(self.button)).length) {
+                    self.close();
+                }
+            })
+            .on("keydown.aiSidebarSessions", function (event) {
+                if (event.key === "Escape" && !$(event.target).closest(self.drawer).length) {
+                    self.close();
+                }
+            });
     };
 
     SessionPicker.prototype.close = function () {
+        $(document).off(".aiSidebarSessions");
         this.button.removeClass("selected");
         this.drawer.hide();
     };

@@ -77,7 +77,13 @@
         this.destroyed = false;
         this.scenarios = {};
         this.scenariosLoaded = false;
+        // The service's limit on a question, once its scenarios answer said it (chatRequest.messageLimit).
+        this.maxMessageChars = lib.chatRequest.MAX_MESSAGE_CHARS;
+        // The model that answers without an ai-config node, as the service's scenarios answer names it.
+        this.serviceModel = null;
         this.contextRemoved = false;
+        // Debug sidebar messages attached to the next question (editorContext.debugAttachment).
+        this.debugAttached = [];
         this.historyRequest = null;
         this.historyFailed = false;
         this.renderMarkdown = createMarkdownRenderer();
@@ -107,6 +113,9 @@
             },
             setSaved: function (id) {
                 self.storage.set(lib.configChoice.storageKey(username()), id);
+            },
+            onChange: function () {
+                self.showModel();
             }
         });
         this.sessions = new lib.SessionPicker({
@@ -137,6 +146,7 @@
             }
         });
         this.buildDom();
+        this.restoreDraft();
         this.onEditorContextChange = this.onEditorContextChange.bind(this);
         RED.events.on("workspace:change", this.onEditorContextChange);
         RED.events.on("view:selection-changed", this.onEditorContextChange);
@@ -227,11 +237,33 @@
             })
             .appendTo(header);
         RED.popover.tooltip(this.newChatButton, t("sidebar.newChatTooltip"));
+        // Which model answers: under the header, cut with an ellipsis when narrow (the tooltip has it whole).
+        this.modelLine = $('<div class="ai-sidebar-model"></div>').hide()
+            .append($('<i class="fa fa-microchip" aria-hidden="true"></i>'))
+            .append($('<span class="ai-sidebar-model-name"></span>'))
+            .appendTo(this.content);
         this.configPicker.note.appendTo(this.content);
         this.banner.element.appendTo(this.content);
 
         var body = $('<div class="ai-sidebar-body"></div>').appendTo(this.content);
         this.messages = $('<div class="ai-sidebar-messages"></div>').appendTo(body);
+        // A conversation opens at its latest message. One loaded while the tab is hidden (a reload with another
+        // tab shown, Node-RED 5's stacked sections) has no height to scroll yet: it is scrolled once it has,
+        // unless the user scrolled up since.
+        this.pinnedToBottom = true;
+        this.messages.on("scroll", function () {
+            if (self.messages[0].clientHeight > 0) {
+                self.pinnedToBottom = self.isScrolledToBottom();
+            }
+        });
+        if (window.ResizeObserver) {
+            this.resizeObserver = new ResizeObserver(function () {
+                if (self.pinnedToBottom) {
+                    self.scrollToBottom();
+                }
+            });
+            this.resizeObserver.observe(this.messages[0]);
+        }
         this.sessions.drawer.appendTo(body);
         this.showEmptyState();
 
@@ -239,6 +271,7 @@
             .attr("aria-live", "polite").attr("aria-relevant", "additions").appendTo(this.content);
         var composer = $('<div class="ai-sidebar-composer"></div>').appendTo(this.content);
         this.contextChip = $('<div class="ai-sidebar-context"></div>').appendTo(composer);
+        this.debugList = $('<div class="ai-sidebar-context-debug"></div>').hide().appendTo(composer);
         this.input = $('<textarea class="ai-sidebar-input" rows="3"></textarea>')
             .attr("placeholder", t("sidebar.placeholder"))
             .attr("aria-label", t("sidebar.inputLabel"))
@@ -254,6 +287,7 @@
             })
             .on("input", function () {
                 self.updateCounter();
+                self.keepDraft();
             })
             .appendTo(composer);
         this.counter = $('<div class="ai-sidebar-counter" aria-live="polite"></div>').hide().appendTo(composer);
@@ -287,9 +321,36 @@
             .appendTo(actions);
     };
 
+    /** Name the model that answers the next question under the header (configChoice.answeringModel). */
+    AiSidebar.prototype.showModel = function () {
+        if (!this.modelLine) {
+            return;
+        }
+        var model = lib.configChoice.answeringModel(this.configPicker.configId(), this.configPicker.configs,
+            this.serviceModel);
+        if (!model) {
+            this.modelLine.hide();
+            return;
+        }
+        var title = t("sidebar.modelTooltip", { model: model.model || model.provider, provider: model.provider });
+        this.modelLine.attr("title", title).attr("aria-label", title).show()
+            .find(".ai-sidebar-model-name").text(model.text);
+    };
+
+    /** Keep what the input holds as the open conversation's unsent question (it survives a reload). */
+    AiSidebar.prototype.keepDraft = function () {
+        lib.conversation.saveDraft(this.storage, this.conversation.sessionId, username(), this.input.val());
+    };
+
+    /** Put the open conversation's unsent question (or nothing) into the input. */
+    AiSidebar.prototype.restoreDraft = function () {
+        this.input.val(lib.conversation.loadDraft(this.storage, this.conversation.sessionId, username()));
+        this.updateCounter();
+    };
+
     /** Show how long the question is once it nears the service's limit, marked when it is over. */
     AiSidebar.prototype.updateCounter = function () {
-        var counter = lib.chatRequest.counter(this.input.val());
+        var counter = lib.chatRequest.counter(this.input.val(), this.maxMessageChars);
         if (!counter) {
             this.counter.hide();
             return;
@@ -323,8 +384,43 @@
         return lib.editorContext.chip({
             removed: this.contextRemoved,
             flow: lib.editorContext.selectedFlow(RED),
-            count: this.selectedNodes().length
+            count: this.selectedNodes().length,
+            debug: this.debugAttached.length
         }, t);
+    };
+
+    /** Attach a Debug sidebar message (editorContext.debugAttachment) to the next question; the chip lists it. */
+    AiSidebar.prototype.attachDebug = function (item) {
+        this.debugAttached = lib.editorContext.attachDebug(this.debugAttached, item);
+        if (!this.controller) {
+            this.refreshContext();
+        } else {
+            this.contextChanged = true;
+        }
+    };
+
+    AiSidebar.prototype.detachDebug = function (item) {
+        this.debugAttached = this.debugAttached.filter(function (other) {
+            return other !== item;
+        });
+        this.refreshContext();
+    };
+
+    /**
+     * "Explain" on a Debug sidebar message: attach it and ask about it. When the user is typing a question, or an
+     * answer still streams, it is only attached (the chip lists it) and goes with the next question.
+     */
+    AiSidebar.prototype.explainDebug = function (item) {
+        this.attachDebug(item);
+        if (this.controller) {
+            RED.notify($("<p></p>").text(t("sidebar.busy")), { type: "warning", timeout: 3000 });
+            return;
+        }
+        if (String(this.input.val()).trim()) {
+            this.focusInput();
+            return;
+        }
+        this.send(t("prompt.explainDebug"));
     };
 
     AiSidebar.prototype.setContextRemoved = function (removed) {
@@ -336,10 +432,12 @@
         var self = this;
         var view = this.contextView();
         var chip = this.contextChip.empty().toggleClass("ai-sidebar-context-removed", this.contextRemoved)
-            .attr("title", view.title);
+            .attr("title", view.title + "\n" + view.text);
+        // When narrow, the flow's name is cut, never the counts after it.
         $('<span class="ai-sidebar-context-label"></span>')
             .append($("<i></i>").addClass("fa " + view.icon))
-            .append(document.createTextNode(view.text))
+            .append($('<span class="ai-sidebar-context-name"></span>').text(view.name))
+            .append($('<span class="ai-sidebar-context-detail"></span>').text(view.detail))
             .appendTo(chip);
         $('<button type="button" class="ai-sidebar-context-remove"></button>')
             .attr("title", view.button.label).attr("aria-label", view.button.label)
@@ -349,6 +447,24 @@
                 self.setContextRemoved(view.button.removes);
             })
             .appendTo(chip);
+        this.debugList.empty().toggle(this.debugAttached.length > 0);
+        this.debugAttached.forEach(function (item) {
+            var label = t("context.debugItem", { name: item.name || item.nodeId || "?",
+                property: item.property, format: item.format || "" });
+            var row = $('<div class="ai-sidebar-context-debug-item"></div>')
+                .attr("title", item.msg)
+                .append($('<i class="fa fa-bug" aria-hidden="true"></i>'))
+                .append($('<span class="ai-sidebar-context-debug-text"></span>').text(label + " " + item.msg))
+                .appendTo(self.debugList);
+            $('<button type="button" class="ai-sidebar-context-remove"></button>')
+                .attr("title", t("context.removeDebug")).attr("aria-label", t("context.removeDebug"))
+                .append($('<i class="fa fa-times"></i>'))
+                .on("click", function (event) {
+                    event.preventDefault();
+                    self.detachDebug(item);
+                })
+                .appendTo(row);
+        });
     };
 
     AiSidebar.prototype.chatRequest = function (message) {
@@ -359,6 +475,7 @@
             scenario: this.scenarioSelect.val(),
             configId: this.configPicker.configId(),
             contextRemoved: this.contextRemoved,
+            debugMessages: this.debugAttached,
             flow: lib.editorContext.selectedFlow(RED),
             nodes: this.selectedNodes(),
             exportTab: function () {
@@ -376,6 +493,10 @@
             .then(function (body) {
                 self.scenariosLoaded = true;
                 self.serviceOk();
+                self.maxMessageChars = lib.chatRequest.messageLimit(body);
+                self.updateCounter();
+                self.serviceModel = body && body.model;
+                self.showModel();
                 var scenarios = body && body.scenarios;
                 var choice = lib.scenarioChoice.options(scenarios,
                     self.scenarioSelect.val() || self.storage.get(lib.scenarioChoice.STORAGE_KEY));
@@ -461,6 +582,7 @@
     AiSidebar.prototype.scrollToBottom = function () {
         var el = this.messages[0];
         el.scrollTop = el.scrollHeight;
+        this.pinnedToBottom = true;
     };
 
     /** Run `change` on the message list, keeping it pinned to the bottom if the user had not scrolled up. */
@@ -545,7 +667,10 @@
                 return;
             }
             if (message.role === "user") {
-                self.appendUserMessage(message.content);
+                self.appendUserMessage(message.content, lib.editorContext.sentView(message.metadata, t,
+                    function (id) {
+                        return !!RED.nodes.subflow(id);
+                    }));
                 var next = messages[index + 1];
                 if (!next || next.role !== "assistant") {
                     // The answer failed or was stopped before any text: the service kept only the question.
@@ -567,7 +692,9 @@
         }
         this.stop();
         this.cancelSessionRefresh();
+        this.keepDraft();
         this.conversation.open(sessionId);
+        this.restoreDraft();
         this.sessions.render();
         this.loadHistory(sessionId);
     };
@@ -599,10 +726,16 @@
         if (fromInput) {
             this.input.val("");
             this.updateCounter();
+            this.keepDraft();
         }
         var request = this.chatRequest(message);
         // Shown under the question, live and after Retry (which sends the same request).
         request.contextView = this.contextView();
+        // Attached Debug messages go with this question only; the chip shows them until its answer ends.
+        if (this.debugAttached.length) {
+            this.debugAttached = [];
+            this.contextChanged = true;
+        }
         this.ask(message, request, fromInput);
         return true;
     };
@@ -674,6 +807,7 @@
                 self.controller = null;
                 if (next.restoreInput) {
                     self.input.val(message);
+                    self.keepDraft();
                     self.updateCounter();
                 }
                 self.setBusy(false);
@@ -708,10 +842,12 @@
         this.cancelSessionRefresh();
         this.historyRequest = null;
         this.historyFailed = false;
+        this.keepDraft();
         this.conversation.start();
         this.sessions.render();
         // A new chat starts with the default context: the chip removed in the last one comes back.
         this.contextChanged = false;
+        this.debugAttached = [];
         this.setContextRemoved(false);
         this.showEmptyState();
         this.input.val("").trigger("focus");
@@ -745,6 +881,9 @@
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("deploy", this.refreshConfigs);
         RED.events.off("runtime-state", this.refreshConfigs);
+        if (this.resizeObserver) {
+            this.resizeObserver.disconnect();
+        }
         this.content.remove();
     };
 

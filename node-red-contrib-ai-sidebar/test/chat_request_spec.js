@@ -37,6 +37,15 @@ describe("a question's request", function () {
         assert.strictEqual(exported, false);
     });
 
+    it("sends attached Debug messages, also with the flow context removed", function () {
+        const debug = [{ nodeId: "n1", name: "", topic: "", property: "payload", format: "number", msg: "42" }];
+        assert.deepStrictEqual(chatRequest.build(question({ debugMessages: debug })).body.debugMessages, debug);
+        assert.deepStrictEqual(chatRequest.build(question({ debugMessages: debug, contextRemoved: true })).body,
+            { message: "why does it fail?", sessionId: "s1", language: "de", selectedFlow: null, selectedNodes: [],
+                debugMessages: debug });
+        assert.strictEqual("debugMessages" in chatRequest.build(question({ debugMessages: [] })).body, false);
+    });
+
     it("says how large a tab too large to send is, and sends the question without it", function () {
         const request = chatRequest.build(question({ exportTab: function () { return { bytes: 6291456 }; } }));
         assert.strictEqual(request.flowDataBytes, 6291456);
@@ -70,6 +79,21 @@ describe("the question's length counter", function () {
         assert.strictEqual(chatRequest.counter("\u{1F600}".repeat(4600)), null);
         assert.deepStrictEqual(chatRequest.counter("  " + "y".repeat(10064) + "\n"), { count: 10064, max: 10000,
             over: true });
+    });
+
+    it("counts against the limit the service states, from 90 % of it on", function () {
+        assert.strictEqual(chatRequest.counter("x".repeat(1799), 2000), null);
+        assert.deepStrictEqual(chatRequest.counter("x".repeat(1800), 2000), { count: 1800, max: 2000, over: false });
+        assert.deepStrictEqual(chatRequest.counter("x".repeat(2001), 2000), { count: 2001, max: 2000, over: true });
+    });
+
+    it("takes the limit from the service's scenarios answer, and 10,000 while the service is down", function () {
+        assert.strictEqual(chatRequest.messageLimit({ scenarios: {}, maxMessageChars: 2500 }), 2500);
+        assert.strictEqual(chatRequest.messageLimit(null), 10000);
+        // An older service without the field, or a value that is no limit.
+        assert.strictEqual(chatRequest.messageLimit({ scenarios: {} }), 10000);
+        assert.strictEqual(chatRequest.messageLimit({ maxMessageChars: "5000" }), 10000);
+        assert.strictEqual(chatRequest.messageLimit({ maxMessageChars: 0 }), 10000);
     });
 });
 

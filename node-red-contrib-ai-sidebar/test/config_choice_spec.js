@@ -53,3 +53,22 @@ describe("the sidebar's choice of AI configuration", function () {
         assert.deepStrictEqual(configChoice.resolveChoice("", []), { id: "", missing: false });
     });
 });
+
+describe("the model named in the header", function () {
+    const configs = [{ id: "c1", name: "Local", provider: "openai-compatible", model: "llama3" },
+        { id: "c2", name: "", provider: "anthropic", model: "" }];
+
+    it("is the chosen ai-config node's, or the service's own when none is chosen", function () {
+        assert.deepStrictEqual(configChoice.answeringModel("c1", configs, { provider: "openai", model: "gpt-4o-mini" }),
+            { provider: "openai-compatible", model: "llama3", text: "openai-compatible/llama3" });
+        assert.deepStrictEqual(configChoice.answeringModel("", configs, { provider: "openai", model: "gpt-4o-mini" }),
+            { provider: "openai", model: "gpt-4o-mini", text: "openai/gpt-4o-mini" });
+        assert.strictEqual(configChoice.answeringModel("c2", configs, null).text, "anthropic");
+    });
+
+    it("is unknown until the service said it, or for a node that is not listed", function () {
+        assert.strictEqual(configChoice.answeringModel("", configs, null), null);
+        assert.strictEqual(configChoice.answeringModel("", configs, { provider: "" }), null);
+        assert.strictEqual(configChoice.answeringModel("gone", configs, { provider: "openai", model: "x" }), null);
+    });
+});

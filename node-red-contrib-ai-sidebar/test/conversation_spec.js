@@ -84,3 +84,32 @@ describe("the sidebar's open conversation", function () {
         assert.deepStrictEqual([0, 1, 2, 3, 4].map(conversation.refreshDelay), [300, 700, 1500, 3000, undefined]);
     });
 });
+
+describe("the unsent question of each conversation", function () {
+    function memoryStorage() {
+        const values = {};
+        return { values: values, get: function (key) { return key in values ? values[key] : null; },
+            set: function (key, value) { if (value === null) { delete values[key]; } else { values[key] = value; } } };
+    }
+
+    it("is kept per user and conversation, and forgotten once empty", function () {
+        const storage = memoryStorage();
+        conversation.saveDraft(storage, "s1", "alice", "half a question");
+        conversation.saveDraft(storage, "s2", "alice", "another");
+        conversation.saveDraft(storage, "s1", "bob", "bob's");
+        assert.strictEqual(conversation.loadDraft(storage, "s1", "alice"), "half a question");
+        assert.strictEqual(conversation.loadDraft(storage, "s2", "alice"), "another");
+        assert.strictEqual(conversation.loadDraft(storage, "s1", "bob"), "bob's");
+        assert.strictEqual(conversation.loadDraft(storage, "s3", "alice"), "");
+        assert.ok("node-red-contrib-ai-sidebar.draft:alice:s1" in storage.values);
+        conversation.saveDraft(storage, "s1", "alice", "  \n");
+        assert.strictEqual(conversation.loadDraft(storage, "s1", "alice"), "");
+        assert.strictEqual("node-red-contrib-ai-sidebar.draft:alice:s1" in storage.values, false);
+    });
+
+    it("is not kept when longer than 20,000 characters", function () {
+        const storage = memoryStorage();
+        conversation.saveDraft(storage, "s1", undefined, "x".repeat(20001));
+        assert.strictEqual(conversation.loadDraft(storage, "s1"), "");
+    });
+});

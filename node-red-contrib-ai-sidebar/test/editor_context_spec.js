@@ -42,6 +42,7 @@ describe("the editor context of a question", function () {
     it("shows the flow and the selection on the chip, with a button that removes them", function () {
         assert.deepStrictEqual(editorContext.chip({ removed: false, flow: { label: "Main", subflow: false }, count: 2 }, t),
             { icon: "fa-sitemap", text: "context.flow{\"label\":\"Main\"} \u00b7 context.nodes{\"count\":2}",
+                name: "context.flow{\"label\":\"Main\"}", detail: " \u00b7 context.nodes{\"count\":2}",
                 title: "context.tooltip", button: { icon: "fa-times", label: "context.remove", removes: true } });
         assert.strictEqual(editorContext.chip({ removed: false, flow: { label: "", subflow: true }, count: 0 }, t).text,
             "context.subflow{\"label\":\"context.unnamed\"} \u00b7 context.noNodes");
@@ -51,7 +52,57 @@ describe("the editor context of a question", function () {
 
     it("says when the context is removed, with a button that brings it back", function () {
         assert.deepStrictEqual(editorContext.chip({ removed: true, flow: { label: "Main" }, count: 3 }, t),
-            { icon: "fa-ban", text: "context.removed", title: "context.removedTooltip",
-                button: { icon: "fa-undo", label: "context.restore", removes: false } });
+            { icon: "fa-ban", text: "context.removed", name: "context.removed", detail: "",
+                title: "context.removedTooltip", button: { icon: "fa-undo", label: "context.restore", removes: false } });
+    });
+
+    it("counts attached Debug messages in the part that is never cut", function () {
+        const view = editorContext.chip({ removed: false, flow: { label: "Main" }, count: 1, debug: 2 }, t);
+        assert.strictEqual(view.detail, " \u00b7 context.nodes{\"count\":1} \u00b7 context.debug{\"count\":2}");
+        assert.strictEqual(view.text, view.name + view.detail);
+        assert.strictEqual(editorContext.chip({ removed: true, flow: null, count: 0, debug: 1 }, t).text,
+            "context.removed \u00b7 context.debug{\"count\":1}");
+    });
+});
+
+describe("the context of a reloaded question", function () {
+    it("says it in the chip's words from what the service stored with the question", function () {
+        assert.deepStrictEqual(editorContext.sentView({ context: { flow: { id: "tab1", label: "Main" }, nodes: 2,
+            debug: 0 } }, t), { icon: "fa-sitemap",
+            text: "context.flow{\"label\":\"Main\"} \u00b7 context.nodes{\"count\":2}" });
+        assert.strictEqual(editorContext.sentView({ context: { flow: { id: "sf1", label: "" }, nodes: 0, debug: 1 } },
+            t, function (id) { return id === "sf1"; }).text,
+        "context.subflow{\"label\":\"context.unnamed\"} \u00b7 context.noNodes \u00b7 context.debug{\"count\":1}");
+        // Sent without flow and nodes: the chip was removed.
+        assert.deepStrictEqual(editorContext.sentView({ context: { flow: null, nodes: 0, debug: 0 } }, t),
+            { icon: "fa-ban", text: "context.removed" });
+    });
+
+    it("shows nothing for a question stored without its context", function () {
+        assert.strictEqual(editorContext.sentView({ scenario: "general" }, t), null);
+        assert.strictEqual(editorContext.sentView(null, t), null);
+        assert.strictEqual(editorContext.sentView({ context: "tab1" }, t), null);
+    });
+});
+
+describe("a Debug message attached to a question", function () {
+    it("keeps its source, topic, property, format and text, cut to 4,000 characters", function () {
+        const item = editorContext.debugAttachment({ id: "n1", name: "after parse", topic: "sensor/1",
+            property: "payload", format: "Object", msg: "{\"t\":21}", _source: { id: "n1", z: "tab1", path: "tab1" } });
+        assert.deepStrictEqual(item, { nodeId: "n1", name: "after parse", topic: "sensor/1", property: "payload",
+            format: "Object", msg: "{\"t\":21}" });
+        const long = editorContext.debugAttachment({ msg: "x".repeat(5000) });
+        assert.strictEqual(long.msg.length, 4000);
+        assert.ok(long.msg.endsWith("\u2026"));
+        assert.deepStrictEqual([long.nodeId, long.property], [null, "payload"]);
+    });
+
+    it("is attached once, and only the latest five stay", function () {
+        let list = [];
+        for (let i = 0; i < 7; i++) {
+            list = editorContext.attachDebug(list, { msg: String(i) });
+        }
+        list = editorContext.attachDebug(list, { msg: "6" });
+        assert.deepStrictEqual(list.map(function (item) { return item.msg; }), ["2", "3", "4", "5", "6"]);
     });
 });

@@ -23,7 +23,14 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
-from service.chat.prompts import describe_flow, describe_nodes, history_messages, system_message, tool_answer_prompt
+from service.chat.prompts import (
+    describe_flow,
+    describe_nodes,
+    history_messages,
+    system_message,
+    tool_answer_prompt,
+    with_debug_messages,
+)
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
 from service.errors import ServiceError, error_event
 from service.identity import ANONYMOUS, Identity
@@ -140,9 +147,15 @@ class ChatResult:
     status: str | None = None  # "awaiting_approval": the run waits for the user's decisions on writes
 
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
-        """What is stored with the turn: scenario, selected flow id, tools used, language, error codes."""
+        """What is stored with the turn: scenario, selected flow id, tools used, language, error codes, and the
+        context the question went out with (``context``: the open tab's id and label, how many nodes were selected
+        and debug messages attached), which the sidebar shows under a reloaded question."""
+        flow = request.selectedFlow
         meta: dict[str, Any] = {"scenario": self.scenario, "flowId": request.flow_id, "tools": self.tools,
-                                "language": self.language}
+                                "language": self.language,
+                                "context": {"flow": {"id": flow.id, "label": flow.label} if flow else None,
+                                            "nodes": len(request.selectedNodes),
+                                            "debug": len(request.debugMessages)}}
         if self.errors:
             meta["errors"] = self.errors
         if self.stopped:
@@ -323,13 +336,13 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
     if turn.history is None:
         turn.history = await _history(request, deps, result)
     messages += history_messages(turn.history)
+    question = with_debug_messages(request.message, request.debugMessages)
     run = turn.tool_run
     if run is None:
-        messages.append(HumanMessage(context_message(request.message, turn.retrieved) if turn.retrieved
-                                     else request.message))
+        messages.append(HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question))
         return messages
     messages.append(tool_answer_prompt(
-        request.message, turn.task, run.name,
+        question, turn.task, run.name,
         deps.tools.for_model(run.name, run.output.text) if run.output else None,
         run.failure.message if run.failure else None,
         turn.catalog.data.answerInstruction))

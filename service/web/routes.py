@@ -15,6 +15,7 @@ from service.chat.pipeline import ChatDeps, ChatResult, new_result, run_chat, sa
 from service.chat.resume import claim, continue_run, save_continuation
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
+from service.llm.providers import DEFAULT_MODELS
 from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
 from service.settings import PROVIDERS
@@ -58,10 +59,15 @@ async def openapi(request: web.Request) -> web.Response:
 @routes.get("/ai-sidebar/scenarios")
 async def scenarios(request: web.Request) -> web.Response:
     """``?lang=xx-YY`` → the editor's view of that language's scenarios (no system prompts), with the lists the
-    palette nodes' dialogs and checks need from the service: ``providers`` and ``maxMessageChars``."""
+    palette nodes' dialogs and checks need from the service: ``providers`` and ``maxMessageChars``, and the model
+    that answers when no ``ai-config`` node is chosen (``model``: ``{provider, model}``, ``model`` null when the
+    provider has no default and AI_MODEL is unset)."""
     catalog = request.app[SCENARIOS].get(request.query.get("lang"))
+    settings = request.app[SETTINGS]
     return web.json_response({**catalog.public(), "providers": list(PROVIDERS),
-                              "maxMessageChars": request.app[SETTINGS].max_message_chars})
+                              "maxMessageChars": settings.max_message_chars,
+                              "model": {"provider": settings.provider,
+                                        "model": settings.model or DEFAULT_MODELS.get(settings.provider)}})
 
 
 @routes.post("/ai-sidebar/execute-tool")

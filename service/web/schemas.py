@@ -57,6 +57,19 @@ class HistoryTurn(BaseModel):
     content: str = Field(max_length=50_000)
 
 
+class DebugMessage(BaseModel):
+    """A Debug sidebar message the user attached to a question: its source node, topic, property, format and the
+    message as the Debug sidebar received it (Node-RED's encoded text, cut to 4,000 characters by the editor)."""
+
+    model_config = ConfigDict(extra="ignore")
+    nodeId: str | None = Field(None, pattern=ID_PATTERN)
+    name: str | None = Field(None, max_length=500)
+    topic: str | None = Field(None, max_length=500)
+    property: str | None = Field(None, max_length=200)
+    format: str | None = Field(None, max_length=100)
+    msg: str = Field("", max_length=5000)
+
+
 class DynamicData(BaseModel):
     model_config = ConfigDict(extra="ignore")
     flowId: str | None = Field(None, pattern=ID_PATTERN)
@@ -93,6 +106,7 @@ class StreamChatRequest(BaseModel):
     nodeId: str | None = Field(None, pattern=ID_PATTERN)
     selectedFlow: SelectedFlow | None = None
     selectedNodes: list[SelectedNode] = Field(default_factory=list, max_length=1000)
+    debugMessages: list[DebugMessage] = Field(default_factory=list, max_length=5)
     flowData: Annotated[list[dict[str, Any]] | None,
                         PlainValidator(_flow_items, json_schema_input_type=list[dict[str, Any]] | None),
                         Field(json_schema_extra={"maxItems": MAX_FLOW_ITEMS})] = None

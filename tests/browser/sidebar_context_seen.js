@@ -7,7 +7,8 @@ const editor = require("./editor");
 const env = process.env;
 
 async function chipText(page) {
-    return (await page.locator(".ai-sidebar-context").innerText()).trim();
+    // textContent: the chip's name and counts are flex items, which innerText would put on lines of their own.
+    return (await page.locator(".ai-sidebar-context").textContent()).trim();
 }
 
 async function contextSeenMode(page, result) {

@@ -1,0 +1,272 @@
+// The sidebar's second round (issue 16), driven by sidebar_features.js: the question limit the service states,
+// the context of reloaded questions and attached debug messages, the model in the header, conversations (scroll,
+// drafts, list, search) and node links in answers. Each mode runs at 1280×720 and with a narrow sidebar.
+// Input (env): TAB_ID, QUESTION(S), NARROW_WIDTH, and per mode what its comment says.
+"use strict";
+const editor = require("./editor");
+
+const env = process.env;
+
+async function counterText(page) {
+    return page.evaluate(() => {
+        const counter = document.querySelector(".ai-sidebar-counter");
+        return counter && counter.offsetParent !== null ? counter.innerText.trim() : null;
+    });
+}
+
+// The limit on a question comes from the service's scenarios answer (here changed on its way to the editor to
+// LIMIT characters); while the service is down the sidebar counts against 10,000.
+async function limitMode(page, result) {
+    const limit = Number(env.LIMIT);
+    await page.route("**/ai-sidebar/scenarios*", async (route) => {
+        const response = await route.fetch();
+        const body = await response.json();
+        result.serviceLimit = body.maxMessageChars;
+        await route.fulfill({ response, json: Object.assign({}, body, { maxMessageChars: limit }) });
+    });
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await editor.editorReady(page);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-scenario option"), null,
+        { timeout: 15000 });
+    await page.fill(".ai-sidebar-input", "x".repeat(Math.floor(limit * 0.9) - 1));
+    result.belowShare = await counterText(page);
+    await page.fill(".ai-sidebar-input", "x".repeat(limit + 5));
+    result.over = await counterText(page);
+    await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result, "sidebar-limit-from-service.png");
+    await page.fill(".ai-sidebar-input", "");
+}
+
+module.exports = { MODES: { "limit": limitMode } };
+
+async function sentContexts(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll(".ai-sidebar-message-user")).map((el) => {
+        const sent = el.querySelector(".ai-sidebar-sent-context");
+        return sent ? sent.innerText.trim() : null;
+    }));
+}
+
+/** The context chip's parts and whether each is cut (narrow sidebar: the name may be, the counts never). */
+async function chipLayout(page) {
+    return page.evaluate(() => {
+        const chip = document.querySelector(".ai-sidebar-context");
+        const name = chip.querySelector(".ai-sidebar-context-name");
+        const detail = chip.querySelector(".ai-sidebar-context-detail");
+        const label = chip.querySelector(".ai-sidebar-context-label").getBoundingClientRect();
+        const d = detail.getBoundingClientRect();
+        return {
+            name: name.textContent, detail: detail.textContent,
+            nameCut: name.scrollWidth > name.clientWidth,
+            nameOverflow: getComputedStyle(name).textOverflow,
+            detailWhole: detail.scrollWidth <= Math.ceil(d.width) && d.right <= label.right + 0.5 && d.width > 0,
+            chipInside: chip.getBoundingClientRect().right <=
+                document.querySelector(".ai-sidebar-composer").getBoundingClientRect().right + 0.5
+        };
+    });
+}
+
+/** Show the Debug sidebar, let the inject node INJECT_ID fire, and wait for the message of DEBUG_ID there. */
+async function debugMessageShown(page, count) {
+    const selector = "#red-ui-sidebar .red-ui-debug-msg-node-" + env.DEBUG_ID.replace(/\./g, "_");
+    await page.evaluate(() => RED.sidebar.show("debug"));
+    await page.evaluate((id) => $.ajax({ url: "inject/" + id, type: "POST" }), env.INJECT_ID);
+    await page.waitForFunction((args) => document.querySelectorAll(args[0]).length >= args[1],
+        [selector, count], { timeout: 15000 });
+    return page.locator(selector).last();
+}
+
+// The context goes with each question and comes back with it after a reload; "Explain" on a Debug sidebar message
+// asks about it, or attaches it to the question being typed (the chip lists it). Env: INJECT_ID (an inject node
+// on TAB_ID wired to a debug node), QUESTIONS (the first and the typed one).
+async function contextHistoryMode(page, result, context, record) {
+    const questions = JSON.parse(env.QUESTIONS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await page.evaluate((id) => {
+        const nodes = RED.nodes.filterNodes({ z: id }).filter((n) => n.type !== "comment").slice(0, 2);
+        RED.view.select({ nodes: nodes });
+    }, env.TAB_ID);
+    await editor.ask(page, questions[0]);
+    await page.evaluate(() => RED.view.select(""));
+
+    // "Explain" with an empty input asks at once.
+    const shown = await debugMessageShown(page, 1);
+    result.debugShown = (await shown.innerText()).trim();
+    await shown.hover();
+    await editor.detailScreenshot(shown, result, "sidebar-debug-explain-button.png");
+    await shown.locator(".ai-sidebar-debug-explain").click();
+    result.aiTabShown = await page.evaluate(() => !!document.querySelector(".ai-sidebar").offsetParent);
+    await editor.waitIdle(page);
+
+    // With a question being typed, "Explain" attaches the message to it.
+    await page.fill(".ai-sidebar-input", questions[1]);
+    const again = await debugMessageShown(page, 2);
+    await again.hover();
+    await again.locator(".ai-sidebar-debug-explain").click();
+    await page.waitForSelector(".ai-sidebar-context-debug-item", { timeout: 5000 });
+    result.attached = await page.locator(".ai-sidebar-context-debug-item").allInnerTexts();
+    result.chipWithDebug = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    result.inputKept = await page.inputValue(".ai-sidebar-input");
+    await editor.screenshot(page, result, "sidebar-debug-attached.png");
+    await page.click(".ai-sidebar-send");
+    await editor.waitIdle(page);
+    result.attachedAfterSend = await page.locator(".ai-sidebar-context-debug-item").count();
+    result.live = await sentContexts(page);
+
+    const reloaded = await editor.openEditor(context, env.EDITOR_URL, record,
+        env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null);
+    await reloaded.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(reloaded, env.TAB_ID);
+    await reloaded.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length >= n,
+        questions.length + 1, { timeout: 15000 });
+    result.reloaded = await sentContexts(reloaded);
+    await editor.screenshot(reloaded, result, "sidebar-context-reloaded.png");
+
+    // Narrow: the chip cuts the flow's name, never the counts.
+    await reloaded.evaluate((id) => {
+        const nodes = RED.nodes.filterNodes({ z: id }).filter((n) => n.type !== "comment").slice(0, 3);
+        RED.view.select({ nodes: nodes });
+    }, env.TAB_ID);
+    result.wideChip = await chipLayout(reloaded);
+    const before = await editor.sidebarWidth(reloaded);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(reloaded, Number(env.NARROW_WIDTH));
+        result.narrowChip = await chipLayout(reloaded);
+        await editor.detailScreenshot(reloaded.locator(".ai-sidebar-composer"), result,
+            "sidebar-chip-narrow.png");
+    } finally {
+        await editor.resizeSidebar(reloaded, before);
+    }
+}
+
+module.exports.MODES["context-history"] = contextHistoryMode;
+
+/** The model line under the header and the header itself: texts, boxes, whether the line is cut. */
+async function modelLayout(page) {
+    return page.evaluate(() => {
+        const line = document.querySelector(".ai-sidebar-model");
+        const header = document.querySelector(".ai-sidebar .red-ui-sidebar-header").getBoundingClientRect();
+        const sidebar = document.querySelector(".ai-sidebar").getBoundingClientRect();
+        const box = line.getBoundingClientRect();
+        const newChat = document.querySelector(".ai-sidebar-new-chat").getBoundingClientRect();
+        return {
+            text: line.innerText.trim(), title: line.getAttribute("title"),
+            visible: !!line.offsetParent && box.height > 0,
+            cut: line.scrollWidth > line.clientWidth, overflow: getComputedStyle(line).textOverflow,
+            inside: box.left >= sidebar.left - 0.5 && box.right <= sidebar.right + 0.5,
+            belowHeader: box.top >= header.bottom - 0.5,
+            newChatInside: newChat.right <= header.right + 0.5 && newChat.width > 0,
+            fontSize: getComputedStyle(line).fontSize
+        };
+    });
+}
+
+// The header names the model that answers: the service's own, then the chosen ai-config node's; readable at
+// 1280×720 and at the narrowest sidebar. Env: CONFIG_ID (an ai-config node to choose).
+async function headerModelMode(page, result) {
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await page.selectOption(".ai-sidebar-config", "");
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-model").offsetParent, null,
+        { timeout: 15000 });
+    result.serviceDefault = await modelLayout(page);
+    await page.selectOption(".ai-sidebar-config", env.CONFIG_ID);
+    result.chosen = await modelLayout(page);
+    await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-header-model.png");
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        result.narrow = await modelLayout(page);
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-header-model-narrow.png");
+    } finally {
+        await page.selectOption(".ai-sidebar-config", "");
+        await editor.resizeSidebar(page, before);
+    }
+}
+
+module.exports.MODES["header-model"] = headerModelMode;
+
+async function conversationState(page) {
+    return page.evaluate(() => {
+        const list = document.querySelector(".ai-sidebar-messages");
+        return {
+            draft: document.querySelector(".ai-sidebar-input").value,
+            drawerOpen: !!document.querySelector(".ai-sidebar-sessions").offsetParent,
+            scrolls: list.scrollHeight > list.clientHeight + 10,
+            atBottom: list.scrollHeight - list.scrollTop - list.clientHeight < 2,
+            questions: document.querySelectorAll(".ai-sidebar-message-user").length
+        };
+    });
+}
+
+// Conversations: each keeps its unsent question (also across a reload), a reopened one shows its latest message,
+// and the list closes on Escape or a click outside. Env: QUESTIONS (asked in the first conversation), DRAFTS (one
+// for it, one for a new chat).
+async function conversationsMode(page, result, context, record) {
+    const questions = JSON.parse(env.QUESTIONS);
+    const drafts = JSON.parse(env.DRAFTS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    for (const question of questions) {
+        await editor.ask(page, question);
+    }
+    const first = await page.evaluate(() => localStorage.getItem(Object.keys(localStorage)
+        .filter((k) => k.startsWith("node-red-contrib-ai-sidebar.sessionId"))[0]));
+    await page.locator(".ai-sidebar-session-button").click();
+    await page.waitForSelector(".ai-sidebar-session[data-session-id='" + first + "']", { timeout: 15000 });
+    await page.keyboard.press("Escape");
+    await page.click(".ai-sidebar-input");
+    await page.fill(".ai-sidebar-input", drafts[0]);
+    await page.locator(".ai-sidebar-input").press("End");
+    await page.type(".ai-sidebar-input", "!");
+    await editor.newChat(page);
+    result.newChat = await conversationState(page);
+    await page.type(".ai-sidebar-input", drafts[1]);
+
+    // Back to the first conversation through the list.
+    await page.click(".ai-sidebar-session-button");
+    result.listOpen = await conversationState(page);
+    await page.click(".ai-sidebar-session[data-session-id='" + first + "'] .ai-sidebar-session-main");
+    await page.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length === n,
+        questions.length, { timeout: 15000 });
+    result.back = await conversationState(page);
+
+    // Escape and a click outside close the list.
+    await page.click(".ai-sidebar-session-button");
+    await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+    await page.keyboard.press("Escape");
+    result.afterEscape = await conversationState(page);
+    await page.click(".ai-sidebar-session-button");
+    await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+    await editor.screenshot(page, result, "sidebar-conversation-list.png");
+    await page.mouse.click(400, 400);
+    result.afterClickOutside = await conversationState(page);
+
+    const reloaded = await editor.openEditor(context, env.EDITOR_URL, record,
+        env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null);
+    await reloaded.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(reloaded, env.TAB_ID);
+    await reloaded.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length === n,
+        questions.length, { timeout: 15000 });
+    await reloaded.waitForTimeout(300);
+    result.reloaded = await conversationState(reloaded);
+    await editor.screenshot(reloaded, result, "sidebar-conversation-reopened.png");
+
+    const before = await editor.sidebarWidth(reloaded);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(reloaded, Number(env.NARROW_WIDTH));
+        await reloaded.click(".ai-sidebar-session-button");
+        await reloaded.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+        result.narrowOpen = await conversationState(reloaded);
+        await reloaded.keyboard.press("Escape");
+        result.narrowAfterEscape = await conversationState(reloaded);
+    } finally {
+        await editor.resizeSidebar(reloaded, before);
+    }
+}
+
+module.exports.MODES.conversations = conversationsMode;

@@ -43,14 +43,16 @@ test: test-deps $(CHROMIUM) $(NODERED5) ## run the Python and the palette packag
 .PHONY: test-python-4 test-python-5
 test-python-4:
 	$(ON_NODERED_4) $(VENV)/bin/pytest -q -p no:cacheprovider
+# On 5.x only the tests marked `nodered` (those that start a Node-RED, tests/conftest.py): the others cannot see which
+# Node-RED is installed and ran in the 4.1 pass.
 test-python-5:
-	$(ON_NODERED_5) $(VENV)/bin/pytest -q -p no:cacheprovider
+	$(ON_NODERED_5) $(VENV)/bin/pytest -q -p no:cacheprovider -m nodered
 
 # The Python tests on both Node-RED versions without a browser from apt: the browser tests skip, saying why (under
 # `make test` they run).
 test-python: test-deps $(NODERED5)
 	BROWSER_TESTS=optional $(ON_NODERED_4) $(VENV)/bin/pytest -q
-	BROWSER_TESTS=optional $(ON_NODERED_5) $(VENV)/bin/pytest -q
+	BROWSER_TESTS=optional $(ON_NODERED_5) $(VENV)/bin/pytest -q -m nodered
 
 # On Node-RED 5 mocha itself runs on Node.js 22: the ai-chat and ai-config specs load that runtime in-process.
 test-node: install $(NODERED5)

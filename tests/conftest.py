@@ -32,6 +32,25 @@ def pytest_report_header(config) -> str:
     return f"Node-RED {NODERED_VERSION} ({NODERED_HOME}) on Node.js {node} ({NODE_BINARY})"
 
 
+# Fixtures that start (or stand for) a Node-RED: by convention every such fixture has "nodered" in its name; the two
+# below start one through another fixture. A test using one of them, directly or through its fixtures, is marked
+# `nodered`; `make test` runs the whole suite on Node-RED 4.1 and only the `nodered` tests again on 5.x (the others
+# cannot see which Node-RED is installed, so a second run would repeat the same check).
+NODE_RED_FIXTURES = ("service_process", "auth_stack")
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "nodered: the test talks to a real Node-RED (run on every supported version)")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark every test whose fixtures start a Node-RED with ``nodered`` (see :data:`NODE_RED_FIXTURES`)."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if any("nodered" in name or name in NODE_RED_FIXTURES for name in names):
+            item.add_marker(pytest.mark.nodered)
+
+
 TEST_API_KEY = "sk-test-key-for-scripted-server-0001"
 SERVICE_TOKEN = "test-service-token-0123456789"
 

@@ -19,8 +19,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from service.memory.store import MemoryStore
 from tests.support.nodered import NODE_BINARY, NODERED_HOME, REPO, free_port
+
+# The scripts start the Node-RED under test (NODERED_HOME) and set up its user dir.
+pytestmark = pytest.mark.nodered
 
 LEGACY_SECRET = "change-me-node-red-ai-sidebar"
 VENV = Path(sys.executable).parent.parent

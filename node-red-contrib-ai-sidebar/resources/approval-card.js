@@ -222,7 +222,7 @@
         $('<div class="ai-sidebar-approval-summary"></div>').text(view.summary || action.tool).appendTo(block);
         renderDiff(view).appendTo(block);
         var buttons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(block);
-        var editPanel = $('<div class="ai-sidebar-approval-edit"></div>').hide().appendTo(block);
+        var editPanel = $('<div class="ai-sidebar-approval-edit-panel"></div>').hide().appendTo(block);
         var rejectPanel = $('<div class="ai-sidebar-approval-reject-panel"></div>').hide().appendTo(block);
         var decided = $('<div class="ai-sidebar-approval-decided"></div>').hide().appendTo(block);
 

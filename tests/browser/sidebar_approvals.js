@@ -150,6 +150,10 @@ async function secondMode(browser, context, result) {
     // Another browser profile of the same Node-RED user: its own login, no token of this run in its storage.
     const other = await browser.newContext({ viewport: VIEWPORT });
     const second = await openPage(other, result);
+    // There it is another conversation until the user opens this one from the session list.
+    await second.click(".ai-sidebar-session-button");
+    await second.locator(".ai-sidebar-session[data-session-id]", { hasText: env.QUESTION }).first()
+        .locator(".ai-sidebar-session-main").click();
     await second.waitForSelector(".ai-sidebar-approval", { timeout: 30000 });
     result.secondCard = await cardView(second);
     result.secondStoredTokens = await second.evaluate(() => Object.keys(window.localStorage)

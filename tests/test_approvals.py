@@ -359,3 +359,29 @@ async def test_execute_tool_and_tools_trigger_writes_run_after_approval(service,
     labels = {n.get("label") for n in deployed(writable)["flows"]}
     assert {"From execute", "From trigger"} <= labels
     assert [r["decision"] for r in audit(write_settings)] == ["approve", "approve"]
+
+
+async def test_a_second_browser_of_the_same_user_gets_a_fresh_token_and_the_old_one_stops_working(service, writable,
+                                                                                                 model):
+    before = deployed(writable)
+    model.script(Reply(tool_calls=[{"name": "create_tab", "arguments": {"label": "From elsewhere"}}]),
+                 Reply(text="The tab is there."))
+    approval = (await chat(service, "make a tab", sessionId="second-browser"))[0]
+    pending = (await (await service.get("/ai-sidebar/approvals", headers=ALICE)).json())["pending"]
+    assert [p["runId"] for p in pending if p["sessionId"] == "second-browser"] == [approval["runId"]]
+    path = f"/ai-sidebar/approvals/{approval['runId']}/token"
+    assert (await service.post(path, json={}, headers={**ALICE, "X-AI-Sidebar-Permission": "read"})).status == 403
+    other = await service.post(path, json={}, headers={"X-Node-RED-User": "bob"})
+    assert other.status == 404 and (await other.json())["error"]["code"] == "approval_not_found"
+    answer = await service.post(path, json={}, headers=ALICE)
+    assert answer.status == 200
+    fresh = await answer.json()
+    assert fresh["runId"] == approval["runId"] and fresh["resumeToken"] != approval["resumeToken"]
+    old = await resume(service, approval, {"type": "approve"})
+    assert old.status == 404 and deployed(writable) == before
+    events = await events_of(await resume(service, fresh, {"type": "approve"}))
+    assert [e["type"] for e in events][-1] == "done" and "error" not in [e["type"] for e in events]
+    assert [n["label"] for n in deployed(writable)["flows"] if n.get("label") == "From elsewhere"] == \
+        ["From elsewhere"]
+    used = await service.post(path, json={}, headers=ALICE)
+    assert used.status == 409 and (await used.json())["error"]["code"] == "approval_used"

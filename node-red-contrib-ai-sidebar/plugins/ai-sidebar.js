@@ -238,6 +238,16 @@ module.exports = function (RED) {
         forwardTo(sessionPath));
     RED.httpAdmin.post("/ai-sidebar/execute-tool", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
         forwardTo("/ai-sidebar/execute-tool"));
+    // Approving a write needs write permission (the service checks it too); resuming sends the chosen ai-config
+    // node's settings again, as a chat does, since a paused run never stores a key.
+    RED.httpAdmin.post("/ai-sidebar/resume", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
+        guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/resume", { stream: true }));
+    RED.httpAdmin.get("/ai-sidebar/approvals", RED.auth.needsPermission("ai-sidebar.read"),
+        forwardTo("/ai-sidebar/approvals"));
+    RED.httpAdmin.post("/ai-sidebar/approvals/:runId/token", RED.auth.needsPermission("ai-sidebar.write"),
+        realSegment("runId"), requireJsonBody, forwardTo(function (req) {
+            return "/ai-sidebar/approvals/" + encodeURIComponent(req.params.runId) + "/token";
+        }));
     // Registered last, so it only sees what no route above took: Node-RED would answer those with its HTML
     // "Cannot GET" page. Behind the read permission, so it tells an anonymous caller nothing about the routes.
     RED.httpAdmin.all(["/ai-sidebar", "/ai-sidebar/*"], RED.auth.needsPermission("ai-sidebar.read"), notFound);

@@ -339,7 +339,11 @@
             this.sawDone = true;
             break;
         default:
-            // Event types added to the contract later are ignored by older sidebars.
+            // approval_required and flow_change (approval-card.js); event types added to the contract later are
+            // ignored by older sidebars.
+            if (this.sidebar.approvals) {
+                this.sidebar.approvals.handleEvent(this, event);
+            }
             break;
         }
         this.wait.handle(event, Date.now());
@@ -486,13 +490,15 @@
      * @param {object} body the stream-chat request (DESIGN.md, "HTTP API")
      * @param {AbortSignal} signal aborts the request (Stop button)
      * @param {Answer} answer receives the events
+     * @param {string} [route] the plugin route that streams: "ai-sidebar/stream-chat" (default) or
+     *     "ai-sidebar/resume" (approval-card.js)
      * @returns {Promise<{ok: boolean, error: (Error|undefined)}>} settles when the stream ends: `ok` when a
      *     stream was read to its end, `error` the ApiError of a refused request; rejects with an AbortError
      *     when stopped and with a TypeError when Node-RED cannot be reached
      */
-    function streamChat(body, signal, answer) {
+    function streamChat(body, signal, answer, route) {
         var adminApi = sidebarLib().adminApi;
-        return fetch(adminApi.routeUrl("ai-sidebar/stream-chat"), {
+        return fetch(adminApi.routeUrl(route || "ai-sidebar/stream-chat"), {
             method: "POST",
             headers: adminApi.requestHeaders({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
             body: JSON.stringify(body),

@@ -82,6 +82,9 @@
             message: question.message,
             sessionId: question.sessionId,
             language: question.language,
+            // An approved write comes back as a flow_change event for the editor to apply, undeployed and
+            // undoable; the service never deploys a change asked for here.
+            apply: "editor",
             selectedFlow: null,
             selectedNodes: []
         };

@@ -4,7 +4,7 @@
  * to the editor's events; their logic lives in modules of their own: conversation.js (which session is open),
  * chat-request.js (the request of a question and what follows its answer), editor-context.js (the context chip),
  * scenario-choice.js, service-watch.js and service-banner.js (service down and back), answer.js (streamed and
- * stored answers), sessions.js, config-picker.js.
+ * stored answers), sessions.js, config-picker.js, approval-card.js (writes waiting for approval).
  *
  * Editor-only script: registers `NodeRedAiSidebar.AiSidebar`, created by the plugin's script in ai-sidebar.html.
  * Node-RED loads the package's scripts in no fixed order, so the other parts are looked up when the tab is built.
@@ -72,6 +72,7 @@
                 return window.crypto.getRandomValues(bytes);
             }
         });
+        this.approvals = new lib.ApprovalCards(this, { username: username() });
         this.controller = null;
         this.sessionRefreshTimer = null;
         this.destroyed = false;
@@ -635,6 +636,7 @@
             self.historyRequest = null;
             self.serviceOk();
             self.renderHistory(Array.isArray(body && body.messages) ? body.messages : []);
+            self.approvals.restore(sessionId);
         }).catch(function (err) {
             if (self.historyRequest !== request) {
                 return;
@@ -643,6 +645,7 @@
             if (err.status === 404 && err.code === "session_not_found") {
                 self.serviceOk();
                 self.showEmptyState();
+                self.approvals.restore(sessionId);
                 return;
             }
             self.historyFailed = true;

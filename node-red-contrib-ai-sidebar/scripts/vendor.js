@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * Copy the browser builds of marked, DOMPurify and highlight.js from node_modules into resources/vendor/, with their
- * licences.
+ * Copy the browser builds of marked, DOMPurify, highlight.js and jsdiff from node_modules into resources/vendor/, with
+ * their licences.
  *
  * The sidebar must work offline and behind strict networks, so the editor loads these from the package's own
  * `resources/` folder (served by Node-RED at `resources/node-red-contrib-ai-sidebar/...`), never from a CDN.
@@ -34,7 +34,10 @@ const LIBRARIES = [
     { name: "DOMPurify", package: "dompurify", build: "dist/purify.min.js", output: "purify.js",
         license: "LICENSE", licenseOutput: "dompurify.LICENSE" },
     { name: "hljs", package: "@highlightjs/cdn-assets", build: "highlight.min.js", output: "highlight.js",
-        license: "LICENSE", licenseOutput: "highlight.js.LICENSE" }
+        license: "LICENSE", licenseOutput: "highlight.js.LICENSE" },
+    // jsdiff: the line diff of a code property (a function node's func) on the approval card.
+    { name: "Diff", package: "diff", build: "dist/diff.min.js", output: "diff.js",
+        license: "LICENSE", licenseOutput: "diff.LICENSE" }
 ];
 
 function packageDir(name) {

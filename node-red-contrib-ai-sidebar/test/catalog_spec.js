@@ -14,7 +14,7 @@ const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr"
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
 const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
     "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js", "resources/clipboard.js",
-    "resources/function-code.js", "resources/service-banner.js", "resources/sidebar.js"];
+    "resources/function-code.js", "resources/service-banner.js", "resources/sidebar.js", "resources/approval-card.js"];
 
 function catalog(lang) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, lang, "ai-sidebar.json"), "utf8"));
@@ -64,7 +64,7 @@ describe("sidebar message catalogs", function () {
     });
 
     it("defines every key the sidebar asks for", function () {
-        const pattern = /"(?:sidebar|context|session|config|history|answer|flow|tool|prompt|action|error|service)\.[\w.-]+"/g;
+        const pattern = /"(?:sidebar|context|session|config|history|answer|flow|tool|prompt|action|error|service|approval)\.[\w.-]+"/g;
         const used = source.match(pattern).map(function (quoted) {
             return quoted.slice(1, -1);
         });
@@ -133,6 +133,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/vendor/marked.js",
             "resources/node-red-contrib-ai-sidebar/vendor/purify.js",
             "resources/node-red-contrib-ai-sidebar/vendor/highlight.js",
+            "resources/node-red-contrib-ai-sidebar/vendor/diff.js",
             "resources/node-red-contrib-ai-sidebar/sse-parser.js",
             "resources/node-red-contrib-ai-sidebar/flow-json.js",
             "resources/node-red-contrib-ai-sidebar/config-reuse.js",
@@ -157,6 +158,9 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/service-watch.js",
             "resources/node-red-contrib-ai-sidebar/service-banner.js",
             "resources/node-red-contrib-ai-sidebar/sidebar-tab.js",
+            "resources/node-red-contrib-ai-sidebar/approval-diff.js",
+            "resources/node-red-contrib-ai-sidebar/flow-change.js",
+            "resources/node-red-contrib-ai-sidebar/approval-card.js",
             "resources/node-red-contrib-ai-sidebar/sidebar.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);
@@ -165,10 +169,10 @@ describe("vendored browser libraries", function () {
     it("are pinned to exact versions, with their licences next to them", function () {
         const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, "package.json"), "utf8"));
         const versions = Object.assign({}, manifest.dependencies, manifest.devDependencies);
-        ["marked", "dompurify", "@highlightjs/cdn-assets"].forEach(function (name) {
+        ["marked", "dompurify", "@highlightjs/cdn-assets", "diff"].forEach(function (name) {
             assert.match(versions[name], /^\d+\.\d+\.\d+$/, name + " " + versions[name]);
         });
-        ["marked.LICENSE.md", "dompurify.LICENSE", "highlight.js.LICENSE"].forEach(function (file) {
+        ["marked.LICENSE.md", "dompurify.LICENSE", "highlight.js.LICENSE", "diff.LICENSE"].forEach(function (file) {
             assert.ok(fs.statSync(path.join(packageRoot, "resources", "vendor", file)).size > 500, file);
         });
     });

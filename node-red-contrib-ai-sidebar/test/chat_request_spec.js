@@ -18,10 +18,11 @@ function question(overrides) {
 }
 
 describe("a question's request", function () {
-    it("sends the open tab as the editor has it, the selection, the scenario and the AI configuration", function () {
+    it("sends the open tab as the editor has it, asks for approved changes to come back to the editor, the selection, the scenario and the AI configuration", function () {
         const request = chatRequest.build(question({ scenario: "debug", configId: "cfg1" }));
         assert.deepStrictEqual(request, { body: {
-            message: "why does it fail?", sessionId: "s1", language: "de", scenario: "debug", configId: "cfg1",
+            message: "why does it fail?", sessionId: "s1", language: "de", apply: "editor", scenario: "debug",
+            configId: "cfg1",
             selectedFlow: { id: "tab1", label: "Main" },
             selectedNodes: [{ id: "n1", type: "function", name: "" }],
             flowData: [{ id: "n1", type: "function", z: "tab1" }]
@@ -33,7 +34,7 @@ describe("a question's request", function () {
         const request = chatRequest.build(question({ contextRemoved: true,
             exportTab: function () { exported = true; return { nodes: [] }; } }));
         assert.deepStrictEqual(request.body, { message: "why does it fail?", sessionId: "s1", language: "de",
-            selectedFlow: null, selectedNodes: [] });
+            apply: "editor", selectedFlow: null, selectedNodes: [] });
         assert.strictEqual(exported, false);
     });
 

@@ -66,7 +66,7 @@ describe("package manifest", function () {
     });
 
     it("keeps the vendored libraries' sources among the devDependencies", function () {
-        ["marked", "dompurify", "@highlightjs/cdn-assets"].forEach(function (name) {
+        ["marked", "dompurify", "@highlightjs/cdn-assets", "diff"].forEach(function (name) {
             assert.ok(manifest.devDependencies[name], name);
         });
     });

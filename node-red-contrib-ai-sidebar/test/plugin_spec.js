@@ -56,7 +56,8 @@ const READ_ROUTES = [
     ["POST", "ai-sidebar/search"],
     ["GET", "ai-sidebar/templates"],
     ["GET", "ai-sidebar/sessions"],
-    ["GET", "ai-sidebar/knowledge"]
+    ["GET", "ai-sidebar/knowledge"],
+    ["GET", "ai-sidebar/approvals"]
 ];
 const WRITE_ROUTES = [
     ["POST", "ai-sidebar/templates"],
@@ -64,7 +65,9 @@ const WRITE_ROUTES = [
     ["PATCH", "ai-sidebar/sessions/s"],
     ["DELETE", "ai-sidebar/sessions/s"],
     ["POST", "ai-sidebar/execute-tool"],
-    ["POST", "ai-sidebar/knowledge/reindex"]
+    ["POST", "ai-sidebar/knowledge/reindex"],
+    ["POST", "ai-sidebar/resume"],
+    ["POST", "ai-sidebar/approvals/r1/token"]
 ];
 
 /**
@@ -417,7 +420,9 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 ["DELETE", "ai-sidebar/sessions/a%20b", "/ai-sidebar/sessions/a%20b"],
                 ["POST", "ai-sidebar/execute-tool", "/ai-sidebar/execute-tool"],
                 ["GET", "ai-sidebar/knowledge", "/ai-sidebar/knowledge"],
-                ["POST", "ai-sidebar/knowledge/reindex", "/ai-sidebar/knowledge/reindex"]
+                ["POST", "ai-sidebar/knowledge/reindex", "/ai-sidebar/knowledge/reindex"],
+                ["GET", "ai-sidebar/approvals?limit=5", "/ai-sidebar/approvals?limit=5"],
+                ["POST", "ai-sidebar/approvals/a%20b/token", "/ai-sidebar/approvals/a%20b/token"]
             ];
             for (const [method, route, expected] of routes) {
                 const result = await json(await callRoute(nodeRed.url, [method, route]));
@@ -425,6 +430,27 @@ describe("ai-sidebar plugin in Node-RED", function () {
                     method + " " + route);
             }
         });
+
+        it("relays a resume as a stream, with the chosen ai-config node's settings instead of its id",
+            async function () {
+                service.handler = sseAnswer;
+                const decisions = [{ type: "reject", message: "not on this tab" }];
+                const response = await postJson(nodeRed.url + "ai-sidebar/resume",
+                    { resumeToken: "t".repeat(43), decisions: decisions, provider: { baseUrl: "http://x.example" } });
+                const text = await helpers.readBody(response.res);
+                assert.strictEqual(response.res.statusCode, 200);
+                assert.match(response.res.headers["content-type"], /^text\/event-stream/);
+                assert.match(text, /"type":"done"/);
+                const sent = service.requests[service.requests.length - 1];
+                assert.deepStrictEqual([sent.method, sent.url], ["POST", "/ai-sidebar/resume"]);
+                // A provider the browser sends is dropped, as for a chat.
+                assert.deepStrictEqual(JSON.parse(sent.body), { resumeToken: "t".repeat(43), decisions: decisions });
+                const before = service.requests.length;
+                const unknown = await json(await postJson(nodeRed.url + "ai-sidebar/resume",
+                    { resumeToken: "t".repeat(43), decisions: decisions, configId: "no-such-node" }));
+                assert.deepStrictEqual([unknown.status, unknown.body.error.code], [400, "config_not_found"]);
+                assert.strictEqual(service.requests.length, before);
+            });
 
         it("relays a session rename with its body and the service's answer", async function () {
             service.handler = function (req, res, body) {

@@ -74,6 +74,27 @@ class Approvals:
                                          actions, context, time.time() + self.settings.approval_ttl)
         return events.approval_required(run_id, token, actions)
 
+    async def reissue(self, run_id: str, owner: Identity) -> dict[str, Any]:
+        """A fresh resume token for the owner's run ``run_id`` that still waits, replacing the old one (which
+        stops working): how a second browser, or one that lost the token, of the same Node-RED user answers it.
+        Returns ``{runId, resumeToken, expiresAt}``; the expiry does not move.
+
+        Raises:
+            ServiceError: 404 ``approval_not_found`` (no such run of this owner), 409 ``approval_used``, 410
+                ``approval_expired``.
+        """
+        approval = await self.store.latest_of_run(run_id, owner)
+        if approval is None:
+            raise ServiceError("approval_not_found", status=404)
+        if approval["status"] != "pending":
+            raise ServiceError("approval_used", status=409)
+        if approval["expiresAt"] <= time.time():
+            raise ServiceError("approval_expired", status=410, params={"seconds": self.settings.approval_ttl})
+        token = secrets.token_urlsafe(32)
+        if not await self.store.replace_token(approval["approvalId"], token_hash(token)):
+            raise ServiceError("approval_used", status=409)
+        return {"runId": run_id, "resumeToken": token, "expiresAt": approval["expiresAt"]}
+
     async def record_policy(self, run_id: str, owner: Identity, action: dict[str, Any]) -> None:
         """The audit row of a write its policy lets run without a card (decided by ``policy``)."""
         await self.store.record(owner, [audit_entry(run_id, action, "approve", "policy")])

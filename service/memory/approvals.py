@@ -57,6 +57,32 @@ class ApprovalStore:
                 "context": json.loads(row["context"]), "status": row["status"], "createdAt": row["created_at"],
                 "expiresAt": row["expires_at"]}
 
+    async def latest_of_run(self, run_id: str, owner: Identity) -> dict[str, Any] | None:
+        """The owner's newest approval of run ``run_id`` (a run may pause again after a resume), or ``None``."""
+        row = await (await self._db.execute(
+            f"SELECT approval_id, status, expires_at FROM approval_runs WHERE run_id = ? AND {_OWNED} "
+            "ORDER BY created_at DESC LIMIT 1", (run_id, *_approval_scope(owner)))).fetchone()
+        if row is None:
+            return None
+        return {"approvalId": row["approval_id"], "status": row["status"], "expiresAt": row["expires_at"]}
+
+    async def replace_token(self, approval_id: str, token_hash: str) -> bool:
+        """Store a new resume token's hash for a pending approval (the old token stops working); ``False`` when
+        it is no longer pending.
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        async with self._store._write_lock:
+            try:
+                cursor = await self._db.execute(
+                    "UPDATE approval_runs SET token_hash = ? WHERE approval_id = ? AND status = 'pending'",
+                    (token_hash, approval_id))
+                await self._db.commit()
+            except sqlite3.Error as err:
+                raise MemoryUnavailable(str(err)) from None
+        return cursor.rowcount == 1
+
     async def claim_approval(self, approval_id: str, owner: Identity, audit: list[dict[str, Any]]) -> bool:
         """Mark a pending approval as answered and record the person's decisions (``audit``), in one transaction;
         ``False`` (nothing written) when the run was already resumed: a resume token works once, also against two

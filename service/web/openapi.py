@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from service import __version__
 from service.web.knowledge_routes import ReindexRequest
 from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
-from service.web.schemas import ExecuteToolRequest, ResumeRequest, StreamChatRequest
+from service.web.schemas import ExecuteToolRequest, ResumeRequest, StreamChatRequest, TokenRequest
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}
@@ -47,6 +47,7 @@ def _operation(summary: str, ok: dict[str, Any], *errors: int, body: type[BaseMo
 
 SESSION_ID = {"name": "sessionId", "in": "path", "required": True,
               "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._:\-]{1,128}$"}}
+RUN_ID = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
 LIMIT = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}}
 LANG = {"name": "lang", "in": "query", "required": False, "schema": {"type": "string"}}
 EVENT_STREAM = {"description": "server-sent events, each `data: <json>` with `type` token, tool_call, tool_result, "
@@ -67,7 +68,7 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
-                  TemplateCreate, ReindexRequest):
+                  TemplateCreate, ReindexRequest, TokenRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -87,6 +88,10 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/approvals": {"get": _operation(
             "The caller's approvals still waiting (no tokens) and newest decisions on writes", _json("ok"),
             400, 401, 503, parameters=[LIMIT])},
+        "/ai-sidebar/approvals/{runId}/token": {"post": _operation(
+            "A fresh resume token for one of the caller's waiting runs (the old one stops working)",
+            _json("runId, resumeToken, expiresAt"), 400, 401, 403, 404, 408, 409, 410, 503, parameters=[RUN_ID],
+            body=TokenRequest)},
         "/ai-sidebar/memory-stats": {"get": _operation("Memory counts for the user", _json("ok"),
                                                        400, 401, 403, 503)},
         "/ai-sidebar/history/{sessionId}": {"get": _operation(

@@ -36,7 +36,14 @@ from service.web.keys import (
     TOOLS,
 )
 from service.web.openapi import openapi_document
-from service.web.schemas import ExecuteToolRequest, ProviderOverride, ResumeRequest, StreamChatRequest, parse_body
+from service.web.schemas import (
+    ExecuteToolRequest,
+    ProviderOverride,
+    ResumeRequest,
+    StreamChatRequest,
+    TokenRequest,
+    parse_body,
+)
 from service.web.sse import EventStream
 
 log = logging.getLogger(__name__)
@@ -286,3 +293,21 @@ async def approvals_list(request: web.Request) -> web.Response:
                                    for action in run["actions"]]}
                for run in await approvals.store.pending_approvals(caller.identity)]
     return web.json_response({"pending": pending, "audit": await approvals.store.audit(caller.identity, int(raw))})
+
+
+@routes.post("/ai-sidebar/approvals/{runId}/token")
+async def approval_token(request: web.Request) -> web.Response:
+    """A fresh resume token for one of the caller's runs that waits (``{runId, resumeToken, expiresAt}``); the
+    run's previous token stops working. Tokens are stored hashed, so a browser without the event's token (another
+    browser of the same user, a cleared storage) gets its own this way. Needs write permission, like resuming.
+
+    Errors: 403 ``forbidden``, 404 ``approval_not_found`` (also another user's run), 409 ``approval_used``, 410
+    ``approval_expired``, 503 ``memory_unavailable``.
+    """
+    await parse_body(request, TokenRequest)
+    caller = request_caller(request)
+    caller.require_write()
+    approvals = request.app[APPROVALS].approvals
+    if approvals is None:
+        raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
+    return web.json_response(await approvals.reissue(request.match_info["runId"], caller.identity))

@@ -1,0 +1,470 @@
+/**
+ * Writes the assistant waits to make, in the sidebar: the approval card of an `approval_required` event (each
+ * action's summary and a readable diff, Approve / Edit / Reject), the decision sent to the plugin's
+ * `ai-sidebar/resume` route with the continued stream rendered in the same answer, a `flow_change` applied in the
+ * editor (flow-change.js) and reported on its tool card, and the cards of runs still waiting rebuilt from
+ * `ai-sidebar/approvals` after a reload or in another browser.
+ *
+ * Resume tokens: the service keeps only their hash, so the token of an `approval_required` event is kept in this
+ * browser's Web Storage (per Node-RED user and run) until the run is answered. A browser without it (another
+ * browser of the same user, cleared storage), or whose token was replaced meanwhile, asks the plugin's
+ * `ai-sidebar/approvals/<runId>/token` for a fresh one, which makes the previous one stop working.
+ *
+ * Editor-only script: registers `NodeRedAiSidebar.ApprovalCards`; the pure parts are approval-diff.js.
+ */
+(function () {
+    "use strict";
+
+    var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+
+    function t(key, options) {
+        return RED._(NS + key, options);
+    }
+
+    function lib() {
+        return window.NodeRedAiSidebar;
+    }
+
+    /** A node's, tab's or subflow's label as the editor shows it, or null when the editor has no such id. */
+    function nameOf(id) {
+        var node = RED.nodes.node(id);
+        if (node) {
+            var label = RED.utils.getNodeLabel(node, "");
+            return label && label !== node.type ? label : node.type;
+        }
+        var container = RED.nodes.workspace(id) || RED.nodes.subflow(id);
+        return container ? (container.label || container.name || null) : null;
+    }
+
+    function button(name, icon, label, tooltip, primary) {
+        var element = $('<button type="button" class="red-ui-button red-ui-button-small"></button>')
+            .addClass("ai-sidebar-approval-" + name)
+            .append($('<i aria-hidden="true"></i>').addClass("fa " + icon))
+            .append(document.createTextNode(" " + label));
+        if (tooltip) {
+            element.attr("title", tooltip);
+        }
+        if (primary) {
+            element.addClass("primary");
+        }
+        return element;
+    }
+
+    function section(parent, label, items) {
+        if (!items.length) {
+            return;
+        }
+        var box = $('<div class="ai-sidebar-approval-section"></div>').appendTo(parent);
+        $('<div class="ai-sidebar-approval-section-label"></div>').text(label).appendTo(box);
+        var list = $("<ul></ul>").appendTo(box);
+        items.forEach(function (item) {
+            $("<li></li>").append(item).appendTo(list);
+        });
+    }
+
+    /** The readable diff of one action (approvalDiff.describeAction) as DOM. */
+    function renderDiff(view) {
+        var box = $('<div class="ai-sidebar-approval-diff"></div>');
+        section(box, t("approval.added"), view.added.map(function (node) {
+            if (node.tab) {
+                return $("<span></span>").text(t("approval.newTab", { name: node.name }));
+            }
+            return $("<span></span>").append($("<code></code>").text(node.type))
+                .append(document.createTextNode(node.name ? " \u201c" + node.name + "\u201d" : ""));
+        }));
+        section(box, t("approval.removed"), view.removed.map(function (node) {
+            return $("<span></span>").text((node.name ? node.name + " " : "") + "[" + node.id + "]");
+        }));
+        view.changed.forEach(function (node) {
+            var title = node.type + (node.name ? " \u201c" + node.name + "\u201d" : "") + " [" + node.id + "]";
+            section(box, t("approval.changed", { node: title }), node.properties.map(function (property) {
+                var item = $('<span class="ai-sidebar-approval-property"></span>');
+                $("<code></code>").text(property.name).appendTo(item);
+                if (property.lines) {
+                    var pre = $('<pre class="ai-sidebar-approval-lines"></pre>').appendTo(item);
+                    property.lines.forEach(function (line) {
+                        var kind = line.kind === "+" ? "added" : line.kind === "-" ? "removed" : "same";
+                        $("<span></span>").addClass("ai-sidebar-approval-line-" + kind)
+                            .text(line.kind + " " + line.text + "\n").appendTo(pre);
+                    });
+                    if (property.omitted) {
+                        $("<span></span>").text(t("approval.omitted", { count: property.omitted })).appendTo(pre);
+                    }
+                } else {
+                    item.append(document.createTextNode(": "))
+                        .append($("<del></del>").text(property.before || "\u2205"))
+                        .append(document.createTextNode(" \u2192 "))
+                        .append($("<ins></ins>").text(property.after || "\u2205"));
+                }
+                return item;
+            }));
+        });
+        section(box, t("approval.wiresAdded"), view.wires.added.map(function (text) {
+            return $("<span></span>").text(text);
+        }));
+        section(box, t("approval.wiresRemoved"), view.wires.removed.map(function (text) {
+            return $("<span></span>").text(text);
+        }));
+        if (!box.children().length) {
+            $('<div class="ai-sidebar-approval-section"></div>').text(t("approval.noDiff")).appendTo(box);
+        }
+        return box;
+    }
+
+    /**
+     * The sidebar's approval cards.
+     *
+     * @param {object} sidebar the AiSidebar: `storage`, `controller`, `setBusy`, `withScroll`, `configPicker`,
+     *     `refreshSessions`, `appendMessage`, `conversation`
+     * @param {{username: (string|undefined)}} options
+     */
+    function ApprovalCards(sidebar, options) {
+        this.sidebar = sidebar;
+        this.username = options.username;
+        this.restoreRequest = null;
+    }
+
+    /** Events the answer itself does not know: `approval_required` and `flow_change`. */
+    ApprovalCards.prototype.handleEvent = function (answer, event) {
+        if (event.type === "approval_required" && typeof event.runId === "string" && Array.isArray(event.actions)) {
+            answer.received = true;
+            if (typeof event.resumeToken === "string") {
+                this.sidebar.storage.set(lib().approvalDiff.tokenKey(event.runId, this.username), event.resumeToken);
+            }
+            answer.render();
+            answer.textElement = null;
+            this.renderCard(answer.element, event);
+        } else if (event.type === "flow_change") {
+            answer.received = true;
+            this.applyFlowChange(answer, event);
+        }
+    };
+
+    /** Apply a flow_change in the editor and say on the write's tool card what was applied. */
+    ApprovalCards.prototype.applyFlowChange = function (answer, event) {
+        var outcome;
+        try {
+            outcome = lib().flowChange.applyChange(RED, event.changes);
+        } catch (err) {
+            console.warn("[ai-sidebar] could not apply the change in the editor:", err);
+            outcome = { problem: { reason: "failed", message: (err && err.message) || String(err) } };
+        }
+        var text;
+        if (outcome.problem) {
+            var problem = outcome.problem;
+            text = t("approval.notApplied." + problem.reason, { ids: (problem.ids || []).join(", "),
+                message: problem.message || "" });
+        } else {
+            var parts = [];
+            [["added", "nodes"], ["tabs", "tabs"], ["changed", "changed"], ["removed", "removed"]]
+                .forEach(function (pair) {
+                    if (outcome[pair[0]]) {
+                        parts.push(t("approval.appliedParts." + pair[1], { count: outcome[pair[0]] }));
+                    }
+                });
+            text = parts.length ? t("approval.applied", { parts: parts.join(", ") }) : t("approval.appliedNothing");
+        }
+        var entry = null;
+        for (var i = answer.toolCards.length - 1; i >= 0; i--) {
+            if (answer.toolCards[i].tool === event.tool) {
+                entry = answer.toolCards[i];
+                break;
+            }
+        }
+        var line = $('<span class="ai-sidebar-tool-applied"></span>')
+            .toggleClass("ai-sidebar-tool-applied-problem", !!outcome.problem)
+            .append($('<i aria-hidden="true"></i>').addClass("fa " +
+                (outcome.problem ? "fa-exclamation-triangle" : "fa-pencil-square-o")))
+            .append(document.createTextNode(" " + text));
+        this.sidebar.withScroll(function () {
+            if (entry) {
+                line.appendTo(entry.card.children("summary"));
+            } else {
+                $('<div class="ai-sidebar-note"></div>').append(line).appendTo(answer.element);
+            }
+        });
+        $("<p></p>").text(text).appendTo(answer.reader);
+    };
+
+    /**
+     * Show the card of a run that waits for decisions, at the end of `element`.
+     *
+     * @param {jQuery} element the assistant message the card belongs to
+     * @param {{runId: string, actions: object[], createdAt: (number|undefined)}} approval an approval_required
+     *     event, or a pending entry of `ai-sidebar/approvals`
+     */
+    ApprovalCards.prototype.renderCard = function (element, approval) {
+        var self = this;
+        var Diff = (lib().vendor || {}).Diff;
+        var card = $('<div class="ai-sidebar-approval" role="group"></div>')
+            .attr("data-run-id", approval.runId).attr("aria-label", t("approval.title"));
+        $('<div class="ai-sidebar-approval-title"></div>')
+            .append($('<i class="fa fa-hand-paper-o" aria-hidden="true"></i>'))
+            .append(document.createTextNode(" " + t("approval.title")))
+            .appendTo(card);
+        $('<div class="ai-sidebar-approval-intro"></div>').text(t("approval.intro")).appendTo(card);
+        var state = { approval: approval, element: element, card: card, chosen: [], blocks: [] };
+        approval.actions.forEach(function (action, index) {
+            state.chosen.push(null);
+            state.blocks.push(self.renderAction(state, action, index, Diff).appendTo(card));
+        });
+        state.status = $('<div class="ai-sidebar-approval-status" role="status"></div>').appendTo(card);
+        this.sidebar.withScroll(function () {
+            card.appendTo(element);
+        });
+        return card;
+    };
+
+    ApprovalCards.prototype.renderAction = function (state, action, index, Diff) {
+        var self = this;
+        var block = $('<div class="ai-sidebar-approval-action"></div>').attr("data-tool", action.tool);
+        var view = lib().approvalDiff.describeAction(action, nameOf, Diff);
+        $('<div class="ai-sidebar-approval-summary"></div>').text(view.summary || action.tool).appendTo(block);
+        renderDiff(view).appendTo(block);
+        var buttons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(block);
+        var editPanel = $('<div class="ai-sidebar-approval-edit-panel"></div>').hide().appendTo(block);
+        var rejectPanel = $('<div class="ai-sidebar-approval-reject-panel"></div>').hide().appendTo(block);
+        var decided = $('<div class="ai-sidebar-approval-decided"></div>').hide().appendTo(block);
+
+        function decide(decision) {
+            state.chosen[index] = decision;
+            editPanel.hide();
+            rejectPanel.hide();
+            buttons.find("button").removeClass("selected").attr("aria-pressed", "false");
+            buttons.find(".ai-sidebar-approval-" + decision.type).addClass("selected").attr("aria-pressed", "true");
+            decided.text(t("approval.decided." + decision.type) +
+                (decision.type === "reject" && decision.message ? ": " + decision.message : "")).show();
+            var decisions = lib().approvalDiff.decisionsToSend(state.chosen);
+            if (decisions) {
+                self.send(state, decisions);
+            } else {
+                state.status.text(t("approval.waitingOthers"));
+            }
+        }
+
+        button("approve", "fa-check", t("approval.approve"), t("approval.approveTooltip"), true)
+            .on("click", function (event) {
+                event.preventDefault();
+                decide({ type: "approve" });
+            }).appendTo(buttons);
+        button("edit", "fa-pencil", t("approval.edit"), t("approval.editTooltip"))
+            .on("click", function (event) {
+                event.preventDefault();
+                rejectPanel.hide();
+                editPanel.toggle();
+                if (editPanel.is(":visible")) {
+                    editPanel.find("textarea").trigger("focus");
+                }
+            }).appendTo(buttons);
+        button("reject", "fa-times", t("approval.reject"), t("approval.rejectTooltip"))
+            .on("click", function (event) {
+                event.preventDefault();
+                editPanel.hide();
+                rejectPanel.toggle();
+                if (rejectPanel.is(":visible")) {
+                    rejectPanel.find("input").trigger("focus");
+                }
+            }).appendTo(buttons);
+
+        var editId = "ai-sidebar-approval-args-" + state.approval.runId + "-" + index;
+        $("<label></label>").attr("for", editId).text(t("approval.editLabel")).appendTo(editPanel);
+        var textarea = $('<textarea class="ai-sidebar-approval-args" rows="8" spellcheck="false"></textarea>')
+            .attr("id", editId).val(JSON.stringify(action.args, null, 2)).appendTo(editPanel);
+        var editError = $('<div class="ai-sidebar-error ai-sidebar-approval-edit-error" role="alert"></div>').hide()
+            .appendTo(editPanel);
+        var editButtons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(editPanel);
+        button("use-edited", "fa-check", t("approval.useEdited"), null, true).on("click", function (event) {
+            event.preventDefault();
+            var parsed = lib().approvalDiff.parseEditedArgs(textarea.val());
+            if (parsed.error) {
+                editError.text(t("approval." + parsed.error, { detail: parsed.detail || "" })).show();
+                textarea.attr("aria-invalid", "true").trigger("focus");
+                return;
+            }
+            editError.hide();
+            textarea.removeAttr("aria-invalid");
+            decide({ type: "edit", args: parsed.args });
+        }).appendTo(editButtons);
+        button("cancel-edit", "fa-undo", t("approval.cancel")).on("click", function (event) {
+            event.preventDefault();
+            editPanel.hide();
+        }).appendTo(editButtons);
+
+        var reasonId = "ai-sidebar-approval-reason-" + state.approval.runId + "-" + index;
+        $("<label></label>").attr("for", reasonId).text(t("approval.reasonLabel")).appendTo(rejectPanel);
+        var reason = $('<input type="text" class="ai-sidebar-approval-reason" maxlength="2000">').attr("id", reasonId)
+            .on("keydown", function (event) {
+                if (event.key === "Enter" && !event.originalEvent.isComposing) {
+                    event.preventDefault();
+                    decide({ type: "reject", message: String(reason.val()).trim() });
+                }
+            }).appendTo(rejectPanel);
+        var rejectButtons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(rejectPanel);
+        button("confirm-reject", "fa-times", t("approval.rejectConfirm"), null, true).on("click", function (event) {
+            event.preventDefault();
+            decide({ type: "reject", message: String(reason.val()).trim() });
+        }).appendTo(rejectButtons);
+        button("cancel-reject", "fa-undo", t("approval.cancel")).on("click", function (event) {
+            event.preventDefault();
+            rejectPanel.hide();
+        }).appendTo(rejectButtons);
+        return block;
+    };
+
+    /** Let the user decide again (the decisions were not taken: busy, refused edit, network fault). */
+    function reopen(state, message) {
+        state.card.removeClass("ai-sidebar-approval-sent").find("button, textarea, input").prop("disabled", false);
+        state.chosen = state.chosen.map(function () { return null; });
+        state.card.find(".ai-sidebar-approval-decided").hide();
+        state.card.find(".ai-sidebar-approval-buttons button").removeClass("selected").attr("aria-pressed", "false");
+        state.status.text(message || "");
+    }
+
+    /** Post the decisions and stream the continued run into the card's answer. */
+    ApprovalCards.prototype.send = function (state, decisions) {
+        var sidebar = this.sidebar;
+        if (sidebar.controller) {
+            reopen(state, t("approval.busy"));
+            return;
+        }
+        state.card.addClass("ai-sidebar-approval-sent").find("button, textarea, input").prop("disabled", true);
+        state.status.text(t("approval.sending"));
+        var runId = state.approval.runId;
+        var key = lib().approvalDiff.tokenKey(runId, this.username);
+        var body = { decisions: decisions, language: RED.i18n.lang() };
+        var configId = sidebar.configPicker.configId();
+        if (configId) {
+            body.configId = configId;
+        }
+        var controller = new AbortController();
+        sidebar.controller = controller;
+        sidebar.setBusy(true);
+        var answer = new (lib().Answer)(sidebar, state.element);
+
+        function freshToken() {
+            return lib().adminApi.requestJson("POST", "ai-sidebar/approvals/" + encodeURIComponent(runId) + "/token",
+                {}).then(function (issued) {
+                sidebar.storage.set(key, issued.resumeToken);
+                return issued.resumeToken;
+            });
+        }
+
+        function attempt(token, mayRetry) {
+            body.resumeToken = token;
+            var held = null;
+            // The stored token may have been replaced by another browser of the same user: its 404 is held back
+            // and the decision sent again with a fresh token.
+            var sink = {
+                sawDone: false,
+                handleEvent: function (event) {
+                    answer.handleEvent(event);
+                    sink.sawDone = answer.sawDone;
+                },
+                error: function (message) {
+                    if (mayRetry) {
+                        held = message;
+                    } else {
+                        answer.error(message);
+                    }
+                }
+            };
+            return lib().streamChat(body, controller.signal, sink, "ai-sidebar/resume").then(function (outcome) {
+                if (mayRetry && outcome.error && outcome.error.status === 404) {
+                    return freshToken().then(function (fresh) {
+                        return attempt(fresh, false);
+                    });
+                }
+                if (held) {
+                    answer.error(held);
+                }
+                return outcome;
+            });
+        }
+
+        var stored = sidebar.storage.get(key);
+        var run = stored ? attempt(stored, true) : freshToken().then(function (token) {
+            return attempt(token, false);
+        });
+        return run.then(function (outcome) {
+            var status = outcome.error ? outcome.error.status : 0;
+            if (outcome.ok) {
+                sidebar.storage.set(key, null);
+                state.status.text(t("approval.sent"));
+            } else if (status === 400 || status === 403 || status === 429 || status >= 500) {
+                // Refused before anything was recorded (wrong edited arguments, a busy or unreachable service):
+                // the run still waits.
+                reopen(state);
+                sidebar.serviceError(outcome.error);
+            } else {
+                sidebar.storage.set(key, null);
+                state.status.text("");
+            }
+        }, function (err) {
+            if (err && err.name === "AbortError") {
+                answer.stopped();
+                state.status.text("");
+            } else if (err && err.name === "ApiError") {
+                answer.error(err.message);
+                if (err.status === 404 || err.status === 409 || err.status === 410) {
+                    sidebar.storage.set(key, null);
+                    state.status.text("");
+                } else {
+                    reopen(state);
+                }
+            } else {
+                answer.error(t("error.network", { message: (err && err.message) || String(err) }));
+                reopen(state);
+            }
+        }).then(function () {
+            answer.finish();
+            if (sidebar.controller === controller) {
+                sidebar.controller = null;
+                sidebar.setBusy(false);
+            }
+            sidebar.refreshSessions(false);
+        });
+    };
+
+    /**
+     * Show the cards of the user's runs of session `sessionId` that still wait (after its history was shown), each
+     * as an assistant message at the end; runs whose card is on screen already are skipped.
+     *
+     * @param {string} sessionId
+     * @returns {Promise} settles once shown (a failure to read them is logged: the chat works without them)
+     */
+    ApprovalCards.prototype.restore = function (sessionId) {
+        var self = this;
+        var sidebar = this.sidebar;
+        var request = {};
+        this.restoreRequest = request;
+        return lib().adminApi.requestJson("GET", "ai-sidebar/approvals?limit=1").then(function (body) {
+            if (self.restoreRequest !== request || sidebar.conversation.sessionId !== sessionId) {
+                return;
+            }
+            var pending = (body && Array.isArray(body.pending) ? body.pending : []).filter(function (run) {
+                return run && run.sessionId === sessionId && typeof run.runId === "string" &&
+                    Array.isArray(run.actions) && !sidebar.messages.find(".ai-sidebar-approval").filter(function () {
+                        return $(this).attr("data-run-id") === run.runId;
+                    }).length;
+            });
+            // The service lists the newest first; the conversation reads oldest first.
+            pending.reverse().forEach(function (run) {
+                var message = sidebar.appendMessage("assistant");
+                if (run.createdAt) {
+                    $('<div class="ai-sidebar-note"></div>').text(t("approval.restored", {
+                        time: new Date(run.createdAt * 1000).toLocaleString(RED.i18n.lang())
+                    })).appendTo(message);
+                }
+                self.renderCard(message, run);
+            });
+            if (pending.length) {
+                sidebar.scrollToBottom();
+            }
+        }).catch(function (err) {
+            console.warn("[ai-sidebar] could not read the approvals that wait:", err && err.message);
+        });
+    };
+
+    window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    window.NodeRedAiSidebar.ApprovalCards = ApprovalCards;
+}());

@@ -1,0 +1,282 @@
+/**
+ * An approved write landing in the editor: the `changes` of a `flow_change` event (README "Changing flows, only
+ * after the user approves": the diff `added`, `removed`, `changed`, `wires`, plus `nodes`) applied undeployed, as
+ * one undo step, the way the editor's own edits are.
+ *
+ * `planChange` is pure; `applyChange(RED, changes)` uses the editor's API (Node-RED 4.1 and 5.x,
+ * editor-client red.js): `RED.nodes.import` adds the new tabs and nodes (with their wires), an `edit` history event
+ * records each changed node, `RED.nodes.remove` deletes with a `delete` history event, all pushed as one
+ * `RED.history` entry (`multi` when several), so one Ctrl-Z undoes the whole change. Nothing is deployed: the
+ * workspace is marked dirty and the Deploy button shows undeployed changes.
+ *
+ * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.flowChange`) and in Node.js by the package's
+ * tests (`require`).
+ */
+(function (root, factory) {
+    "use strict";
+    if (typeof module === "object" && module.exports) {
+        module.exports = factory();
+    } else {
+        root.NodeRedAiSidebar = root.NodeRedAiSidebar || {};
+        root.NodeRedAiSidebar.flowChange = factory();
+    }
+}(typeof self !== "undefined" ? self : this, function () {
+    "use strict";
+
+    // Editor nodes hold wires as links, not as a property; these are never copied onto a node.
+    const NOT_PROPERTIES = ["id", "type", "z", "wires", "credentials"];
+
+    function isNode(value) {
+        return !!value && typeof value === "object" && typeof value.id === "string" && typeof value.type === "string";
+    }
+
+    /**
+     * What a change does, in the order it is applied.
+     *
+     * @param {object} changes the `changes` of a flow_change event
+     * @returns {{tabs: object[], nodes: object[], edits: {id: string, properties: object}[], deletes: string[]}}
+     *     `tabs` and `nodes`: copies of the new ones (tabs first); `edits`: property name → new value (`wires`
+     *     included: the node's outputs as target ids per port); `deletes`: ids
+     */
+    function planChange(changes) {
+        changes = changes && typeof changes === "object" ? changes : {};
+        const added = (Array.isArray(changes.nodes) ? changes.nodes : Array.isArray(changes.added) ?
+            changes.added : []).filter(isNode).map(function (node) {
+            return JSON.parse(JSON.stringify(node));
+        });
+        return {
+            tabs: added.filter(function (node) { return node.type === "tab"; }),
+            nodes: added.filter(function (node) { return node.type !== "tab"; }),
+            edits: (Array.isArray(changes.changed) ? changes.changed : []).filter(function (entry) {
+                return entry && typeof entry.id === "string" && entry.properties && typeof entry.properties === "object";
+            }).map(function (entry) {
+                const properties = {};
+                Object.keys(entry.properties).forEach(function (name) {
+                    const sides = entry.properties[name];
+                    if (sides && typeof sides === "object" && "after" in sides && name !== "id" && name !== "type" &&
+                            name !== "z" && name !== "credentials") {
+                        properties[name] = sides.after;
+                    }
+                });
+                return { id: entry.id, properties: properties };
+            }),
+            deletes: (Array.isArray(changes.removed) ? changes.removed : []).filter(function (id) {
+                return typeof id === "string";
+            })
+        };
+    }
+
+    /**
+     * Why a planned change cannot land in this editor as it is now, or null.
+     *
+     * @param {object} plan from planChange
+     * @param {{exists: function(string): boolean, container: function(string): ?{locked: boolean}}} editor
+     *     whether a node id is in the workspace; the tab or subflow of an id (null when the editor has none)
+     * @returns {?{reason: ("missing"|"locked"|"applied"), ids: string[]}} `missing`: nodes to change or delete,
+     *     or the tab to add to, are not in the editor (changed since the plan); `locked`: the tab is locked;
+     *     `applied`: the new nodes are there already
+     */
+    function problemWith(plan, editor) {
+        const newTabs = plan.tabs.map(function (tab) { return tab.id; });
+        const applied = plan.tabs.concat(plan.nodes).map(function (node) { return node.id; }).filter(editor.exists);
+        if (applied.length) {
+            return { reason: "applied", ids: applied };
+        }
+        const targets = plan.edits.map(function (edit) { return edit.id; }).concat(plan.deletes);
+        const missing = targets.filter(function (id) { return !editor.exists(id); });
+        const tabs = [];
+        plan.nodes.forEach(function (node) {
+            if (node.z && newTabs.indexOf(node.z) === -1 && tabs.indexOf(node.z) === -1) {
+                tabs.push(node.z);
+            }
+        });
+        tabs.forEach(function (id) {
+            if (!editor.container(id)) {
+                missing.push(id);
+            }
+        });
+        if (missing.length) {
+            return { reason: "missing", ids: missing };
+        }
+        const locked = tabs.filter(function (id) {
+            const container = editor.container(id);
+            return container && container.locked;
+        });
+        return locked.length ? { reason: "locked", ids: locked } : null;
+    }
+
+    /** The links `wires` asks for from `node`: [{source, sourcePort, target}] to targets the editor has. */
+    function linksOf(RED, node, wires) {
+        const links = [];
+        (Array.isArray(wires) ? wires : []).forEach(function (targets, port) {
+            (Array.isArray(targets) ? targets : []).forEach(function (id) {
+                const target = RED.nodes.node(id);
+                if (target) {
+                    links.push({ source: node, sourcePort: port, target: target });
+                }
+            });
+        });
+        return links;
+    }
+
+    /** Set changed properties of an editor node and return its `edit` history event. */
+    function editNode(RED, edit, wasDirty) {
+        const node = RED.nodes.node(edit.id);
+        const event = { t: "edit", node: node, changes: {}, changed: node.changed, dirty: wasDirty };
+        const defaults = (node._def && node._def.defaults) || {};
+        Object.keys(edit.properties).forEach(function (name) {
+            if (NOT_PROPERTIES.indexOf(name) !== -1) {
+                return;
+            }
+            const value = edit.properties[name];
+            event.changes[name] = node[name];
+            if (defaults[name] && defaults[name].type) {
+                // A config node reference: the editor keeps each config node's users (undo restores them).
+                moveUser(RED, node, node[name], value);
+            }
+            node[name] = value;
+        });
+        if (Object.prototype.hasOwnProperty.call(edit.properties, "wires")) {
+            const removed = [];
+            RED.nodes.filterLinks({ source: node }).forEach(function (link) {
+                removed.push(link);
+                RED.nodes.removeLink(link);
+            });
+            const created = linksOf(RED, node, edit.properties.wires);
+            created.forEach(function (link) {
+                RED.nodes.addLink(link);
+            });
+            event.links = removed;
+            event.createdLinks = created;
+        }
+        node.changed = true;
+        node.dirty = true;
+        node.resize = true;
+        if (RED.editor && RED.editor.validateNode) {
+            RED.editor.validateNode(node);
+        }
+        RED.events.emit("nodes:change", node);
+        return event;
+    }
+
+    function moveUser(RED, node, from, to) {
+        [].concat(from || []).forEach(function (id) {
+            const config = RED.nodes.node(id);
+            if (config && config.users && config.users.indexOf(node) !== -1) {
+                config.users.splice(config.users.indexOf(node), 1);
+            }
+        });
+        [].concat(to || []).forEach(function (id) {
+            const config = RED.nodes.node(id);
+            if (config && config.users && config.users.indexOf(node) === -1) {
+                config.users.push(node);
+            }
+        });
+    }
+
+    /** Delete nodes (with their wires and group membership) and return the `delete` history event. */
+    function deleteNodes(RED, ids, wasDirty) {
+        const event = { t: "delete", nodes: [], links: [], dirty: wasDirty };
+        ids.forEach(function (id) {
+            const node = RED.nodes.node(id);
+            if (!node) {
+                return;
+            }
+            if (node.g) {
+                const group = RED.nodes.group(node.g);
+                if (group && group.nodes.indexOf(node) !== -1) {
+                    group.nodes.splice(group.nodes.indexOf(node), 1);
+                    RED.group.markDirty(group);
+                }
+            }
+            const removed = RED.nodes.remove(id) || {};
+            event.nodes.push(node);
+            (removed.links || []).forEach(function (link) {
+                event.links.push(link);
+            });
+            (removed.nodes || []).forEach(function (extra) {
+                event.nodes.push(extra);
+            });
+        });
+        return event;
+    }
+
+    /**
+     * Apply a flow_change in the editor: undeployed, one undo step.
+     *
+     * @param {object} RED the editor's API
+     * @param {object} changes the `changes` of a flow_change event
+     * @returns {{added: number, tabs: number, changed: number, removed: number, tab: ?string}|{problem: object}}
+     *     what was applied (`tab`: where, shown to the user), or why nothing was (see problemWith)
+     */
+    function applyChange(RED, changes) {
+        const plan = planChange(changes);
+        const problem = problemWith(plan, {
+            exists: function (id) {
+                return !!(RED.nodes.node(id) || RED.nodes.workspace(id) || RED.nodes.subflow(id) ||
+                    RED.nodes.group(id));
+            },
+            container: function (id) {
+                return RED.nodes.workspace(id) || RED.nodes.subflow(id) || null;
+            }
+        });
+        if (problem) {
+            return { problem: problem };
+        }
+        const wasDirty = RED.nodes.dirty();
+        const tab = where(RED, plan);
+        const events = [];
+        if (plan.tabs.length || plan.nodes.length) {
+            const imported = RED.nodes.import(plan.tabs.concat(plan.nodes), {
+                generateIds: false,
+                addFlow: false,
+                markChanged: true,
+                // As Node-RED's own import of suggested flows does: a model often leaves default properties out.
+                applyNodeDefaults: true,
+                eventContext: { source: "ai-sidebar" }
+            });
+            events.push({
+                t: "add",
+                nodes: imported.nodes.map(function (node) { return node.id; }),
+                links: imported.links,
+                groups: imported.groups,
+                junctions: imported.junctions,
+                workspaces: imported.workspaces,
+                subflows: imported.subflows,
+                dirty: wasDirty
+            });
+        }
+        plan.edits.forEach(function (edit) {
+            events.push(editNode(RED, edit, wasDirty));
+        });
+        if (plan.deletes.length) {
+            events.push(deleteNodes(RED, plan.deletes, wasDirty));
+        }
+        if (!events.length) {
+            return { added: 0, tabs: 0, changed: 0, removed: 0, tab: null };
+        }
+        RED.history.push(events.length === 1 ? events[0] : { t: "multi", events: events, dirty: wasDirty });
+        RED.nodes.dirty(true);
+        if (tab && RED.workspaces.active() !== tab) {
+            RED.workspaces.show(tab);
+        }
+        RED.view.redraw(true);
+        return { added: plan.nodes.length, tabs: plan.tabs.length, changed: plan.edits.length,
+            removed: plan.deletes.length, tab: tab };
+    }
+
+    /** The tab (or subflow) the change is on, read before it is applied: a new tab, else the first node's. */
+    function where(RED, plan) {
+        if (plan.tabs.length) {
+            return plan.tabs[0].id;
+        }
+        const first = plan.nodes[0] || RED.nodes.node((plan.edits[0] || {}).id || plan.deletes[0]) || null;
+        return first && first.z ? first.z : null;
+    }
+
+    return {
+        planChange: planChange,
+        problemWith: problemWith,
+        applyChange: applyChange
+    };
+}));

@@ -1,0 +1,66 @@
+"use strict";
+
+const assert = require("assert");
+const flowChange = require("../resources/flow-change");
+
+// The `changes` of flow_change events as the service sends them (write_tools.apply with apply "editor").
+const ADD_ON_NEW_TAB = {
+    added: [{ id: "t9", type: "tab", label: "Scratch" }, { id: "n1", type: "inject", z: "t9", wires: [["n2"]] },
+        { id: "n2", type: "debug", z: "t9", wires: [] }],
+    removed: [], changed: [], wires: { added: [["n1", 0, "n2"]], removed: [] },
+    nodes: [{ id: "t9", type: "tab", label: "Scratch" }, { id: "n1", type: "inject", z: "t9", wires: [["n2"]] },
+        { id: "n2", type: "debug", z: "t9", wires: [] }]
+};
+const UPDATE_AND_DELETE = {
+    added: [], nodes: [], removed: ["a3"],
+    changed: [{ id: "a2", type: "function", name: "parse", properties: {
+        func: { before: "return msg;", after: "return null;" }, wires: { before: [["a3"]], after: [[]] } } }],
+    wires: { added: [], removed: [["a2", 0, "a3"]] }
+};
+
+function editor(nodes, containers) {
+    return {
+        exists: function (id) { return nodes.indexOf(id) !== -1 || id in containers; },
+        container: function (id) { return containers[id] || null; }
+    };
+}
+
+describe("an approved change for the editor", function () {
+    it("adds the new tab before its nodes", function () {
+        const plan = flowChange.planChange(ADD_ON_NEW_TAB);
+        assert.deepStrictEqual(plan.tabs.map(function (n) { return n.id; }), ["t9"]);
+        assert.deepStrictEqual(plan.nodes.map(function (n) { return n.id; }), ["n1", "n2"]);
+        assert.deepStrictEqual([plan.edits, plan.deletes], [[], []]);
+        // Copies: applying never changes the event.
+        plan.nodes[0].x = 5;
+        assert.strictEqual(ADD_ON_NEW_TAB.nodes[1].x, undefined);
+    });
+
+    it("sets the new values of changed properties, wires included, and deletes by id", function () {
+        const plan = flowChange.planChange(UPDATE_AND_DELETE);
+        assert.deepStrictEqual(plan.edits, [{ id: "a2", properties: { func: "return null;", wires: [[]] } }]);
+        assert.deepStrictEqual(plan.deletes, ["a3"]);
+    });
+
+    it("never sets id, type, z or credentials", function () {
+        const plan = flowChange.planChange({ changed: [{ id: "a2", properties: {
+            id: { after: "x" }, type: { after: "x" }, z: { after: "x" }, credentials: { after: {} },
+            name: { before: "", after: "n" } } }] });
+        assert.deepStrictEqual(plan.edits, [{ id: "a2", properties: { name: "n" } }]);
+    });
+
+    it("lands only on the editor it was planned for", function () {
+        const add = flowChange.planChange({ nodes: [{ id: "n1", type: "debug", z: "t1", wires: [] }] });
+        assert.strictEqual(flowChange.problemWith(add, editor([], { t1: { locked: false } })), null);
+        assert.deepStrictEqual(flowChange.problemWith(add, editor([], {})), { reason: "missing", ids: ["t1"] });
+        assert.deepStrictEqual(flowChange.problemWith(add, editor([], { t1: { locked: true } })),
+            { reason: "locked", ids: ["t1"] });
+        assert.deepStrictEqual(flowChange.problemWith(add, editor(["n1"], { t1: { locked: false } })),
+            { reason: "applied", ids: ["n1"] });
+        const update = flowChange.planChange(UPDATE_AND_DELETE);
+        assert.deepStrictEqual(flowChange.problemWith(update, editor(["a2"], {})), { reason: "missing", ids: ["a3"] });
+        assert.strictEqual(flowChange.problemWith(update, editor(["a2", "a3"], {})), null);
+        // A new tab's own nodes need no existing tab.
+        assert.strictEqual(flowChange.problemWith(flowChange.planChange(ADD_ON_NEW_TAB), editor([], {})), null);
+    });
+});

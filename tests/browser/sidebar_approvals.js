@@ -1,0 +1,194 @@
+// Drives the approval card (issue 18) in headless Debian Chromium at 1280×720 and reports what the user saw as one
+// JSON line on stdout.
+// Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, USERNAME + PASSWORD, QUESTION, and per mode EDITED_ARGS (edit),
+// REASON (reject).
+// Modes: approve (card, Approve, nodes on the tab undeployed, one Ctrl-Z; the card with a narrow sidebar too),
+// reject, edit, reload (the card comes back after a reload, Approve works), second (another browser context of the
+// same user approves).
+"use strict";
+const editor = require("./editor");
+
+const env = process.env;
+const VIEWPORT = { width: 1280, height: 720 };
+
+/** The tab's nodes (names), the undo depth and whether the Deploy button offers undeployed changes. */
+async function canvasState(page, tabId) {
+    return page.evaluate((id) => ({
+        names: RED.nodes.filterNodes({ z: id }).map((n) => n.name || n.type).sort(),
+        count: RED.nodes.filterNodes({ z: id }).length,
+        historyDepth: RED.history.depth(),
+        dirty: RED.nodes.dirty(),
+        deployEnabled: !document.querySelector("#red-ui-header-button-deploy").classList.contains("disabled")
+    }), tabId);
+}
+
+async function openPage(context, result) {
+    const page = await editor.openEditor(context, env.EDITOR_URL, result,
+        { username: env.USERNAME, password: env.PASSWORD });
+    await editor.showTab(page, env.TAB_ID);
+    return page;
+}
+
+/** Ask the question and wait for its card. */
+async function askForCard(page) {
+    await editor.newChat(page);
+    await editor.waitIdle(page);
+    await page.fill(".ai-sidebar-input", env.QUESTION);
+    await page.click(".ai-sidebar-send");
+    await page.waitForSelector(".ai-sidebar-approval", { timeout: 30000 });
+    await editor.waitIdle(page);
+}
+
+async function cardView(page) {
+    const card = page.locator(".ai-sidebar-approval").last();
+    return {
+        text: (await card.innerText()).trim(),
+        buttons: (await card.locator(".ai-sidebar-approval-buttons button:visible").allInnerTexts())
+            .map((text) => text.trim()),
+        runId: await card.getAttribute("data-run-id"),
+        fitsWidth: await card.evaluate((el) => el.scrollWidth <= el.clientWidth + 1 &&
+            el.getBoundingClientRect().right <= document.querySelector("#red-ui-sidebar").getBoundingClientRect().right + 1)
+    };
+}
+
+/** Click a card button and wait until the continued answer ended. */
+async function decideAndWait(page, selector) {
+    await page.locator(".ai-sidebar-approval").last().locator(selector).click();
+    // The decision starts the resume stream at once; idle again means the continued answer ended.
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-approval-sent"), null, { timeout: 10000 });
+    await editor.waitIdle(page);
+}
+
+async function afterAnswer(page) {
+    return {
+        answer: await editor.lastAnswerText(page),
+        applied: (await page.locator(".ai-sidebar-tool-applied").allInnerTexts()).map((text) => text.trim()),
+        errors: (await page.locator(".ai-sidebar-message-assistant .ai-sidebar-error:visible").allInnerTexts())
+            .map((text) => text.trim()),
+        status: (await page.locator(".ai-sidebar-approval-status").last().innerText()).trim()
+    };
+}
+
+async function approveMode(context, result) {
+    const page = await openPage(context, result);
+    await askForCard(page);
+    result.card = await cardView(page);
+    await editor.detailScreenshot(page.locator(".ai-sidebar-approval").last(), result, "sidebar-approval-card.png");
+    await editor.screenshot(page, result, "sidebar-approval-card-page.png");
+    // The same card in a narrow sidebar; the width is set back before the test goes on (Node-RED 5 keeps it).
+    const width = await editor.sidebarWidth(page);
+    result.width = width;
+    result.narrowWidth = await editor.resizeSidebar(page, 240);
+    result.narrowCard = await cardView(page);
+    await editor.screenshot(page, result, "sidebar-approval-card-narrow.png");
+    result.restoredWidth = await editor.resizeSidebar(page, width);
+    result.before = await canvasState(page, env.TAB_ID);
+    await decideAndWait(page, ".ai-sidebar-approval-approve");
+    result.after = await canvasState(page, env.TAB_ID);
+    Object.assign(result, await afterAnswer(page));
+    await editor.screenshot(page, result, "sidebar-approval-applied.png");
+    // A click on an empty spot of the canvas, as a user would, so that Ctrl-Z reaches the editor's undo.
+    const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
+    await page.mouse.click(chart.x + 15, chart.y + chart.height - 30);
+    await page.keyboard.press("Control+z");
+    await page.waitForTimeout(300);
+    result.undone = await canvasState(page, env.TAB_ID);
+}
+
+async function rejectMode(context, result) {
+    const page = await openPage(context, result);
+    await askForCard(page);
+    result.before = await canvasState(page, env.TAB_ID);
+    await page.locator(".ai-sidebar-approval").last().locator(".ai-sidebar-approval-reject").click();
+    await page.fill(".ai-sidebar-approval-reason", env.REASON);
+    await editor.detailScreenshot(page.locator(".ai-sidebar-approval").last(), result, "sidebar-approval-reject.png");
+    await decideAndWait(page, ".ai-sidebar-approval-confirm-reject");
+    result.after = await canvasState(page, env.TAB_ID);
+    Object.assign(result, await afterAnswer(page));
+}
+
+async function editMode(context, result) {
+    const page = await openPage(context, result);
+    await askForCard(page);
+    result.before = await canvasState(page, env.TAB_ID);
+    const card = page.locator(".ai-sidebar-approval").last();
+    await card.locator(".ai-sidebar-approval-edit").click();
+    result.shownArgs = JSON.parse(await card.locator(".ai-sidebar-approval-args").inputValue());
+    await card.locator(".ai-sidebar-approval-args").fill("{\"nodes\": [");
+    await card.locator(".ai-sidebar-approval-use-edited").click();
+    result.invalidMessage = (await card.locator(".ai-sidebar-approval-edit-error").innerText()).trim();
+    result.sentWhileInvalid = await page.locator(".ai-sidebar-approval-sent").count();
+    await card.locator(".ai-sidebar-approval-args").fill(env.EDITED_ARGS);
+    await editor.detailScreenshot(card, result, "sidebar-approval-edit.png");
+    await decideAndWait(page, ".ai-sidebar-approval-use-edited");
+    result.after = await canvasState(page, env.TAB_ID);
+    Object.assign(result, await afterAnswer(page));
+}
+
+async function reloadMode(context, result) {
+    const page = await openPage(context, result);
+    await askForCard(page);
+    result.card = await cardView(page);
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await editor.editorReady(page);
+    await editor.showTab(page, env.TAB_ID);
+    await page.waitForSelector(".ai-sidebar-approval", { timeout: 30000 });
+    result.reloadedCard = await cardView(page);
+    result.restoredNote = (await page.locator(".ai-sidebar-message-assistant").last()
+        .locator(".ai-sidebar-note").first().innerText()).trim();
+    await editor.screenshot(page, result, "sidebar-approval-reloaded.png");
+    result.before = await canvasState(page, env.TAB_ID);
+    await decideAndWait(page, ".ai-sidebar-approval-approve");
+    result.after = await canvasState(page, env.TAB_ID);
+    Object.assign(result, await afterAnswer(page));
+}
+
+async function secondMode(browser, context, result) {
+    const page = await openPage(context, result);
+    await askForCard(page);
+    result.card = await cardView(page);
+    // Another browser profile of the same Node-RED user: its own login, no token of this run in its storage.
+    const other = await browser.newContext({ viewport: VIEWPORT });
+    const second = await openPage(other, result);
+    // There it is another conversation until the user opens this one from the session list.
+    await second.click(".ai-sidebar-session-button");
+    await second.locator(".ai-sidebar-session[data-session-id]", { hasText: env.QUESTION }).first()
+        .locator(".ai-sidebar-session-main").click();
+    await second.waitForSelector(".ai-sidebar-approval", { timeout: 30000 });
+    result.secondCard = await cardView(second);
+    result.secondStoredTokens = await second.evaluate(() => Object.keys(window.localStorage)
+        .filter((key) => key.indexOf("ai-sidebar-approval-token") === 0).length);
+    result.before = await canvasState(second, env.TAB_ID);
+    await decideAndWait(second, ".ai-sidebar-approval-approve");
+    result.after = await canvasState(second, env.TAB_ID);
+    Object.assign(result, await afterAnswer(second));
+    await editor.screenshot(second, result, "sidebar-approval-second-browser.png");
+    // The first browser's token was replaced: its Approve now gets a fresh one, and the run is answered already.
+    await decideAndWait(page, ".ai-sidebar-approval-approve");
+    result.firstAfterSecond = await afterAnswer(page);
+    await other.close();
+}
+
+async function main() {
+    const result = {};
+    const { chromium } = require("playwright-core");
+    const browser = await chromium.launch({ executablePath: env.CHROMIUM || "/usr/bin/chromium",
+        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+    const context = await browser.newContext({ viewport: VIEWPORT });
+    try {
+        if (env.MODE === "approve") await approveMode(context, result);
+        else if (env.MODE === "reject") await rejectMode(context, result);
+        else if (env.MODE === "edit") await editMode(context, result);
+        else if (env.MODE === "reload") await reloadMode(context, result);
+        else if (env.MODE === "second") await secondMode(browser, context, result);
+        else throw new Error("unknown MODE " + env.MODE);
+    } catch (err) {
+        result.failure = String(err && err.stack || err);
+    } finally {
+        await browser.close();
+    }
+    process.stdout.write(JSON.stringify(result) + "\n");
+}
+
+main();

@@ -42,8 +42,8 @@ describe("a question's request", function () {
         const debug = [{ nodeId: "n1", name: "", topic: "", property: "payload", format: "number", msg: "42" }];
         assert.deepStrictEqual(chatRequest.build(question({ debugMessages: debug })).body.debugMessages, debug);
         assert.deepStrictEqual(chatRequest.build(question({ debugMessages: debug, contextRemoved: true })).body,
-            { message: "why does it fail?", sessionId: "s1", language: "de", selectedFlow: null, selectedNodes: [],
-                debugMessages: debug });
+            { message: "why does it fail?", sessionId: "s1", language: "de", apply: "editor", selectedFlow: null,
+                selectedNodes: [], debugMessages: debug });
         assert.strictEqual("debugMessages" in chatRequest.build(question({ debugMessages: [] })).body, false);
     });
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import sqlite3
 
+import aiohttp
 import pytest
 
 from service.llm.prices import ModelPrice, PriceTable, bundled_prices
 from service.settings import Settings
 from service.web.app import create_app
+from tests.conftest import SERVICE_TOKEN
 from tests.support.model_server import Reply
+from tests.support.nodered import admin_auth_nodered
 from tests.support.sse import read_events
 
 ALICE = {"X-Node-RED-User": "alice", "X-AI-Sidebar-Permission": "read"}
@@ -171,3 +174,50 @@ async def test_over_the_daily_budget_one_budget_exceeded_error_comes_before_any_
 
     for _ in range(2):  # bob has no budget (0 in AI_SIDEBAR_USER_TOKEN_BUDGETS)
         assert "error" not in [e["type"] for e in await chat(client, BOB, message="hello")]
+
+
+@pytest.fixture(scope="module")
+def team_nodered(tmp_path_factory, service_process):
+    """adminAuth with two read-only users and one with every permission, the plugin pointed at the service."""
+    instance = admin_auth_nodered(tmp_path_factory.mktemp("nodered-team"),
+                                  {"ann": ("ann-pass", "read"), "ben": ("ben-pass", "read"),
+                                   "chief": ("chief-pass", "*")},
+                                  service_process.service_port, SERVICE_TOKEN)
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+async def test_through_node_red_read_only_users_see_their_own_usage_and_a_full_user_everyones(team_nodered, model):
+    base = f"{team_nodered.url}/ai-sidebar"
+    async with aiohttp.ClientSession() as http:
+        tokens = {}
+        for name, scope in (("ann", "read"), ("ben", "read"), ("chief", "*")):
+            form = {"client_id": "node-red-admin", "grant_type": "password", "scope": scope, "username": name,
+                    "password": f"{name}-pass"}
+            async with http.post(f"{team_nodered.url}/auth/token", data=form) as response:
+                tokens[name] = {"Authorization": f"Bearer {(await response.json())['access_token']}"}
+        done = {}
+        for name in ("ann", "ben"):
+            model.script(Reply(text=f"An answer for {name}."))
+            async with http.post(f"{base}/stream-chat", headers=tokens[name],
+                                 json={"message": f"hello from {name}", "sessionId": f"team-{name}"}) as response:
+                done[name] = (await read_events(response))[-1]["usage"]
+
+        async def totals(name, by):
+            async with http.get(f"{base}/usage", params={"by": by}, headers=tokens[name]) as response:
+                assert response.status == 200, await response.text()
+                return await response.json()
+
+        for name in ("ann", "ben"):
+            own = await totals(name, "session")
+            assert own["scope"] == "own"
+            assert [(r["user"]["name"], r["sessionId"]) for r in own["totals"]] == [(name, f"team-{name}")]
+            assert (own["total"]["inputTokens"], own["total"]["outputTokens"]) == (
+                done[name]["inputTokens"], done[name]["outputTokens"])
+        everyone = await totals("chief", "user")
+        assert everyone["scope"] == "all"
+        rows = {r["user"]["name"]: r for r in everyone["totals"] if r["user"]["kind"] == "user"}
+        for name in ("ann", "ben"):
+            assert (rows[name]["inputTokens"], rows[name]["outputTokens"], rows[name]["turns"]) == (
+                done[name]["inputTokens"], done[name]["outputTokens"], 1)

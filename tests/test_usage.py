@@ -149,6 +149,7 @@ async def test_usage_totals_match_the_stored_turns_and_each_caller_sees_only_the
     [today] = (await usage(client, BOSS, by="day"))["totals"]
     assert today["turns"] == 3 and today["inputTokens"] == sum(d["inputTokens"] for d in done.values())
     assert (await usage(client, BOSS, by="day", since="2999-01-01"))["totals"] == []
+    assert (await usage(client, BOSS, since="2000-01-01t00:00:00z"))["total"]["turns"] == 3
     assert (await usage(client, ALICE, sessionId="b-1"))["totals"] == []  # another user's session is not theirs
 
 

@@ -63,7 +63,8 @@ USAGE = {"type": "object", "required": ["by", "since", "scope", "total", "totals
 USAGE_PARAMETERS = [
     {"name": "by", "in": "query", "required": False, "schema": {"enum": ["session", "user", "day"]}},
     {"name": "since", "in": "query", "required": False,
-     "schema": {"type": "string", "description": "ISO 8601 date or date-time (UTC unless an offset is given)"}},
+     "description": "ISO 8601 date or date-time (UTC unless an offset is given)",
+     "schema": {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}]}},
     {"name": "sessionId", "in": "query", "required": False, "schema": {"type": "string"}},
 ]
 EVENT_STREAM = {"description": "server-sent events, each `data: <json>` with `type` token, tool_call, tool_result, "

@@ -30,7 +30,7 @@ def parse_since(raw: str | None) -> float | None:
     if not raw:
         return None
     try:
-        moment = datetime.fromisoformat(raw)
+        moment = datetime.fromisoformat(raw.upper())  # RFC 3339 allows a lowercase "t" and "z"
     except ValueError:
         raise ServiceError("invalid_request", key="invalid_request.usage_since") from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

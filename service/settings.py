@@ -10,6 +10,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, SecretStr, field_validator
 
+from service.llm.prices import ModelPrice
 from service.nodered.settings import (
     CONFIG_FILE_VARIABLE,
     EnvSettings,
@@ -88,6 +89,16 @@ class Settings(EnvSettings):
                                         description="embedding model of AI_PROVIDER for the knowledge index's "
                                                     "vector ranking (unset: full-text ranking alone)")
 
+    prices: dict[Provider, dict[str, ModelPrice]] = Field(
+        default_factory=dict, validation_alias="AI_SIDEBAR_PRICES",
+        description="provider → model → {input, output} USD per 1 million tokens, over service/llm/prices.yaml")
+    daily_token_budget: int = Field(0, ge=0, validation_alias="AI_SIDEBAR_DAILY_TOKEN_BUDGET",
+                                    description="input plus output tokens each caller may use per UTC day "
+                                                "(0: no budget)")
+    user_token_budgets: dict[str, int] = Field(default_factory=dict, validation_alias="AI_SIDEBAR_USER_TOKEN_BUDGETS",
+                                               description="Node-RED user name → daily token budget, replacing "
+                                                           "AI_SIDEBAR_DAILY_TOKEN_BUDGET for that user (0: none)")
+
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
 
@@ -107,6 +118,21 @@ class Settings(EnvSettings):
         if unknown:
             raise ValueError(f"{', '.join(unknown)} is not a write tool; write tools: {', '.join(WRITE_TOOL_NAMES)}")
         return policies
+
+    @field_validator("user_token_budgets")
+    @classmethod
+    def _budgets_not_negative(cls, budgets: dict[str, int]) -> dict[str, int]:
+        negative = sorted(name for name, budget in budgets.items() if budget < 0)
+        if negative:
+            raise ValueError(f"the budget of {', '.join(negative)} is negative; use 0 for no budget")
+        return budgets
+
+    def token_budget(self, user: str | None) -> int:
+        """The daily token budget (input plus output tokens per UTC day) of Node-RED user ``user`` (``None``: a
+        caller that is not a named user: the anonymous editor, an ``ai-chat`` node); 0 means no budget."""
+        if user is not None and user in self.user_token_budgets:
+            return self.user_token_budgets[user]
+        return self.daily_token_budget
 
     def approval_policy(self, tool: str) -> ApprovalPolicy:
         """The approval policy of write tool ``tool`` (``always`` unless configured)."""

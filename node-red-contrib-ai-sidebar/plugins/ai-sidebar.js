@@ -215,6 +215,9 @@ module.exports = function (RED) {
         forwardTo("/ai-sidebar/memory-stats"));
     RED.httpAdmin.get("/ai-sidebar/knowledge", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/knowledge"));
+    // Everyone may read their own token and cost totals; the service widens them to everyone's for write callers.
+    RED.httpAdmin.get("/ai-sidebar/usage", RED.auth.needsPermission("ai-sidebar.read"),
+        forwardTo("/ai-sidebar/usage"));
     // Reindexing makes the service read all of Node-RED's help and flows again: a change, so write.
     RED.httpAdmin.post("/ai-sidebar/knowledge/reindex", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
         forwardTo("/ai-sidebar/knowledge/reindex"));

@@ -57,7 +57,8 @@ const READ_ROUTES = [
     ["GET", "ai-sidebar/templates"],
     ["GET", "ai-sidebar/sessions"],
     ["GET", "ai-sidebar/knowledge"],
-    ["GET", "ai-sidebar/approvals"]
+    ["GET", "ai-sidebar/approvals"],
+    ["GET", "ai-sidebar/usage"]
 ];
 const WRITE_ROUTES = [
     ["POST", "ai-sidebar/templates"],
@@ -422,7 +423,8 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 ["GET", "ai-sidebar/knowledge", "/ai-sidebar/knowledge"],
                 ["POST", "ai-sidebar/knowledge/reindex", "/ai-sidebar/knowledge/reindex"],
                 ["GET", "ai-sidebar/approvals?limit=5", "/ai-sidebar/approvals?limit=5"],
-                ["POST", "ai-sidebar/approvals/a%20b/token", "/ai-sidebar/approvals/a%20b/token"]
+                ["POST", "ai-sidebar/approvals/a%20b/token", "/ai-sidebar/approvals/a%20b/token"],
+                ["GET", "ai-sidebar/usage?by=day&since=2026-12-01", "/ai-sidebar/usage?by=day&since=2026-12-01"]
             ];
             for (const [method, route, expected] of routes) {
                 const result = await json(await callRoute(nodeRed.url, [method, route]));
@@ -666,6 +668,27 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 "admin (read)": "read"
             });
         });
+
+        it("relays usage totals with the query, telling the service who asks and whether they may see everyone's",
+            async function () {
+                service.handler = function (req, res) {
+                    res.writeHead(200, { "Content-Type": "application/json" });
+                    res.end(JSON.stringify({ scope: req.headers["x-ai-sidebar-permission"] === "write" ? "all" : "own" }));
+                };
+                const answers = {};
+                for (const [user, scope] of [["viewer", "read"], ["admin", "*"]]) {
+                    const before = service.requests.length;
+                    const result = await json(await helpers.request(nodeRed.url + "ai-sidebar/usage?by=user", {
+                        method: "GET", headers: { "Authorization": "Bearer " + await token(user, scope) } }));
+                    const sent = service.requests[before];
+                    answers[user] = [result.status, result.body.scope, sent.url, sent.headers["x-node-red-user"],
+                        sent.headers["x-ai-sidebar-permission"]];
+                }
+                assert.deepStrictEqual(answers, {
+                    viewer: [200, "own", "/ai-sidebar/usage?by=user", "viewer", "read"],
+                    admin: [200, "all", "/ai-sidebar/usage?by=user", "admin", "write"]
+                });
+            });
 
         it("names the exact editor user: a trailing space is a different user", async function () {
             const plain = await chatHeaders(await token("viewer", "read"));

@@ -20,10 +20,9 @@ SOURCES_LIMIT = 20     # sources listed on one tool_result event (contracts16 A)
 
 
 class Answer(Protocol):
-    """What the relayed text and usage accumulate into (:class:`service.chat.pipeline.ChatResult`)."""
+    """What the relayed text accumulates into (:class:`service.chat.pipeline.ChatResult`)."""
 
     answer: str
-    usage: dict[str, int] | None
 
 
 def token(content: str) -> Event:
@@ -50,25 +49,13 @@ def tool_result(tool: str, text: str, ok: bool, sources: list[dict[str, Any]] | 
     return event
 
 
-def usage(chunk: Any) -> dict[str, int] | None:
-    """A LangChain chunk's ``usage_metadata`` as ``{inputTokens, outputTokens}``; ``None`` when it has none."""
-    metadata = getattr(chunk, "usage_metadata", None)
-    if not metadata:
-        return None
-    return {"inputTokens": metadata.get("input_tokens", 0), "outputTokens": metadata.get("output_tokens", 0)}
-
-
 async def relay_chunk(chunk: Any, emit: Emit, answer: Answer) -> None:
-    """One streamed model chunk: its text as a ``token`` event and into ``answer.answer``, its usage added to
-    ``answer.usage`` (an agent run makes several model calls; each reports its own tokens)."""
+    """One streamed model chunk: its text as a ``token`` event and into ``answer.answer``. (Its tokens are counted
+    for the whole turn by :func:`service.llm.usage.counted`, every model call included.)"""
     text = chunk.text if isinstance(chunk.text, str) else chunk.text()
     if text:
         answer.answer += text
         await emit(token(text))
-    used = usage(chunk)
-    if used:
-        total = answer.usage or {"inputTokens": 0, "outputTokens": 0}
-        answer.usage = {key: total[key] + used[key] for key in total}
 
 
 def approval_required(run_id: str, resume_token: str, actions: list[dict[str, Any]]) -> Event:

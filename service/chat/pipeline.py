@@ -49,6 +49,8 @@ from service.knowledge.retrieval import (
 )
 from service.knowledge.router import Route
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
+from service.llm.usage import day_start
+from service.memory.usage import UsageStore
 from service.nodered.client import NodeRedClient
 from service.nodered.messages import CodedError
 from service.nodered.tooling import ToolFailure, ToolOutput
@@ -58,6 +60,7 @@ from service.tools.registry import Permission, ToolRegistry, canonical_name
 from service.web.schemas import ProviderOverride, StreamChatRequest, load_json
 
 if TYPE_CHECKING:
+    from service.llm.usage import TurnUsage
     from service.memory.store import MemoryStore
     from service.nodered.evidence import EvidenceBuffer
 
@@ -100,6 +103,8 @@ class ChatDeps:
     may_write: bool = True       # write permission: needed to run a tool by name (@tools:)
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
     approvals: Approvals | None = None  # None: no approval store, so write tools are not offered
+    # Where turn usage is recorded and budgets are read: the memory database, also when this caller has no memory.
+    ledger: MemoryStore | None = None
 
     @property
     def permission(self) -> Permission:
@@ -139,7 +144,7 @@ class ChatResult:
     answer: str = ""
     tools: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    usage: dict[str, int] | None = None
+    usage: TurnUsage | None = None  # every model call of the run, summed (service.llm.usage.counted)
     scenario: str | None = None
     language: str | None = None
     stopped: bool = False  # the client went away (Stop, tab closed, service shutting down) before the end
@@ -164,17 +169,32 @@ class ChatResult:
 
 
 async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> ServiceError | None:
-    """Store the user's original message and the answer (as far as it went); returns the fault, never raises.
+    """Store the user's original message and the answer (as far as it went) with the turn's token usage; returns
+    the fault, never raises.
 
-    A ``silent`` request, or a service without memory, stores nothing.
+    A ``silent`` request, or a caller without memory, stores no message; its usage is recorded all the same.
     """
     if deps.memory is None or request.silent:
-        return None
+        return await save_usage(deps, result.session_id, result.usage)
     try:
         await deps.memory.save_turn(result.session_id, deps.identity, request.message, result.answer,
-                                    result.metadata(request), result.scenario, create=not result.session_existed)
+                                    result.metadata(request), result.scenario, create=not result.session_existed,
+                                    usage=result.usage)
     except ServiceError as err:
         log.warning("turn of session %s not saved: %s", result.session_id, err.code)
+        return err
+    return None
+
+
+async def save_usage(deps: ChatDeps, session_id: str, usage: TurnUsage | None) -> ServiceError | None:
+    """Record a run's token ``usage`` without its messages (see :func:`save_turn`); returns the fault, never
+    raises. Nothing is recorded without usage or without a memory database."""
+    if usage is None or deps.ledger is None:
+        return None
+    try:
+        await deps.ledger.record_usage(deps.identity, session_id, usage)
+    except ServiceError as err:
+        log.warning("usage of session %s not recorded: %s", session_id, err.code)
         return err
     return None
 
@@ -238,6 +258,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     """
     emit = _recording_errors(emit, result)
     turn = _choose_scenario(request, deps, result)
+    if not await _within_budget(deps, emit):
+        return result
     try:
         if not await _direct_trigger(request, deps, turn):
             _follow_keywords(request, deps, turn, result)
@@ -265,6 +287,19 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     log.info("%s session=%s scenario=%s language=%s tools=%s chars=%d", "agent" if agent else "chat",
              result.session_id, turn.scenario_key, turn.catalog.language, result.tools, len(result.answer))
     return result
+
+
+async def _within_budget(deps: ChatDeps, emit: Emit) -> bool:
+    """The daily token budget (``AI_SIDEBAR_DAILY_TOKEN_BUDGET``, per user ``AI_SIDEBAR_USER_TOKEN_BUDGETS``):
+    a caller that has used it up today (UTC) gets one ``budget_exceeded`` error and no model call (``False``)."""
+    budget = deps.settings.token_budget(deps.identity.name if deps.identity.kind == "user" else None)
+    if not budget or deps.ledger is None:
+        return True
+    used = await UsageStore(deps.ledger).tokens_since(deps.identity, day_start())
+    if used < budget:
+        return True
+    await emit(error_event(ServiceError("budget_exceeded", status=429, params={"used": used, "budget": budget})))
+    return False
 
 
 def _choose_scenario(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> Turn:

@@ -19,12 +19,15 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
 from service.errors import ServiceError
 from service.identity import Identity
+
+if TYPE_CHECKING:
+    from service.llm.usage import TurnUsage
 
 HISTORY_WINDOW = 50          # at most this many messages of a session go back to the model
 HISTORY_MAX_CHARS = 40_000   # and at most this many characters (newest first)
@@ -209,6 +212,28 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX approval_audit_owner ON approval_audit(owner_kind, owner, conversation, created_at);
     CREATE INDEX approval_audit_call ON approval_audit(run_id, tool_call_id);
     """,
+    # 4: token usage and cost of each turn that called a model (issue 21), with the provider and the model asked
+    # for; ``message_id`` is the turn's question when the turn was saved. The owner is the three identity columns
+    # (a flow node without a conversation too: its tokens are spent all the same). Rows hold no text and outlive
+    # the messages (retention, a deleted session): what was spent stays counted.
+    """
+    CREATE TABLE turn_usage (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner_kind TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        conversation TEXT NOT NULL DEFAULT '',
+        session_id TEXT NOT NULL,
+        message_id INTEGER,
+        provider TEXT NOT NULL,
+        model TEXT,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost REAL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX turn_usage_owner ON turn_usage(owner_kind, owner, created_at);
+    CREATE INDEX turn_usage_created ON turn_usage(created_at);
+    """,
 )
 
 
@@ -351,10 +376,12 @@ class MemoryStore:
         return await self._owned(owner, session_id) is not None
 
     async def save_turn(self, session_id: str, owner: Identity, question: str, answer: str,
-                        metadata: dict[str, Any], scenario: str | None = None, create: bool = True) -> bool:
+                        metadata: dict[str, Any], scenario: str | None = None, create: bool = True,
+                        usage: TurnUsage | None = None) -> bool:
         """Save the user's message and the assistant's answer together (creating the owner's session when new and
-        ``create`` is true). Returns whether the turn was saved: with ``create`` false a session deleted meanwhile
-        (the user deleted it while the answer streamed) stays deleted.
+        ``create`` is true), with the turn's token ``usage`` in the same transaction. Returns whether the turn was
+        saved: with ``create`` false a session deleted meanwhile (the user deleted it while the answer streamed)
+        stays deleted (its usage is recorded without it).
 
         Raises:
             MemoryUnavailable: the database cannot be written.
@@ -362,6 +389,8 @@ class MemoryStore:
         now = time.time()
         meta = json.dumps(metadata, ensure_ascii=False)
         if not create and await self._owned(owner, session_id) is None:
+            if usage is not None:
+                await self.record_usage(owner, session_id, usage)
             return False
         scope = _scope(owner)
         session = f"(SELECT key FROM sessions WHERE {_OWNED} AND id = ?)"
@@ -373,12 +402,25 @@ class MemoryStore:
             ("INSERT INTO short_term_memory(session_key, message_type, content, metadata, created_at) "
              f"VALUES ({session}, 'user', ?, ?, ?)", (*scope, session_id, question, meta, now)),
         ]
+        if usage is not None:
+            # The question just inserted: the newest user message of the session, inside this transaction.
+            statements.append(_usage_insert(owner, session_id, usage, now, "(SELECT MAX(id) FROM short_term_memory "
+                                            f"WHERE message_type = 'user' AND session_key = {session})",
+                                            (*scope, session_id)))
         if answer:
             statements.append(("INSERT INTO short_term_memory(session_key, message_type, content, metadata, "
                                f"created_at) VALUES ({session}, 'assistant', ?, ?, ?)",
                                (*scope, session_id, answer, meta, now)))
         await self._write(statements)
         return True
+
+    async def record_usage(self, owner: Identity, session_id: str, usage: TurnUsage) -> None:
+        """Record the token usage of a turn that is not saved (a ``silent`` request, a caller without memory).
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        await self._write([_usage_insert(owner, session_id, usage, time.time(), "NULL", ())])
 
     async def append_answer(self, session_id: str, owner: Identity, answer: str, metadata: dict[str, Any]) -> bool:
         """Add an assistant message to the owner's existing session (a run that continued after an approval);
@@ -593,6 +635,15 @@ class MemoryStore:
             "dbSizeBytes": size,
             "schemaVersion": await self.schema_version(),
         }
+
+
+def _usage_insert(owner: Identity, session_id: str, usage: TurnUsage, now: float, message: str,
+                  message_params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """The INSERT of one turn's usage; ``message`` is SQL for the question's message id (``NULL``: not saved)."""
+    return ("INSERT INTO turn_usage(owner_kind, owner, conversation, message_id, session_id, provider, model, "
+            f"input_tokens, output_tokens, cost, created_at) VALUES (?, ?, ?, {message}, ?, ?, ?, ?, ?, ?, ?)",
+            (owner.kind, owner.name, owner.conversation or "", *message_params, session_id, usage.provider,
+             usage.model, usage.input_tokens, usage.output_tokens, usage.cost, now))
 
 
 # Rows of one owner: the three columns of an identity (see _scope), never one joined string.

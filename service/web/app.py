@@ -21,6 +21,7 @@ from service.knowledge.base import Knowledge
 from service.knowledge.embeddings import embedder_for
 from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
 from service.knowledge.router import Router
+from service.llm.prices import PriceTable
 from service.llm.providers import ChatModelFactory, ProviderConfig
 from service.memory.approvals import ApprovalStore
 from service.memory.store import MemorySlot, MemoryStore
@@ -41,6 +42,7 @@ from service.web.keys import (
     MEMORY,
     MESSAGES,
     NODERED,
+    PRICES,
     SCENARIOS,
     SETTINGS,
     STREAMS,
@@ -50,6 +52,7 @@ from service.web.knowledge_routes import routes as knowledge_routes
 from service.web.limits import StreamLimiter
 from service.web.memory_routes import routes as memory_routes
 from service.web.routes import routes
+from service.web.usage_routes import routes as usage_routes
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
@@ -241,6 +244,7 @@ def create_app(settings: Settings) -> web.Application:
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
     app[MESSAGES] = MessageCatalog(settings.locales_dir)
     app[CHAT_MODELS] = ChatModelFactory()
+    app[PRICES] = PriceTable(settings.prices)
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app[MEMORY] = MemorySlot()
@@ -259,4 +263,5 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(routes)
     app.add_routes(memory_routes)
     app.add_routes(knowledge_routes)
+    app.add_routes(usage_routes)
     return app

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from service.chat.approvals import ApprovalSlot
     from service.chat.scenarios import ScenarioCatalog
     from service.knowledge.refresher import KnowledgeSlot
+    from service.llm.prices import PriceTable
     from service.llm.providers import ChatModelFactory
     from service.memory.store import MemorySlot
     from service.nodered.client import NodeRedClient
@@ -37,3 +38,4 @@ MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")
 KNOWLEDGE: web.AppKey[KnowledgeSlot] = web.AppKey("knowledge")
 APPROVALS: web.AppKey[ApprovalSlot] = web.AppKey("approvals")
 EVIDENCE: web.AppKey[EvidenceBuffer | None] = web.AppKey("evidence")
+PRICES: web.AppKey[PriceTable] = web.AppKey("prices")

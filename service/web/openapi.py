@@ -50,6 +50,24 @@ SESSION_ID = {"name": "sessionId", "in": "path", "required": True,
 RUN_ID = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
 LIMIT = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}}
 LANG = {"name": "lang", "in": "query", "required": False, "schema": {"type": "string"}}
+_USAGE_TOTALS = {"turns": {"type": "integer"}, "inputTokens": {"type": "integer"}, "outputTokens": {"type": "integer"},
+                 "cost": {"type": ["number", "null"], "description": "USD; null when no turn had a priced model"},
+                 "unpricedTurns": {"type": "integer"}}
+USAGE = {"type": "object", "required": ["by", "since", "scope", "total", "totals"], "properties": {
+    "by": {"enum": ["session", "user", "day"]}, "since": {"type": ["string", "null"]},
+    "scope": {"enum": ["own", "all"]},
+    "total": {"type": "object", "required": list(_USAGE_TOTALS), "properties": _USAGE_TOTALS},
+    "totals": {"type": "array", "items": {"type": "object", "required": list(_USAGE_TOTALS), "properties": {
+        **_USAGE_TOTALS, "day": {"type": "string", "format": "date"}, "sessionId": {"type": "string"},
+        "user": {"type": "object", "required": ["kind", "name"],
+                 "properties": {"kind": {"enum": ["user", "anonymous", "flow"]}, "name": {"type": "string"}}}}}}}}
+USAGE_PARAMETERS = [
+    {"name": "by", "in": "query", "required": False, "schema": {"enum": ["session", "user", "day"]}},
+    {"name": "since", "in": "query", "required": False,
+     "description": "ISO 8601 date or date-time (UTC unless an offset is given)",
+     "schema": {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}]}},
+    {"name": "sessionId", "in": "query", "required": False, "schema": {"type": "string"}},
+]
 EVENT_STREAM = {"description": "server-sent events, each `data: <json>` with `type` token, tool_call, tool_result, "
                                "flow_change, approval_required, error or done (always last); `: ping` comments keep "
                                "the stream open",
@@ -110,6 +128,10 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/knowledge/reindex": {"post": _operation(
             "Refresh the knowledge index from Node-RED now (write permission)", _json("reports and sources"),
             400, 401, 403, 408, 502, 503, 504, body=ReindexRequest)},
+        "/ai-sidebar/usage": {"get": _operation(
+            "Tokens and cost of the recorded turns per session, user or UTC day (the caller's own; everyone's with "
+            "write permission)", _json("{by, since, scope, total, totals}", USAGE), 400, 401, 503,
+            parameters=USAGE_PARAMETERS)},
         "/ai-sidebar/sessions": {
             "get": _operation("The user's sessions", _json("ok"), 400, 401, 403, 503),
             "post": _operation("Create a session", _json("created"), 400, 401, 403, 408, 409, 503, body=SessionCreate,

@@ -11,11 +11,12 @@ from aiohttp import web
 
 from service import __version__
 from service.chat.approvals import AWAITING, plan_action
-from service.chat.pipeline import ChatDeps, ChatResult, new_result, run_chat, save_turn
+from service.chat.pipeline import ChatDeps, ChatResult, new_result, run_chat, save_turn, save_usage
 from service.chat.resume import claim, continue_run, save_continuation
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
-from service.llm.providers import DEFAULT_MODELS
+from service.llm.providers import DEFAULT_MODELS, ProviderConfig
+from service.llm.usage import counted, turn_usage
 from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
 from service.settings import PROVIDERS
@@ -30,6 +31,7 @@ from service.web.keys import (
     MEMORY,
     MESSAGES,
     NODERED,
+    PRICES,
     SCENARIOS,
     SETTINGS,
     STREAMS,
@@ -178,7 +180,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     request.app[STREAMS].add(stream)
     saved = False
     try:
-        await _until_client_leaves(request, run_chat(body, deps, send, result))
+        await _until_client_leaves(request, _counted(request, deps, result, run_chat(body, deps, send, result)))
         saved = True
         fault = await asyncio.shield(save_turn(body, deps, result))
         if fault is not None:
@@ -205,6 +207,15 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     return stream.response
 
 
+def _counted(request: web.Request, deps: ChatDeps, result: ChatResult, work):
+    """``work`` (a run) with the tokens of every model call it makes summed, priced, into ``result.usage``."""
+    config = ProviderConfig.from_settings(deps.settings, deps.provider)
+
+    def report(by_model) -> None:
+        result.usage = turn_usage(by_model, config.provider, config.model, request.app[PRICES])
+    return counted(work, report)
+
+
 def _chat_deps(request: web.Request, caller: Caller, provider: ProviderOverride | None) -> ChatDeps:
     """What a chat run (or a resumed one) of ``caller`` uses, with the ``ai-config`` node's ``provider``."""
     remember = caller.memory and (provider is None or provider.memory)
@@ -213,13 +224,16 @@ def _chat_deps(request: web.Request, caller: Caller, provider: ProviderOverride 
                     user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
                     granted_tools=caller.tools, provider=provider, knowledge=request.app[KNOWLEDGE],
                     memory=request.app[MEMORY].store if remember else None,
-                    approvals=request.app[APPROVALS].approvals, evidence=request.app[EVIDENCE])
+                    approvals=request.app[APPROVALS].approvals, evidence=request.app[EVIDENCE],
+                    ledger=request.app[MEMORY].store)
 
 
 def _done(result: ChatResult) -> dict[str, object]:
+    """The last event of a stream: the session, the run's ``usage`` ``{inputTokens, outputTokens, cost}`` when a
+    model was called (``cost`` USD, null when the model has no price), and its ``status`` when it waits."""
     done: dict[str, object] = {"type": "done", "sessionId": result.session_id}
-    if result.usage:
-        done["usage"] = result.usage
+    if result.usage is not None:
+        done["usage"] = result.usage.event()
     if result.status:
         done["status"] = result.status
     return done
@@ -250,7 +264,9 @@ async def resume(request: web.Request) -> web.StreamResponse:
         await stream.prepare(request)
         request.app[STREAMS].add(stream)
         try:
-            await _until_client_leaves(request, continue_run(claimed, deps, _recording(send, result), result))
+            await _until_client_leaves(request, _counted(request, deps, result,
+                                                         continue_run(claimed, deps, _recording(send, result),
+                                                                      result)))
             await stream.send(_done(result))
         except ConnectionResetError:
             log.info("client went away during the resumed run %s", claimed.run_id)
@@ -265,6 +281,7 @@ async def resume(request: web.Request) -> web.StreamResponse:
                 pass
         finally:
             await asyncio.shield(save_continuation(claimed, deps, result))
+            await asyncio.shield(save_usage(deps, result.session_id, result.usage))
             await stream.close()
             request.app[STREAMS].discard(stream)
         return stream.response

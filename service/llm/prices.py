@@ -1,0 +1,63 @@
+"""Model prices (``prices.yaml`` beside this module, overridable by ``AI_SIDEBAR_PRICES``) and the cost of tokens.
+
+Prices are USD per 1 million tokens, input and output apart, per provider and model; each bundled entry names its
+source page and the date it was taken. A model without a price has no cost (``None``), never a guessed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PRICES_FILE = Path(__file__).with_name("prices.yaml")
+TOKENS_PER_UNIT = 1_000_000  # prices are per million tokens
+
+
+class ModelPrice(BaseModel):
+    """One model's price: ``input`` and ``output`` in USD per 1 million tokens, ``source`` the page they come from
+    and ``checked`` the date they were taken (both optional in an operator's own entries)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    source: str | None = None
+    checked: date | None = None
+
+
+PriceMap = dict[str, dict[str, ModelPrice]]
+_PRICE_MAP = TypeAdapter(PriceMap)
+
+
+def bundled_prices() -> PriceMap:
+    """The price table shipped in the package (``service/llm/prices.yaml``)."""
+    return _PRICE_MAP.validate_python(yaml.safe_load(PRICES_FILE.read_text(encoding="utf-8")) or {})
+
+
+class PriceTable:
+    """The bundled prices with ``overrides`` laid over them model by model (an override replaces that model's
+    entry; other models keep the bundled one)."""
+
+    def __init__(self, overrides: Mapping[str, Mapping[str, ModelPrice]] | None = None,
+                 base: PriceMap | None = None):
+        table = base if base is not None else bundled_prices()
+        self._prices: PriceMap = {provider: dict(models) for provider, models in table.items()}
+        for provider, models in (overrides or {}).items():
+            self._prices.setdefault(provider, {}).update(models)
+
+    def price(self, provider: str, *models: str | None) -> ModelPrice | None:
+        """The price of the first of ``models`` that ``provider`` has one for (a response may name a dated version
+        of the model asked for: both are tried), or ``None``."""
+        known = self._prices.get(provider, {})
+        return next((known[model] for model in models if model and model in known), None)
+
+    def cost(self, provider: str, models: tuple[str | None, ...], input_tokens: int,
+             output_tokens: int) -> float | None:
+        """USD for the tokens at the price of the first of ``models`` that has one; ``None`` without a price."""
+        price = self.price(provider, *models)
+        if price is None:
+            return None
+        return (input_tokens * price.input + output_tokens * price.output) / TOKENS_PER_UNIT

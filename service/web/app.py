@@ -244,7 +244,7 @@ def create_app(settings: Settings) -> web.Application:
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
     app[MESSAGES] = MessageCatalog(settings.locales_dir)
     app[CHAT_MODELS] = ChatModelFactory()
-    app[PRICES] = PriceTable(settings.prices)
+    app[PRICES] = PriceTable({str(provider): models for provider, models in settings.prices.items()})
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
     app[MEMORY] = MemorySlot()

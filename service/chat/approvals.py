@@ -118,9 +118,28 @@ async def open_approvals(store: ApprovalStore, path: str, settings: Settings) ->
 
     connection = await aiosqlite.connect(path)
     await connection.execute("PRAGMA busy_timeout=2000")
-    saver = AsyncSqliteSaver(connection)
+    saver = _without_errors(AsyncSqliteSaver)(connection)
     await saver.setup()
     return Approvals(store, saver, settings), connection
+
+
+# The channel under which LangGraph's runner stores the exception of a failed task (langgraph/pregel/_runner.py,
+# ``task.writes.append((ERROR, exception))``; the constant itself is private since LangGraph 1.0).
+_ERROR_CHANNEL = "__error__"
+
+
+def _without_errors(saver_class: type) -> type:
+    """``saver_class`` whose ``aput_writes`` stores a failed task's exception as a bare sentence: a provider's
+    exception text may echo the request's API key (``received Authorization: Bearer ...``), and nothing may keep a
+    secret in the database. The run's own error handling got the original exception already."""
+
+    class WithoutErrors(saver_class):
+        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            kept = [(channel, RuntimeError("the step failed; its error is not stored") if channel == _ERROR_CHANNEL
+                     else value) for channel, value in writes]
+            await super().aput_writes(config, kept, task_id, task_path)
+
+    return WithoutErrors
 
 
 def token_hash(token: str) -> str:

@@ -5,6 +5,7 @@ after a deploy and after installing / removing a node module, and the router on 
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import aiohttp
 import pytest
 
 from service.knowledge.base import Knowledge
-from service.knowledge.index import KnowledgeIndex
+from service.knowledge.index import COMMON_SHARE, Chunk, KnowledgeIndex
+from service.knowledge.index import MIGRATIONS as INDEX_MIGRATIONS
 from service.knowledge.lexicon import Lexicons
 from service.knowledge.router import Route, Router
+from service.knowledge.terms import FEW_ROWS
 from service.memory.store import MIGRATIONS, MemoryStore
 from service.nodered.client import NodeRedClient
 from tests.support.knowledge_questions import DOCS_QUESTIONS
@@ -189,7 +192,7 @@ async def test_the_knowledge_tables_keep_their_own_schema_version_beside_the_mem
     index = await KnowledgeIndex.open(path)
     try:
         assert await memory.schema_version() == len(MIGRATIONS)
-        assert await index.schema_version() == 1
+        assert await index.schema_version() == len(INDEX_MIGRATIONS) == 2
     finally:
         await index.close()
         await memory.close()
@@ -223,3 +226,53 @@ async def test_the_router_reads_one_message_and_asks_the_fallback_only_when_unde
     with pytest.raises(TypeError):
         router.classify([{"role": "user", "content": "how many nodes"}], "en-US")  # type: ignore[arg-type]
     assert await Router(Lexicons(LOCALES)).route("Tell me about the greenhouse") == Route.NEITHER
+
+
+async def test_an_index_of_schema_1_is_migrated_and_its_derived_chunks_dropped_for_the_next_refresh(tmp_path):
+    path = tmp_path / "memory.db"
+    # The file as a service of schema 1 left it: its FTS table, one chunk indexed.
+    db = sqlite3.connect(path)
+    db.executescript("CREATE TABLE knowledge_meta (key TEXT PRIMARY KEY, value TEXT);")
+    db.executescript(f"BEGIN; {INDEX_MIGRATIONS[0]}; INSERT INTO knowledge_meta VALUES ('schema_version', '1'); "
+                     "INSERT INTO knowledge_sources VALUES ('docs', 'en-US', 'node-red', 'f', '{}', 1, 0); "
+                     "INSERT INTO knowledge_chunks(store, language, source, key, title, text) "
+                     "VALUES ('docs', 'en-US', 'node-red', 'csv#overview#0', 'csv', 'old'); COMMIT;")
+    db.close()
+    index = await KnowledgeIndex.open(path)
+    try:
+        assert await index.schema_version() == 2
+        assert await index.sources("docs") == {} and await index.search("csv", "docs", "en-US") == []
+        await index.replace_source("docs", "en-US", "node-red", "f", [Chunk("csv#overview#0", "csv", "Parses CSV")])
+        assert [hit.key for hit in await index.search("csv", "docs", "en-US")] == ["csv#overview#0"]
+    finally:
+        await index.close()
+
+
+async def test_terms_in_most_rows_are_left_out_and_every_term_of_a_chunk_ranks_it_first(tmp_path):
+    index = await KnowledgeIndex.open(tmp_path / "memory.db")
+    try:
+        filler = [Chunk(f"f{i}", f"filler {i}", "message payload value " * 3) for i in range(FEW_ROWS + 500)]
+        await index.replace_source("docs", "en-US", "filler", "1", filler)
+        await index.replace_source("docs", "en-US", "node-red", "1", [
+            Chunk("delay", "delay", "Delays each message passing through the node."),
+            Chunk("trigger", "trigger", "Sends a message, then can delay a second one."),
+            Chunk("csv", "csv", "Converts between a CSV string and its object. csv csv csv")])
+        await index.replace_source("docs", "de", "node-red", "1", [Chunk("delay", "delay", "Verzögert message")])
+        await index.terms.settled()
+        assert index.terms.rows == FEW_ROWS + 504
+        assert index.terms.is_common("messa", True, COMMON_SHARE) and index.terms.is_common("value", False, 0.5)
+        assert not index.terms.is_common("delay", False, COMMON_SHARE)
+        # "message" is in nearly every row: left out, the delay and trigger chunks are found and ranked by "delay".
+        hits = await index.search("delay the message", "docs", "en-US", 3)
+        assert [hit.key for hit in hits[:2]] == ["delay", "trigger"] and {h.language for h in hits} == {"en-US"}
+        # AND first: the long chunk with both terms ranks above one whose title and text repeat one of them, which
+        # BM25 alone (the OR fallback, filling the rest) ranks first.
+        await index.replace_source("docs", "en-US", "more", "1", [
+            Chunk("join", "join", "Joins parts: " + "payload " * 40 + "a split sequence is joined back."),
+            Chunk("sequence", "sequence", "sequence " * 10)])
+        hits = await index.search("split sequence", "docs", "en-US", 3)
+        assert [hit.key for hit in hits] == ["join", "sequence"]
+        # A question of common terms only is still answered (all its terms ANDed).
+        assert len(await index.search("payload value", "docs", "en-US", 3)) == 3
+    finally:
+        await index.close()

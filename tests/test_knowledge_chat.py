@@ -311,3 +311,58 @@ async def test_with_no_model_the_notice_is_in_the_users_language(aiohttp_client,
     assert "[source: csv (node-red@" in answer
     assert answer.endswith(Lexicons(REPO / "locales").get("de").no_model_notice)
     assert "Für eine ausformulierte Antwort wird ein Modell benötigt" in answer
+
+
+GENERATED_FLOW = """Here is a flow that stores the readings:
+
+```json
+[
+  {"id": "t1", "type": "tab", "label": "Readings"},
+  {"id": "b1", "type": "mqtt-broker", "broker": "localhost"},
+  {"id": "n1", "type": "mqtt in", "z": "t1", "topic": "sensors/#", "broker": "b1", "wires": [["n2"]]},
+  {"id": "n2", "type": "functon", "z": "t1", "func": "return msg;", "wires": [["n3"]]},
+  {"id": "n3", "type": "influxdb out", "z": "t1", "wires": []}
+]
+```
+"""
+
+
+async def test_a_generated_flows_unknown_node_types_get_a_notice_before_done(kclient, model):
+    model.script(Reply(text=GENERATED_FLOW))
+    events = await chat(kclient, message="Write a flow that stores MQTT readings in InfluxDB")
+    types = [e["type"] for e in events]
+    assert types[-2:] == ["notice", "done"] and "error" not in types
+    notice = events[-2]
+    assert notice["code"] == "unknown_node_types"
+    # mqtt in, mqtt-broker (installed) and tab (the editor's own) are not named.
+    assert notice["types"] == [{"type": "functon", "closest": "function"},
+                               {"type": "influxdb out", "module": "node-red-contrib-influxdb"}]
+    assert notice["message"] == (
+        "The flow in this answer uses node types that are not installed in this Node-RED: "
+        '"functon" (did you mean "function"?); "influxdb out" (provided by node-red-contrib-influxdb, not installed '
+        "or not enabled here).")
+
+
+async def test_the_unknown_node_types_notice_is_in_the_requests_language(kclient, model):
+    model.script(Reply(text=GENERATED_FLOW))
+    events = await chat(kclient, message="Schreibe einen Flow, der MQTT-Werte in InfluxDB speichert", language="de")
+    notice = next(e for e in events if e["type"] == "notice")
+    assert notice["message"].startswith("Der Flow in dieser Antwort verwendet Node-Typen, die in diesem Node-RED "
+                                        'nicht installiert sind: "functon" (meinten Sie "function"?); ')
+
+
+async def test_an_answer_whose_flow_uses_only_installed_types_gets_no_notice(kclient, model):
+    model.script(Reply(text='```json\n[{"id": "a", "type": "inject", "wires": [["b"]]}, {"id": "b", "type": '
+                            '"debug"}, {"id": "s", "type": "subflow:sf1"}]\n```\n```json\n{"not": "a flow"}\n```'))
+    events = await chat(kclient, message="Write a flow that injects a timestamp into a debug node")
+    assert [e["type"] for e in events][-1] == "done" and "notice" not in [e["type"] for e in events]
+
+
+@pytest.mark.parametrize("language", sorted(p.parent.name for p in (REPO / "locales").glob("*/scenarios.json")))
+def test_every_shipped_language_has_its_unknown_node_types_sentences(language):
+    sentences = Lexicons(REPO / "locales").get(language).unknown_node_types
+    assert set(sentences) == {"message", "closest", "module", "unknown"}
+    assert "{types}" in sentences["message"] and "{closest}" in sentences["closest"]
+    assert "{module}" in sentences["module"] and all("{type}" in sentences[k] for k in ("closest", "module", "unknown"))
+    english = Lexicons(REPO / "locales").get("en-US").unknown_node_types
+    assert (sentences["message"] == english["message"]) == (language == "en-US")

@@ -58,6 +58,13 @@ async def relay_chunk(chunk: Any, emit: Emit, answer: Answer) -> None:
         await emit(token(text))
 
 
+def notice(code: str, message: str, **fields: Any) -> Event:
+    """Something the user should know about the answer, not a fault (the answer stands): a stable snake_case
+    ``code``, a ``message`` in the request's language, and the code's own fields (``unknown_node_types``:
+    ``types`` ``[{type, closest?, module?}]``). Sent before ``done``."""
+    return {"type": "notice", "code": code, "message": message, **fields}
+
+
 def approval_required(run_id: str, resume_token: str, actions: list[dict[str, Any]]) -> Event:
     """A write waits for the user: ``actions`` ``[{tool, args, summary, diff}]`` in the order the decisions are
     expected; ``resumeToken`` answers them (``POST /ai-sidebar/resume``). ``done`` follows with ``status:

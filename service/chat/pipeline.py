@@ -34,6 +34,7 @@ from service.chat.prompts import (
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
 from service.errors import ServiceError, error_event
 from service.identity import ANONYMOUS, Identity
+from service.knowledge.flowcheck import flow_node_types, notice_message, unknown_types
 from service.knowledge.grading import grade, rewrite
 from service.knowledge.refresher import KnowledgeSlot
 from service.knowledge.retrieval import (
@@ -51,7 +52,7 @@ from service.knowledge.router import Route
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.llm.usage import day_start
 from service.memory.usage import UsageStore
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, NodeRedError
 from service.nodered.messages import CodedError
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import Settings
@@ -284,6 +285,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
     else:
         await _stream_answer(messages, deps, emit, result)
+    await _check_flow_types(deps, turn, emit, result)
     log.info("%s session=%s scenario=%s language=%s tools=%s chars=%d", "agent" if agent else "chat",
              result.session_id, turn.scenario_key, turn.catalog.language, result.tools, len(result.answer))
     return result
@@ -489,6 +491,31 @@ async def _answer_without_model(deps: ChatDeps, turn: Turn, emit: Emit, result: 
         await emit(events.token(text))
         return True
     return False
+
+
+async def _check_flow_types(deps: ChatDeps, turn: Turn, emit: Emit, result: ChatResult) -> None:
+    """Before the answer ends: every node type of a flow export in a ```json block of the answer is checked
+    against the installed node sets (the knowledge refresher's ``GET /nodes``, else the request's own read); the
+    unknown ones are named in one ``notice`` event (``unknown_node_types``) in the request's language. Node-RED
+    unreadable: no check (the answer stands)."""
+    types = flow_node_types(result.answer)
+    if not types:
+        return
+    slot = deps.knowledge
+    try:
+        node_sets = (await slot.refresher.node_sets() if slot is not None and slot.refresher is not None
+                     else await deps.nodered.get_nodes())
+    except NodeRedError as err:
+        log.info("generated flow not checked: %s", err.code)
+        return
+    unknown = unknown_types(types, node_sets)
+    if not unknown:
+        return
+    sentences = {}
+    if slot is not None and slot.knowledge is not None:
+        sentences = slot.knowledge.lexicons.get(turn.catalog.language).unknown_node_types
+    await emit(events.notice("unknown_node_types", notice_message(unknown, sentences),
+                             types=[item.as_event() for item in unknown]))
 
 
 def _forced_tool(tool: str | None, context: ServiceToolContext) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from service.knowledge.docs import DocsStore
 from service.knowledge.index import KnowledgeIndex, RefreshReport
@@ -26,6 +27,7 @@ class Knowledge:
         self.lexicons = lexicons
         self.docs = DocsStore(index, lexicons)
         self.workspace = WorkspaceStore(index, lexicons)
+        self.node_sets: list[dict[str, Any]] | None = None  # GET /nodes (JSON) of the last refresh
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -44,6 +46,7 @@ class Knowledge:
         async with self._lock:
             node_sets = await client.get_nodes()
             flows = await client.get_flows()
+            self.node_sets = node_sets
             return [await self.docs.refresh(client, node_sets, self.lexicons.resolve(language)),
                     await self.workspace.refresh(flows, node_sets)]
 

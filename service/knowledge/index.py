@@ -6,8 +6,14 @@ memory's alone). A *source* is the unit of reindexing (a node module in one lang
 chunks are replaced together, and its ``fingerprint`` says whether they need to be.
 
 Ranking is FTS5's ``bm25()`` (https://sqlite.org/fts5.html#the_bm25_function; lower is better), the title column
-weighted above the text. A :class:`VectorIndex` may be given to add vector similarity later; results are then
-fused by reciprocal rank (Cormack et al., SIGIR 2009).
+weighted above the text, set as the table's ``rank`` so that ``ORDER BY rank LIMIT n`` runs inside FTS5. FTS5
+computes the rank of every row a query matches, and ``bm25()`` reads the whole doclist of each phrase to count its
+documents, so a search keeps its query to selective terms (see :meth:`search`): terms in more than half the rows
+(:mod:`service.knowledge.terms`), whose BM25 inverse document frequency FTS5 clamps to ~0 anyway, are left out; the
+rest are ANDed first, ORed when that finds too few. The store and language are an ``UNINDEXED`` column of the FTS
+table (filtered without a join; a phrase for them would make ``bm25()`` count the whole store). A
+:class:`VectorIndex` may be given to add vector similarity later; results are then fused by reciprocal rank
+(Cormack et al., SIGIR 2009).
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from typing import Any, Protocol
 
 import aiosqlite
 
-from service.knowledge.text import TOKENIZER, fts_query, search_text
+from service.knowledge.terms import TermStats
+from service.knowledge.text import TOKENIZER, folded, fts_term, is_prefix, query_terms, search_text, term_key
 from service.knowledge.vectors import Embedder, EmbeddingIndex
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TITLE_WEIGHT, TEXT_WEIGHT = 4.0, 1.0
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.)
+COMMON_SHARE = 0.5  # a term in more than this share of the rows has BM25 idf ~0 (FTS5 clamps it to 1e-6)
 
 MIGRATIONS: tuple[str, ...] = (
     f"""
@@ -54,6 +62,18 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX knowledge_chunks_source ON knowledge_chunks(store, language, source);
     CREATE VIRTUAL TABLE knowledge_chunks_fts USING fts5(title, body, tokenize='{TOKENIZER}');
+    """,
+    # 2: the store and language move into the FTS table (an UNINDEXED ``scope`` column) and the vocabulary becomes
+    # readable (document frequencies). The chunks are derived data: the next
+    # refresh reads them again from Node-RED (the embeddings, keyed by text, are kept).
+    f"""
+    DROP TABLE knowledge_chunks_fts;
+    DELETE FROM knowledge_chunks;
+    DELETE FROM knowledge_sources;
+    CREATE VIRTUAL TABLE knowledge_chunks_fts USING fts5(title, body, scope UNINDEXED, tokenize='{TOKENIZER}');
+    INSERT INTO knowledge_chunks_fts(knowledge_chunks_fts, rank)
+        VALUES ('rank', 'bm25({TITLE_WEIGHT}, {TEXT_WEIGHT}, 0.0)');
+    CREATE VIRTUAL TABLE knowledge_chunks_vocab USING fts5vocab(knowledge_chunks_fts, 'row');
     """,
 )
 
@@ -117,11 +137,15 @@ class KnowledgeIndex:
     Args:
         db: an open aiosqlite connection.
         vectors: an optional :class:`VectorIndex` fused into :meth:`search` (see :meth:`attach`).
+        path: the database file (``":memory:"``: none), read by the term statistics' scan on a connection of its own.
     """
 
-    def __init__(self, db: aiosqlite.Connection, vectors: VectorIndex | None = None):
+    def __init__(self, db: aiosqlite.Connection, vectors: VectorIndex | None = None, path: str = ":memory:"):
         self._db = db
         self.vectors = vectors
+        self.terms = TermStats(self._reader)
+        self._path = path
+        self._read_uri = None if path == ":memory:" else Path(path).resolve().as_uri() + "?mode=ro"
         self._closed = False
         self._write_lock = asyncio.Lock()
 
@@ -135,8 +159,9 @@ class KnowledgeIndex:
             Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = await aiosqlite.connect(path)
         db.row_factory = aiosqlite.Row
-        index = cls(db)
+        index = cls(db, path=path)
         await index._setup()
+        index.terms.changed()
         if embedder is not None:
             vectors = EmbeddingIndex(db, embedder, embedding_model or "default", index._write_lock)
             await vectors.setup()
@@ -161,9 +186,17 @@ class KnowledgeIndex:
             "SELECT value FROM knowledge_meta WHERE key = 'schema_version'")).fetchone()
         return int(row[0]) if row else 0
 
+    async def _reader(self) -> aiosqlite.Connection:
+        """A read connection of its own for the term statistics' scan (WAL: it does not wait for writes, and
+        searches do not wait behind it); a memory database has only the index's connection."""
+        if self._read_uri is None:
+            return _Borrowed(self._db)  # type: ignore[return-value]
+        return await aiosqlite.connect(self._read_uri, uri=True)
+
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
+            await self.terms.close()
             if self.vectors is not None:
                 await self.vectors.close()
             await self._db.close()
@@ -196,8 +229,10 @@ class KnowledgeIndex:
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (store, language, source, chunk.key, chunk.title, chunk.text,
                          json.dumps(chunk.metadata, ensure_ascii=False)))
-                    await self._db.execute("INSERT INTO knowledge_chunks_fts(rowid, title, body) VALUES (?, ?, ?)",
-                                           (cursor.lastrowid, search_text(chunk.title), search_text(chunk.text)))
+                    await self._db.execute(
+                        "INSERT INTO knowledge_chunks_fts(rowid, title, body, scope) VALUES (?, ?, ?, ?)",
+                        (cursor.lastrowid, search_text(chunk.title), search_text(chunk.text),
+                         scope_token(store, language)))
                 await self._db.execute(
                     "INSERT OR REPLACE INTO knowledge_sources(store, language, source, fingerprint, metadata, "
                     "chunks, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -207,8 +242,7 @@ class KnowledgeIndex:
                 await self._db.rollback()
                 raise
             await self._db.commit()
-        if self.vectors is not None:
-            self.vectors.changed()
+        self._changed()
         return len(chunks)
 
     async def delete_source(self, store: str, language: str, source: str) -> None:
@@ -223,6 +257,10 @@ class KnowledgeIndex:
                 await self._db.rollback()
                 raise
             await self._db.commit()
+        self._changed()
+
+    def _changed(self) -> None:
+        self.terms.changed()
         if self.vectors is not None:
             self.vectors.changed()
 
@@ -250,19 +288,37 @@ class KnowledgeIndex:
             limit: at most this many hits.
             stopwords: words left out of the query.
         """
-        match = fts_query(query, stopwords)
-        if match is None:
+        terms = query_terms(query, stopwords)
+        if not terms:
             return []
         pool = limit * 4 if self.vectors is not None else limit
-        rows = await (await self._db.execute(
-            f"SELECT c.*, bm25(knowledge_chunks_fts, {TITLE_WEIGHT}, {TEXT_WEIGHT}) AS rank "
-            "FROM knowledge_chunks_fts JOIN knowledge_chunks c ON c.id = knowledge_chunks_fts.rowid "
-            "WHERE knowledge_chunks_fts MATCH ? AND c.store = ? AND c.language = ? ORDER BY rank LIMIT ?",
-            (match, store, language, pool))).fetchall()
-        hits = [_hit(row, -row["rank"]) for row in rows]
+        scope = scope_token(store, language)
+        selective = [t for t in terms if not self.terms.is_common(folded(term_key(t)), is_prefix(t), COMMON_SHARE)]
+        ranked = await self._ranked(scope, selective or terms, " AND ", pool)
+        if len(ranked) < pool and len(selective) > 1:
+            found = {chunk_id for chunk_id, _ in ranked}
+            ranked += [r for r in await self._ranked(scope, selective, " OR ", pool) if r[0] not in found]
+        ranked = ranked[:pool]
+        hits = await self._hits([chunk_id for chunk_id, _ in ranked], {i: -rank for i, rank in ranked})
         if self.vectors is None:
             return hits
         return (await self._fuse(query, store, language, hits, limit))[:limit]
+
+    async def _ranked(self, scope: str, terms: list[str], operator: str, limit: int) -> list[tuple[int, float]]:
+        """``(chunk id, bm25)`` of the best ``limit`` rows of ``scope`` matching ``terms`` joined by ``operator``."""
+        rows = await (await self._db.execute(
+            "SELECT rowid, rank FROM knowledge_chunks_fts WHERE knowledge_chunks_fts MATCH ? AND scope = ? "
+            "ORDER BY rank LIMIT ?", (operator.join(fts_term(t) for t in terms), scope, limit))).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
+    async def _hits(self, ids: list[int], scores: dict[int, float]) -> list[Hit]:
+        """The chunks of ``ids`` in that order, each with its score."""
+        if not ids:
+            return []
+        rows = await (await self._db.execute(
+            f"SELECT * FROM knowledge_chunks WHERE id IN ({','.join('?' * len(ids))})", ids)).fetchall()
+        by_id = {row["id"]: row for row in rows}
+        return [_hit(by_id[i], scores.get(i, 0.0)) for i in ids if i in by_id]
 
     async def _fuse(self, query: str, store: str, language: str, hits: list[Hit], limit: int) -> list[Hit]:
         """FTS5's and the vectors' rankings fused by reciprocal rank: score = Σ 1 / (RRF_K + rank)."""
@@ -307,6 +363,24 @@ class KnowledgeIndex:
         return {row["store"]: {"sources": row["sources"], "chunks": row["chunks"] or 0,
                                "languages": sorted(filter(None, (row["languages"] or "").split(","))),
                                "indexedAt": row["newest"]} for row in rows}
+
+
+def scope_token(store: str, language: str) -> str:
+    """The FTS table's ``scope`` value of ``store`` in ``language``: ``docs/en-US``, ``workspace/``."""
+    return f"{store}/{language}"
+
+
+class _Borrowed:
+    """The index's own connection lent to the term statistics' scan (a memory database): closing it is a no-op."""
+
+    def __init__(self, db: aiosqlite.Connection):
+        self._db = db
+
+    async def execute(self, sql: str, parameters: Any = ()) -> aiosqlite.Cursor:
+        return await self._db.execute(sql, parameters)
+
+    async def close(self) -> None:
+        """Nothing: the connection stays the index's."""
 
 
 def _hit(row: aiosqlite.Row, score: float) -> Hit:

@@ -1,7 +1,9 @@
 """The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword
 phrases (``router.docs``, ``router.workspace``), the stopwords left out of search queries, the ``synonyms`` a
-query that found nothing is retried with (a word → the words node help uses for it; optional) and the
-``noModelNotice`` sentence shown when no model is configured (optional; English otherwise)."""
+query that found nothing is retried with (a word → the words node help uses for it; optional), the
+``noModelNotice`` sentence shown when no model is configured and the ``unknownNodeTypes`` sentences of a generated
+flow's check (``message`` with ``{types}``, and per type ``closest``, ``module``, ``unknown``) (optional; English
+otherwise)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ def bundled_locales() -> Path:
 @dataclass(frozen=True)
 class Lexicon:
     """One language's words: router phrases for each store, the search stopwords, synonyms for a retry
-    (casefolded) and the no-model notice (``""``: none in this language)."""
+    (casefolded), the no-model notice (``""``: none in this language) and the unknown node types' sentences
+    (``{}``: none in this language)."""
 
     language: str
     docs: tuple[str, ...]
@@ -30,6 +33,7 @@ class Lexicon:
     stopwords: frozenset[str]
     synonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     no_model_notice: str = ""
+    unknown_node_types: dict[str, str] = field(default_factory=dict)
 
 
 class Lexicons:
@@ -51,11 +55,14 @@ class Lexicons:
             synonyms = data.get("synonyms", {})
             if not isinstance(synonyms, dict) or not all(isinstance(v, list) for v in synonyms.values()):
                 raise ValueError(f"{path}: expected synonyms as {{word: [words]}}")
+            unknown = data.get("unknownNodeTypes", {})
+            if not isinstance(unknown, dict) or not all(isinstance(v, str) for v in unknown.values()):
+                raise ValueError(f"{path}: expected unknownNodeTypes as {{message, closest, module, unknown}}")
             self._by_language[language] = Lexicon(
                 language, tuple(router.get("docs", ())), tuple(router.get("workspace", ())),
                 frozenset(word.casefold() for word in data["stopwords"]),
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
-                str(data.get("noModelNotice", "")))
+                str(data.get("noModelNotice", "")), dict(unknown))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
 

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from service.knowledge.base import Knowledge
 from service.knowledge.index import RefreshReport
@@ -54,6 +55,17 @@ class KnowledgeRefresher:
             return resolved
         self.want(resolved)
         return DEFAULT_LANGUAGE
+
+    async def node_sets(self) -> list[dict[str, Any]]:
+        """The installed node sets (``GET /nodes`` JSON) as the last refresh read them; read once now when no
+        refresh has run yet.
+
+        Raises:
+            NodeRedError: the Admin API could not be read.
+        """
+        if self.knowledge.node_sets is None:
+            self.knowledge.node_sets = await self.client.get_nodes()
+        return self.knowledge.node_sets
 
     async def refresh(self) -> list[RefreshReport]:
         """One refresh of every wanted language and the workspace.

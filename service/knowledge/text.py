@@ -65,11 +65,27 @@ def fts_query(text: str, stopwords: Iterable[str] = ()) -> str | None:
     terms = query_terms(text, stopwords)
     if not terms:
         return None
-    return " OR ".join(_term(term) for term in terms)
+    return " OR ".join(fts_term(term) for term in terms)
 
 
-def _term(term: str) -> str:
-    if _CJK_RUN.match(term) or len(term) < 4:
-        return '"' + term.replace('"', '""') + '"'
-    return '"' + term[:min(PREFIX_CHARS, len(term) - 1)].replace('"', '""') + '"*'
+def is_prefix(term: str) -> bool:
+    """Whether a query term is matched as a prefix (a word of 4 or more characters, not CJK)."""
+    return not _CJK_RUN.match(term) and len(term) >= 4
+
+
+def term_key(term: str) -> str:
+    """What a query term is matched by: the term itself, or for a prefix term its first characters."""
+    return term[:min(PREFIX_CHARS, len(term) - 1)] if is_prefix(term) else term
+
+
+def fts_term(term: str) -> str:
+    """One query term as an FTS5 string (quoted: operators inert), with ``*`` when it is a prefix."""
+    quoted = '"' + term_key(term).replace('"', '""') + '"'
+    return quoted + "*" if is_prefix(term) else quoted
+
+
+def folded(term: str) -> str:
+    """``term`` as the tokenizer stores it (``remove_diacritics 2``: accents off; case is already folded), to look
+    it up in the FTS5 vocabulary."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", term) if not unicodedata.combining(ch))
 

@@ -69,8 +69,8 @@ USAGE_PARAMETERS = [
     {"name": "sessionId", "in": "query", "required": False, "schema": {"type": "string"}},
 ]
 EVENT_STREAM = {"description": "server-sent events, each `data: <json>` with `type` token, tool_call, tool_result, "
-                               "flow_change, approval_required, error or done (always last); `: ping` comments keep "
-                               "the stream open",
+                               "flow_change, approval_required, notice, error or done (always last); `: ping` comments "
+                               "keep the stream open",
                 "content": {"text/event-stream": {"schema": {
                     "type": "object", "required": ["data"],
                     "properties": {"data": {"type": "string", "contentMediaType": "application/json"},

@@ -78,7 +78,8 @@ class TermStats:
         try:
             rows = await (await db.execute(
                 "SELECT term, doc FROM knowledge_chunks_vocab WHERE doc > ? ORDER BY term", (FEW_ROWS,))).fetchall()
-            total = (await (await db.execute("SELECT COUNT(*) FROM knowledge_chunks")).fetchone())[0]
+            counted = await (await db.execute("SELECT COUNT(*) FROM knowledge_chunks")).fetchone()
+            total = counted[0] if counted is not None else 0  # COUNT(*) always answers one row
         finally:
             await db.close()
         self._terms = [row[0] for row in rows]

@@ -34,19 +34,25 @@ lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: 
 	$(VENV)/bin/mypy
 	cd $(PALETTE) && npm run --silent lint
 
-# The three passes (pytest on Node-RED 4.1, pytest on 5.x, the palette's mocha specs) run at once: each starts its own
-# Node-RED on free ports and writes screenshots under test-artifacts/node-red-<version>/; make prints each pass's output
-# whole when it ends (--output-sync) and fails when any pass fails.
+# Five passes run at once: pytest on Node-RED 4.1 and on 5.x, each split in two (the browser tests, which mostly wait
+# for the editor and the scripted model, beside the others), and the palette's mocha specs. Each pass starts its own
+# Node-RED on free ports and writes screenshots under test-artifacts/node-red-<version>/; make prints each pass's
+# output whole when it ends (--output-sync) and fails when any pass fails.
 test: test-deps $(CHROMIUM) $(NODERED5) ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-python-4 test-python-5 test-node
+	$(MAKE) --no-print-directory -j5 --output-sync=target test-python-4 test-browser-4 test-python-5 test-browser-5 \
+		test-node
 
-.PHONY: test-python-4 test-python-5
-test-python-4:
-	$(ON_NODERED_4) $(VENV)/bin/pytest -q -p no:cacheprovider
 # On 5.x only the tests marked `nodered` (those that start a Node-RED, tests/conftest.py): the others cannot see which
-# Node-RED is installed and ran in the 4.1 pass.
+# Node-RED is installed and ran in the 4.1 pass. Browser tests are marked `browser` (tests/test_browser_*.py).
+.PHONY: test-python-4 test-python-5 test-browser-4 test-browser-5
+test-python-4:
+	$(ON_NODERED_4) $(VENV)/bin/pytest -q -p no:cacheprovider -m "not browser"
+test-browser-4:
+	$(ON_NODERED_4) $(VENV)/bin/pytest -q -p no:cacheprovider -m browser
 test-python-5:
-	$(ON_NODERED_5) $(VENV)/bin/pytest -q -p no:cacheprovider -m nodered
+	$(ON_NODERED_5) $(VENV)/bin/pytest -q -p no:cacheprovider -m "nodered and not browser"
+test-browser-5:
+	$(ON_NODERED_5) $(VENV)/bin/pytest -q -p no:cacheprovider -m browser
 
 # The Python tests on both Node-RED versions without a browser from apt: the browser tests skip, saying why (under
 # `make test` they run).

@@ -41,11 +41,15 @@ NODE_RED_FIXTURES = ("service_process", "auth_stack")
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "nodered: the test talks to a real Node-RED (run on every supported version)")
+    config.addinivalue_line("markers", "browser: the test drives the editor in Chromium (tests/test_browser_*.py)")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark every test whose fixtures start a Node-RED with ``nodered`` (see :data:`NODE_RED_FIXTURES`)."""
+    """Mark every test whose fixtures start a Node-RED with ``nodered`` (see :data:`NODE_RED_FIXTURES`), and the
+    tests of ``tests/test_browser_*.py`` with ``browser`` (``make test`` runs them as passes of their own)."""
     for item in items:
+        if item.path.name.startswith("test_browser_"):
+            item.add_marker(pytest.mark.browser)
         names = getattr(item, "fixturenames", ())
         if any("nodered" in name or name in NODE_RED_FIXTURES for name in names):
             item.add_marker(pytest.mark.nodered)

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import PALETTE, NodeRed, free_port, project_flows
+from tests.support.sse import read_events
 
 CONFIG_KEY = "sk-ai-config-node-e2e-key-7f3a9c1d2b4e"
 CONFIG_ID = "e2e0a1c0f19c0001"
@@ -208,3 +209,98 @@ async def test_anonymous_callers_of_the_enabled_ask_tab_get_no_tool_no_flow_cont
         assert len(model.requests) == 2  # one model call each: no agent, no tool round trip
     finally:
         deploy_modified(nodered, with_tab_disabled(running, "Ask the assistant", True))
+
+
+CATCH_TAB = "e2e0c47c4a7c0001"
+THROWING = "e2e0c47c4a7c00f1"
+THROWING_INJECT = "e2e0c47c4a7c0011"
+PAYLOAD_PASSWORD = "payload-password-never-to-the-model-8841"
+ERROR_TOKEN = "ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
+CODE_KEY = "sk-proj-Q7mZ2vX9kL4pR8tN1wY6cB3hJ5fD0gS2aE7uI9oP"
+
+
+def catch_path_tab(tools: bool) -> list[dict]:
+    """inject → function (raises ``node.error("boom 7 …", msg)``) and catch → ai-chat → debug (to the log).
+
+    The message carries a password, the error text a token taken from it, the function's code a quoted key: none of
+    them may reach the model."""
+    func = ("// the limit this converter checks: 4242\n"
+            f'const apiKey = "{CODE_KEY}";\n'
+            'node.error("boom 7 for sensor " + msg.payload.sensor + ", upstream refused token " + msg.payload.token, '
+            "msg);\nreturn null;\n")
+    payload = json.dumps({"sensor": "greenhouse", "password": PAYLOAD_PASSWORD, "token": ERROR_TOKEN})
+    return [
+        {"id": CATCH_TAB, "type": "tab", "label": "Explain an error (e2e)"},
+        {"id": THROWING_INJECT, "type": "inject", "z": CATCH_TAB, "props": [{"p": "payload"}], "repeat": "",
+         "once": False, "topic": "", "payload": payload, "payloadType": "json", "x": 100, "y": 40,
+         "wires": [[THROWING]]},
+        {"id": THROWING, "type": "function", "z": CATCH_TAB, "name": "to Celsius", "func": func, "outputs": 1,
+         "x": 300, "y": 40, "wires": [[]]},
+        {"id": "e2e0c47c4a7c00c1", "type": "catch", "z": CATCH_TAB, "scope": [THROWING], "uncaught": False,
+         "x": 100, "y": 100, "wires": [["e2e0c47c4a7c00a1"]]},
+        {"id": "e2e0c47c4a7c00a1", "type": "ai-chat", "z": CATCH_TAB, "name": "explain the error", "config": "",
+         "scenario": "", "language": "", "tools": tools, "memory": False, "concurrency": 1, "queueLimit": 10,
+         "outputs": 1, "x": 300, "y": 100, "wires": [["e2e0c47c4a7c00d1"]]},
+        {"id": "e2e0c47c4a7c00d1", "type": "debug", "z": CATCH_TAB, "name": "explanation", "active": True,
+         "tosidebar": True, "console": True, "complete": "payload", "targetType": "msg", "x": 500, "y": 100,
+         "wires": []},
+    ]
+
+
+@pytest.mark.parametrize("tools", [True, False], ids=["tools-on", "tools-off"])
+async def test_an_ai_chat_node_in_a_catch_path_explains_the_error_with_the_source_node_and_no_secret(
+        nodered, service_process, model, tools):
+    """A function node raises ``node.error("boom 7 …", msg)``; catch → ai-chat → debug. The model receives the error
+    text and the id of the node that raised it, with tools on also the node's code (read by the service), and none
+    of the message's secrets, the error text's token or the code's key; the explanation reaches the debug node."""
+    with urllib.request.urlopen(f"{nodered.url}/flows", timeout=10) as response:
+        running = json.loads(response.read())
+    deploy_modified(nodered, running + catch_path_tab(tools))
+    explanation = f"The function reports a reading it cannot use ({'tools on' if tools else 'tools off'})."
+    try:
+        model.script(Reply(text=explanation))
+        request = urllib.request.Request(f"{nodered.url}/inject/{THROWING_INJECT}", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+        wait_for_log(nodered, explanation, 1)
+    finally:
+        deploy_modified(nodered, running)
+    assert len(model.requests) == 1
+    prompt = json.dumps(model.requests[0]["messages"], ensure_ascii=False)
+    assert "boom 7 for sensor greenhouse, upstream refused token [redacted]" in prompt
+    assert f"function \\\"to Celsius\\\" (id {THROWING})" in prompt
+    assert "Explain this error and how to fix it." in prompt
+    assert ("the limit this converter checks: 4242" in prompt) is tools
+    for secret in (PAYLOAD_PASSWORD, ERROR_TOKEN, CODE_KEY):
+        assert secret not in prompt
+
+
+async def test_an_error_raised_by_a_node_no_flow_holds_is_still_explained(client, model):
+    """A node inside a subflow instance (or deleted since) raised the error: reading it fails, quietly, and the
+    model explains the error alone, told that the node could not be read."""
+    model.script(Reply(text="The node is gone, but the error says why."))
+    error = {"message": "boom 7", "source": {"id": "a1b2c3d4e5f60799", "type": "function", "name": "in a subflow"}}
+    headers = {"X-AI-Sidebar-Flow-Node": "e2e0c47c4a7c00a1", "X-AI-Sidebar-Flow-Grants": "tools",
+               "X-AI-Sidebar-Permission": "read"}
+    response = await client.post("/ai-sidebar/stream-chat", headers=headers,
+                                 json={"message": "Explain this error and how to fix it.", "error": error})
+    assert response.status == 200, await response.text()
+    events = await read_events(response)
+    assert [event["type"] for event in events[:2]] == ["tool_call", "tool_result"]
+    assert events[0] == {"type": "tool_call", "tool": "get_node_info", "params": {"node_ids": ["a1b2c3d4e5f60799"]},
+                         "origin": "error"}
+    assert events[1]["ok"] is False
+    assert "error" not in [event["type"] for event in events]
+    assert "".join(event["content"] for event in events if event["type"] == "token") == \
+        "The node is gone, but the error says why."
+    prompt = json.dumps(model.requests[-1]["messages"])
+    assert "boom 7" in prompt and "a1b2c3d4e5f60799" in prompt and "could not run" in prompt
+
+
+async def test_a_caught_error_outside_the_request_models_limits_is_a_400(client, model):
+    bad = {"message": "boom 7", "source": {"id": "not an id"}}
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": "why?", "error": bad})
+    assert response.status == 400
+    body = await response.json()
+    assert body["error"]["code"] == "invalid_request" and "error.source.id" in body["error"]["message"]
+    assert model.requests == []

@@ -15,11 +15,17 @@
  * grants (`X-AI-Sidebar-Flow-Grants`: `tools` and `memory`, both off unless its configuration turns them on) and its
  * id (`X-AI-Sidebar-Flow-Node`); never an editor user. Memory is kept per conversation: only a `msg.sessionId` set
  * by the flow names one (`X-AI-Sidebar-Conversation`), so callers that do not share an id share no words.
+ *
+ * In a catch path (`msg.error` set by a `catch` node) the node asks about the caught error: the error goes to the
+ * service as data (`lib/caught-error.js`), the question is `msg.question` or a default one in the node's language,
+ * and `msg.payload` (the data of the message that failed) is not sent. With tools on, the service also reads the
+ * node that raised the error.
  */
 "use strict";
 
 const relayLib = require("../plugins/lib/relay");
 const chatClient = require("./lib/chat-client");
+const caughtError = require("./lib/caught-error");
 
 const DEFAULT_CONCURRENCY = 2;
 const DEFAULT_QUEUE_LIMIT = 100;
@@ -194,14 +200,27 @@ module.exports = function (RED) {
          * @returns {object|Error}
          */
         function requestBody(msg) {
-            if (typeof msg.payload !== "string") {
-                return nodeError("invalid_payload", "payload_not_string", { type: typeof msg.payload });
+            const caught = caughtError.fromMessage(msg);
+            const language = msg.language ? String(msg.language) : node.language;
+            let question = msg.payload;
+            if (caught) {
+                // The payload of a caught message is the data that failed, not a question (and may hold anything).
+                question = msg.question;
+                if (question === undefined || question === null || question === "") {
+                    question = caughtError.defaultQuestion(language);
+                } else if (typeof question !== "string") {
+                    return nodeError("invalid_payload", "question_not_string", { type: typeof question });
+                }
+            } else if (typeof question !== "string") {
+                return nodeError("invalid_payload", "payload_not_string", { type: typeof question });
             }
-            const message = msg.payload.trim();
-            if (!message) {
-                return nodeError("invalid_payload", "payload_empty");
+            if (!question.trim()) {
+                return nodeError("invalid_payload", caught ? "question_empty" : "payload_empty");
             }
-            const body = { message: msg.payload };
+            const body = { message: question };
+            if (caught) {
+                body.error = caught;
+            }
             for (const property of ["sessionId", "scenario", "language", "flowId"]) {
                 const value = msg[property];
                 if (value === undefined || value === null || value === "") {
@@ -223,7 +242,6 @@ module.exports = function (RED) {
             if (scenario) {
                 body.scenario = scenario;
             }
-            const language = msg.language ? String(msg.language) : node.language;
             if (language) {
                 body.language = language;
             }
@@ -351,6 +369,14 @@ module.exports = function (RED) {
             if (!relay) {
                 finishWithError(done, nodeError("service_url_invalid", "service_url_invalid",
                     { message: relayProblem }));
+                return;
+            }
+            const source = msg.error && typeof msg.error === "object" ? msg.error.source : null;
+            if (source && typeof source === "object" && source.id === node.id) {
+                // Its own error, back through a catch node (scope "all"): asking again would fail again, once per
+                // round until Node-RED's limit of catches per message, each time at the cost of the model.
+                node.warn(RED._("ai-chat.errors.own_error", { message: String(msg.error.message) }));
+                done();
                 return;
             }
             const body = requestBody(msg);

@@ -60,10 +60,11 @@ function chatsBehindEndpoints(nodes) {
 }
 
 describe("example flows", function () {
-    it("ship \"Ask over HTTP\" and \"Explain a flow from a flow\" in the package, each with an ai-chat node",
-        function () {
+    it("ship \"Ask over HTTP\", \"Explain a flow from a flow\" and \"Explain an error\" in the package, each with an " +
+        "ai-chat node", function () {
             const files = fs.readdirSync(packageExamples).filter(function (file) { return file.endsWith(".json"); });
-            assert.deepStrictEqual(files.sort(), ["Ask over HTTP.json", "Explain a flow from a flow.json"]);
+            assert.deepStrictEqual(files.sort(),
+                ["Ask over HTTP.json", "Explain a flow from a flow.json", "Explain an error.json"]);
             for (const file of files) {
                 const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, file), "utf8"));
                 checkFlow(file, nodes);
@@ -131,6 +132,31 @@ describe("example flows", function () {
                     assert.strictEqual(chat.memory, false, name + ": memory of " + chat.id);
                 }
             }
+        });
+
+    it("explain a function node's error in a catch path (catch → delay → ai-chat → debug) on a tab shipped disabled",
+        function () {
+            const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, "Explain an error.json"), "utf8"));
+            const byId = new Map(nodes.map(function (node) { return [node.id, node]; }));
+            const tab = nodes.find(function (node) { return node.type === "tab"; });
+            assert.strictEqual(tab.disabled, true);
+            for (const needed of [/disabled on purpose/, /Enabled/, /Deploy/, /msg\.error/, /never `msg\.payload`/,
+                /redacted/, /Tools on/, /Memory is off/, /catch node .* → ai-chat → debug/]) {
+                assert.match(tab.info, needed);
+            }
+            assert.ok(nodes.every(function (node) { return node.type === "tab" || node.z === tab.id; }));
+            const catchNode = nodes.find(function (node) { return node.type === "catch"; });
+            const chain = [catchNode];
+            while (chain[chain.length - 1].wires && chain[chain.length - 1].wires.length) {
+                chain.push(byId.get(chain[chain.length - 1].wires[0][0]));
+            }
+            assert.deepStrictEqual(chain.map(function (node) { return node.type; }),
+                ["catch", "delay", "ai-chat", "debug"]);
+            assert.deepStrictEqual([chain[1].pauseType, chain[1].drop], ["rate", true]);
+            assert.deepStrictEqual([chain[2].tools, chain[2].memory], [true, false]);
+            const watched = catchNode.scope.map(function (id) { return byId.get(id); });
+            assert.deepStrictEqual(watched.map(function (node) { return node.type; }), ["function"]);
+            assert.match(watched[0].func, /node\.error\(.*, msg\)/);
         });
 
     it("turn on only the grants an example needs: tools to explain the flow from an inject node, never memory",

@@ -53,7 +53,8 @@ describe("package manifest", function () {
         const files = Array.from(runtimePackages().files, function (file) {
             return path.relative(packageRoot, file);
         }).sort();
-        assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/chat-client.js",
+        assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/caught-error.js",
+            "nodes/lib/chat-client.js",
             "plugins/ai-sidebar.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/service-status.js",
             "plugins/lib/supervisor.js",
             "resources/sse-parser.js"]);

@@ -13,7 +13,7 @@ from service.nodered.compact import bounded
 
 Event = dict[str, Any]
 Emit = Callable[[Event], Awaitable[None]]
-Origin = Literal["direct", "keyword", "agent", "router"]
+Origin = Literal["direct", "keyword", "agent", "router", "error"]
 
 PREVIEW_LIMIT = 8_000  # characters of a tool result shown to the user in a tool_result event
 SOURCES_LIMIT = 20     # sources listed on one tool_result event (contracts16 A)
@@ -32,8 +32,8 @@ def token(content: str) -> Event:
 
 def tool_call(tool: str, params: Any, origin: Origin) -> Event:
     """Before a tool runs. ``origin``: ``direct`` (the user's ``@tools:``), ``keyword`` (forced by a scenario
-    keyword), ``agent`` (the model's choice) or ``router`` (knowledge retrieved for the question before the model
-    answers)."""
+    keyword), ``agent`` (the model's choice), ``router`` (knowledge retrieved for the question before the model
+    answers) or ``error`` (the node that raised the caught error an ``ai-chat`` node asks about)."""
     return {"type": "tool_call", "tool": tool, "params": params, "origin": origin}
 
 

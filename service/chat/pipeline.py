@@ -29,6 +29,7 @@ from service.chat.prompts import (
     history_messages,
     system_message,
     tool_answer_prompt,
+    with_caught_error,
     with_debug_messages,
 )
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
@@ -124,8 +125,9 @@ class ChatDeps:
 
 @dataclass
 class ToolRun:
-    """One tool call of the pipeline; ``origin`` is ``direct`` (the user's ``@tools:``) or ``keyword`` (forced by a
-    scenario keyword); the agent's own calls are ``agent`` (agent.py)."""
+    """One tool call of the pipeline; ``origin`` is ``direct`` (the user's ``@tools:``), ``keyword`` (forced by a
+    scenario keyword) or ``error`` (the node that raised the caught error an ``ai-chat`` node asks about); the
+    agent's own calls are ``agent`` (agent.py)."""
 
     name: str
     params: dict[str, Any]
@@ -264,6 +266,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     try:
         if not await _direct_trigger(request, deps, turn):
             _follow_keywords(request, deps, turn, result)
+            _read_error_source(request, deps, turn)
     except CodedError as err:
         await emit(error_event(err))
         return result
@@ -273,7 +276,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     if turn.tool_run is not None:
         await _run_tool(turn.tool_run, deps, turn.context, emit)
         result.tools.append(turn.tool_run.name)
-        if turn.tool_run.failure is not None and turn.tool_run.failure.code in FATAL_TOOL_CODES:
+        failure = turn.tool_run.failure
+        if failure is not None and failure.code in FATAL_TOOL_CODES and turn.tool_run.origin != "error":
             return result
     else:
         await _retrieve(request, deps, turn, result, emit)
@@ -362,6 +366,17 @@ def _follow_keywords(request: StreamChatRequest, deps: ChatDeps, turn: Turn, res
         turn.tool_run = ToolRun(forced, {}, origin="keyword")
 
 
+def _read_error_source(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -> None:
+    """A caught error (an ``ai-chat`` node in a catch path) with tools on: the node that raised it is read with
+    get_node_info before answering, instead of a keyword's tool, so the model sees the configuration (function code
+    included, secrets redacted) next to the error."""
+    source = request.error.source if request.error is not None else None
+    if source is None or not source.id or not deps.tools_enabled:
+        return
+    turn.task = ""
+    turn.tool_run = ToolRun("get_node_info", {"node_ids": [source.id]}, origin="error")
+
+
 async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult) -> list[BaseMessage]:
     """System prompt, history, then the user's message, or after a tool the answer prompt with its result."""
     flow_label = request.selectedFlow.label if request.selectedFlow else None
@@ -373,7 +388,7 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
     if turn.history is None:
         turn.history = await _history(request, deps, result)
     messages += history_messages(turn.history)
-    question = with_debug_messages(request.message, request.debugMessages)
+    question = with_caught_error(with_debug_messages(request.message, request.debugMessages), request.error)
     run = turn.tool_run
     if run is None:
         messages.append(HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question))
@@ -567,7 +582,10 @@ async def _run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, e
     except ToolFailure as failure:
         run.failure = failure
         await emit(events.tool_result(run.name, failure.message, ok=False))
-        await emit(error_event(failure))
+        # The node behind a caught error may be gone or inside a subflow instance (an id no flow holds): the error
+        # is still worth explaining, so that failure is no fault of the request.
+        if run.origin != "error":
+            await emit(error_event(failure))
         return
     await emit(events.tool_result(run.name, run.output.text, ok=True, sources=run.output.sources))
     await announce_change(deps.tools, run.name, run.output.data, emit)

@@ -70,6 +70,27 @@ class DebugMessage(BaseModel):
     msg: str = Field("", max_length=5000)
 
 
+class ErrorSource(BaseModel):
+    """The node that raised a caught error (Node-RED's ``msg.error.source``: ``id``, ``type``, ``name``)."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str | None = Field(None, pattern=ID_PATTERN)
+    type: str | None = Field(None, max_length=200)
+    name: str | None = Field(None, max_length=500)
+
+
+class CaughtError(BaseModel):
+    """An error a ``catch`` node caught, sent by an ``ai-chat`` node in the catch path (Node-RED's ``msg.error``:
+    ``message``, ``source``, ``stack`` when the error had one, ``code`` when it had one). The node cuts message and
+    stack to fit; secrets in them are redacted before the model sees them (:mod:`service.chat.prompts`)."""
+
+    model_config = ConfigDict(extra="ignore")
+    message: str = Field(max_length=5000)
+    code: str | None = Field(None, max_length=200)
+    source: ErrorSource | None = None
+    stack: str | None = Field(None, max_length=10_000)
+
+
 class DynamicData(BaseModel):
     model_config = ConfigDict(extra="ignore")
     flowId: str | None = Field(None, pattern=ID_PATTERN)
@@ -107,6 +128,9 @@ class StreamChatRequest(BaseModel):
     selectedFlow: SelectedFlow | None = None
     selectedNodes: list[SelectedNode] = Field(default_factory=list, max_length=1000)
     debugMessages: list[DebugMessage] = Field(default_factory=list, max_length=5)
+    error: CaughtError | None = Field(None, description=(
+        "the caught msg.error an ai-chat node in a catch path asks about; with tools on, the service also reads "
+        "the configuration of the node that raised it (get_node_info)"))
     flowData: Annotated[list[dict[str, Any]] | None,
                         PlainValidator(_flow_items, json_schema_input_type=list[dict[str, Any]] | None),
                         Field(json_schema_extra={"maxItems": MAX_FLOW_ITEMS})] = None

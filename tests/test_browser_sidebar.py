@@ -1116,3 +1116,58 @@ def test_conversations_keep_their_drafts_reopen_at_the_latest_message_and_the_li
     assert reloaded["draft"] == drafts[0] + "!" and reloaded["scrolls"] and reloaded["atBottom"], reloaded
     assert seen["narrowWidth"] <= 260
     assert seen["narrowOpen"]["drawerOpen"] and not seen["narrowAfterEscape"]["drawerOpen"]
+
+
+def knowledge_indexed(nodered: NodeRed) -> None:
+    """Wait until the service's knowledge index holds the node help and the workspace (its first background
+    refresh after the start: it reads Node-RED with the service's own access, none under adminAuth here)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with urllib.request.urlopen(f"{nodered.url}/ai-sidebar/knowledge", timeout=10) as response:
+            stores = json.loads(response.read()).get("stores", {})
+        if all(stores.get(name, {}).get("chunks", 0) > 0 for name in ("docs", "workspace")):
+            return
+        assert time.monotonic() < deadline, stores
+        time.sleep(0.5)
+
+
+def test_node_ids_and_names_in_answers_reveal_the_node_and_tool_sources_link_to_help_and_nodes(
+        nodered, service_process, model):
+    # The stack without adminAuth: there the service indexes the node help and the workspace with its own access.
+    knowledge_indexed(nodered)
+    tab = tab_named(nodered, "01 - Catch error")
+    celsius, total = "3b66265b19190dfa", "ea37b0719708e9cf"
+    model.script(
+        Reply(text=f"Use the **csv** node. In your flows `to Celsius + validate` ({celsius}) converts readings, and "
+                   f"compute total adds up orders.\n\n```json\n[{{\"id\": \"{celsius}\", \"type\": \"function\", "
+                   f"\"name\": \"compute total\"}}]\n```\n\nOr as one line: `{{\"id\": \"{total}\"}}`."),
+        Reply(tool_calls=[{"name": "search_workspace", "arguments": {"query": "compute total order"}}]),
+        Reply(text=f"The order total was computed by compute total ({total})."))
+
+    seen = run_feature(nodered, "node-links", tab["id"], USERNAME="", LINK_ID=celsius, GONE_ID=total, NARROW_WIDTH="240",
+                       QUESTIONS=json.dumps(["which node can I use to parse CSV?", "Please look that up for me"]))
+
+    first = seen["first"]
+    assert [(link["text"], link["id"], link["codeInside"]) for link in first["links"]] == [
+        ("to Celsius + validate", celsius, True), (celsius, celsius, False), ("compute total", total, False)]
+    assert first["links"][1]["title"] == "Show to Celsius + validate in the workspace"
+    # Nothing in the code block or in inline flow JSON became a link.
+    assert not any(link["inPre"] for link in first["links"])
+    assert celsius in first["preText"][0] and first["plainCode"] == [f'{{"id": "{total}"}}']
+    # The router's search_node_docs listed its sources under its card: csv's help first.
+    help_sources = [s for s in first["sources"] if s["type"]]
+    assert help_sources[0] == {"tag": "a", "text": "Help: csv", "id": None, "type": "csv", "afterCard": True}
+    assert seen["afterReveal"] == tab_named(nodered, "Sensor telemetry")["id"]
+    assert seen["help"].startswith("csv\n") and "Converts between a CSV formatted string" in seen["help"]
+
+    assert seen["goneDeleted"]
+    second = seen["second"]
+    # The deleted node is named by the answer and the sources, as plain text only.
+    assert second["links"] == []
+    gone = [s for s in second["sources"] if s["id"] == total]
+    assert gone == [{"tag": "span", "text": "compute total (Order webhook (has a bug)) (no longer in the workspace)",
+                     "id": total, "type": None, "afterCard": True}]
+    assert any(s["tag"] == "a" and s["id"] != total for s in second["sources"]), second["sources"]
+    revealed = seen["revealedSource"]
+    assert seen["afterSource"] == next((n["z"] for n in nodered.flows if n["id"] == revealed and "z" in n), revealed)
+    assert seen["narrowWidth"] <= 260 and seen["narrow"]["sourcesInside"] and first["sourcesInside"]

@@ -146,6 +146,8 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/waiting.js",
             "resources/node-red-contrib-ai-sidebar/live-reading.js",
             "resources/node-red-contrib-ai-sidebar/error-codes.js",
+            "resources/node-red-contrib-ai-sidebar/node-links.js",
+            "resources/node-red-contrib-ai-sidebar/answer-links.js",
             "resources/node-red-contrib-ai-sidebar/answer.js",
             "resources/node-red-contrib-ai-sidebar/sessions.js",
             "resources/node-red-contrib-ai-sidebar/config-choice.js",

@@ -270,3 +270,95 @@ async function conversationsMode(page, result, context, record) {
 }
 
 module.exports.MODES.conversations = conversationsMode;
+
+/** The last answer's node links and source links, and which tab is open. */
+async function linkState(page) {
+    return page.evaluate(() => {
+        const answers = document.querySelectorAll(".ai-sidebar-message-assistant");
+        const answer = answers[answers.length - 1];
+        const inside = (el, selector) => !!el.closest(selector);
+        return {
+            activeTab: RED.workspaces.active(),
+            links: Array.from(answer.querySelectorAll(".ai-sidebar-text .ai-sidebar-node-link")).map((a) => ({
+                text: a.innerText.trim(), id: a.getAttribute("data-node-id"), title: a.getAttribute("title"),
+                inPre: inside(a, "pre"), codeInside: !!a.querySelector("code")
+            })),
+            preText: Array.from(answer.querySelectorAll(".ai-sidebar-text pre")).map((p) => p.innerText),
+            plainCode: Array.from(answer.querySelectorAll(".ai-sidebar-text code"))
+                .filter((c) => !c.closest("pre") && !c.closest(".ai-sidebar-node-link")).map((c) => c.innerText),
+            sources: Array.from(answer.querySelectorAll(".ai-sidebar-sources .ai-sidebar-source")).map((s) => ({
+                tag: s.tagName.toLowerCase(), text: s.innerText.trim(), id: s.getAttribute("data-node-id"),
+                type: s.getAttribute("data-node-type"),
+                afterCard: !!(s.closest(".ai-sidebar-sources").previousElementSibling || { matches: () => false })
+                    .matches(".ai-sidebar-tool")
+            })),
+            sourcesInside: Array.from(answer.querySelectorAll(".ai-sidebar-sources")).every((line) =>
+                line.getBoundingClientRect().right <= document.querySelector(".ai-sidebar-messages")
+                    .getBoundingClientRect().right + 0.5)
+        };
+    });
+}
+
+/** The text of the help the Help sidebar shows now. */
+async function helpShown(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll("#red-ui-sidebar .red-ui-help"))
+        .filter((el) => el.offsetParent).map((el) => el.innerText).join("\n"));
+}
+
+// Node ids and names in an answer are links that reveal the node (its tab opened first); code blocks and inline
+// flow JSON stay as they are; the sources of a knowledge tool are links under its card: help opens the Help
+// sidebar, a node reveals it, a node deleted in the editor reads as plain text. Env: QUESTIONS (a docs question,
+// then a workspace one), LINK_ID (a node on another tab, named in the first answer), GONE_ID (deleted in the editor
+// before the second question).
+async function nodeLinksMode(page, result) {
+    const questions = JSON.parse(env.QUESTIONS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await editor.ask(page, questions[0]);
+    result.first = await linkState(page);
+    await editor.screenshot(page, result, "sidebar-node-links.png");
+    await page.locator(".ai-sidebar-message-assistant").last()
+        .locator(".ai-sidebar-text .ai-sidebar-node-link[data-node-id='" + env.LINK_ID + "']").first().click();
+    await page.waitForFunction((id) => RED.workspaces.active() === RED.nodes.node(id).z, env.LINK_ID,
+        { timeout: 5000 });
+    result.afterReveal = await page.evaluate(() => RED.workspaces.active());
+    await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
+    await page.locator(".ai-sidebar-message-assistant").last().locator(".ai-sidebar-source-help").first().click();
+    await page.waitForFunction(() => Array.from(document.querySelectorAll("#red-ui-sidebar .red-ui-help"))
+        .some((el) => el.offsetParent), null, { timeout: 5000 });
+    result.help = await helpShown(page);
+
+    await page.evaluate((id) => {
+        RED.workspaces.show(RED.nodes.node(id).z);
+        RED.view.select({ nodes: [RED.nodes.node(id)] });
+        RED.actions.invoke("core:delete-selection");
+        RED.sidebar.show("ai-sidebar");
+    }, env.GONE_ID);
+    result.goneDeleted = await page.evaluate((id) => !RED.nodes.node(id), env.GONE_ID);
+    await editor.showTab(page, env.TAB_ID);
+    await editor.ask(page, questions[1]);
+    result.second = await linkState(page);
+    await editor.screenshot(page, result, "sidebar-sources.png");
+    const nodeSource = page.locator(".ai-sidebar-message-assistant").last().locator("a.ai-sidebar-source-node")
+        .first();
+    result.revealedSource = await nodeSource.getAttribute("data-node-id");
+    await nodeSource.click();
+    await page.waitForFunction((id) => {
+        const node = RED.nodes.node(id);
+        return RED.workspaces.active() === (node ? node.z : id);
+    }, result.revealedSource, { timeout: 5000 });
+    result.afterSource = await page.evaluate(() => RED.workspaces.active());
+    await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
+
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        result.narrow = await linkState(page);
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-sources-narrow.png");
+    } finally {
+        await editor.resizeSidebar(page, before);
+    }
+}
+
+module.exports.MODES["node-links"] = nodeLinksMode;

@@ -1144,7 +1144,8 @@ def test_node_ids_and_names_in_answers_reveal_the_node_and_tool_sources_link_to_
         Reply(tool_calls=[{"name": "search_workspace", "arguments": {"query": "compute total order"}}]),
         Reply(text=f"The order total was computed by compute total ({total})."))
 
-    seen = run_feature(nodered, "node-links", tab["id"], USERNAME="", LINK_ID=celsius, GONE_ID=total, NARROW_WIDTH="240",
+    seen = run_feature(nodered, "node-links", tab["id"], USERNAME="", LINK_ID=celsius, GONE_ID=total,
+                       NARROW_WIDTH="240",
                        QUESTIONS=json.dumps(["which node can I use to parse CSV?", "Please look that up for me"]))
 
     first = seen["first"]

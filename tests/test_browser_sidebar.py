@@ -1172,3 +1172,31 @@ def test_node_ids_and_names_in_answers_reveal_the_node_and_tool_sources_link_to_
     revealed = seen["revealedSource"]
     assert seen["afterSource"] == next((n["z"] for n in nodered.flows if n["id"] == revealed and "z" in n), revealed)
     assert seen["narrowWidth"] <= 260 and seen["narrow"]["sourcesInside"] and first["sourcesInside"]
+
+
+def test_conversations_are_found_by_text_and_open_at_the_matching_message(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    filler = "\n\n".join(f"Paragraph {i}: the catch node passes msg.error on." for i in range(10))
+    model.script(Reply(text="The quokkaflow pattern: a catch node, then a debug node.\n\n" + filler),
+                 Reply(text=filler), Reply(text=filler), Reply(text="Something else entirely."))
+
+    seen = run_feature(nodered, "search", tab["id"], WORD="quokkaflow", OTHER="What does the inject node do?",
+                       NARROW_WIDTH="240", QUESTIONS=json.dumps(["Which error pattern is this?", "And then?",
+                                                                 "And after that?"]))
+
+    found = seen["found"]
+    assert found["fieldLabel"] == "Search conversations"
+    assert [(row["id"], row["name"], row["marked"]) for row in found["rows"]] == [
+        (seen["first"], "Which error pattern is this?", ["quokkaflow"])]
+    assert "quokkaflow" in found["rows"][0]["snippet"]
+    opened = seen["opened"]
+    assert seen["openedSession"] == seen["first"] and opened["questions"] == 3
+    # It opened at the answer that holds the word, not at the latest message.
+    assert opened["text"].split()[:3] == ["Assistant", "The", "quokkaflow"] and opened["inView"]
+    assert not opened["atBottom"]
+    assert seen["noMatch"]["rows"] == [] and seen["noMatch"]["note"] == "No conversation contains “xylophonequartz”."
+    assert seen["failed"]["note"] == "The search failed: The memory database is not open."
+    assert seen["narrowWidth"] <= 260
+    assert [row["id"] for row in seen["narrow"]["rows"]] == [seen["first"]], seen["narrow"]
+    assert seen["narrow"]["rows"][0]["inside"]

@@ -4,7 +4,8 @@
  * An answer may name nodes by id ("the function node 8f3a…") or by name ("Parse reading"). Both become links that
  * reveal the node: an id of a node, tab, subflow or group that exists, and a name that exactly one of them has
  * (case as written; at least MIN_NAME_CHARS characters; never a name that is also a node type's, which prose uses
- * for the type). A match must stand alone: no letter, digit or `_` right before or after it.
+ * for the type). A match must stand alone: no letter, digit or `_` right before or after it, and not be part of a
+ * property path (`msg.error`, `error.message`).
  *
  * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.nodeLinks`) and in Node.js by the package's
  * tests (`require`). The workspace is passed in as plain objects; nothing here touches `RED` or the DOM.
@@ -66,8 +67,9 @@
         const texts = Array.from(byText.keys()).sort(function (a, b) {
             return b.length - a.length;
         });
-        const pattern = new RegExp("(?<![\\p{L}\\p{N}_])(?:" + texts.map(escapeRegExp).join("|") +
-            ")(?![\\p{L}\\p{N}_])", "gu");
+        // Not part of a property path either: "msg.error" names no node called "error".
+        const pattern = new RegExp("(?<![\\p{L}\\p{N}_.$])(?:" + texts.map(escapeRegExp).join("|") +
+            ")(?![\\p{L}\\p{N}_]|\\.[\\p{L}\\p{N}_$])", "gu");
         return { byText: byText, pattern: pattern };
     }
 

@@ -122,8 +122,8 @@
             currentId: function () {
                 return self.conversation.sessionId;
             },
-            onSelect: function (id) {
-                self.switchSession(id);
+            onSelect: function (id, hit) {
+                self.switchSession(id, hit);
             },
             onDeleted: function (id) {
                 if (id === self.conversation.sessionId) {
@@ -620,7 +620,7 @@
      * Show the stored conversation of a session. A session the service does not know (404 session_not_found)
      * is a new chat that has no saved turn yet, so it shows as an empty chat.
      */
-    AiSidebar.prototype.loadHistory = function (sessionId) {
+    AiSidebar.prototype.loadHistory = function (sessionId, hit) {
         var self = this;
         var request = {};
         this.historyRequest = request;
@@ -634,7 +634,7 @@
             }
             self.historyRequest = null;
             self.serviceOk();
-            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : []);
+            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : [], hit);
         }).catch(function (err) {
             if (self.historyRequest !== request) {
                 return;
@@ -655,8 +655,11 @@
         });
     };
 
-    AiSidebar.prototype.renderHistory = function (messages) {
+    /** Show a session's stored messages, at the latest one, or at the one a search `hit` (searchHits.rows) found. */
+    AiSidebar.prototype.renderHistory = function (messages, hit) {
         var self = this;
+        var found = hit ? lib.searchHits.messageIndex(messages, hit) : -1;
+        var foundElement = null;
         if (!messages.length) {
             this.showEmptyState();
             return;
@@ -671,6 +674,9 @@
                     function (id) {
                         return !!RED.nodes.subflow(id);
                     }));
+                if (index === found) {
+                    foundElement = self.messages.children(".ai-sidebar-message").last();
+                }
                 var next = messages[index + 1];
                 if (!next || next.role !== "assistant") {
                     // The answer failed or was stopped before any text: the service kept only the question.
@@ -680,13 +686,29 @@
                     }
                 }
             } else if (message.role === "assistant") {
-                lib.renderStoredAnswer(self.renderMarkdown, self.appendMessage("assistant"), message);
+                var element = self.appendMessage("assistant");
+                lib.renderStoredAnswer(self.renderMarkdown, element, message);
+                if (index === found) {
+                    foundElement = element;
+                }
             }
         });
-        this.scrollToBottom();
+        if (foundElement) {
+            this.showFound(foundElement);
+        } else {
+            this.scrollToBottom();
+        }
     };
 
-    AiSidebar.prototype.switchSession = function (sessionId) {
+    /** Open the conversation at a message a search found: scrolled to its top, marked until the next search. */
+    AiSidebar.prototype.showFound = function (element) {
+        element.addClass("ai-sidebar-message-found");
+        var list = this.messages[0];
+        list.scrollTop = element[0].offsetTop - list.offsetTop - 8;
+        this.pinnedToBottom = this.isScrolledToBottom();
+    };
+
+    AiSidebar.prototype.switchSession = function (sessionId, hit) {
         if (!sessionId) {
             return;
         }
@@ -696,7 +718,7 @@
         this.conversation.open(sessionId);
         this.restoreDraft();
         this.sessions.render();
-        this.loadHistory(sessionId);
+        this.loadHistory(sessionId, hit);
     };
 
     AiSidebar.prototype.setBusy = function (busy) {

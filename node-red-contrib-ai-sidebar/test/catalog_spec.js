@@ -149,6 +149,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/node-links.js",
             "resources/node-red-contrib-ai-sidebar/answer-links.js",
             "resources/node-red-contrib-ai-sidebar/answer.js",
+            "resources/node-red-contrib-ai-sidebar/search-hits.js",
             "resources/node-red-contrib-ai-sidebar/sessions.js",
             "resources/node-red-contrib-ai-sidebar/config-choice.js",
             "resources/node-red-contrib-ai-sidebar/config-picker.js",

@@ -43,6 +43,7 @@ describe("node links in answers", function () {
     it("needs the match to stand alone: no letter, digit or _ around it", function () {
         assert.deepStrictEqual(linked("xa1b2c3d4e5f60718 a1b2c3d4e5f607189 Parse readings Parse reading_2"), []);
         assert.deepStrictEqual(linked("(Parse reading)"), [["Parse reading", "a1b2c3d4e5f60718"]]);
+        assert.deepStrictEqual(linked("msg.Sensors and Sensors.topic but Sensors."), [["Sensors", "tab1.abc"]]);
     });
 
     it("finds nothing in an empty workspace", function () {

@@ -362,3 +362,101 @@ async function nodeLinksMode(page, result) {
 }
 
 module.exports.MODES["node-links"] = nodeLinksMode;
+
+/** The conversation list while searching: the field, the rows (name, snippet, marked words) or its sentence. */
+async function searchState(page) {
+    return page.evaluate(() => {
+        const drawer = document.querySelector(".ai-sidebar-sessions");
+        const box = drawer.getBoundingClientRect();
+        return {
+            open: !!drawer.offsetParent,
+            fieldLabel: document.querySelector(".ai-sidebar-session-search").getAttribute("aria-label"),
+            rows: Array.from(drawer.querySelectorAll(".ai-sidebar-session-hit")).map((row) => ({
+                id: row.getAttribute("data-session-id"),
+                name: row.querySelector(".ai-sidebar-session-label").innerText.trim(),
+                snippet: row.querySelector(".ai-sidebar-session-snippet").innerText.trim(),
+                marked: Array.from(row.querySelectorAll("mark")).map((m) => m.innerText),
+                inside: row.getBoundingClientRect().right <= box.right + 0.5
+            })),
+            note: Array.from(drawer.querySelectorAll(".ai-sidebar-note, .ai-sidebar-error"))
+                .map((n) => n.innerText.trim()).join(" ")
+        };
+    });
+}
+
+async function searchFor(page, query) {
+    // An empty field lists the conversations again, so the rows after the fill are this query's.
+    await page.fill(".ai-sidebar-session-search", "");
+    await page.waitForFunction(() => !document.querySelector(".ai-sidebar-session-hit"), null, { timeout: 5000 });
+    await page.fill(".ai-sidebar-session-search", query);
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-session-hit, .ai-sidebar-sessions " +
+        ".ai-sidebar-note, .ai-sidebar-sessions .ai-sidebar-error"), null, { timeout: 15000 });
+    return searchState(page);
+}
+
+/** Which message is marked as found, and whether it is in view (the list not simply at its end). */
+async function foundState(page) {
+    return page.evaluate(() => {
+        const list = document.querySelector(".ai-sidebar-messages");
+        const found = document.querySelector(".ai-sidebar-message-found");
+        const box = list.getBoundingClientRect();
+        const r = found ? found.getBoundingClientRect() : null;
+        return {
+            text: found ? found.innerText.trim() : null,
+            inView: !!r && r.top >= box.top - 1 && r.top < box.bottom,
+            atBottom: list.scrollHeight - list.scrollTop - list.clientHeight < 2,
+            questions: document.querySelectorAll(".ai-sidebar-message-user").length
+        };
+    });
+}
+
+// Search conversations by text: a word of an old answer finds its conversation, which opens at that answer; no
+// match and a failed search say so in a sentence. Env: QUESTIONS (asked in one conversation, its first answer
+// holds WORD), OTHER (asked in a second one).
+async function searchMode(page, result) {
+    const questions = JSON.parse(env.QUESTIONS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    for (const question of questions) {
+        await editor.ask(page, question);
+    }
+    result.first = await page.evaluate(() => localStorage.getItem(Object.keys(localStorage)
+        .filter((k) => k.startsWith("node-red-contrib-ai-sidebar.sessionId"))[0]));
+    await editor.newChat(page);
+    await editor.ask(page, env.OTHER);
+
+    await page.click(".ai-sidebar-session-button");
+    await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+    result.found = await searchFor(page, env.WORD);
+    await editor.screenshot(page, result, "sidebar-conversation-search.png");
+    await page.click(".ai-sidebar-session-hit[data-session-id='" + result.first + "'] .ai-sidebar-session-main");
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-message-found"), null, { timeout: 15000 });
+    result.opened = await foundState(page);
+    result.openedSession = await page.evaluate(() => localStorage.getItem(Object.keys(localStorage)
+        .filter((k) => k.startsWith("node-red-contrib-ai-sidebar.sessionId"))[0]));
+    await editor.screenshot(page, result, "sidebar-conversation-search-opened.png");
+
+    await page.click(".ai-sidebar-session-button");
+    result.noMatch = await searchFor(page, "xylophonequartz");
+    await page.route("**/ai-sidebar/search", (route) => route.fulfill({ status: 503, contentType: "application/json",
+        body: JSON.stringify({ error: { code: "memory_unavailable", message: "The memory database is not open." } })
+    }));
+    result.failed = await searchFor(page, env.WORD + " again");
+    await page.unroute("**/ai-sidebar/search");
+    await page.keyboard.press("Escape");
+
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        await page.click(".ai-sidebar-session-button");
+        await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+        result.narrow = await searchFor(page, env.WORD);
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-conversation-search-narrow.png");
+        await page.keyboard.press("Escape");
+    } finally {
+        await editor.resizeSidebar(page, before);
+    }
+}
+
+module.exports.MODES.search = searchMode;

@@ -1200,3 +1200,27 @@ def test_conversations_are_found_by_text_and_open_at_the_matching_message(auth_s
     assert seen["narrowWidth"] <= 260
     assert [row["id"] for row in seen["narrow"]["rows"]] == [seen["first"]], seen["narrow"]
     assert seen["narrow"]["rows"][0]["inside"]
+
+
+def test_the_recent_debug_messages_of_the_open_flow_go_with_a_question_and_show_as_its_context(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "02 - Set any property value")
+    inject = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "inject")
+    debug = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "debug")
+    empty = tab_named(nodered, "02 - Send multiple messages")
+    model.script(Reply(text="Each message carries the payload the change node set."))
+
+    seen = run_feature(nodered, "recent-debug", tab["id"], INJECT_ID=inject["id"], COUNT="2", EMPTY_TAB=empty["id"],
+                       NARROW_WIDTH="240", QUESTION="Why does the payload look like this?")
+
+    assert seen["noneNotice"] == ("The Debug sidebar has no recent messages of the selected nodes or the open flow.")
+    assert seen["noneAttached"] == 0
+    assert seen["buttonLabel"] == "Attach the recent debug messages of the selected nodes (or of the open flow)"
+    assert len(seen["attached"]) == 2 and seen["chip"].endswith("· no nodes selected · 2 debug messages")
+    assert seen["narrowWidth"] <= 260 and seen["narrowChip"] == {"buttonInside": True, "chipInside": True}
+    # Both went to the model as data, from the debug node, and the question's context line says so.
+    sent = model.requests[-1]["messages"][-1]["content"]
+    assert sent.startswith("Why does the payload look like this?\n\nDebug messages attached to this question")
+    assert sent.count("<debug_message>") == 2 and sent.count(f"(id {debug['id']})") == 2
+    assert seen["sent"][-1] == f"Flow: {tab['label']} · no nodes selected · 2 debug messages"
+    assert seen["attachedAfterSend"] == 0

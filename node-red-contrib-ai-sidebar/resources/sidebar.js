@@ -84,6 +84,8 @@
         this.contextRemoved = false;
         // Debug sidebar messages attached to the next question (editorContext.debugAttachment).
         this.debugAttached = [];
+        // The latest Debug sidebar messages of each node, for "attach recent debug messages".
+        this.recentDebug = new lib.recentDebug.RecentDebug();
         this.historyRequest = null;
         this.historyFailed = false;
         this.renderMarkdown = createMarkdownRenderer();
@@ -399,6 +401,42 @@
         }
     };
 
+    /** Record a message the Debug sidebar received (its debugPostProcessMessage hook). */
+    AiSidebar.prototype.recordDebug = function (message) {
+        var source = message && message._source;
+        this.recentDebug.add(lib.editorContext.debugAttachment(message), source && source.z);
+    };
+
+    /**
+     * Attach the recent Debug sidebar messages of the selected nodes, or of the open flow's nodes when none is
+     * selected (the chip lists them); says so when there is none.
+     *
+     * @returns {number} how many were attached
+     */
+    AiSidebar.prototype.attachRecentDebug = function () {
+        var self = this;
+        var flow = lib.editorContext.selectedFlow(RED);
+        var items = this.recentDebug.recent({
+            nodeIds: this.selectedNodes().map(function (node) {
+                return node.id;
+            }),
+            tab: flow && flow.id
+        }, lib.editorContext.MAX_DEBUG_MESSAGES);
+        if (!items.length) {
+            RED.notify($("<p></p>").text(t("context.recentDebugNone")), { type: "warning", timeout: 4000 });
+            return 0;
+        }
+        items.forEach(function (item) {
+            self.debugAttached = lib.editorContext.attachDebug(self.debugAttached, item);
+        });
+        if (this.controller) {
+            this.contextChanged = true;
+        } else {
+            this.refreshContext();
+        }
+        return items.length;
+    };
+
     AiSidebar.prototype.detachDebug = function (item) {
         this.debugAttached = this.debugAttached.filter(function (other) {
             return other !== item;
@@ -438,6 +476,14 @@
             .append($("<i></i>").addClass("fa " + view.icon))
             .append($('<span class="ai-sidebar-context-name"></span>').text(view.name))
             .append($('<span class="ai-sidebar-context-detail"></span>').text(view.detail))
+            .appendTo(chip);
+        $('<button type="button" class="ai-sidebar-context-recent-debug"></button>')
+            .attr("title", t("context.recentDebug")).attr("aria-label", t("context.recentDebug"))
+            .append($('<i class="fa fa-bug" aria-hidden="true"></i>'))
+            .on("click", function (event) {
+                event.preventDefault();
+                self.attachRecentDebug();
+            })
             .appendTo(chip);
         $('<button type="button" class="ai-sidebar-context-remove"></button>')
             .attr("title", view.button.label).attr("aria-label", view.button.label)

@@ -156,6 +156,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/conversation.js",
             "resources/node-red-contrib-ai-sidebar/chat-request.js",
             "resources/node-red-contrib-ai-sidebar/editor-context.js",
+            "resources/node-red-contrib-ai-sidebar/recent-debug.js",
             "resources/node-red-contrib-ai-sidebar/scenario-choice.js",
             "resources/node-red-contrib-ai-sidebar/service-watch.js",
             "resources/node-red-contrib-ai-sidebar/service-banner.js",

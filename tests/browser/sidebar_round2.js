@@ -460,3 +460,56 @@ async function searchMode(page, result) {
 }
 
 module.exports.MODES.search = searchMode;
+
+// "Attach recent debug messages" in the chip: the latest Debug sidebar messages of the selected nodes (here none
+// selected: of the open flow) go with the next question, listed above the input and in the question's context
+// line; on a flow without messages a notification says so. The Debug sidebar is never opened. Env: INJECT_ID
+// (wired to a debug node on TAB_ID), COUNT (how often it fires), EMPTY_TAB (a tab without messages), QUESTION.
+async function recentDebugMode(page, result) {
+    const count = Number(env.COUNT);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.EMPTY_TAB);
+    await editor.newChat(page);
+    await page.click(".ai-sidebar-context-recent-debug");
+    await page.waitForSelector(".red-ui-notification", { timeout: 5000 });
+    result.noneNotice = (await page.locator(".red-ui-notification").last().innerText()).trim();
+    result.noneAttached = await page.locator(".ai-sidebar-context-debug-item").count();
+
+    await editor.showTab(page, env.TAB_ID);
+    for (let i = 0; i < count; i++) {
+        await page.evaluate((id) => $.ajax({ url: "inject/" + id, type: "POST" }), env.INJECT_ID);
+        await page.waitForTimeout(150);
+    }
+    await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
+    await page.waitForFunction((n) => {
+        const sidebar = window.NodeRedAiSidebar;
+        return document.querySelector(".ai-sidebar") && sidebar &&
+            document.querySelectorAll("#red-ui-sidebar .red-ui-debug-msg").length >= n;
+    }, count, { timeout: 15000 });
+    result.buttonLabel = await page.getAttribute(".ai-sidebar-context-recent-debug", "aria-label");
+    await page.click(".ai-sidebar-context-recent-debug");
+    await page.waitForSelector(".ai-sidebar-context-debug-item", { timeout: 5000 });
+    result.attached = await page.locator(".ai-sidebar-context-debug-item").allInnerTexts();
+    result.chip = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    await editor.screenshot(page, result, "sidebar-recent-debug-attached.png");
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        result.narrowChip = await page.evaluate(() => {
+            const chip = document.querySelector(".ai-sidebar-context").getBoundingClientRect();
+            const button = document.querySelector(".ai-sidebar-context-recent-debug").getBoundingClientRect();
+            const composer = document.querySelector(".ai-sidebar-composer").getBoundingClientRect();
+            return { buttonInside: button.right <= chip.right + 0.5 && button.width > 0,
+                chipInside: chip.right <= composer.right + 0.5 };
+        });
+        await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result,
+            "sidebar-recent-debug-narrow.png");
+    } finally {
+        await editor.resizeSidebar(page, before);
+    }
+    await editor.ask(page, env.QUESTION);
+    result.sent = await sentContexts(page);
+    result.attachedAfterSend = await page.locator(".ai-sidebar-context-debug-item").count();
+}
+
+module.exports.MODES["recent-debug"] = recentDebugMode;

@@ -1116,3 +1116,111 @@ def test_conversations_keep_their_drafts_reopen_at_the_latest_message_and_the_li
     assert reloaded["draft"] == drafts[0] + "!" and reloaded["scrolls"] and reloaded["atBottom"], reloaded
     assert seen["narrowWidth"] <= 260
     assert seen["narrowOpen"]["drawerOpen"] and not seen["narrowAfterEscape"]["drawerOpen"]
+
+
+def knowledge_indexed(nodered: NodeRed) -> None:
+    """Wait until the service's knowledge index holds the node help and the workspace (its first background
+    refresh after the start: it reads Node-RED with the service's own access, none under adminAuth here)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with urllib.request.urlopen(f"{nodered.url}/ai-sidebar/knowledge", timeout=10) as response:
+            stores = json.loads(response.read()).get("stores", {})
+        if all(stores.get(name, {}).get("chunks", 0) > 0 for name in ("docs", "workspace")):
+            return
+        assert time.monotonic() < deadline, stores
+        time.sleep(0.5)
+
+
+def test_node_ids_and_names_in_answers_reveal_the_node_and_tool_sources_link_to_help_and_nodes(
+        nodered, service_process, model):
+    # The stack without adminAuth: there the service indexes the node help and the workspace with its own access.
+    knowledge_indexed(nodered)
+    tab = tab_named(nodered, "01 - Catch error")
+    celsius, total = "3b66265b19190dfa", "ea37b0719708e9cf"
+    model.script(
+        Reply(text=f"Use the **csv** node. In your flows `to Celsius + validate` ({celsius}) converts readings, and "
+                   f"compute total adds up orders.\n\n```json\n[{{\"id\": \"{celsius}\", \"type\": \"function\", "
+                   f"\"name\": \"compute total\"}}]\n```\n\nOr as one line: `{{\"id\": \"{total}\"}}`."),
+        Reply(tool_calls=[{"name": "search_workspace", "arguments": {"query": "compute total order"}}]),
+        Reply(text=f"The order total was computed by compute total ({total})."))
+
+    seen = run_feature(nodered, "node-links", tab["id"], USERNAME="", LINK_ID=celsius, GONE_ID=total,
+                       NARROW_WIDTH="240",
+                       QUESTIONS=json.dumps(["which node can I use to parse CSV?", "Please look that up for me"]))
+
+    first = seen["first"]
+    assert [(link["text"], link["id"], link["codeInside"]) for link in first["links"]] == [
+        ("to Celsius + validate", celsius, True), (celsius, celsius, False), ("compute total", total, False)]
+    assert first["links"][1]["title"] == "Show to Celsius + validate in the workspace"
+    # Nothing in the code block or in inline flow JSON became a link.
+    assert not any(link["inPre"] for link in first["links"])
+    assert celsius in first["preText"][0] and first["plainCode"] == [f'{{"id": "{total}"}}']
+    # The router's search_node_docs listed its sources under its card: csv's help first.
+    help_sources = [s for s in first["sources"] if s["type"]]
+    assert help_sources[0] == {"tag": "a", "text": "Help: csv", "id": None, "type": "csv", "afterCard": True}
+    assert seen["afterReveal"] == tab_named(nodered, "Sensor telemetry")["id"]
+    assert seen["help"].startswith("csv\n") and "Converts between a CSV formatted string" in seen["help"]
+
+    assert seen["goneDeleted"]
+    second = seen["second"]
+    # The deleted node is named by the answer and the sources, as plain text only.
+    assert second["links"] == []
+    gone = [s for s in second["sources"] if s["id"] == total]
+    assert gone == [{"tag": "span", "text": "compute total (Order webhook (has a bug)) (no longer in the workspace)",
+                     "id": total, "type": None, "afterCard": True}]
+    assert any(s["tag"] == "a" and s["id"] != total for s in second["sources"]), second["sources"]
+    revealed = seen["revealedSource"]
+    assert seen["afterSource"] == next((n["z"] for n in nodered.flows if n["id"] == revealed and "z" in n), revealed)
+    assert seen["narrowWidth"] <= 260 and seen["narrow"]["sourcesInside"] and first["sourcesInside"]
+
+
+def test_conversations_are_found_by_text_and_open_at_the_matching_message(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    filler = "\n\n".join(f"Paragraph {i}: the catch node passes msg.error on." for i in range(10))
+    model.script(Reply(text="The quokkaflow pattern: a catch node, then a debug node.\n\n" + filler),
+                 Reply(text=filler), Reply(text=filler), Reply(text="Something else entirely."))
+
+    seen = run_feature(nodered, "search", tab["id"], WORD="quokkaflow", OTHER="What does the inject node do?",
+                       NARROW_WIDTH="240", QUESTIONS=json.dumps(["Which error pattern is this?", "And then?",
+                                                                 "And after that?"]))
+
+    found = seen["found"]
+    assert found["fieldLabel"] == "Search conversations"
+    assert [(row["id"], row["name"], row["marked"]) for row in found["rows"]] == [
+        (seen["first"], "Which error pattern is this?", ["quokkaflow"])]
+    assert "quokkaflow" in found["rows"][0]["snippet"]
+    opened = seen["opened"]
+    assert seen["openedSession"] == seen["first"] and opened["questions"] == 3
+    # It opened at the answer that holds the word, not at the latest message.
+    assert opened["text"].split()[:3] == ["Assistant", "The", "quokkaflow"] and opened["inView"]
+    assert not opened["atBottom"]
+    assert seen["noMatch"]["rows"] == [] and seen["noMatch"]["note"] == "No conversation contains “xylophonequartz”."
+    assert seen["failed"]["note"] == "The search failed: The memory database is not open."
+    assert seen["narrowWidth"] <= 260
+    assert [row["id"] for row in seen["narrow"]["rows"]] == [seen["first"]], seen["narrow"]
+    assert seen["narrow"]["rows"][0]["inside"]
+
+
+def test_the_recent_debug_messages_of_the_open_flow_go_with_a_question_and_show_as_its_context(auth_stack, model):
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, "02 - Set any property value")
+    inject = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "inject")
+    debug = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] == "debug")
+    empty = tab_named(nodered, "02 - Send multiple messages")
+    model.script(Reply(text="Each message carries the payload the change node set."))
+
+    seen = run_feature(nodered, "recent-debug", tab["id"], INJECT_ID=inject["id"], COUNT="2", EMPTY_TAB=empty["id"],
+                       NARROW_WIDTH="240", QUESTION="Why does the payload look like this?")
+
+    assert seen["noneNotice"] == ("The Debug sidebar has no recent messages of the selected nodes or the open flow.")
+    assert seen["noneAttached"] == 0
+    assert seen["buttonLabel"] == "Attach the recent debug messages of the selected nodes (or of the open flow)"
+    assert len(seen["attached"]) == 2 and seen["chip"].endswith("· no nodes selected · 2 debug messages")
+    assert seen["narrowWidth"] <= 260 and seen["narrowChip"] == {"buttonInside": True, "chipInside": True}
+    # Both went to the model as data, from the debug node, and the question's context line says so.
+    sent = model.requests[-1]["messages"][-1]["content"]
+    assert sent.startswith("Why does the payload look like this?\n\nDebug messages attached to this question")
+    assert sent.count("<debug_message>") == 2 and sent.count(f"(id {debug['id']})") == 2
+    assert seen["sent"][-1] == f"Flow: {tab['label']} · no nodes selected · 2 debug messages"
+    assert seen["attachedAfterSend"] == 0

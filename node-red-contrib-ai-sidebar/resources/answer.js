@@ -275,6 +275,13 @@
         if (result !== undefined && result !== null && (!failure || failure.length > FAILURE_SUMMARY_CHARS)) {
             appendSection(card, t("tool.result"), result);
         }
+        // What a knowledge tool read, as links under its card (shown without opening it).
+        var sources = sidebarLib().answerLinks.sources(event.sources);
+        if (sources) {
+            this.sidebar.withScroll(function () {
+                sources.insertAfter(card);
+            });
+        }
     };
 
     Answer.prototype.error = function (message) {
@@ -363,6 +370,7 @@
         });
         // Flow blocks get their buttons once the text is final: a half-streamed block is not valid JSON yet.
         sidebarLib().flowBlocks.decorate(this.element);
+        sidebarLib().answerLinks.decorate(this.element);
     };
 
     /**
@@ -459,6 +467,7 @@
                 .appendTo(element);
         }
         sidebarLib().flowBlocks.decorate(element);
+        sidebarLib().answerLinks.decorate(element);
     }
 
     /**

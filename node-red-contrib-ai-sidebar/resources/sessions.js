@@ -49,7 +49,7 @@
     /**
      * @param {object} options
      * @param {function(): string} options.currentId the session the sidebar shows
-     * @param {function(string)} options.onSelect open another saved session
+     * @param {function(string, object=)} options.onSelect open another saved session (at a search hit, searchHits.rows)
      * @param {function(string)} options.onDeleted a session was deleted (the sidebar moves on if it was open)
      * @param {function(Error)} options.onError report a failed request (e.g. the service is down)
      * @param {function()} options.onSuccess a request worked (the service is reachable)
@@ -82,9 +82,99 @@
                     self.button.trigger("focus");
                 }
             });
+        // Search by text (POST ai-sidebar/search): while it holds a query, the list shows the matching
+        // conversations, each opening at its matching message (`onSelect(id, hit)`).
+        this.query = "";
+        this.searchTimer = null;
+        this.searchInput = $('<input type="search" class="ai-sidebar-session-search">')
+            .attr("placeholder", t("session.search")).attr("aria-label", t("session.search"))
+            .on("input", function () {
+                self.scheduleSearch(String(self.searchInput.val()));
+            })
+            .on("keydown", function (event) {
+                // Keys typed here belong to the field, not to the editor's shortcuts; Escape still closes the list.
+                if (event.key !== "Escape") {
+                    event.stopPropagation();
+                }
+            })
+            .appendTo(this.drawer);
         this.list = $('<div class="ai-sidebar-session-list"></div>').appendTo(this.drawer);
         this.updateButton();
     }
+
+    /** Search a moment after the last key; a query without a word of 3 characters shows the whole list. */
+    SessionPicker.prototype.scheduleSearch = function (query) {
+        var self = this;
+        clearTimeout(this.searchTimer);
+        this.query = query.trim();
+        if (!window.NodeRedAiSidebar.searchHits.searchable(this.query)) {
+            this.query = "";
+            this.render();
+            return;
+        }
+        // Rows of an earlier query would read as this one's answer.
+        this.list.empty();
+        this.searchTimer = setTimeout(function () {
+            self.search(self.query);
+        }, 250);
+    };
+
+    /** Ask the service for conversations holding `query` and list them (or say none does, or why it failed). */
+    SessionPicker.prototype.search = function (query) {
+        var self = this;
+        var searchHits = window.NodeRedAiSidebar.searchHits;
+        return api().requestJson("POST", "ai-sidebar/search", { query: query, category: "message", limit: 50 })
+            .then(function (body) {
+                if (self.query !== query) {
+                    return;
+                }
+                self.options.onSuccess();
+                self.renderResults(query, searchHits.rows(body));
+            }).catch(function (err) {
+                if (self.query !== query) {
+                    return;
+                }
+                self.options.onError(err);
+                self.list.empty().append($('<div class="ai-sidebar-error" role="alert"></div>')
+                    .append($('<i class="fa fa-exclamation-circle"></i>'))
+                    .append(document.createTextNode(t("session.searchFailed", { message: err.message }))));
+            });
+    };
+
+    SessionPicker.prototype.renderResults = function (query, rows) {
+        var self = this;
+        var names = {};
+        this.sessions.forEach(function (session) {
+            names[session.id] = session.name;
+        });
+        this.list.empty();
+        if (!rows.length) {
+            $('<div class="ai-sidebar-note" role="status"></div>').text(t("session.noMatch", { query: query }))
+                .appendTo(this.list);
+            return;
+        }
+        var currentId = this.options.currentId();
+        rows.forEach(function (hit) {
+            var row = $('<div class="ai-sidebar-session ai-sidebar-session-hit" role="option"></div>')
+                .attr("data-session-id", hit.sessionId)
+                .attr("aria-selected", hit.sessionId === currentId ? "true" : "false")
+                .toggleClass("ai-sidebar-session-current", hit.sessionId === currentId);
+            var main = $('<div class="ai-sidebar-session-main"></div>').appendTo(row);
+            $('<div class="ai-sidebar-session-title"></div>')
+                .append($('<span class="ai-sidebar-session-label"></span>')
+                    .text(names[hit.sessionId] || t("session.untitled")))
+                .appendTo(main);
+            var snippet = $('<div class="ai-sidebar-session-meta ai-sidebar-session-snippet"></div>').appendTo(main);
+            hit.parts.forEach(function (part) {
+                snippet.append(part.mark ? $("<mark></mark>").text(part.text) : document.createTextNode(part.text));
+            });
+            main.on("click", function () {
+                self.close();
+                self.options.onSelect(hit.sessionId, hit);
+            });
+            row.appendTo(self.list);
+        });
+    };
 
     SessionPicker.prototype.isOpen = function () {
         return this.drawer.is(":visible");
@@ -169,6 +259,10 @@
     SessionPicker.prototype.render = function (loadError) {
         var self = this;
         this.updateButton();
+        if (this.query) {
+            // The search's rows stay until the query changes.
+            return;
+        }
         this.list.empty();
         var currentId = this.options.currentId();
         if (!this.current()) {

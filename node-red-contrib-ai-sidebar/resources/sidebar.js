@@ -85,6 +85,8 @@
         this.contextRemoved = false;
         // Debug sidebar messages attached to the next question (editorContext.debugAttachment).
         this.debugAttached = [];
+        // The latest Debug sidebar messages of each node, for "attach recent debug messages".
+        this.recentDebug = new lib.recentDebug.RecentDebug();
         this.historyRequest = null;
         this.historyFailed = false;
         this.renderMarkdown = createMarkdownRenderer();
@@ -123,8 +125,8 @@
             currentId: function () {
                 return self.conversation.sessionId;
             },
-            onSelect: function (id) {
-                self.switchSession(id);
+            onSelect: function (id, hit) {
+                self.switchSession(id, hit);
             },
             onDeleted: function (id) {
                 if (id === self.conversation.sessionId) {
@@ -400,6 +402,42 @@
         }
     };
 
+    /** Record a message the Debug sidebar received (its debugPostProcessMessage hook). */
+    AiSidebar.prototype.recordDebug = function (message) {
+        var source = message && message._source;
+        this.recentDebug.add(lib.editorContext.debugAttachment(message), source && source.z);
+    };
+
+    /**
+     * Attach the recent Debug sidebar messages of the selected nodes, or of the open flow's nodes when none is
+     * selected (the chip lists them); says so when there is none.
+     *
+     * @returns {number} how many were attached
+     */
+    AiSidebar.prototype.attachRecentDebug = function () {
+        var self = this;
+        var flow = lib.editorContext.selectedFlow(RED);
+        var items = this.recentDebug.recent({
+            nodeIds: this.selectedNodes().map(function (node) {
+                return node.id;
+            }),
+            tab: flow && flow.id
+        }, lib.editorContext.MAX_DEBUG_MESSAGES);
+        if (!items.length) {
+            RED.notify($("<p></p>").text(t("context.recentDebugNone")), { type: "warning", timeout: 4000 });
+            return 0;
+        }
+        items.forEach(function (item) {
+            self.debugAttached = lib.editorContext.attachDebug(self.debugAttached, item);
+        });
+        if (this.controller) {
+            this.contextChanged = true;
+        } else {
+            this.refreshContext();
+        }
+        return items.length;
+    };
+
     AiSidebar.prototype.detachDebug = function (item) {
         this.debugAttached = this.debugAttached.filter(function (other) {
             return other !== item;
@@ -439,6 +477,14 @@
             .append($("<i></i>").addClass("fa " + view.icon))
             .append($('<span class="ai-sidebar-context-name"></span>').text(view.name))
             .append($('<span class="ai-sidebar-context-detail"></span>').text(view.detail))
+            .appendTo(chip);
+        $('<button type="button" class="ai-sidebar-context-recent-debug"></button>')
+            .attr("title", t("context.recentDebug")).attr("aria-label", t("context.recentDebug"))
+            .append($('<i class="fa fa-bug" aria-hidden="true"></i>'))
+            .on("click", function (event) {
+                event.preventDefault();
+                self.attachRecentDebug();
+            })
             .appendTo(chip);
         $('<button type="button" class="ai-sidebar-context-remove"></button>')
             .attr("title", view.button.label).attr("aria-label", view.button.label)
@@ -621,7 +667,7 @@
      * Show the stored conversation of a session. A session the service does not know (404 session_not_found)
      * is a new chat that has no saved turn yet, so it shows as an empty chat.
      */
-    AiSidebar.prototype.loadHistory = function (sessionId) {
+    AiSidebar.prototype.loadHistory = function (sessionId, hit) {
         var self = this;
         var request = {};
         this.historyRequest = request;
@@ -635,7 +681,7 @@
             }
             self.historyRequest = null;
             self.serviceOk();
-            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : []);
+            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : [], hit);
             self.approvals.restore(sessionId);
         }).catch(function (err) {
             if (self.historyRequest !== request) {
@@ -658,8 +704,11 @@
         });
     };
 
-    AiSidebar.prototype.renderHistory = function (messages) {
+    /** Show a session's stored messages, at the latest one, or at the one a search `hit` (searchHits.rows) found. */
+    AiSidebar.prototype.renderHistory = function (messages, hit) {
         var self = this;
+        var found = hit ? lib.searchHits.messageIndex(messages, hit) : -1;
+        var foundElement = null;
         if (!messages.length) {
             this.showEmptyState();
             return;
@@ -674,6 +723,9 @@
                     function (id) {
                         return !!RED.nodes.subflow(id);
                     }));
+                if (index === found) {
+                    foundElement = self.messages.children(".ai-sidebar-message").last();
+                }
                 var next = messages[index + 1];
                 if (!next || next.role !== "assistant") {
                     // The answer failed or was stopped before any text: the service kept only the question.
@@ -683,13 +735,29 @@
                     }
                 }
             } else if (message.role === "assistant") {
-                lib.renderStoredAnswer(self.renderMarkdown, self.appendMessage("assistant"), message);
+                var element = self.appendMessage("assistant");
+                lib.renderStoredAnswer(self.renderMarkdown, element, message);
+                if (index === found) {
+                    foundElement = element;
+                }
             }
         });
-        this.scrollToBottom();
+        if (foundElement) {
+            this.showFound(foundElement);
+        } else {
+            this.scrollToBottom();
+        }
     };
 
-    AiSidebar.prototype.switchSession = function (sessionId) {
+    /** Open the conversation at a message a search found: scrolled to its top, marked until the next search. */
+    AiSidebar.prototype.showFound = function (element) {
+        element.addClass("ai-sidebar-message-found");
+        var list = this.messages[0];
+        list.scrollTop = element[0].offsetTop - list.offsetTop - 8;
+        this.pinnedToBottom = this.isScrolledToBottom();
+    };
+
+    AiSidebar.prototype.switchSession = function (sessionId, hit) {
         if (!sessionId) {
             return;
         }
@@ -699,7 +767,7 @@
         this.conversation.open(sessionId);
         this.restoreDraft();
         this.sessions.render();
-        this.loadHistory(sessionId);
+        this.loadHistory(sessionId, hit);
     };
 
     AiSidebar.prototype.setBusy = function (busy) {

@@ -270,3 +270,246 @@ async function conversationsMode(page, result, context, record) {
 }
 
 module.exports.MODES.conversations = conversationsMode;
+
+/** The last answer's node links and source links, and which tab is open. */
+async function linkState(page) {
+    return page.evaluate(() => {
+        const answers = document.querySelectorAll(".ai-sidebar-message-assistant");
+        const answer = answers[answers.length - 1];
+        const inside = (el, selector) => !!el.closest(selector);
+        return {
+            activeTab: RED.workspaces.active(),
+            links: Array.from(answer.querySelectorAll(".ai-sidebar-text .ai-sidebar-node-link")).map((a) => ({
+                text: a.innerText.trim(), id: a.getAttribute("data-node-id"), title: a.getAttribute("title"),
+                inPre: inside(a, "pre"), codeInside: !!a.querySelector("code")
+            })),
+            preText: Array.from(answer.querySelectorAll(".ai-sidebar-text pre")).map((p) => p.innerText),
+            plainCode: Array.from(answer.querySelectorAll(".ai-sidebar-text code"))
+                .filter((c) => !c.closest("pre") && !c.closest(".ai-sidebar-node-link")).map((c) => c.innerText),
+            sources: Array.from(answer.querySelectorAll(".ai-sidebar-sources .ai-sidebar-source")).map((s) => ({
+                tag: s.tagName.toLowerCase(), text: s.innerText.trim(), id: s.getAttribute("data-node-id"),
+                type: s.getAttribute("data-node-type"),
+                afterCard: !!(s.closest(".ai-sidebar-sources").previousElementSibling || { matches: () => false })
+                    .matches(".ai-sidebar-tool")
+            })),
+            sourcesInside: Array.from(answer.querySelectorAll(".ai-sidebar-sources")).every((line) =>
+                line.getBoundingClientRect().right <= document.querySelector(".ai-sidebar-messages")
+                    .getBoundingClientRect().right + 0.5)
+        };
+    });
+}
+
+/** The text of the help the Help sidebar shows now. */
+async function helpShown(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll("#red-ui-sidebar .red-ui-help"))
+        .filter((el) => el.offsetParent).map((el) => el.innerText).join("\n"));
+}
+
+// Node ids and names in an answer are links that reveal the node (its tab opened first); code blocks and inline
+// flow JSON stay as they are; the sources of a knowledge tool are links under its card: help opens the Help
+// sidebar, a node reveals it, a node deleted in the editor reads as plain text. Env: QUESTIONS (a docs question,
+// then a workspace one), LINK_ID (a node on another tab, named in the first answer), GONE_ID (deleted in the editor
+// before the second question).
+async function nodeLinksMode(page, result) {
+    const questions = JSON.parse(env.QUESTIONS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await editor.ask(page, questions[0]);
+    result.first = await linkState(page);
+    await editor.screenshot(page, result, "sidebar-node-links.png");
+    await page.locator(".ai-sidebar-message-assistant").last()
+        .locator(".ai-sidebar-text .ai-sidebar-node-link[data-node-id='" + env.LINK_ID + "']").first().click();
+    await page.waitForFunction((id) => RED.workspaces.active() === RED.nodes.node(id).z, env.LINK_ID,
+        { timeout: 5000 });
+    result.afterReveal = await page.evaluate(() => RED.workspaces.active());
+    await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
+    await page.locator(".ai-sidebar-message-assistant").last().locator(".ai-sidebar-source-help").first().click();
+    await page.waitForFunction(() => Array.from(document.querySelectorAll("#red-ui-sidebar .red-ui-help"))
+        .some((el) => el.offsetParent), null, { timeout: 5000 });
+    result.help = await helpShown(page);
+
+    await page.evaluate((id) => {
+        RED.workspaces.show(RED.nodes.node(id).z);
+        RED.view.select({ nodes: [RED.nodes.node(id)] });
+        RED.actions.invoke("core:delete-selection");
+        RED.sidebar.show("ai-sidebar");
+    }, env.GONE_ID);
+    result.goneDeleted = await page.evaluate((id) => !RED.nodes.node(id), env.GONE_ID);
+    await editor.showTab(page, env.TAB_ID);
+    await editor.ask(page, questions[1]);
+    result.second = await linkState(page);
+    await editor.screenshot(page, result, "sidebar-sources.png");
+    const nodeSource = page.locator(".ai-sidebar-message-assistant").last().locator("a.ai-sidebar-source-node")
+        .first();
+    result.revealedSource = await nodeSource.getAttribute("data-node-id");
+    await nodeSource.click();
+    await page.waitForFunction((id) => {
+        const node = RED.nodes.node(id);
+        return RED.workspaces.active() === (node ? node.z : id);
+    }, result.revealedSource, { timeout: 5000 });
+    result.afterSource = await page.evaluate(() => RED.workspaces.active());
+    await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
+
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        result.narrow = await linkState(page);
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-sources-narrow.png");
+    } finally {
+        await editor.resizeSidebar(page, before);
+    }
+}
+
+module.exports.MODES["node-links"] = nodeLinksMode;
+
+/** The conversation list while searching: the field, the rows (name, snippet, marked words) or its sentence. */
+async function searchState(page) {
+    return page.evaluate(() => {
+        const drawer = document.querySelector(".ai-sidebar-sessions");
+        const box = drawer.getBoundingClientRect();
+        return {
+            open: !!drawer.offsetParent,
+            fieldLabel: document.querySelector(".ai-sidebar-session-search").getAttribute("aria-label"),
+            rows: Array.from(drawer.querySelectorAll(".ai-sidebar-session-hit")).map((row) => ({
+                id: row.getAttribute("data-session-id"),
+                name: row.querySelector(".ai-sidebar-session-label").innerText.trim(),
+                snippet: row.querySelector(".ai-sidebar-session-snippet").innerText.trim(),
+                marked: Array.from(row.querySelectorAll("mark")).map((m) => m.innerText),
+                inside: row.getBoundingClientRect().right <= box.right + 0.5
+            })),
+            note: Array.from(drawer.querySelectorAll(".ai-sidebar-note, .ai-sidebar-error"))
+                .map((n) => n.innerText.trim()).join(" ")
+        };
+    });
+}
+
+async function searchFor(page, query) {
+    // An empty field lists the conversations again, so the rows after the fill are this query's.
+    await page.fill(".ai-sidebar-session-search", "");
+    await page.waitForFunction(() => !document.querySelector(".ai-sidebar-session-hit"), null, { timeout: 5000 });
+    await page.fill(".ai-sidebar-session-search", query);
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-session-hit, .ai-sidebar-sessions " +
+        ".ai-sidebar-note, .ai-sidebar-sessions .ai-sidebar-error"), null, { timeout: 15000 });
+    return searchState(page);
+}
+
+/** Which message is marked as found, and whether it is in view (the list not simply at its end). */
+async function foundState(page) {
+    return page.evaluate(() => {
+        const list = document.querySelector(".ai-sidebar-messages");
+        const found = document.querySelector(".ai-sidebar-message-found");
+        const box = list.getBoundingClientRect();
+        const r = found ? found.getBoundingClientRect() : null;
+        return {
+            text: found ? found.innerText.trim() : null,
+            inView: !!r && r.top >= box.top - 1 && r.top < box.bottom,
+            atBottom: list.scrollHeight - list.scrollTop - list.clientHeight < 2,
+            questions: document.querySelectorAll(".ai-sidebar-message-user").length
+        };
+    });
+}
+
+// Search conversations by text: a word of an old answer finds its conversation, which opens at that answer; no
+// match and a failed search say so in a sentence. Env: QUESTIONS (asked in one conversation, its first answer
+// holds WORD), OTHER (asked in a second one).
+async function searchMode(page, result) {
+    const questions = JSON.parse(env.QUESTIONS);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    for (const question of questions) {
+        await editor.ask(page, question);
+    }
+    result.first = await page.evaluate(() => localStorage.getItem(Object.keys(localStorage)
+        .filter((k) => k.startsWith("node-red-contrib-ai-sidebar.sessionId"))[0]));
+    await editor.newChat(page);
+    await editor.ask(page, env.OTHER);
+
+    await page.click(".ai-sidebar-session-button");
+    await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+    result.found = await searchFor(page, env.WORD);
+    await editor.screenshot(page, result, "sidebar-conversation-search.png");
+    await page.click(".ai-sidebar-session-hit[data-session-id='" + result.first + "'] .ai-sidebar-session-main");
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-message-found"), null, { timeout: 15000 });
+    result.opened = await foundState(page);
+    result.openedSession = await page.evaluate(() => localStorage.getItem(Object.keys(localStorage)
+        .filter((k) => k.startsWith("node-red-contrib-ai-sidebar.sessionId"))[0]));
+    await editor.screenshot(page, result, "sidebar-conversation-search-opened.png");
+
+    await page.click(".ai-sidebar-session-button");
+    result.noMatch = await searchFor(page, "xylophonequartz");
+    await page.route("**/ai-sidebar/search", (route) => route.fulfill({ status: 503, contentType: "application/json",
+        body: JSON.stringify({ error: { code: "memory_unavailable", message: "The memory database is not open." } })
+    }));
+    result.failed = await searchFor(page, env.WORD + " again");
+    await page.unroute("**/ai-sidebar/search");
+    await page.keyboard.press("Escape");
+
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        await page.click(".ai-sidebar-session-button");
+        await page.waitForSelector(".ai-sidebar-sessions", { state: "visible" });
+        result.narrow = await searchFor(page, env.WORD);
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-conversation-search-narrow.png");
+        await page.keyboard.press("Escape");
+    } finally {
+        await editor.resizeSidebar(page, before);
+    }
+}
+
+module.exports.MODES.search = searchMode;
+
+// "Attach recent debug messages" in the chip: the latest Debug sidebar messages of the selected nodes (here none
+// selected: of the open flow) go with the next question, listed above the input and in the question's context
+// line; on a flow without messages a notification says so. The Debug sidebar is never opened. Env: INJECT_ID
+// (wired to a debug node on TAB_ID), COUNT (how often it fires), EMPTY_TAB (a tab without messages), QUESTION.
+async function recentDebugMode(page, result) {
+    const count = Number(env.COUNT);
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.EMPTY_TAB);
+    await editor.newChat(page);
+    await page.click(".ai-sidebar-context-recent-debug");
+    await page.waitForSelector(".red-ui-notification", { timeout: 5000 });
+    result.noneNotice = (await page.locator(".red-ui-notification").last().innerText()).trim();
+    result.noneAttached = await page.locator(".ai-sidebar-context-debug-item").count();
+
+    await editor.showTab(page, env.TAB_ID);
+    for (let i = 0; i < count; i++) {
+        await page.evaluate((id) => $.ajax({ url: "inject/" + id, type: "POST" }), env.INJECT_ID);
+        await page.waitForTimeout(150);
+    }
+    await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
+    await page.waitForFunction((n) => {
+        const sidebar = window.NodeRedAiSidebar;
+        return document.querySelector(".ai-sidebar") && sidebar &&
+            document.querySelectorAll("#red-ui-sidebar .red-ui-debug-msg").length >= n;
+    }, count, { timeout: 15000 });
+    result.buttonLabel = await page.getAttribute(".ai-sidebar-context-recent-debug", "aria-label");
+    await page.click(".ai-sidebar-context-recent-debug");
+    await page.waitForSelector(".ai-sidebar-context-debug-item", { timeout: 5000 });
+    result.attached = await page.locator(".ai-sidebar-context-debug-item").allInnerTexts();
+    result.chip = (await page.locator(".ai-sidebar-context").innerText()).trim();
+    await editor.screenshot(page, result, "sidebar-recent-debug-attached.png");
+    const before = await editor.sidebarWidth(page);
+    try {
+        result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
+        result.narrowChip = await page.evaluate(() => {
+            const chip = document.querySelector(".ai-sidebar-context").getBoundingClientRect();
+            const button = document.querySelector(".ai-sidebar-context-recent-debug").getBoundingClientRect();
+            const composer = document.querySelector(".ai-sidebar-composer").getBoundingClientRect();
+            return { buttonInside: button.right <= chip.right + 0.5 && button.width > 0,
+                chipInside: chip.right <= composer.right + 0.5 };
+        });
+        await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result,
+            "sidebar-recent-debug-narrow.png");
+    } finally {
+        await editor.resizeSidebar(page, before);
+    }
+    await editor.ask(page, env.QUESTION);
+    result.sent = await sentContexts(page);
+    result.attachedAfterSend = await page.locator(".ai-sidebar-context-debug-item").count();
+}
+
+module.exports.MODES["recent-debug"] = recentDebugMode;

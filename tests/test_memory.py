@@ -167,6 +167,19 @@ async def test_attached_debug_messages_reach_the_model_as_data_and_the_turn_keep
     assert response.status == 400 and "debugMessages" in (await response.json())["error"]["message"]
 
 
+async def test_secrets_in_attached_debug_messages_never_reach_the_model(client, model):
+    model.script(Reply(text="The login failed."))
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    debug = {"nodeId": "n1", "name": "login", "topic": f"auth?access_token={token}", "property": "payload",
+             "format": "Object", "msg": json.dumps({"user": "ann", "password": "hunter2",
+                                                    "apiKey": "sk-proj-" + "x9Y8w7V6u5T4s3R2q1P0o9N8m7L6k5J4"})}
+    await chat(client, ALICE, message="why did the login fail?", sessionId="m-debug-secret", debugMessages=[debug])
+    sent = json.dumps(model.requests[-1])
+    assert '"user": "ann"' in model.requests[-1]["messages"][-1]["content"]
+    for secret in ("hunter2", "sk-proj-x9Y8", token):
+        assert secret not in sent
+
+
 async def test_silent_requests_are_not_stored(client, model):
     await chat(client, ALICE, message="hello", sessionId="quiet", silent=True)
     assert (await client.get("/ai-sidebar/history/quiet", headers=ALICE)).status == 404

@@ -47,8 +47,8 @@ def _chat(node_id: str, flows: bool, wires: list[list[str]]) -> dict:
 
 
 def approval_flows() -> list[dict]:
-    question = ("msg.payload = msg.req.query.q; msg.flowId = '%s';"
-                " if (msg.req.query.session) { msg.sessionId = msg.req.query.session; } return msg;" % SCRATCH)
+    question = (f"msg.payload = msg.req.query.q; msg.flowId = '{SCRATCH}';"
+                " if (msg.req.query.session) { msg.sessionId = msg.req.query.session; } return msg;")
     return [
         {"id": TAB, "type": "tab", "label": "Approvals"},
         {"id": SCRATCH, "type": "tab", "label": "Scratch"},

@@ -213,12 +213,13 @@ async def test_a_token_of_the_node_is_refused_for_any_other_identity_and_still_w
                                  headers={"Authorization": f"Bearer {SERVICE_TOKEN}", **headers}) as response:
                 assert response.status == 404, headers
                 assert (await response.json())["error"]["code"] == "approval_not_found"
-        # Without the flows grant the node itself may not answer (read permission).
-        async with http.post(f"{service.url}/ai-sidebar/resume", json=body, headers={
-                "Authorization": f"Bearer {SERVICE_TOKEN}", "X-AI-Sidebar-Flow-Node": WRITER,
-                "X-AI-Sidebar-Flow-Grants": "tools", "X-AI-Sidebar-Permission": "write",
-                "X-AI-Sidebar-Conversation": "s-owner"}) as response:
-            assert response.status == 403
+        # The node itself has write permission only with the flows grant and the relay's explicit write header.
+        for grants, permission in (("tools", "write"), ("tools,flows", "read"), ("tools,flows", None)):
+            headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-AI-Sidebar-Flow-Node": WRITER,
+                       "X-AI-Sidebar-Flow-Grants": grants, "X-AI-Sidebar-Conversation": "s-owner",
+                       **({"X-AI-Sidebar-Permission": permission} if permission else {})}
+            async with http.post(f"{service.url}/ai-sidebar/resume", json=body, headers=headers) as response:
+                assert response.status == 403, headers
     assert deployed(node_red) == before
     model.script(Reply(text="Done."))
     assert await decide(node_red, approval, {"type": "approve"}, "s-owner") == (200, "Done.")

@@ -8,9 +8,13 @@ as they set them (they build them themselves and never forward such headers from
 - ``X-Node-RED-User``: ``encodeURIComponent(req.user.username)``, editor requests only. It is decoded exactly
   (no trim, no cut); absent means adminAuth is off and the request is the single anonymous editor's.
 - ``X-AI-Sidebar-Flow-Node``: the id of the ``ai-chat`` node that asks (never with ``X-Node-RED-User``), with
-  ``X-AI-Sidebar-Flow-Grants`` (``tools``, ``memory``: what the node's own config turned on) and
+  ``X-AI-Sidebar-Flow-Grants`` (``tools``, ``memory``, ``flows``: what the node's own config turned on) and
   ``X-AI-Sidebar-Conversation`` (``encodeURIComponent(msg.sessionId)``).
 - ``X-AI-Sidebar-Permission``: ``read`` or ``write``; absent means ``write`` (direct clients holding the token).
+  A flow node is ``read`` unless its grants hold ``flows`` (its "Allow flow changes" switch) *and* this header says
+  ``write`` explicitly: both come from the relay, which builds them from the node's deployed config (a message
+  into the flow cannot set either), so only the flow author who deployed the node can let it offer write tools,
+  and each write still waits for an approval answered with this node's identity.
 
 Identities live in separate namespaces (:class:`Identity` ``kind``): editor users, the anonymous editor, flow
 nodes (node id and conversation). Memory keeps the kind, the name and the conversation in separate columns, so no
@@ -35,7 +39,7 @@ FLOW_GRANTS_HEADER = "X-AI-Sidebar-Flow-Grants"
 CONVERSATION_HEADER = "X-AI-Sidebar-Conversation"
 PERMISSION_HEADER = "X-AI-Sidebar-Permission"
 
-GRANTS = frozenset({"tools", "memory"})
+GRANTS = frozenset({"tools", "memory", "flows"})
 # What encodeURIComponent can produce (ECMA-262, "encodeURIComponent": unreserved marks stay, the rest is %XX of
 # UTF-8). Anything else did not come from it; refusing it keeps decoding one-to-one and exact.
 _URI_COMPONENT = re.compile(r"^(?:[A-Za-z0-9\-_.!~*'()]|%[0-9A-Fa-f]{2})+$")
@@ -79,10 +83,11 @@ class Caller:
 
     Attributes:
         identity: whose memory it uses.
-        permission: ``write`` lets it run a tool by name (``@tools:``, ``execute-tool``) and change sessions and
-            templates; ``read`` does not. Flow nodes are always ``read``.
-        grants: flow nodes: what the ``ai-chat`` node's config turned on (``tools``, ``memory``); editor callers
-            have both.
+        permission: ``write`` lets it run a tool by name (``@tools:``, ``execute-tool``), be offered write tools
+            (each waits for approval), resume a run and change sessions and templates; ``read`` does not. Flow nodes
+            are ``read`` unless granted ``flows`` (see the module docstring).
+        grants: flow nodes: what the ``ai-chat`` node's config turned on (``tools``, ``memory``, ``flows``);
+            editor callers have all.
         token: the editor user's Admin API token, when one was forwarded.
     """
 
@@ -156,8 +161,11 @@ def request_caller(request: web.Request) -> Caller:
                                        "allowed": ", ".join(sorted(GRANTS))})
         raw = headers.get(CONVERSATION_HEADER, "")
         conversation = _decoded(CONVERSATION_HEADER, raw) if raw else None
-        # A flow node answers whoever triggers its flow (an HTTP endpoint may be open to anyone): read only.
-        return Caller(Identity("flow", node_id, conversation), "read", grants, token)
+        # A flow node answers whoever triggers its flow (an HTTP endpoint may be open to anyone): read only, unless
+        # the node's deployed config allows flow changes (grant and header, both set by the relay alone).
+        node_permission: Literal["read", "write"] = \
+            "write" if "flows" in grants and headers.get(PERMISSION_HEADER) == "write" else "read"
+        return Caller(Identity("flow", node_id, conversation), node_permission, grants, token)
     if USER_NAME_HEADER in headers:
         return Caller(Identity("user", _decoded(USER_NAME_HEADER, headers[USER_NAME_HEADER])), permission,
                       GRANTS, token)

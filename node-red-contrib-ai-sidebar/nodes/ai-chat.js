@@ -16,6 +16,14 @@
  * id (`X-AI-Sidebar-Flow-Node`); never an editor user. Memory is kept per conversation: only a `msg.sessionId` set
  * by the flow names one (`X-AI-Sidebar-Conversation`), so callers that do not share an id share no words.
  *
+ * Flow changes (the "Allow flow changes" switch, off by default, with Tools on): the node's requests carry the grant
+ * `flows`, so the service offers the write tools, and each write waits for a decision. Such a run ends on the
+ * approval output (the last one) with `msg.approval = {runId, resumeToken, actions: [{tool, args, summary, diff}]}`
+ * and a one-line `msg.payload`; nothing is written. A later message with `msg.resume = {resumeToken, decisions}`
+ * (and the same `msg.sessionId` as the question, the token being bound to this node and conversation) continues
+ * the run (`POST /ai-sidebar/resume`): approved writes are deployed through the Admin API with the flows revision
+ * checked, and the rest of the answer goes out like any answer.
+ *
  * In a catch path (`msg.error` set by a `catch` node) the node asks about the caught error: the error goes to the
  * service as data (`lib/caught-error.js`), the question is `msg.question` or a default one in the node's language,
  * and `msg.payload` (the data of the message that failed) is not sent. With tools on, the service also reads the
@@ -126,14 +134,22 @@ module.exports = function (RED) {
         node.language = typeof config.language === "string" ? config.language.trim() : "";
         node.concurrency = wholeNumber(config.concurrency, DEFAULT_CONCURRENCY, 1);
         node.queueLimit = wholeNumber(config.queueLimit, DEFAULT_QUEUE_LIMIT, 0);
-        node.streamOutput = Number(config.outputs) === 2;
-        // Only `true` turns a grant on: a node saved before these switches existed has neither.
+        // Only `true` turns a switch on: a node saved before these switches existed has none.
+        node.allowFlows = config.flows === true;
+        // Outputs: the answer, the streamed pieces (when on), the approvals (when flow changes are allowed).
+        node.streamOutput = Number(config.outputs) === (node.allowFlows ? 3 : 2);
+        node.outputCount = 1 + (node.streamOutput ? 1 : 0) + (node.allowFlows ? 1 : 0);
         node.grants = [];
         if (config.tools === true) {
             node.grants.push("tools");
         }
         if (config.memory === true) {
             node.grants.push("memory");
+        }
+        if (node.allowFlows && config.tools === true) {
+            // Write tools are tools: without Tools the agent offers none, so the grant would only let a message
+            // resume runs this node cannot start.
+            node.grants.push("flows");
         }
         // node.id, not _alias: each instance of a subflow gets its own stable id (instance id + node id), so two
         // instances never share a memory.
@@ -153,6 +169,7 @@ module.exports = function (RED) {
             shownStatus = key;
             const look = {
                 waiting: { fill: "yellow", shape: "ring" },
+                approval: { fill: "yellow", shape: "dot" },
                 streaming: { fill: "blue", shape: "dot" },
                 done: { fill: "green", shape: "dot" },
                 error: { fill: "red", shape: "ring" },
@@ -263,6 +280,76 @@ module.exports = function (RED) {
         }
 
         /**
+         * The resume body for a message with `msg.resume`, or a coded Error naming the bad input.
+         *
+         * @param {object} msg
+         * @returns {object|Error}
+         */
+        function resumeBody(msg) {
+            if (!node.allowFlows) {
+                return nodeError("flows_not_allowed", "flows_not_allowed");
+            }
+            const resume = msg.resume;
+            if (!resume || typeof resume !== "object" || typeof resume.resumeToken !== "string" ||
+                !resume.resumeToken || !Array.isArray(resume.decisions) || !resume.decisions.length) {
+                return nodeError("invalid_resume", "invalid_resume");
+            }
+            const body = { resumeToken: resume.resumeToken, decisions: resume.decisions };
+            if (msg.sessionId !== undefined && msg.sessionId !== null && msg.sessionId !== "") {
+                if (typeof msg.sessionId !== "string" && typeof msg.sessionId !== "number") {
+                    return nodeError("invalid_session_id", "property_not_string",
+                        { property: "msg.sessionId", type: typeof msg.sessionId });
+                }
+                // Not sent in the body: it names the conversation header, part of the identity owning the token.
+                body.sessionId = String(msg.sessionId);
+                if (!wellFormed(body.sessionId)) {
+                    return nodeError("invalid_session_id", "session_id_malformed");
+                }
+            }
+            if (node.configId) {
+                const settingsNode = configNode();
+                if (!settingsNode || typeof settingsNode.providerSettings !== "function") {
+                    return nodeError("config_not_found", "config_not_found", { id: node.configId });
+                }
+                try {
+                    body.provider = settingsNode.providerSettings();
+                } catch (err) {
+                    return describe(err);
+                }
+            }
+            return body;
+        }
+
+        /**
+         * The one-line `msg.payload` of an approval message.
+         *
+         * @param {object[]} actions
+         * @returns {string}
+         */
+        function approvalLine(actions) {
+            const summaries = actions.map(function (action) {
+                return String((action && (action.summary || action.tool)) || "");
+            }).filter(Boolean).join("; ");
+            return RED._("ai-chat.approval.payload", { count: actions.length, summary: summaries });
+        }
+
+        /**
+         * The array for `send` with `msg` on output `index` (a single message when the node has one output).
+         *
+         * @param {number} index
+         * @param {object} msg
+         * @returns {object|object[]}
+         */
+        function onOutput(index, msg) {
+            if (node.outputCount === 1) {
+                return msg;
+            }
+            const messages = new Array(node.outputCount).fill(null);
+            messages[index] = msg;
+            return messages;
+        }
+
+        /**
          * Finish a message with an error (`done(err)`), so that a Catch node receives it, without letting a failure
          * of that report escape.
          *
@@ -301,8 +388,15 @@ module.exports = function (RED) {
             active.add(job);
             refreshStatus();
             const msg = job.msg;
-            job.settled = chatClient.ask(relay, job.body, {
-                flowNode: { id: node.flowNodeId, grants: node.grants, conversation: job.body.sessionId },
+            const call = job.resume ? chatClient.resume : chatClient.ask;
+            let body = job.body;
+            const conversation = body.sessionId;
+            if (job.resume) {
+                body = Object.assign({}, body);
+                delete body.sessionId;
+            }
+            job.settled = call(relay, body, {
+                flowNode: { id: node.flowNodeId, grants: node.grants, conversation: conversation },
                 signal: controller.signal,
                 onEvent: function (event) {
                     if (!job.streaming && (event.type === "token" || event.type === "tool_call")) {
@@ -313,7 +407,7 @@ module.exports = function (RED) {
                 onToken: node.streamOutput ? function (chunk) {
                     const part = RED.util.cloneMessage(msg);
                     part.payload = chunk;
-                    job.send([null, part]);
+                    job.send(onOutput(1, part));
                 } : undefined
             }).then(function (result) {
                 if (closing) {
@@ -324,16 +418,29 @@ module.exports = function (RED) {
                 if (result.usage) {
                     msg.usage = result.usage;
                 }
-                if (result.sessionId) {
+                if (result.sessionId && !result.approval) {
+                    // An approval keeps msg.sessionId as the flow set it: a resume must name the same conversation.
                     msg.sessionId = result.sessionId;
+                }
+                if (job.resume) {
+                    // Consumed: the message may go on, and a token is single-use anyway.
+                    delete msg.resume;
                 }
                 if (result.errors.length) {
                     fail(job, describe(result.errors[0]));
                     return;
                 }
+                if (result.approval && node.allowFlows) {
+                    msg.approval = result.approval;
+                    msg.payload = approvalLine(result.approval.actions);
+                    lastOutcome = "approval";
+                    job.send(onOutput(node.outputCount - 1, msg));
+                    job.done();
+                    return;
+                }
                 msg.payload = result.answer;
                 lastOutcome = "done";
-                job.send(node.streamOutput ? [msg, null] : msg);
+                job.send(onOutput(0, msg));
                 job.done();
             }, function (err) {
                 if (closing) {
@@ -379,12 +486,13 @@ module.exports = function (RED) {
                 done();
                 return;
             }
-            const body = requestBody(msg);
+            const resuming = msg.resume !== undefined && msg.resume !== null;
+            const body = resuming ? resumeBody(msg) : requestBody(msg);
             if (body instanceof Error) {
                 refuse(done, body);
                 return;
             }
-            const job = { msg: msg, body: body, send: send, done: done };
+            const job = { msg: msg, body: body, send: send, done: done, resume: resuming };
             if (active.size < node.concurrency) {
                 start(job);
                 return;

@@ -60,11 +60,11 @@ function chatsBehindEndpoints(nodes) {
 }
 
 describe("example flows", function () {
-    it("ship \"Ask over HTTP\", \"Explain a flow from a flow\" and \"Explain an error\" in the package, each with an " +
-        "ai-chat node", function () {
+    it("ship \"Ask over HTTP\", \"Change a flow with approval\", \"Explain a flow from a flow\" and \"Explain an " +
+        "error\" in the package, each with an ai-chat node", function () {
             const files = fs.readdirSync(packageExamples).filter(function (file) { return file.endsWith(".json"); });
-            assert.deepStrictEqual(files.sort(),
-                ["Ask over HTTP.json", "Explain a flow from a flow.json", "Explain an error.json"]);
+            assert.deepStrictEqual(files.sort(), ["Ask over HTTP.json", "Change a flow with approval.json",
+                "Explain a flow from a flow.json", "Explain an error.json"]);
             for (const file of files) {
                 const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, file), "utf8"));
                 checkFlow(file, nodes);
@@ -158,6 +158,29 @@ describe("example flows", function () {
             assert.deepStrictEqual(watched.map(function (node) { return node.type; }), ["function"]);
             assert.match(watched[0].func, /node\.error\(.*, msg\)/);
         });
+
+    it("propose a flow change on a tab shipped disabled: ai-chat → approval output → debug, a canned decision back " +
+        "in msg.resume", function () {
+        const nodes = JSON.parse(fs.readFileSync(path.join(packageExamples, "Change a flow with approval.json"), "utf8"));
+        const byId = new Map(nodes.map(function (node) { return [node.id, node]; }));
+        const tab = nodes.find(function (node) { return node.type === "tab"; });
+        assert.strictEqual(tab.disabled, true);
+        for (const needed of [/disabled on purpose/, /Enabled/, /Deploy/, /Allow flow changes/, /msg\.approval/,
+            /msg\.resume/, /revision checked/, /dashboard button/, /HTTP endpoint/]) {
+            assert.match(tab.info, needed);
+        }
+        assert.ok(nodes.every(function (node) { return node.type === "tab" || node.z === tab.id; }));
+        assert.deepStrictEqual(chatsBehindEndpoints(nodes), []);
+        const chat = nodes.find(function (node) { return node.type === "ai-chat"; });
+        assert.deepStrictEqual([chat.tools, chat.memory, chat.flows, chat.outputs], [true, false, true, 2]);
+        const onApproval = chat.wires[1].map(function (id) { return byId.get(id).type; }).sort();
+        assert.deepStrictEqual(onApproval, ["change", "debug"]);
+        const decision = nodes.find(function (node) { return node.type === "inject" && node.payloadType === "json"; });
+        assert.deepStrictEqual(JSON.parse(decision.payload), { type: "approve" });
+        const sender = byId.get(decision.wires[0][0]);
+        assert.match(sender.func, /msg\.resume = \{/);
+        assert.deepStrictEqual(sender.wires, [[chat.id]]);
+    });
 
     it("turn on only the grants an example needs: tools to explain the flow from an inject node, never memory",
         function () {

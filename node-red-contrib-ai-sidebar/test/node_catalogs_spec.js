@@ -102,7 +102,7 @@ describe("ai-chat and ai-config catalogs and help", function () {
                 assert.match(chat, /data-help-name="ai-chat"/, language);
                 assert.strictEqual((chat.match(/<h3>/g) || []).length, 4,
                     language + ": Inputs, Outputs, Details, References");
-                assert.strictEqual((chat.match(/<dl class="message-properties">/g) || []).length, 3, language);
+                assert.strictEqual((chat.match(/<dl class="message-properties">/g) || []).length, 4, language);
                 assert.match(chat, /<ol class="node-ports">/, language);
                 for (const property of ["payload", "sessionId", "scenario", "language", "flowId", "tools", "usage"]) {
                     assert.match(chat, new RegExp("<dt( class=\"optional\")?>" + property + " "),

@@ -335,7 +335,9 @@ async def _direct_trigger(request: StreamChatRequest, deps: ChatDeps, turn: Turn
     """
     if not DIRECT_TRIGGER.match(request.message):
         return False
-    if not deps.may_write:
+    # A flow node never runs a tool by name, even one allowed flow changes: its message comes from whoever
+    # triggers the flow, and its write permission is only for write tools the agent offers (each approved).
+    if not deps.may_write or deps.identity.kind == "flow":
         raise ServiceError("forbidden", status=403, key="forbidden.run_tool")
     trigger = parse_direct_trigger(request.message)
     assert trigger is not None  # the message matched DIRECT_TRIGGER above

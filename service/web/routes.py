@@ -93,6 +93,8 @@ async def execute_tool(request: web.Request) -> web.Response:
     """
     caller = request_caller(request)
     caller.require_write()  # running a tool by name needs write permission: the one rule in the README
+    if caller.identity.kind == "flow":  # nor from a flow node allowed flow changes (see identity.py)
+        raise ServiceError("forbidden", status=403, key="forbidden.run_tool")
     body = await parse_body(request, ExecuteToolRequest)
     tools = request.app[TOOLS]
     context = ServiceToolContext(nodered=request.app[NODERED].for_user(caller.token), user_token=caller.token,

@@ -1,5 +1,6 @@
 /**
- * One question to the service's `POST /ai-sidebar/stream-chat`, read to its end (DESIGN.md, "Stream events").
+ * One question to the service's `POST /ai-sidebar/stream-chat` (or the continuation of a run that waited for
+ * approval, `POST /ai-sidebar/resume`), read to its end (DESIGN.md, "Stream events").
  *
  * The `ai-chat` node does not relay the stream to a browser: it collects the answer text, the tool calls with their
  * results, the usage and the session, and hands them back in one result. The request goes through the plugin's
@@ -83,15 +84,32 @@ async function answerError(res) {
  * @param {function(string)} [options.onToken] called with each text chunk, in order
  * @param {function(object)} [options.onEvent] called with every event of the stream, in order
  * @returns {Promise<{answer: string, tools: object[], usage: (object|undefined), sessionId: (string|undefined),
- *     errors: Error[]}>} `errors` holds each `error` event of the stream (the stream still ran to `done`);
- *     rejects with a coded Error when there is no stream to read (refused, unreachable, cut off, aborted), and
- *     with the exception of `onToken` or `onEvent` if one throws (the answer is then abandoned)
+ *     errors: Error[], approval: ({runId: string, resumeToken: string, actions: object[]}|undefined),
+ *     status: (string|undefined)}>} `errors` holds each `error` event of the stream (the stream still ran to
+ *     `done`); `approval` is the run's `approval_required` event when it waits for a decision on writes (`status`
+ *     `awaiting_approval`); rejects with a coded Error when there is no stream to read (refused, unreachable, cut
+ *     off, aborted), and with the exception of `onToken` or `onEvent` if one throws (the answer is then abandoned)
  */
 async function ask(relay, body, options) {
-    options = options || {};
+    return post(relay, "/ai-sidebar/stream-chat", body, options || {});
+}
+
+/**
+ * Continue a run that waits for approval with the decisions on its actions, and read the rest of its stream.
+ *
+ * @param {{request: function(object): Promise<import("http").IncomingMessage>}} relay from `relay.createRelay`
+ * @param {{resumeToken: string, decisions: object[], provider?: object}} body the resume body (DESIGN.md, HTTP API)
+ * @param {object} [options] as for `ask`; `flowNode` must name the node (and conversation) that started the run,
+ *     the owner of the token
+ * @returns {Promise<object>} as for `ask`
+ */
+async function resume(relay, body, options) {
+    return post(relay, "/ai-sidebar/resume", body, options || {});
+}
+
+async function post(relay, path, body, options) {
     const res = await relay.request({
-        path: "/ai-sidebar/stream-chat", method: "POST", body: body, flowNode: options.flowNode,
-        signal: options.signal
+        path: path, method: "POST", body: body, flowNode: options.flowNode, signal: options.signal
     });
     const contentType = String(res.headers["content-type"] || "");
     if (res.statusCode < 200 || res.statusCode > 299 || !/^text\/event-stream\b/i.test(contentType)) {
@@ -109,7 +127,10 @@ async function ask(relay, body, options) {
  */
 function readStream(res, options) {
     return new Promise(function (resolve, reject) {
-        const result = { answer: "", tools: [], usage: undefined, sessionId: undefined, errors: [] };
+        const result = {
+            answer: "", tools: [], usage: undefined, sessionId: undefined, errors: [], approval: undefined,
+            status: undefined
+        };
         let finished = false;
         const parser = createSseParser(function (event) {
             if (finished || !event || typeof event !== "object") {
@@ -152,8 +173,15 @@ function readStream(res, options) {
                         { detail: detail, reported: true }));
                     break;
                 }
+                case "approval_required":
+                    result.approval = {
+                        runId: event.runId, resumeToken: event.resumeToken,
+                        actions: Array.isArray(event.actions) ? event.actions : []
+                    };
+                    break;
                 case "done":
                     finished = true;
+                    result.status = typeof event.status === "string" ? event.status : undefined;
                     result.sessionId = typeof event.sessionId === "string" ? event.sessionId : undefined;
                     if (event.usage && typeof event.usage === "object") {
                         result.usage = event.usage;
@@ -214,4 +242,4 @@ function recordToolResult(tools, event) {
     }
 }
 
-module.exports = { ask: ask, chatError: chatError };
+module.exports = { ask: ask, resume: resume, chatError: chatError };

@@ -20,8 +20,9 @@
  * `X-Node-RED-*` or `X-AI-Sidebar-*` headers (the service trusts them because the caller holds the service token).
  *
  * Requests of an `ai-chat` node (`request`) carry `X-AI-Sidebar-Flow-Node`, `X-AI-Sidebar-Flow-Grants`,
- * `X-AI-Sidebar-Permission: read` and, for a conversation the flow named, `X-AI-Sidebar-Conversation`; never
- * `X-Node-RED-User`.
+ * `X-AI-Sidebar-Permission: read` (`write` only when the node's deployed config allows flow changes: grant
+ * `flows`; each write then still waits for an approval) and, for a conversation the flow named,
+ * `X-AI-Sidebar-Conversation`; never `X-Node-RED-User`.
  *
  * Bodies: before a body is serialised again for the service, `checkBody` bounds its nesting depth and the length of
  * its arrays and objects; Node-RED's body parser (V8's JSON.parse) reads deeply nested JSON without recursion, but
@@ -210,7 +211,7 @@ function serviceHeaders(req, serviceToken, permission) {
  *
  * @param {string|undefined} serviceToken
  * @param {{id: string, grants?: string[], conversation?: string}} flowNode the node's id, what its configuration
- *     turned on (`"tools"`, `"memory"`), and the conversation the flow named (`msg.sessionId`), if any
+ *     turned on (`"tools"`, `"memory"`, `"flows"`), and the conversation the flow named (`msg.sessionId`), if any
  * @returns {Object<string, string>}
  * @throws {URIError} when the id or the conversation is not well-formed Unicode
  */
@@ -218,8 +219,9 @@ function flowNodeHeaders(serviceToken, flowNode) {
     const headers = baseHeaders(serviceToken);
     headers["X-AI-Sidebar-Flow-Node"] = encodeURIComponent(flowNode.id);
     headers["X-AI-Sidebar-Flow-Grants"] = (flowNode.grants || []).join(",");
-    // A flow node never acts for an editor user, so it never has more than read permission.
-    headers["X-AI-Sidebar-Permission"] = "read";
+    // A flow node never acts for an editor user: read, unless the flow author allowed it flow changes (each of which
+    // the service still holds for an approval bound to this node).
+    headers["X-AI-Sidebar-Permission"] = (flowNode.grants || []).indexOf("flows") >= 0 ? "write" : "read";
     if (typeof flowNode.conversation === "string") {
         headers["X-AI-Sidebar-Conversation"] = encodeURIComponent(flowNode.conversation);
     }

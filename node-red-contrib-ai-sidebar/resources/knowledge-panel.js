@@ -62,15 +62,7 @@
             });
         RED.popover.tooltip(this.button, t("knowledge.open"));
         this.panel = $('<div class="ai-sidebar-knowledge" role="region"></div>').attr("aria-label", t("knowledge.title"))
-            .hide()
-            .on("keydown", function (event) {
-                if (event.key === "Escape") {
-                    event.preventDefault();
-                    event.stopPropagation();
-                    self.close();
-                    self.button.trigger("focus");
-                }
-            });
+            .hide();
         var head = $('<div class="ai-sidebar-knowledge-head"></div>').appendTo(this.panel);
         $('<div class="ai-sidebar-knowledge-title"></div>').text(t("knowledge.title")).appendTo(head);
         this.reindexButton = $('<button type="button" class="red-ui-button red-ui-button-small ' +
@@ -92,7 +84,8 @@
             .appendTo(head);
         this.permissionNote = $('<div class="ai-sidebar-note ai-sidebar-knowledge-readonly"></div>')
             .text(t("knowledge.readOnly")).hide().appendTo(this.panel);
-        this.status = $('<div class="ai-sidebar-knowledge-status" role="status" aria-live="polite"></div>')
+        this.status = $('<div class="ai-sidebar-knowledge-status" role="status" aria-live="polite" tabindex="-1">' +
+            '</div>')
             .appendTo(this.panel);
         this.body = $('<div class="ai-sidebar-knowledge-body"></div>').appendTo(this.panel);
     }
@@ -119,11 +112,24 @@
         this.permissionNote.toggle(!mayWrite);
         this.panel.show();
         this.button.attr("aria-expanded", "true").addClass("selected");
+        // Escape closes it wherever the focus is (a button disabled while it ran drops the focus to the page);
+        // namespaced, so close() removes exactly this handler.
+        var self = this;
+        $(document).off(".aiSidebarKnowledge").on("keydown.aiSidebarKnowledge", function (event) {
+            if (event.key === "Escape") {
+                var inside = $(event.target).closest(self.panel).length;
+                self.close();
+                if (inside || event.target === document.body) {
+                    self.button.trigger("focus");
+                }
+            }
+        });
         this.panel.find(".ai-sidebar-knowledge-close").trigger("focus");
         return this.load();
     };
 
     KnowledgePanel.prototype.close = function () {
+        $(document).off(".aiSidebarKnowledge");
         this.panel.hide();
         this.button.attr("aria-expanded", "false").removeClass("selected");
     };
@@ -226,7 +232,13 @@
             return Promise.resolve();
         }
         this.reindexing = true;
+        // A disabled button drops the focus to the page (and Escape would no longer reach the panel): the status
+        // line holds it while the reindex runs, and the button gets it back.
+        var hadFocus = this.reindexButton.is(":focus");
         this.reindexButton.prop("disabled", true);
+        if (hadFocus) {
+            this.status.trigger("focus");
+        }
         var started = Date.now();
         var tick = function () {
             self.showStatus(t("knowledge.reindexing", { seconds: Math.floor((Date.now() - started) / 1000) }),
@@ -245,10 +257,14 @@
             self.timer = null;
             self.reindexing = false;
             self.reindexButton.prop("disabled", !RED.user.hasPermission(WRITE_PERMISSION));
+            if (hadFocus && self.status.is(":focus")) {
+                self.reindexButton.trigger("focus");
+            }
         });
     };
 
     KnowledgePanel.prototype.destroy = function () {
+        $(document).off(".aiSidebarKnowledge");
         if (this.timer) {
             clearInterval(this.timer);
             this.timer = null;

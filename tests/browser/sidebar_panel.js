@@ -2,7 +2,8 @@
 // question whose answer holds a flow with node types that are not installed, the notice under it, the Import
 // button's mark, tokens and cost under the answer and for the conversation; then the Knowledge panel (sources,
 // counts, freshness, Reindex). At 1280×720 and with a narrow sidebar (restored after).
-// Input (env): TAB_ID, QUESTION, NARROW_WIDTH, REINDEX ("1": press Reindex and wait for its outcome).
+// Input (env): TAB_ID, QUESTION, NARROW_WIDTH, REINDEX ("1": press Reindex and wait for its outcome), SHOT_SUFFIX
+// (added to the screenshots' names, so a second user's run keeps the first's).
 "use strict";
 const editor = require("./editor");
 
@@ -83,30 +84,37 @@ async function panelMode(page, result) {
     await editor.ask(page, env.QUESTION);
     await page.waitForSelector(".ai-sidebar-session-usage", { state: "visible", timeout: 15000 });
     result.answer = await answerParts(page);
-    await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-notice-usage.png");
+    await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result,
+        "sidebar-notice-usage" + (env.SHOT_SUFFIX || "") + ".png");
 
     await openPanel(page);
     result.panel = await panelParts(page);
     if (env.REINDEX === "1") {
+        // A reindex with nothing changed can end within a frame: every state the status line went through is kept.
+        await page.evaluate(() => {
+            const status = document.querySelector(".ai-sidebar-knowledge-status");
+            window.__knowledgeStates = [];
+            new MutationObserver(() => window.__knowledgeStates.push({ kind: status.getAttribute("data-kind"),
+                disabled: document.querySelector(".ai-sidebar-knowledge-reindex").disabled }))
+                .observe(status, { attributes: true, attributeFilter: ["data-kind"] });
+        });
         await page.click(".ai-sidebar-knowledge-reindex");
-        result.reindexRunning = await page.evaluate(() => ({
-            disabled: document.querySelector(".ai-sidebar-knowledge-reindex").disabled,
-            kind: document.querySelector(".ai-sidebar-knowledge-status").getAttribute("data-kind")
-        }));
         await page.waitForFunction(() => ["done", "error"].indexOf(document.querySelector(
             ".ai-sidebar-knowledge-status").getAttribute("data-kind")) !== -1, null, { timeout: 120000 });
+        result.reindexRunning = await page.evaluate(() => window.__knowledgeStates[0]);
         result.afterReindex = await panelParts(page);
     }
     await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result,
         "sidebar-knowledge" + (env.SHOT_SUFFIX || "") + ".png");
     await page.keyboard.press("Escape");
-    result.closedByEscape = !(await page.evaluate(() => !!document.querySelector(".ai-sidebar-knowledge").offsetParent));
+    result.closedByEscape = await page.evaluate(() => !document.querySelector(".ai-sidebar-knowledge").offsetParent);
 
     const before = await editor.sidebarWidth(page);
     try {
         result.narrowWidth = await editor.resizeSidebar(page, Number(env.NARROW_WIDTH));
         result.narrowAnswer = await answerParts(page);
-        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-notice-usage-narrow.png");
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result,
+            "sidebar-notice-usage-narrow" + (env.SHOT_SUFFIX || "") + ".png");
         await openPanel(page);
         result.narrowPanel = await panelParts(page);
         await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result,

@@ -74,6 +74,8 @@
         this.text = "";
         this.renderPending = false;
         this.toolCards = [];
+        // unknown_node_types notices (notice-view.js): the Import buttons of their flows are marked at finish().
+        this.notices = [];
         this.sawDone = false;
         // Whether anything of an answer arrived (text or a tool), and whether a fault was shown: a question that
         // failed before any answer goes back into the input.
@@ -308,6 +310,33 @@
         this.showWaiting(false);
     };
 
+    /** A notice box (notice-view.js) under what the answer shows so far; `view` is kept for finish(). */
+    Answer.prototype.addNotice = function (box, view) {
+        this.render();
+        this.readOut(true);
+        this.textElement = null;
+        this.notices.push(view);
+        var self = this;
+        this.sidebar.withScroll(function () {
+            box.appendTo(self.element);
+        });
+        $("<p></p>").text(box.text()).appendTo(this.reader);
+    };
+
+    /** The answer's tokens and cost from its `done` event (usage-view.js); nothing when the service sent none. */
+    Answer.prototype.showUsage = function (usage) {
+        var line = sidebarLib().usageView.answerLine(usage);
+        if (!line) {
+            return;
+        }
+        this.render();
+        this.textElement = null;
+        var self = this;
+        this.sidebar.withScroll(function () {
+            line.appendTo(self.element);
+        });
+    };
+
     /** The user stopped the answer: a small mark says that what is shown is not all of it. */
     Answer.prototype.stopped = function () {
         this.wait.stop();
@@ -342,8 +371,12 @@
             this.error(event.message || event.code ? sidebarLib().adminApi.localizedError(event)
                 : t("error.incomplete"));
             break;
+        case "notice":
+            sidebarLib().noticeView.render(this, event);
+            break;
         case "done":
             this.sawDone = true;
+            this.showUsage(event.usage);
             break;
         default:
             // approval_required and flow_change (approval-card.js); event types added to the contract later are
@@ -371,6 +404,7 @@
         // Flow blocks get their buttons once the text is final: a half-streamed block is not valid JSON yet.
         sidebarLib().flowBlocks.decorate(this.element);
         sidebarLib().answerLinks.decorate(this.element);
+        sidebarLib().noticeView.markImports(this.element, this.notices);
     };
 
     /**

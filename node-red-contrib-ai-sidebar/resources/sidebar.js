@@ -148,6 +148,13 @@
                 self.onSessionsLoaded();
             }
         });
+        // What the assistant can look up (knowledge-panel.js) and the open conversation's tokens and cost.
+        this.knowledgePanel = new lib.KnowledgePanel({
+            onOpen: function () {
+                self.sessions.close();
+            }
+        });
+        this.sessionUsage = new lib.usageView.SessionUsage();
         this.buildDom();
         this.restoreDraft();
         this.onEditorContextChange = this.onEditorContextChange.bind(this);
@@ -232,6 +239,10 @@
         var header = $('<div class="red-ui-sidebar-header"></div>').appendTo(this.content);
         this.sessions.button.appendTo(header);
         this.configPicker.select.appendTo(header);
+        this.knowledgePanel.button.appendTo(header);
+        this.sessions.button.on("click", function () {
+            self.knowledgePanel.close();
+        });
         this.newChatButton = smallButton("fa-plus", t("sidebar.newChat"), "ai-sidebar-new-chat")
             .on("click", function (event) {
                 event.preventDefault();
@@ -245,6 +256,7 @@
             .append($('<i class="fa fa-microchip" aria-hidden="true"></i>'))
             .append($('<span class="ai-sidebar-model-name"></span>'))
             .appendTo(this.content);
+        this.sessionUsage.element.appendTo(this.content);
         this.configPicker.note.appendTo(this.content);
         this.banner.element.appendTo(this.content);
 
@@ -268,6 +280,7 @@
             this.resizeObserver.observe(this.messages[0]);
         }
         this.sessions.drawer.appendTo(body);
+        this.knowledgePanel.panel.appendTo(body);
         this.showEmptyState();
 
         this.reader = $('<div class="ai-sidebar-sr-only ai-sidebar-answer-live"></div>')
@@ -682,6 +695,7 @@
             self.historyRequest = null;
             self.serviceOk();
             self.renderHistory(Array.isArray(body && body.messages) ? body.messages : [], hit);
+            self.sessionUsage.load(sessionId);
             self.approvals.restore(sessionId);
         }).catch(function (err) {
             if (self.historyRequest !== request) {
@@ -899,6 +913,7 @@
                 self.conversation.markSaved();
             }
             self.refreshSessions(next.expectSaved);
+            self.sessionUsage.load(sessionId);
         });
     };
 
@@ -915,6 +930,7 @@
         this.historyFailed = false;
         this.keepDraft();
         this.conversation.start();
+        this.sessionUsage.clear();
         this.sessions.render();
         // A new chat starts with the default context: the chip removed in the last one comes back.
         this.contextChanged = false;
@@ -948,6 +964,7 @@
         this.stop();
         this.cancelSessionRefresh();
         this.watch.stop();
+        this.knowledgePanel.destroy();
         RED.events.off("workspace:change", this.onEditorContextChange);
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("deploy", this.refreshConfigs);

@@ -3,7 +3,7 @@
 // Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, optionally USERNAME + PASSWORD (adminAuth), QUESTION(S).
 // Modes: import, unknown-types, sessions, inert-html, explain, context, offline, configs, highlight, and those of
 // sidebar_conversation.js, sidebar_import_wait.js, sidebar_code_blocks.js,
-// sidebar_recovery.js, sidebar_a11y.js, sidebar_context_seen.js and sidebar_round2.js.
+// sidebar_recovery.js, sidebar_a11y.js, sidebar_context_seen.js, sidebar_round2.js and sidebar_panel.js.
 "use strict";
 const path = require("path");
 const editor = require("./editor");
@@ -501,7 +501,8 @@ const MODES = Object.assign({
     "highlight": highlightMode
 }, require("./sidebar_conversation").MODES, require("./sidebar_import_wait").MODES,
     require("./sidebar_code_blocks").MODES, require("./sidebar_recovery").MODES,
-    require("./sidebar_a11y").MODES, require("./sidebar_context_seen").MODES, require("./sidebar_round2").MODES);
+    require("./sidebar_a11y").MODES, require("./sidebar_context_seen").MODES, require("./sidebar_round2").MODES,
+    require("./sidebar_panel").MODES);
 
 function credentials() {
     return env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null;

@@ -1,0 +1,51 @@
+"use strict";
+
+const assert = require("assert");
+const notices = require("../resources/notices");
+
+describe("notices under an answer", function () {
+    it("lists each unknown node type once with the module to install or the closest installed type", function () {
+        const view = notices.noticeView({
+            type: "notice", code: "unknown_node_types",
+            message: "The flow in this answer uses node types that are not installed in this Node-RED: ...",
+            types: [
+                { type: "functon", closest: "function" },
+                { type: "influxdb out", module: "node-red-contrib-influxdb" },
+                { type: "functon", closest: "function" },
+                { type: "zz-sensor" },
+                { type: "ui_gauge", module: "node-red-dashboard", closest: "ui_base" },
+                { type: 42 }, null
+            ]
+        });
+        assert.deepStrictEqual(view.types, [
+            { type: "functon", closest: "function", module: null },
+            { type: "influxdb out", closest: null, module: "node-red-contrib-influxdb" },
+            { type: "zz-sensor", closest: null, module: null },
+            { type: "ui_gauge", closest: null, module: "node-red-dashboard" }
+        ]);
+        assert.deepStrictEqual(view.modules, ["node-red-contrib-influxdb", "node-red-dashboard"]);
+        assert.deepStrictEqual(view.types.map(notices.typeHint), [
+            { key: "closest", args: { type: "functon", closest: "function" } },
+            { key: "module", args: { type: "influxdb out", module: "node-red-contrib-influxdb" } },
+            { key: "unknown", args: { type: "zz-sensor" } },
+            { key: "module", args: { type: "ui_gauge", module: "node-red-dashboard" } }
+        ]);
+    });
+
+    it("shows another code's message as the service wrote it, and nothing for a notice without words", function () {
+        assert.deepStrictEqual(notices.noticeView({ type: "notice", code: "no_model", message: "  A model is needed. " }),
+            { code: "no_model", message: "A model is needed.", types: [], modules: [] });
+        assert.strictEqual(notices.noticeView({ type: "notice", code: "no_model" }), null);
+        assert.strictEqual(notices.noticeView({ type: "notice", code: "unknown_node_types", types: [] }), null);
+        assert.strictEqual(notices.noticeView(null), null);
+        assert.strictEqual(notices.noticeView({ type: "notice", message: "x".repeat(2500) }).message.length, 2001);
+    });
+
+    it("finds which of a notice's types a flow block uses, in the notice's order", function () {
+        const types = [{ type: "functon" }, { type: "influxdb out" }, { type: "zz-sensor" }];
+        const flow = [{ id: "a", type: "inject" }, { id: "b", type: "influxdb out" }, { id: "c", type: "functon" }];
+        assert.deepStrictEqual(notices.typesInFlow(flow, types), ["functon", "influxdb out"]);
+        assert.deepStrictEqual(notices.typesInFlow([{ id: "a", type: "inject" }], types), []);
+        assert.deepStrictEqual(notices.typesInFlow(null, types), []);
+    });
+});

@@ -302,6 +302,7 @@
 
     Answer.prototype.note = function (message) {
         this.render();
+        this.readOut(true);
         this.textElement = null;
         var self = this;
         this.sidebar.withScroll(function () {
@@ -330,6 +331,8 @@
             return;
         }
         this.render();
+        // The text block ends here: its last sentence goes to the screen reader before the block is closed.
+        this.readOut(true);
         this.textElement = null;
         var self = this;
         this.sidebar.withScroll(function () {

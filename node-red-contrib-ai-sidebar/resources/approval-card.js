@@ -132,6 +132,7 @@
                 this.sidebar.storage.set(lib().approvalDiff.tokenKey(event.runId, this.username), event.resumeToken);
             }
             answer.render();
+            answer.readOut(true);
             answer.textElement = null;
             this.renderCard(answer.element, event);
         } else if (event.type === "flow_change") {

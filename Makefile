@@ -34,12 +34,12 @@ lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: 
 	$(VENV)/bin/mypy
 	cd $(PALETTE) && npm run --silent lint
 
-# Five passes run at once: pytest on Node-RED 4.1 and on 5.x, each split in two (the browser tests, which mostly wait
-# for the editor and the scripted model, beside the others), and the palette's mocha specs. Each pass starts its own
-# Node-RED on free ports and writes screenshots under test-artifacts/node-red-<version>/; make prints each pass's
-# output whole when it ends (--output-sync) and fails when any pass fails.
+# Five passes, three at a time (more overloads a 2-core machine and makes timing-sensitive tests flaky): pytest on
+# Node-RED 4.1 and on 5.x, each split in two (the browser tests apart from the others), and the palette's mocha specs.
+# Each pass starts its own Node-RED on free ports and writes screenshots under test-artifacts/node-red-<version>/;
+# make prints each pass's output whole when it ends (--output-sync) and fails when any pass fails.
 test: test-deps $(CHROMIUM) $(NODERED5) ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
-	$(MAKE) --no-print-directory -j5 --output-sync=target test-python-4 test-browser-4 test-python-5 test-browser-5 \
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-python-4 test-python-5 test-browser-4 test-browser-5 \
 		test-node
 
 # On 5.x only the tests marked `nodered` (those that start a Node-RED, tests/conftest.py): the others cannot see which

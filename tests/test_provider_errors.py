@@ -137,7 +137,8 @@ async def test_the_agent_time_limit_names_its_own_setting_when_it_comes_first(ai
     model.default = Reply(text="far too late", delay=30)
     started = time.monotonic()
     events = await chat(client, message="What do my flows do?")
-    assert 1.8 <= time.monotonic() - started < 4.0
+    # Well under the model's 30 s delay and the 30 s provider timeout; the margin is for a loaded CI machine.
+    assert 1.8 <= time.monotonic() - started < 15.0
     [error] = errors(events)
     assert error["code"] == "agent_timeout" and "AI_AGENT_TIME_LIMIT" in error["message"]
     assert "within 2 seconds" in error["message"]

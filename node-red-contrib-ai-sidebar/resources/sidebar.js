@@ -251,12 +251,18 @@
             })
             .appendTo(header);
         RED.popover.tooltip(this.newChatButton, t("sidebar.newChatTooltip"));
-        // Which model answers: under the header, cut with an ellipsis when narrow (the tooltip has it whole).
+        // One line under the header: which model answers (cut with an ellipsis when narrow, the tooltip has it
+        // whole) and the open conversation's tokens and cost. One line, not two: on Node-RED 5 the sidebar section
+        // is short, and every line taken here is taken from the conversation.
+        this.headerLine = $('<div class="ai-sidebar-header-line"></div>').hide().appendTo(this.content);
         this.modelLine = $('<div class="ai-sidebar-model"></div>').hide()
             .append($('<i class="fa fa-microchip" aria-hidden="true"></i>'))
             .append($('<span class="ai-sidebar-model-name"></span>'))
-            .appendTo(this.content);
-        this.sessionUsage.element.appendTo(this.content);
+            .appendTo(this.headerLine);
+        this.sessionUsage.element.appendTo(this.headerLine);
+        this.sessionUsage.onChange = function () {
+            self.showHeaderLine();
+        };
         this.configPicker.note.appendTo(this.content);
         this.banner.element.appendTo(this.content);
 
@@ -346,11 +352,18 @@
             this.serviceModel);
         if (!model) {
             this.modelLine.hide();
-            return;
+        } else {
+            var title = t("sidebar.modelTooltip", { model: model.model || model.provider, provider: model.provider });
+            this.modelLine.attr("title", title).attr("aria-label", title).show()
+                .find(".ai-sidebar-model-name").text(model.text);
         }
-        var title = t("sidebar.modelTooltip", { model: model.model || model.provider, provider: model.provider });
-        this.modelLine.attr("title", title).attr("aria-label", title).show()
-            .find(".ai-sidebar-model-name").text(model.text);
+        this.showHeaderLine();
+    };
+
+    /** Show the line under the header while it has something to say: the model, the conversation's usage. */
+    AiSidebar.prototype.showHeaderLine = function () {
+        this.headerLine.toggle(this.modelLine.css("display") !== "none" ||
+            this.sessionUsage.element.css("display") !== "none");
     };
 
     /** Keep what the input holds as the open conversation's unsent question (it survives a reload). */

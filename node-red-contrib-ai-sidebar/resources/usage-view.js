@@ -45,15 +45,24 @@
     /**
      * The open conversation's totals, an element of the sidebar that shows itself once the service has counted a
      * turn of it. `load(sessionId)` asks again (a newer call wins over an older answer); `clear()` hides it.
+     * `onChange`, when set, is called each time it shows or hides.
      */
     function SessionUsage() {
         this.element = $('<div class="ai-sidebar-session-usage"></div>').hide();
         this.request = null;
+        this.onChange = null;
     }
+
+    SessionUsage.prototype.changed = function () {
+        if (this.onChange) {
+            this.onChange();
+        }
+    };
 
     SessionUsage.prototype.clear = function () {
         this.request = null;
         this.element.empty().hide();
+        this.changed();
     };
 
     SessionUsage.prototype.load = function (sessionId) {
@@ -68,6 +77,7 @@
             var parts = totals && lib().usage.usageParts(totals, locale());
             if (!parts) {
                 self.element.empty().hide();
+                self.changed();
                 return;
             }
             self.element.empty().append(line("ai-sidebar-session-usage-text", "usage.session", parts).contents())
@@ -75,10 +85,12 @@
                     { turns: totals.turns }))
                 .attr("data-session-id", sessionId)
                 .show();
+            self.changed();
         }, function () {
             // Totals are an extra: a service without the route, or one that is down (the banner says so), shows none.
             if (self.request === request) {
                 self.element.empty().hide();
+                self.changed();
             }
         });
     };

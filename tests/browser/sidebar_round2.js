@@ -190,6 +190,9 @@ async function headerModelMode(page, result) {
 module.exports.MODES["header-model"] = headerModelMode;
 
 async function conversationState(page) {
+    // What the user sees: after the next frame, when a resize of the list (the usage line coming under the header)
+    // has been answered by the sidebar's ResizeObserver.
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
     return page.evaluate(() => {
         const list = document.querySelector(".ai-sidebar-messages");
         return {

@@ -249,11 +249,12 @@ module.exports = function (RED) {
                     return nodeError(code, "property_not_string", { property: "msg." + property, type: typeof value });
                 }
             }
-            if (msg.sessionId !== undefined && msg.sessionId !== null && msg.sessionId !== "") {
-                body.sessionId = String(msg.sessionId);
-                if (!wellFormed(body.sessionId)) {
-                    return nodeError("invalid_session_id", "session_id_malformed");
-                }
+            const sessionId = sessionIdOf(msg);
+            if (sessionId instanceof Error) {
+                return sessionId;
+            }
+            if (sessionId) {
+                body.sessionId = sessionId;
             }
             const scenario = msg.scenario ? String(msg.scenario) : node.scenario;
             if (scenario) {
@@ -265,16 +266,43 @@ module.exports = function (RED) {
             if (msg.flowId !== undefined && msg.flowId !== null && msg.flowId !== "") {
                 body.selectedFlow = { id: String(msg.flowId) };
             }
-            if (node.configId) {
-                const settingsNode = configNode();
-                if (!settingsNode || typeof settingsNode.providerSettings !== "function") {
-                    return nodeError("config_not_found", "config_not_found", { id: node.configId });
-                }
-                try {
-                    body.provider = settingsNode.providerSettings();
-                } catch (err) {
-                    return describe(err);
-                }
+            return withProvider(body);
+        }
+
+        /**
+         * `msg.sessionId` as the conversation's name: "" when the flow set none, a coded Error when it is not one
+         * the service accepts (the caller has checked it is a string or a number).
+         *
+         * @param {object} msg
+         * @returns {string|Error}
+         */
+        function sessionIdOf(msg) {
+            if (msg.sessionId === undefined || msg.sessionId === null || msg.sessionId === "") {
+                return "";
+            }
+            const sessionId = String(msg.sessionId);
+            return wellFormed(sessionId) ? sessionId : nodeError("invalid_session_id", "session_id_malformed");
+        }
+
+        /**
+         * `body` with the chosen config node's provider settings, or a coded Error when that node is not deployed
+         * or its settings are refused.
+         *
+         * @param {object} body
+         * @returns {object|Error}
+         */
+        function withProvider(body) {
+            if (!node.configId) {
+                return body;
+            }
+            const settingsNode = configNode();
+            if (!settingsNode || typeof settingsNode.providerSettings !== "function") {
+                return nodeError("config_not_found", "config_not_found", { id: node.configId });
+            }
+            try {
+                body.provider = settingsNode.providerSettings();
+            } catch (err) {
+                return describe(err);
             }
             return body;
         }
@@ -295,29 +323,20 @@ module.exports = function (RED) {
                 return nodeError("invalid_resume", "invalid_resume");
             }
             const body = { resumeToken: resume.resumeToken, decisions: resume.decisions };
-            if (msg.sessionId !== undefined && msg.sessionId !== null && msg.sessionId !== "") {
-                if (typeof msg.sessionId !== "string" && typeof msg.sessionId !== "number") {
-                    return nodeError("invalid_session_id", "property_not_string",
-                        { property: "msg.sessionId", type: typeof msg.sessionId });
-                }
-                // Not sent in the body: it names the conversation header, part of the identity owning the token.
-                body.sessionId = String(msg.sessionId);
-                if (!wellFormed(body.sessionId)) {
-                    return nodeError("invalid_session_id", "session_id_malformed");
-                }
+            if (msg.sessionId !== undefined && msg.sessionId !== null && msg.sessionId !== "" &&
+                typeof msg.sessionId !== "string" && typeof msg.sessionId !== "number") {
+                return nodeError("invalid_session_id", "property_not_string",
+                    { property: "msg.sessionId", type: typeof msg.sessionId });
             }
-            if (node.configId) {
-                const settingsNode = configNode();
-                if (!settingsNode || typeof settingsNode.providerSettings !== "function") {
-                    return nodeError("config_not_found", "config_not_found", { id: node.configId });
-                }
-                try {
-                    body.provider = settingsNode.providerSettings();
-                } catch (err) {
-                    return describe(err);
-                }
+            // Not sent in the body: it names the conversation header, part of the identity owning the token.
+            const sessionId = sessionIdOf(msg);
+            if (sessionId instanceof Error) {
+                return sessionId;
             }
-            return body;
+            if (sessionId) {
+                body.sessionId = sessionId;
+            }
+            return withProvider(body);
         }
 
         /**

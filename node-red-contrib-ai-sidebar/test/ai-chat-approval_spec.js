@@ -8,36 +8,10 @@
  */
 
 const assert = require("assert");
-const path = require("path");
-const helper = require("node-red-node-test-helper");
-const { nodeRedMain } = require("./nodered");
-const { i18n } = require(require.resolve("@node-red/util", { paths: [nodeRedMain()] }));
-const aiChatModule = require("../nodes/ai-chat.js");
+const { helper, aiChatNode, streamAnswer, nextMessage, runtimeAndService } = require("./ai-chat-harness");
 const aiConfigNode = require("../nodes/ai-config.js");
-const helpers = require("./helpers");
 
-helper.init(nodeRedMain());
-
-const NAMESPACE = "node-red-contrib-ai-sidebar/ai-chat";
 const SERVICE_TOKEN = "service-token-for-ai-chat-approval-tests";
-
-function aiChatNode(RED) {
-    RED._ = function (key, values) {
-        return i18n._(NAMESPACE + ":" + key, values);
-    };
-    return aiChatModule(RED);
-}
-
-function frame(event) {
-    return "data: " + JSON.stringify(event) + "\n\n";
-}
-
-function streamAnswer(events, done) {
-    return function (req, res) {
-        res.writeHead(200, { "Content-Type": "text/event-stream" });
-        res.end(events.map(frame).join("") + frame(Object.assign({ type: "done" }, done)));
-    };
-}
 
 const ACTION = {
     tool: "add_nodes", args: { flow_id: "t1", nodes: [{ id: "a", type: "inject" }] },
@@ -61,12 +35,6 @@ function chatFlow(chat, outputs) {
     }));
 }
 
-function nextMessage(id) {
-    return new Promise(function (resolve) {
-        helper.getNode(id).once("input", resolve);
-    });
-}
-
 /** Fail when a helper node receives anything. */
 function never(id) {
     helper.getNode(id).on("input", function (msg) {
@@ -76,30 +44,11 @@ function never(id) {
 
 describe("ai-chat node with flow changes allowed", function () {
     this.timeout(10000);
+    const stack = runtimeAndService(SERVICE_TOKEN);
     let service;
 
-    before(async function () {
-        await new Promise(function (resolve) {
-            helper.startServer(resolve);
-        });
-        await i18n.registerMessageCatalog(NAMESPACE, path.join(__dirname, "..", "nodes", "locales"), "ai-chat.json");
-    });
-
-    after(function (done) {
-        helper.stopServer(done);
-    });
-
-    beforeEach(async function () {
-        service = await helpers.fakeService();
-        process.env.AI_SIDEBAR_SERVICE_URL = service.url;
-        process.env.AI_SIDEBAR_TOKEN = SERVICE_TOKEN;
-    });
-
-    afterEach(async function () {
-        await helper.unload();
-        await helpers.close(service.server);
-        delete process.env.AI_SIDEBAR_SERVICE_URL;
-        delete process.env.AI_SIDEBAR_TOKEN;
+    beforeEach(function () {
+        service = stack.service;
     });
 
     it("sends a run that waits for approval on the second output, with msg.approval and a one-line payload",

@@ -8,40 +8,16 @@
 
 const assert = require("assert");
 const path = require("path");
-const helper = require("node-red-node-test-helper");
-const { nodeRedMain } = require("./nodered");
-const { i18n } = require(require.resolve("@node-red/util", { paths: [nodeRedMain()] }));
-const aiChatModule = require("../nodes/ai-chat.js");
+const { helper, aiChatNode, frame, nextMessage, runtimeAndService } = require("./ai-chat-harness");
 const caughtError = require("../nodes/lib/caught-error");
-const helpers = require("./helpers");
 
-helper.init(nodeRedMain());
-
-const NAMESPACE = "node-red-contrib-ai-sidebar/ai-chat";
 const SECRET = "hunter2-never-to-the-model-5521";
-
-function aiChatNode(RED) {
-    RED._ = function (key, values) {
-        return i18n._(NAMESPACE + ":" + key, values);
-    };
-    return aiChatModule(RED);
-}
-
-function frame(event) {
-    return "data: " + JSON.stringify(event) + "\n\n";
-}
 
 function answer(text) {
     return function (req, res) {
         res.writeHead(200, { "Content-Type": "text/event-stream" });
         res.end(frame({ type: "token", content: text }) + frame({ type: "done", sessionId: "s" }));
     };
-}
-
-function nextMessage(id) {
-    return new Promise(function (resolve) {
-        helper.getNode(id).once("input", resolve);
-    });
 }
 
 /** Resolve with the first call of `method` (`warn`, `error`) on the node. */
@@ -69,30 +45,11 @@ function explainFlow(explain, catchScope, catchTarget, extra) {
 
 describe("ai-chat node in a catch path", function () {
     this.timeout(10000);
+    const stack = runtimeAndService("service-token-for-catch-tests");
     let service;
 
-    before(async function () {
-        await new Promise(function (resolve) {
-            helper.startServer(resolve);
-        });
-        await i18n.registerMessageCatalog(NAMESPACE, path.join(__dirname, "..", "nodes", "locales"), "ai-chat.json");
-    });
-
-    after(function (done) {
-        helper.stopServer(done);
-    });
-
-    beforeEach(async function () {
-        service = await helpers.fakeService();
-        process.env.AI_SIDEBAR_SERVICE_URL = service.url;
-        process.env.AI_SIDEBAR_TOKEN = "service-token-for-catch-tests";
-    });
-
-    afterEach(async function () {
-        await helper.unload();
-        await helpers.close(service.server);
-        delete process.env.AI_SIDEBAR_SERVICE_URL;
-        delete process.env.AI_SIDEBAR_TOKEN;
+    beforeEach(function () {
+        service = stack.service;
     });
 
     it("sends the caught error as data with the default question in the node's language, never the rest of msg",

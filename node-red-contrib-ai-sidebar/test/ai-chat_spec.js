@@ -8,18 +8,10 @@
 
 const assert = require("assert");
 const { EventEmitter, once } = require("events");
-const path = require("path");
-const helper = require("node-red-node-test-helper");
-const { nodeRedMain } = require("./nodered");
-// The i18n of the Node-RED under test (with NODE_RED_HOME another install than this package's devDependency).
-const { i18n } = require(require.resolve("@node-red/util", { paths: [nodeRedMain()] }));
-const aiChatModule = require("../nodes/ai-chat.js");
+const { helper, aiChatNode, streamAnswer, frame, nextMessage, runtimeAndService } = require("./ai-chat-harness");
 const aiConfigNode = require("../nodes/ai-config.js");
 const helpers = require("./helpers");
 
-helper.init(nodeRedMain());
-
-const NAMESPACE = "node-red-contrib-ai-sidebar/ai-chat";
 
 /**
  * An object nested `levels` deep (`{a: {a: ...}}`), built without recursion.
@@ -37,31 +29,8 @@ function nested(levels) {
     return top;
 }
 
-/**
- * The ai-chat module with its message catalog, as Node-RED loads it: the test helper's `RED._` returns the key
- * itself, so messages are translated here the way Node-RED's node API does (namespace of the node set).
- */
-function aiChatNode(RED) {
-    RED._ = function (key, values) {
-        return i18n._(NAMESPACE + ":" + key, values);
-    };
-    return aiChatModule(RED);
-}
-
 const SERVICE_TOKEN = "service-token-for-ai-chat-tests";
 const CONFIG_KEY = "sk-ai-config-key-that-must-never-be-logged-0042";
-
-function frame(event) {
-    return "data: " + JSON.stringify(event) + "\n\n";
-}
-
-/** An answer stream: the given events, then `done`. */
-function streamAnswer(events, done) {
-    return function (req, res) {
-        res.writeHead(200, { "Content-Type": "text/event-stream" });
-        res.end(events.map(frame).join("") + frame(Object.assign({ type: "done" }, done)));
-    };
-}
 
 /** Every text the helper's runtime logged, and every error a node reported, as one string. */
 function loggedText() {
@@ -96,40 +65,14 @@ function statusShown(node, text) {
     });
 }
 
-/** Resolve with the next message a helper node receives. */
-function nextMessage(id) {
-    return new Promise(function (resolve) {
-        helper.getNode(id).once("input", resolve);
-    });
-}
-
 describe("ai-chat node", function () {
     this.timeout(10000);
+    const stack = runtimeAndService(SERVICE_TOKEN);
     let service;
 
-    before(async function () {
-        await new Promise(function (resolve) {
-            helper.startServer(resolve);
-        });
-        await i18n.registerMessageCatalog(NAMESPACE, path.join(__dirname, "..", "nodes", "locales"), "ai-chat.json");
-    });
-
-    after(function (done) {
-        helper.stopServer(done);
-    });
-
-    beforeEach(async function () {
-        service = await helpers.fakeService();
+    beforeEach(function () {
+        service = stack.service;
         service.events = new EventEmitter();
-        process.env.AI_SIDEBAR_SERVICE_URL = service.url;
-        process.env.AI_SIDEBAR_TOKEN = SERVICE_TOKEN;
-    });
-
-    afterEach(async function () {
-        await helper.unload();
-        await helpers.close(service.server);
-        delete process.env.AI_SIDEBAR_SERVICE_URL;
-        delete process.env.AI_SIDEBAR_TOKEN;
     });
 
     it("answers with the service's text, tool results, usage and session", async function () {

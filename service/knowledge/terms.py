@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
+from service.knowledge import background
+
 log = logging.getLogger(__name__)
 
 FEW_ROWS = 2_000  # a term in at most this many rows is cheap to rank, however common it is (not kept here)
@@ -104,9 +106,4 @@ class TermStats:
 
     async def close(self) -> None:
         """Stop a running scan."""
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await background.stop(self._task)

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 import aiosqlite
 import numpy as np
 
+from service.knowledge import background
+
 log = logging.getLogger(__name__)
 
 TEXT_LIMIT = 6_000     # characters of a chunk embedded (help sections and code are cut, not split)
@@ -194,9 +196,4 @@ class EmbeddingIndex:
 
     async def close(self) -> None:
         """Stop a running fill."""
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await background.stop(self._task)

@@ -385,3 +385,25 @@ async def test_a_second_browser_of_the_same_user_gets_a_fresh_token_and_the_old_
         ["From elsewhere"]
     used = await service.post(path, json={}, headers=ALICE)
     assert used.status == 409 and (await used.json())["error"]["code"] == "approval_used"
+
+
+async def test_over_the_token_budget_a_run_is_not_resumed_and_its_token_stays_usable(aiohttp_client, write_settings,
+                                                                                     writable, model):
+    model.script(Reply(tool_calls=[{"name": "create_tab", "arguments": {"label": "Over budget"}}]),
+                 Reply(text="The tab is there."))
+    # Alice's first question spends more than the budget: the run waits for approval, the budget is used up.
+    budgeted = write_settings.model_copy(update={"daily_token_budget": 5})
+    service = await aiohttp_client(create_app(budgeted))
+    approval = (await chat(service, "make a tab"))[0]
+    asked, before = len(model.requests), deployed(writable)
+
+    refused = await resume(service, approval, {"type": "approve"})
+    assert refused.status == 429 and (await refused.json())["error"]["code"] == "budget_exceeded"
+    assert len(model.requests) == asked and deployed(writable) == before and audit(budgeted) == []
+
+    # With the budget raised, the same token resumes the run: nothing was recorded by the refusal.
+    await service.close()
+    service = await aiohttp_client(create_app(write_settings))
+    resumed = await events_of(await resume(service, approval, {"type": "approve"}))
+    assert resumed[1]["ok"] is True
+    assert any(n.get("label") == "Over budget" for n in deployed(writable)["flows"])

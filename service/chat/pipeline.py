@@ -295,16 +295,27 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     return result
 
 
-async def _within_budget(deps: ChatDeps, emit: Emit) -> bool:
-    """The daily token budget (``AI_SIDEBAR_DAILY_TOKEN_BUDGET``, per user ``AI_SIDEBAR_USER_TOKEN_BUDGETS``):
-    a caller that has used it up today (UTC) gets one ``budget_exceeded`` error and no model call (``False``)."""
+async def over_budget(deps: ChatDeps) -> ServiceError | None:
+    """The 429 ``budget_exceeded`` error when the caller has used up today's (UTC) tokens, else ``None``.
+
+    Budgets: ``AI_SIDEBAR_DAILY_TOKEN_BUDGET``, per user ``AI_SIDEBAR_USER_TOKEN_BUDGETS``; counted from the usage
+    rows in the memory database (none: no budget holds).
+    """
     budget = deps.settings.token_budget(deps.identity.name if deps.identity.kind == "user" else None)
     if not budget or deps.ledger is None:
-        return True
+        return None
     used = await UsageStore(deps.ledger).tokens_since(deps.identity, day_start())
     if used < budget:
+        return None
+    return ServiceError("budget_exceeded", status=429, params={"used": used, "budget": budget})
+
+
+async def _within_budget(deps: ChatDeps, emit: Emit) -> bool:
+    """Whether the model may be called: over the budget, one ``budget_exceeded`` error is emitted (``False``)."""
+    refusal = await over_budget(deps)
+    if refusal is None:
         return True
-    await emit(error_event(ServiceError("budget_exceeded", status=429, params={"used": used, "budget": budget})))
+    await emit(error_event(refusal))
     return False
 
 

@@ -10,8 +10,16 @@ import uuid
 from aiohttp import web
 
 from service import __version__
-from service.chat.approvals import AWAITING, plan_action
-from service.chat.pipeline import ChatDeps, ChatResult, new_result, run_chat, save_turn, save_usage
+from service.chat.approvals import AWAITING, plan_action, token_hash
+from service.chat.pipeline import (
+    ChatDeps,
+    ChatResult,
+    new_result,
+    over_budget,
+    run_chat,
+    save_turn,
+    save_usage,
+)
 from service.chat.resume import claim, continue_run, save_continuation
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
@@ -247,7 +255,8 @@ async def resume(request: web.Request) -> web.StreamResponse:
 
     Errors before the stream opens: 403 ``forbidden`` without write permission, 404 ``approval_not_found`` (also
     for another user's token), 409 ``approval_used``, 410 ``approval_expired``, 400 ``invalid_request`` /
-    ``invalid_params`` (decisions that do not fit the actions), 503 ``memory_unavailable``.
+    ``invalid_params`` (decisions that do not fit the actions), 429 ``budget_exceeded`` (a run that would call the
+    model, over today's token budget; the token stays usable), 503 ``memory_unavailable``.
     """
     body = await parse_body(request, ResumeRequest)
     if body.language:
@@ -258,8 +267,9 @@ async def resume(request: web.Request) -> web.StreamResponse:
     if approvals is None:
         raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
     with request.app[LIMITER].slot(caller.identity.principal):
-        claimed = await claim(approvals, request.app[TOOLS], caller.identity, body)
         deps = _chat_deps(request, caller, body.provider)
+        await _refuse_over_budget(approvals, body.resumeToken, deps)
+        claimed = await claim(approvals, request.app[TOOLS], caller.identity, body)
         result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
         stream = EventStream()
         send = localized(stream.send, request.app[MESSAGES], request_language(request))
@@ -287,6 +297,21 @@ async def resume(request: web.Request) -> web.StreamResponse:
             await stream.close()
             request.app[STREAMS].discard(stream)
         return stream.response
+
+
+async def _refuse_over_budget(approvals, resume_token: str, deps: ChatDeps) -> None:
+    """Refuse to resume a run that would call the model (an agent run, a ``@tools:`` call answered by the model)
+    when the caller is over today's token budget, before its decisions are recorded: the token stays usable.
+
+    Raises:
+        ServiceError: 429 ``budget_exceeded``.
+    """
+    approval = await approvals.store.approval(token_hash(resume_token))
+    if approval is None or approval["owner"] != deps.identity or approval["kind"] == "execute":
+        return  # an unknown or another's token is claim's to refuse; running a tool by name calls no model
+    refusal = await over_budget(deps)
+    if refusal is not None:
+        raise refusal
 
 
 def _recording(send, result: ChatResult):

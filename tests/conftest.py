@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
+from tests.support.health import wait_healthy
 from tests.support.model_server import ScriptedModelServer
 from tests.support.nodered import (
     NODE_BINARY,
@@ -118,18 +117,11 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{service_port}/healthz", timeout=1)
-            break
-        except OSError:
-            if process.poll() is not None:
-                raise RuntimeError(log_path.read_text()) from None
-            time.sleep(0.2)
-    else:
+    try:
+        wait_healthy(f"http://127.0.0.1:{service_port}/healthz", process, 60, 0.2)
+    except RuntimeError as err:
         process.kill()
-        raise RuntimeError(f"service did not start:\n{log_path.read_text()}")
+        raise RuntimeError(f"service did not start ({err}):\n{log_path.read_text()}") from None
     process.log_path = log_path
     process.service_port = service_port
     yield process

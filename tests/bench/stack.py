@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.health import wait_healthy
 from tests.support.nodered import EXAMPLES_DIR, PALETTE, REPO, NodeRed, free_port
 
 SERVICE_TOKEN = "bench-service-token-0123456789abcdef"
@@ -165,22 +166,6 @@ def bench_locales(target: Path) -> Path:
 
 
 # -- processes -----------------------------------------------------------------------------------------------
-
-def wait_healthy(url: str, process: subprocess.Popen | None, timeout: float, interval: float = 0.01) -> float:
-    """Poll ``url`` until it answers 200; returns the monotonic time it did. Raises ``RuntimeError``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as answer:
-                if answer.status == 200:
-                    return time.monotonic()
-        except (OSError, urllib.error.HTTPError):
-            pass
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
-        time.sleep(interval)
-    raise RuntimeError(f"{url} did not answer 200 within {timeout} s")
-
 
 def stop_process(process: subprocess.Popen | None, timeout: float = 10) -> None:
     if process is None or process.poll() is not None:

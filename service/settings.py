@@ -99,6 +99,13 @@ class Settings(EnvSettings):
                                                description="Node-RED user name → daily token budget, replacing "
                                                            "AI_SIDEBAR_DAILY_TOKEN_BUDGET for that user (0: none)")
 
+    context_tokens: int | None = Field(None, ge=512, validation_alias="AI_SIDEBAR_CONTEXT_TOKENS",
+                                       description="input tokens one model request may hold (the history is "
+                                                   "summarised to fit); unset: the model's window")
+    tool_search_threshold: int = Field(20, ge=1, validation_alias="AI_SIDEBAR_TOOL_SEARCH_THRESHOLD",
+                                       description="above this many tools the model picks at most 10 per request "
+                                                   "(LangChain's LLMToolSelectorMiddleware)")
+
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
 

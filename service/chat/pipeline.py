@@ -23,10 +23,10 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
+from service.chat.history import fitted_history
 from service.chat.prompts import (
     describe_flow,
     describe_nodes,
-    history_messages,
     system_message,
     tool_answer_prompt,
     with_caught_error,
@@ -246,7 +246,8 @@ class Turn:
     context: ServiceToolContext
     task: str = ""
     tool_run: ToolRun | None = None
-    history: list[dict[str, str]] | None = None  # read once, by the first step that needs it
+    history: list[dict[str, Any]] | None = None  # read once, by the first step that needs it
+    summary: str | None = None  # the stored summary of the turns before ``history`` (issue 22)
     retrieved: list[StoreResult] = field(default_factory=list)
 
 
@@ -284,7 +285,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         if turn.retrieved and await _answer_without_model(deps, turn, emit, result):
             return result
     messages = await _prompt(request, deps, turn, result)
-    agent = turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
+    agent = _uses_agent(deps, turn)
     if agent:
         await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
     else:
@@ -388,19 +389,32 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
         values["nodeRedVersion"] = await deps.nodered.version()
     messages: list[BaseMessage] = [system_message(turn.catalog, turn.scenario, values)]
     if turn.history is None:
-        turn.history = await _history(request, deps, result)
-    messages += history_messages(turn.history)
+        turn.history = await _history(request, deps, result, turn)
     question = with_caught_error(with_debug_messages(request.message, request.debugMessages), request.error)
     run = turn.tool_run
     if run is None:
-        messages.append(HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question))
-        return messages
-    messages.append(tool_answer_prompt(
-        question, turn.task, run.name,
-        deps.tools.for_model(run.name, run.output.text) if run.output else None,
-        run.failure.message if run.failure else None,
-        turn.catalog.data.answerInstruction))
-    return messages
+        asked = HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question)
+    else:
+        asked = tool_answer_prompt(
+            question, turn.task, run.name,
+            deps.tools.for_model(run.name, run.output.text) if run.output else None,
+            run.failure.message if run.failure else None,
+            turn.catalog.data.answerInstruction)
+    tools = _agent_tools(deps, turn) if _uses_agent(deps, turn) else []
+    history = await fitted_history(deps, result.session_id if result.session_existed else None, turn.summary,
+                                   turn.history, [*messages, asked], tools)
+    return [*messages, *history, asked]
+
+
+def _uses_agent(deps: ChatDeps, turn: Turn) -> bool:
+    """Whether the answer comes from the agent (tools offered) rather than a plain chat."""
+    return turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
+
+
+def _agent_tools(deps: ChatDeps, turn: Turn) -> list[str]:
+    """The tools an agent run of this turn is offered (see :func:`_agent_answer`)."""
+    offered = deps.tools.offered(turn.scenario.tools, permission=deps.permission, memory=deps.memory is not None)
+    return [name for name in offered if deps.approvals is not None or not deps.tools.writes(name)]
 
 
 async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
@@ -424,7 +438,7 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
             return
     query = request.message
     if is_follow_up(request.message):
-        turn.history = await _history(request, deps, result)
+        turn.history = await _history(request, deps, result, turn)
         query = standalone_query(request.message, turn.history)
     language = await slot.refresher.docs_language(turn.catalog.language)
     lexicon = slot.knowledge.lexicons.get(turn.catalog.language)
@@ -555,18 +569,23 @@ def _recording_errors(emit: Emit, result: ChatResult) -> Emit:
     return recording
 
 
-async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> list[dict[str, str]]:
-    """Earlier turns for the model: the session's window from memory, else what the client sent."""
+async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResult,
+                   turn: Turn) -> list[dict[str, Any]]:
+    """Earlier turns for the model: the session's turns after its stored summary (which goes to
+    ``turn.summary``) from memory, else what the client sent; :func:`fitted_history` fits them to the budget."""
     session_id = result.session_id
     if deps.memory is not None and request.sessionId:
         try:
             result.session_existed = await deps.memory.owns(deps.identity, session_id)
-            turns = await deps.memory.window(deps.identity, session_id) if result.session_existed else []
+            summary, turns = (await deps.memory.conversation(deps.identity, session_id) if result.session_existed
+                              else (None, []))
         except ServiceError as err:
             log.warning("history of session %s not read: %s", session_id, err.code)
-            turns = []
-        if turns:
-            return [{"role": t.role, "content": t.content} for t in turns]
+            summary, turns = None, []
+        if summary is not None:
+            turn.summary = summary.text
+        if turns or summary is not None:
+            return [{"role": t.role, "content": t.content, "id": t.id} for t in turns]
     return [turn.model_dump() for turn in request.history]
 
 

@@ -33,6 +33,7 @@ from service.chat.prompts import (
     with_debug_messages,
 )
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
+from service.chat.tool_search import tool_selector
 from service.errors import ServiceError, error_event
 from service.identity import ANONYMOUS, Identity
 from service.knowledge.flowcheck import flow_node_types, notice_message, unknown_types
@@ -83,6 +84,8 @@ ROUTER_PROMPT = ("Classify the user's message for a Node-RED assistant. Answer w
 REWRITE_PROMPT = ("The search query below found nothing relevant in Node-RED's node help or the user's flows. Rewrite "
                   "it as a short keyword query in the same language, using the words Node-RED's documentation would "
                   "use (node type names, properties). Answer with the query only.")
+# The ``notice`` of an external MCP server whose tools are unavailable (issue 22); English only for now.
+EXTERNAL_UNAVAILABLE = ("The MCP server {server} is unavailable ({reason}); its tools are left out of this answer.")
 FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
                               "invalid_params", "unknown_tool"})
 
@@ -412,9 +415,31 @@ def _uses_agent(deps: ChatDeps, turn: Turn) -> bool:
 
 
 def _agent_tools(deps: ChatDeps, turn: Turn) -> list[str]:
-    """The tools an agent run of this turn is offered (see :func:`_agent_answer`)."""
-    offered = deps.tools.offered(turn.scenario.tools, permission=deps.permission, memory=deps.memory is not None)
+    """The tools an agent run of this turn is offered (see :func:`_offered`)."""
+    return _offered(deps, turn.scenario.tools)
+
+
+def _offered(deps: ChatDeps, tool_names: list[str]) -> list[str]:
+    """The scenario's ``tool_names`` and the external MCP servers' tools, as far as this caller may use them.
+
+    Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
+    offered: they would read nothing; without an approval store no write tool is."""
+    names = [*tool_names, *(name for name in deps.tools.external_names() if name not in tool_names)]
+    offered = deps.tools.offered(names, permission=deps.permission, memory=deps.memory is not None)
     return [name for name in offered if deps.approvals is not None or not deps.tools.writes(name)]
+
+
+async def _external_notices(deps: ChatDeps, emit: Emit, known: set[str]) -> set[str]:
+    """One ``mcp_server_unavailable`` notice for each external MCP server that is unavailable and not in ``known``
+    (already told); returns all unavailable servers."""
+    external = deps.tools.external
+    unavailable = external.unavailable() if external else {}
+    for server, reason in unavailable.items():
+        if server not in known:
+            await emit(events.notice("mcp_server_unavailable", EXTERNAL_UNAVAILABLE.format(server=server,
+                                                                                           reason=reason),
+                                     server=server))
+    return set(unavailable)
 
 
 async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
@@ -653,11 +678,10 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     settings = deps.settings
     limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit,
                          settings.llm_timeout)
-    # Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
-    # offered: they would read nothing.
-    offered = deps.tools.offered(tool_names, permission=deps.permission, memory=deps.memory is not None)
-    if deps.approvals is None:
-        offered = [name for name in offered if not deps.tools.writes(name)]
+    if deps.tools.external:
+        await deps.tools.external.start()
+    told = await _external_notices(deps, emit, set())
+    offered = _offered(deps, tool_names)
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
     approval = AgentApproval(deps.approvals, resume.run_id if resume else uuid.uuid4().hex, deps.identity,
@@ -671,7 +695,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     async def agent_or_chat(model: BaseChatModel) -> None:
         nonlocal pending
         try:
-            pending = await run_agent(model, tools, messages, limits, emit, result, approval)
+            pending = await run_agent(model, tools, messages, limits, emit, result, approval,
+                                      tool_selector(offered, settings.tool_search_threshold))
         except Exception as exc:
             if result.answer or result.tools or system is None or not _tools_unsupported(exc):
                 raise
@@ -683,6 +708,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                 await events.relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, agent_or_chat)
+    await _external_notices(deps, emit, told)  # a server that died during the run
     if pending and approval is not None and deps.approvals is not None:
         saved = {"tools": offered, "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,

@@ -42,6 +42,7 @@ class ExternalServer:
     client: McpTools
     problem: str | None = None
     failed_at: float = 0.0
+    starting: asyncio.Task | None = None
 
     @property
     def name(self) -> str:
@@ -74,9 +75,13 @@ class ExternalServers:
     async def start(self) -> None:
         """Start every server that is not running (all at once, each within its ``startTimeout``); one that was
         tried within :data:`RETRY_SECONDS` and failed is left unavailable."""
-        due = [server for server in self.servers.values()
-               if not self._running(server) and time.monotonic() - server.failed_at >= RETRY_SECONDS]
-        await asyncio.gather(*(self._start(server) for server in due))
+        for server in self.servers.values():
+            due = not self._running(server) and time.monotonic() - server.failed_at >= RETRY_SECONDS
+            if due and (server.starting is None or server.starting.done()):
+                server.starting = asyncio.create_task(self._start(server), name=f"mcp-start-{server.name}")
+        # A start already under way (the service's own, at startup) is waited for, not repeated.
+        await asyncio.gather(*(asyncio.shield(server.starting) for server in self.servers.values()
+                               if server.starting is not None and not server.starting.done()))
 
     async def _start(self, server: ExternalServer) -> None:
         if await server.client.start():
@@ -144,10 +149,13 @@ class ExternalServers:
         except ToolFailure:
             if not self._running(server):
                 child = server.client._child  # noqa: SLF001
-                self._mark(server, child.error if child is not None and child.error else "it stopped")
+                self._mark(server, child.error if child is not None and child.error else "its process exited")
                 raise ToolFailure("tool_failed", f"The MCP server {server.name} stopped during {tool}: "
                                   f"{server.problem}") from None
             raise
 
     async def close(self) -> None:
+        for server in self.servers.values():
+            if server.starting is not None and not server.starting.done():
+                server.starting.cancel()
         await asyncio.gather(*(server.client.close() for server in self.servers.values()))

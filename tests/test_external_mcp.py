@@ -8,7 +8,9 @@ import json
 import re
 import sys
 
-from service.settings import McpServerConfig
+import pytest
+
+from service.settings import McpServerConfig, Settings, SettingsError
 from service.web.app import create_app
 from tests.support.many_tools_server import description, tool_names
 from tests.support.model_server import Reply
@@ -126,3 +128,20 @@ async def test_a_server_that_hangs_on_start_or_dies_mid_call_is_named_and_the_ch
     assert [e["server"] for e in events if e["type"] == "notice"] == ["stuck", "flaky"]
     assert "".join(e["content"] for e in events if e["type"] == "token") == "Answered without them."
     assert not [t for t in model.requests[0]["tools"] if t["function"]["name"].startswith(("flaky__", "stuck__"))]
+
+
+def test_the_yaml_file_names_external_servers_as_mcpServers_and_their_secrets_stay_hidden(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("mcpServers:\n  - name: tracker\n    command: npx\n    args: [-y, tracker-mcp]\n"
+                      "    env: {TRACKER_TOKEN: s3cret-value}\n  - name: docs\n    url: https://docs.example.com/mcp\n"
+                      "    headers: {Authorization: Bearer t0ken}\n    startTimeout: 5\n")
+    settings = Settings.from_env({"AI_SIDEBAR_CONFIG": str(config)})
+    tracker, docs = settings.mcp_servers
+    assert (tracker.command, tracker.args, tracker.env["TRACKER_TOKEN"].get_secret_value()) == \
+        ("npx", ["-y", "tracker-mcp"], "s3cret-value")
+    assert (docs.url, docs.start_timeout) == ("https://docs.example.com/mcp", 5)
+    assert "s3cret-value" not in repr(settings) and "t0ken" not in repr(settings)
+    both = tmp_path / "both.yaml"
+    both.write_text("mcpServers:\n  - {name: x, command: a, url: 'http://b'}\n")
+    with pytest.raises(SettingsError, match="either command"):
+        Settings.from_env({"AI_SIDEBAR_CONFIG": str(both)})

@@ -145,3 +145,15 @@ def test_the_yaml_file_names_external_servers_as_mcpServers_and_their_secrets_st
     both.write_text("mcpServers:\n  - {name: x, command: a, url: 'http://b'}\n")
     with pytest.raises(SettingsError, match="either command"):
         Settings.from_env({"AI_SIDEBAR_CONFIG": str(both)})
+
+
+async def test_an_external_tool_not_annotated_read_only_waits_for_approval(aiohttp_client, settings, model):
+    client = await aiohttp_client(create_app(settings.model_copy(
+        update={"mcp_servers": [server("work")], "tool_search_threshold": 1000})))
+    model.script(Reply(tool_calls=[{"name": "work__jira_create", "arguments": {"query": "printer jam"}}]))
+    events = await chat(client, "open a ticket about the printer jam")
+    approval = [e for e in events if e["type"] == "approval_required"]
+    assert approval and approval[0]["actions"][0]["tool"] == "work__jira_create", events
+    assert approval[0]["actions"][0]["args"] == {"query": "printer jam"}
+    assert events[-1] == {**events[-1], "type": "done", "status": "awaiting_approval"}
+    assert not [e for e in events if e["type"] == "tool_result" and e["tool"] == "work__jira_create"]

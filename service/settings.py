@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from service.llm.prices import ModelPrice
 from service.nodered.settings import (
@@ -39,6 +39,30 @@ def bundled(name: str) -> Path:
     ``service/locales``, ``service/examples``; see pyproject.toml), else the checkout's top-level folder."""
     packaged = Path(__file__).resolve().parent / name
     return packaged if packaged.is_dir() else REPO_ROOT / name
+
+
+class McpServerConfig(BaseModel):
+    """One external MCP server (``MCP_SERVERS``, in the YAML file ``mcpServers:``): ``name`` (its tools are offered
+    as ``<name>__<tool>``), and either a stdio ``command`` with ``args`` and ``env`` or a streamable HTTP ``url``
+    with ``headers``. ``env`` values and ``headers`` are secrets: never logged or returned. ``startTimeout`` and
+    ``callTimeout`` are seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", max_length=24)
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    url: str | None = Field(None, pattern=r"^https?://")
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    start_timeout: float = Field(15.0, gt=0, alias="startTimeout")
+    call_timeout: float = Field(60.0, gt=0, alias="callTimeout")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name}: give either command (stdio) or url (streamable HTTP)")
+        return self
 
 
 class Settings(EnvSettings):
@@ -99,6 +123,15 @@ class Settings(EnvSettings):
                                                description="Node-RED user name → daily token budget, replacing "
                                                            "AI_SIDEBAR_DAILY_TOKEN_BUDGET for that user (0: none)")
 
+    context_tokens: int | None = Field(None, ge=512, validation_alias="AI_SIDEBAR_CONTEXT_TOKENS",
+                                       description="input tokens one model request may hold (the history is "
+                                                   "summarised to fit); unset: the model's window")
+    tool_search_threshold: int = Field(20, ge=1, validation_alias="AI_SIDEBAR_TOOL_SEARCH_THRESHOLD",
+                                       description="above this many tools the model picks at most 10 per request "
+                                                   "(LangChain's LLMToolSelectorMiddleware)")
+
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list, validation_alias="MCP_SERVERS",
+                                               description="external MCP servers whose tools join the agent's")
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
 
@@ -118,6 +151,15 @@ class Settings(EnvSettings):
         if unknown:
             raise ValueError(f"{', '.join(unknown)} is not a write tool; write tools: {', '.join(WRITE_TOOL_NAMES)}")
         return policies
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_servers(cls, servers: list[McpServerConfig]) -> list[McpServerConfig]:
+        names = [server.name for server in servers]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"MCP server names must be unique: {', '.join(twice)}")
+        return servers
 
     @field_validator("user_token_budgets")
     @classmethod

@@ -707,7 +707,7 @@
             }
             self.historyRequest = null;
             self.serviceOk();
-            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : [], hit);
+            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : [], hit, body && body.summary);
             self.sessionUsage.load(sessionId);
             self.approvals.restore(sessionId);
         }).catch(function (err) {
@@ -731,8 +731,12 @@
         });
     };
 
-    /** Show a session's stored messages, at the latest one, or at the one a search `hit` (searchHits.rows) found. */
-    AiSidebar.prototype.renderHistory = function (messages, hit) {
+    /**
+     * Show a session's stored messages, at the latest one, or at the one a search `hit` (searchHits.rows) found;
+     * with `summary` ({throughId}: the service summarised the messages up to that id for the model) a one-line
+     * note after the last of them (before the first shown message when all are newer).
+     */
+    AiSidebar.prototype.renderHistory = function (messages, hit, summary) {
         var self = this;
         var found = hit ? lib.searchHits.messageIndex(messages, hit) : -1;
         var foundElement = null;
@@ -741,9 +745,18 @@
             return;
         }
         this.messages.empty();
+        var summarisedThrough = summary && typeof summary.throughId === "number" ? summary.throughId : null;
+        if (summarisedThrough !== null && !(messages[0] && messages[0].id <= summarisedThrough)) {
+            self.appendSummaryNote();
+            summarisedThrough = null;
+        }
         messages.forEach(function (message, index) {
             if (!message || typeof message.content !== "string") {
                 return;
+            }
+            if (summarisedThrough !== null && message.id > summarisedThrough) {
+                self.appendSummaryNote();
+                summarisedThrough = null;
             }
             if (message.role === "user") {
                 self.appendUserMessage(message.content, lib.editorContext.sentView(message.metadata, t,
@@ -769,11 +782,22 @@
                 }
             }
         });
+        if (summarisedThrough !== null) {
+            this.appendSummaryNote();
+        }
         if (foundElement) {
             this.showFound(foundElement);
         } else {
             this.scrollToBottom();
         }
+    };
+
+    /** The one-line note where the conversation the model still sees verbatim starts. */
+    AiSidebar.prototype.appendSummaryNote = function () {
+        $('<div class="ai-sidebar-note ai-sidebar-summarised" role="note"></div>')
+            .append($('<i class="fa fa-compress" aria-hidden="true"></i>'))
+            .append(document.createTextNode(" " + t("history.summarised")))
+            .appendTo(this.messages);
     };
 
     /** Open the conversation at a message a search found: scrolled to its top, marked until the next search. */

@@ -141,13 +141,14 @@ class UnrunnableToolCalls(AgentMiddleware):
 
 async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages: list[BaseMessage],
                     limits: AgentLimits, emit: Emit, result: ChatResult,
-                    approval: AgentApproval | None = None) -> list[dict[str, Any]] | None:
+                    approval: AgentApproval | None = None,
+                    selector: AgentMiddleware | None = None) -> list[dict[str, Any]] | None:
     """Run the agent over ``messages`` (system prompt first), streaming its text as ``token`` events.
 
     With ``approval`` (the run offers write tools) the agent runs with the checkpointer under the run's thread id
     and pauses before writes (see :mod:`service.chat.approvals`); ``approval.resume`` continues a paused run
-    instead of starting with ``messages``. Returns the actions the paused run waits for, or ``None`` when it
-    ended.
+    instead of starting with ``messages``. ``selector`` (tool search, see :mod:`service.chat.tool_search`) picks
+    the tools each model call is sent. Returns the actions the paused run waits for, or ``None`` when it ended.
 
     Raises:
         ServiceError: ``agent_limit`` (model or tool calls exhausted), ``agent_timeout`` (the run passed
@@ -164,6 +165,7 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
         ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="error"),
         *(approval.middleware() if approval is not None else ()),
         UnrunnableToolCalls([tool.name for tool in tools], emit, result),
+        *((selector,) if selector is not None else ()),
         watch.middleware(),
     ]
     agent = create_agent(model, tools, middleware=middleware,

@@ -23,16 +23,17 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
+from service.chat.history import fitted_history
 from service.chat.prompts import (
     describe_flow,
     describe_nodes,
-    history_messages,
     system_message,
     tool_answer_prompt,
     with_caught_error,
     with_debug_messages,
 )
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
+from service.chat.tool_search import tool_selector
 from service.errors import ServiceError, error_event
 from service.identity import ANONYMOUS, Identity
 from service.knowledge.flowcheck import flow_node_types, notice_message, unknown_types
@@ -83,6 +84,8 @@ ROUTER_PROMPT = ("Classify the user's message for a Node-RED assistant. Answer w
 REWRITE_PROMPT = ("The search query below found nothing relevant in Node-RED's node help or the user's flows. Rewrite "
                   "it as a short keyword query in the same language, using the words Node-RED's documentation would "
                   "use (node type names, properties). Answer with the query only.")
+# The ``notice`` of an external MCP server whose tools are unavailable (issue 22); English only for now.
+EXTERNAL_UNAVAILABLE = ("The MCP server {server} is unavailable ({reason}); its tools are left out of this answer.")
 FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
                               "invalid_params", "unknown_tool"})
 
@@ -246,7 +249,8 @@ class Turn:
     context: ServiceToolContext
     task: str = ""
     tool_run: ToolRun | None = None
-    history: list[dict[str, str]] | None = None  # read once, by the first step that needs it
+    history: list[dict[str, Any]] | None = None  # read once, by the first step that needs it
+    summary: str | None = None  # the stored summary of the turns before ``history`` (issue 22)
     retrieved: list[StoreResult] = field(default_factory=list)
 
 
@@ -284,7 +288,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         if turn.retrieved and await _answer_without_model(deps, turn, emit, result):
             return result
     messages = await _prompt(request, deps, turn, result)
-    agent = turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
+    agent = _uses_agent(deps, turn)
     if agent:
         await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
     else:
@@ -399,19 +403,54 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
         values["nodeRedVersion"] = await deps.nodered.version()
     messages: list[BaseMessage] = [system_message(turn.catalog, turn.scenario, values)]
     if turn.history is None:
-        turn.history = await _history(request, deps, result)
-    messages += history_messages(turn.history)
+        turn.history = await _history(request, deps, result, turn)
     question = with_caught_error(with_debug_messages(request.message, request.debugMessages), request.error)
     run = turn.tool_run
     if run is None:
-        messages.append(HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question))
-        return messages
-    messages.append(tool_answer_prompt(
-        question, turn.task, run.name,
-        deps.tools.for_model(run.name, run.output.text) if run.output else None,
-        run.failure.message if run.failure else None,
-        turn.catalog.data.answerInstruction))
-    return messages
+        asked = HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question)
+    else:
+        asked = tool_answer_prompt(
+            question, turn.task, run.name,
+            deps.tools.for_model(run.name, run.output.text) if run.output else None,
+            run.failure.message if run.failure else None,
+            turn.catalog.data.answerInstruction)
+    tools = _agent_tools(deps, turn) if _uses_agent(deps, turn) else []
+    history = await fitted_history(deps, result.session_id if result.session_existed else None, turn.summary,
+                                   turn.history, [*messages, asked], tools)
+    return [*messages, *history, asked]
+
+
+def _uses_agent(deps: ChatDeps, turn: Turn) -> bool:
+    """Whether the answer comes from the agent (tools offered) rather than a plain chat."""
+    return turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
+
+
+def _agent_tools(deps: ChatDeps, turn: Turn) -> list[str]:
+    """The tools an agent run of this turn is offered (see :func:`_offered`)."""
+    return _offered(deps, turn.scenario.tools)
+
+
+def _offered(deps: ChatDeps, tool_names: list[str]) -> list[str]:
+    """The scenario's ``tool_names`` and the external MCP servers' tools, as far as this caller may use them.
+
+    Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
+    offered: they would read nothing; without an approval store no write tool is."""
+    names = [*tool_names, *(name for name in deps.tools.external_names() if name not in tool_names)]
+    offered = deps.tools.offered(names, permission=deps.permission, memory=deps.memory is not None)
+    return [name for name in offered if deps.approvals is not None or not deps.tools.writes(name)]
+
+
+async def _external_notices(deps: ChatDeps, emit: Emit, known: set[str]) -> set[str]:
+    """One ``mcp_server_unavailable`` notice for each external MCP server that is unavailable and not in ``known``
+    (already told); returns all unavailable servers."""
+    external = deps.tools.external
+    unavailable = external.unavailable() if external else {}
+    for server, reason in unavailable.items():
+        if server not in known:
+            await emit(events.notice("mcp_server_unavailable", EXTERNAL_UNAVAILABLE.format(server=server,
+                                                                                           reason=reason),
+                                     server=server))
+    return set(unavailable)
 
 
 async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
@@ -435,7 +474,7 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
             return
     query = request.message
     if is_follow_up(request.message):
-        turn.history = await _history(request, deps, result)
+        turn.history = await _history(request, deps, result, turn)
         query = standalone_query(request.message, turn.history)
     language = await slot.refresher.docs_language(turn.catalog.language)
     lexicon = slot.knowledge.lexicons.get(turn.catalog.language)
@@ -566,18 +605,23 @@ def _recording_errors(emit: Emit, result: ChatResult) -> Emit:
     return recording
 
 
-async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResult) -> list[dict[str, str]]:
-    """Earlier turns for the model: the session's window from memory, else what the client sent."""
+async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResult,
+                   turn: Turn) -> list[dict[str, Any]]:
+    """Earlier turns for the model: the session's turns after its stored summary (which goes to
+    ``turn.summary``) from memory, else what the client sent; :func:`fitted_history` fits them to the budget."""
     session_id = result.session_id
     if deps.memory is not None and request.sessionId:
         try:
             result.session_existed = await deps.memory.owns(deps.identity, session_id)
-            turns = await deps.memory.window(deps.identity, session_id) if result.session_existed else []
+            summary, turns = (await deps.memory.conversation(deps.identity, session_id) if result.session_existed
+                              else (None, []))
         except ServiceError as err:
             log.warning("history of session %s not read: %s", session_id, err.code)
-            turns = []
-        if turns:
-            return [{"role": t.role, "content": t.content} for t in turns]
+            summary, turns = None, []
+        if summary is not None:
+            turn.summary = summary.text
+        if turns or summary is not None:
+            return [{"role": t.role, "content": t.content, "id": t.id} for t in turns]
     return [turn.model_dump() for turn in request.history]
 
 
@@ -645,11 +689,10 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     settings = deps.settings
     limits = AgentLimits(settings.agent_max_model_calls, settings.agent_max_tool_calls, settings.agent_time_limit,
                          settings.llm_timeout)
-    # Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
-    # offered: they would read nothing.
-    offered = deps.tools.offered(tool_names, permission=deps.permission, memory=deps.memory is not None)
-    if deps.approvals is None:
-        offered = [name for name in offered if not deps.tools.writes(name)]
+    if deps.tools.external:
+        await deps.tools.external.start()
+    told = await _external_notices(deps, emit, set())
+    offered = _offered(deps, tool_names)
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
     approval = AgentApproval(deps.approvals, resume.run_id if resume else uuid.uuid4().hex, deps.identity,
@@ -663,7 +706,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     async def agent_or_chat(model: BaseChatModel) -> None:
         nonlocal pending
         try:
-            pending = await run_agent(model, tools, messages, limits, emit, result, approval)
+            pending = await run_agent(model, tools, messages, limits, emit, result, approval,
+                                      tool_selector(offered, settings.tool_search_threshold))
         except Exception as exc:
             if result.answer or result.tools or system is None or not _tools_unsupported(exc):
                 raise
@@ -675,6 +719,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                 await events.relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, agent_or_chat)
+    await _external_notices(deps, emit, told)  # a server that died during the run
     if pending and approval is not None and deps.approvals is not None:
         saved = {"tools": offered, "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from service.chat.scenarios import Catalog, Scenario, fill_placeholders
 from service.nodered.redaction import redact_text
@@ -107,13 +107,3 @@ def tool_answer_prompt(question: str, task: str, tool: str, result_text: str | N
     parts.append(answer_instruction)
     return HumanMessage("\n\n".join(parts))
 
-
-def history_messages(history: list[dict[str, str]]) -> list[BaseMessage]:
-    """Earlier turns (``[{role: "user"|"assistant", content}]``) as LangChain messages, in order."""
-    out: list[BaseMessage] = []
-    for turn in history:
-        if turn.get("role") == "user":
-            out.append(HumanMessage(turn.get("content", "")))
-        elif turn.get("role") == "assistant":
-            out.append(AIMessage(turn.get("content", "")))
-    return out

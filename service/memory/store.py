@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 HISTORY_WINDOW = 50          # at most this many messages of a session go back to the model
 HISTORY_MAX_CHARS = 40_000   # and at most this many characters (newest first)
+# At most this many unsummarised messages are read for summarisation (a session older than summaries, imported).
+HISTORY_BACKLOG = 1_000
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the seed's two tables, sessions, FTS5 over messages and knowledge, kept in sync by triggers.
@@ -234,6 +236,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX turn_usage_owner ON turn_usage(owner_kind, owner, created_at);
     CREATE INDEX turn_usage_created ON turn_usage(created_at);
     """,
+    # 5: the summary of a session's earlier turns (issue 22): one per session, covering its messages up to
+    # ``through_id``; the turns after it go to the model verbatim. Replaced when the conversation is summarised again.
+    """
+    CREATE TABLE session_summaries (
+        session_key INTEGER PRIMARY KEY REFERENCES sessions(key) ON DELETE CASCADE,
+        summary TEXT NOT NULL,
+        through_id INTEGER NOT NULL,
+        created_at REAL NOT NULL
+    );
+    """,
 )
 
 
@@ -272,6 +284,16 @@ class Turn:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "role": self.role, "content": self.content, "metadata": self.metadata,
                 "createdAt": self.created_at}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A session's summary of its messages up to ``through_id`` (written by the model; ``created_at`` Unix
+    seconds)."""
+
+    text: str
+    through_id: int
+    created_at: float
 
 
 def _session_dict(row: aiosqlite.Row) -> dict[str, Any]:
@@ -560,6 +582,48 @@ class MemoryStore:
         while kept and kept[0].role != "user":
             kept.pop(0)
         return kept
+
+    async def conversation(self, owner: Identity, session_id: str) -> tuple[Summary | None, list[Turn]]:
+        """What summarisation starts from: the session's stored summary (``None``: none yet) and every message
+        after it, oldest first (at most the newest :data:`HISTORY_BACKLOG`); ``(None, [])`` for a session the owner
+        does not have."""
+        row = await self._owned(owner, session_id)
+        if row is None:
+            return None, []
+        summary = await self._summary(row["key"])
+        cursor = await self._db.execute(
+            "SELECT * FROM (SELECT * FROM short_term_memory WHERE session_key = ? AND id > ? ORDER BY id DESC "
+            "LIMIT ?) ORDER BY id", (row["key"], summary.through_id if summary else 0, HISTORY_BACKLOG))
+        turns = [Turn(r["id"], r["message_type"], r["content"], json.loads(r["metadata"]), r["created_at"])
+                 for r in await cursor.fetchall()]
+        return summary, turns
+
+    async def summary(self, owner: Identity, session_id: str) -> Summary | None:
+        """The owner's session's summary, ``None`` when it has none. Raises :class:`SessionNotFound`."""
+        return await self._summary((await self._existing(owner, session_id))["key"])
+
+    async def _summary(self, session_key: int) -> Summary | None:
+        cursor = await self._db.execute(
+            "SELECT summary, through_id, created_at FROM session_summaries WHERE session_key = ?", (session_key,))
+        found = await cursor.fetchone()
+        return Summary(found["summary"], found["through_id"], found["created_at"]) if found else None
+
+    async def save_summary(self, owner: Identity, session_id: str, text: str, through_id: int) -> bool:
+        """Keep ``text`` as the summary of the owner's session up to message ``through_id`` (replacing the one
+        before); ``False`` when the session no longer exists.
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        row = await self._owned(owner, session_id)
+        if row is None:
+            return False
+        await self._write([
+            ("INSERT INTO session_summaries(session_key, summary, through_id, created_at) VALUES (?, ?, ?, ?) "
+             "ON CONFLICT(session_key) DO UPDATE SET summary = excluded.summary, through_id = excluded.through_id, "
+             "created_at = excluded.created_at", (row["key"], text, through_id, time.time())),
+        ])
+        return True
 
     async def sessions(self, owner: Identity) -> list[dict[str, Any]]:
         """The owner's sessions, pinned first, then most recently updated."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Collection, Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -67,10 +68,17 @@ class _YamlFileSource(YamlConfigSettingsSource):
             raise SettingsError(f"{CONFIG_FILE_VARIABLE}={self._path} cannot be read: {err}") from None
         if not isinstance(loaded, dict):
             raise SettingsError(f"{CONFIG_FILE_VARIABLE}={self._path} must hold a mapping of setting names")
+        loaded = {_variable(name): value for name, value in loaded.items()}
         for name in loaded:
-            if str(name).upper() not in self._accepted:
+            if name not in self._accepted:
                 raise SettingsError(f"{CONFIG_FILE_VARIABLE}: unknown setting {name!r}")
-        return {str(name).upper(): value for name, value in loaded.items() if str(name).upper() in self._own}
+        return {name: value for name, value in loaded.items() if name in self._own}
+
+
+def _variable(key: Any) -> str:
+    """A YAML key as its variable name: ``node_red_url`` and ``mcpServers`` (camel case) are ``NODE_RED_URL`` and
+    ``MCP_SERVERS``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(key)).upper()
 
 
 # The sources ``EnvSettings.load`` chose for one construction, with the class they were built for; unset, a model

@@ -15,7 +15,8 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -99,12 +100,18 @@ class McpTools:
         env: extra environment for it.
         start_timeout: seconds for the child to start and list its tools.
         call_timeout: seconds for one tool call.
+        transport: opens the connection instead of running ``command`` over stdio (an external server's
+            streamable HTTP client): an async context manager yielding the read and write streams first.
+        retry: whether a call the child died in is run again in a new child (only when every tool only reads).
     """
 
     def __init__(self, command: list[str], env: dict[str, str], start_timeout: float = 30.0,
-                 call_timeout: float = 60.0):
+                 call_timeout: float = 60.0, transport: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+                 retry: bool = True):
         self.command = command
         self._env = env
+        self._transport = transport
+        self._retry = retry
         self._start_timeout = start_timeout
         self._call_timeout = call_timeout
         self._child: _Child | None = None
@@ -203,7 +210,7 @@ class McpTools:
                 child = await self._live_child()
                 return await self._call(child, name, params, meta)
             except _ChildGone as gone:
-                if attempt == 2 or self._closed:
+                if attempt == 2 or self._closed or not self._retry:
                     raise ToolFailure("tool_failed", key="tool_failed.unavailable",
                                       params={"reason": str(gone), "tool": name}) from None
                 log.warning("MCP server died (%s); starting it again for %s", gone, name)
@@ -267,8 +274,10 @@ class McpTools:
     async def _supervise(self, child: _Child) -> None:
         command, *args = self.command
         params = StdioServerParameters(command=command, args=args, env=self._env)
+        connect = self._transport or (lambda: stdio_client(params, errlog=sys.stderr))
         try:
-            async with stdio_client(params, errlog=sys.stderr) as (read, write):
+            async with connect() as streams:
+                read, write = streams[0], streams[1]
                 # Relay the child's messages so that the end of its stdout (the child died) is seen at once,
                 # not only by a request that happens to be waiting.
                 relay_send, relay_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)

@@ -17,6 +17,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
+from service.tools.external_mcp import ExternalServers
 from service.tools.knowledge_tools import KNOWLEDGE_TOOLS
 from service.tools.mcp_client import McpTools
 from service.tools.memory_tools import MEMORY_TOOLS
@@ -67,14 +68,24 @@ class ToolRegistry:
     Args:
         tools: the in-process declarations; default :func:`default_tools`.
         mcp: the MCP child, or ``None``.
+        external: the user's external MCP servers (``MCP_SERVERS``), whose tools are ``<server>__<tool>``.
     """
 
-    def __init__(self, tools: Iterable[Tool] | None = None, mcp: McpTools | None = None):
+    def __init__(self, tools: Iterable[Tool] | None = None, mcp: McpTools | None = None,
+                 external: ExternalServers | None = None):
         self._local = {tool.name: tool for tool in (default_tools() if tools is None else tools)}
         self.mcp = mcp
+        self.external = external
 
     def names(self) -> list[str]:
-        return sorted(set(self._local) | set(self.mcp.names if self.mcp else ()))
+        return sorted(set(self._local) | set(self.mcp.names if self.mcp else ()) | set(self.external_names()))
+
+    def external_names(self) -> list[str]:
+        """The tools of the external MCP servers now running (``<server>__<tool>``)."""
+        return self.external.names if self.external else []
+
+    def _external(self, name: str) -> bool:
+        return name in self.external_names()
 
     def resolve(self, name: str | None) -> str | None:
         """The registered name ``name`` stands for (``get-flow`` → ``get_flow``), or ``None`` when none."""
@@ -83,6 +94,8 @@ class ToolRegistry:
         wanted = canonical_name(name)
         if wanted in self._local:
             return wanted
+        if self._external(name):
+            return name
         for known in self.mcp.names if self.mcp else ():
             if canonical_name(known) == wanted:
                 return known
@@ -111,6 +124,8 @@ class ToolRegistry:
     def writes(self, name: str | None) -> bool:
         """Whether tool ``name`` (any spelling) changes Node-RED, so that it runs only with an approval record."""
         tool = self._local.get(canonical_name(name or ""))
+        if tool is None and self.external is not None and self._external(name or ""):
+            return self.external.writes(name or "")  # not annotated read-only: a write (issue 22)
         return tool is not None and tool.access == "write"
 
     async def preview(self, name: str, params: dict[str, Any], context: ToolContext) -> dict[str, Any]:
@@ -121,15 +136,17 @@ class ToolRegistry:
         Raises:
             ToolFailure: the tool's failure (``node_not_found``, ``flow_not_found``, a Node-RED error code, ...).
         """
-        tool = self._local[canonical_name(name)]
-        if tool.preview is not None:
+        tool = self._local.get(canonical_name(name))
+        if tool is not None and tool.preview is not None:
             return await tool.preview(context, params)
-        return {"summary": f"Run {tool.name} with {params}.",
+        return {"summary": f"Run {tool.name if tool else name} with {params}.",
                 "diff": {"added": [], "removed": [], "changed": [], "wires": {"added": [], "removed": []}}}
 
     def _required(self, name: str) -> Permission:
         tool = self._local.get(name)
-        return tool.permission if tool is not None else "read"  # the bundled MCP server only reads
+        if tool is None:  # the bundled MCP server only reads; an external tool may write
+            return "write" if self.writes(name) else "read"
+        return tool.permission
 
     def _unknown(self, name: str) -> ToolFailure:
         return ToolFailure("unknown_tool", params={"tool": name, "tools": ", ".join(self.names())})
@@ -145,6 +162,8 @@ class ToolRegistry:
         if tool is not None:
             return tool.description, _json_schema(tool)
         listed = self.mcp.tool(resolved) if self.mcp is not None and resolved else None
+        if self.external is not None and resolved and self._external(resolved):
+            listed = self.external.tool(resolved)
         if listed is None:
             raise self._unknown(name)
         return listed.description or listed.name, listed.inputSchema
@@ -160,6 +179,8 @@ class ToolRegistry:
             raise self._unknown(name)
         if resolved in self._local:
             return self._local[resolved].parse(params)
+        if self.external is not None and self._external(resolved):
+            return self.external.parse(resolved, params)
         if self.mcp is None:  # unreachable: resolve() names MCP tools only when there is a child
             raise self._unknown(name)
         await self.mcp.listed()  # the child starts in the background: its schemas decide what is valid
@@ -182,6 +203,8 @@ class ToolRegistry:
             raise ToolFailure("forbidden", key="forbidden.write")
         if resolved in self._local:
             return await self._local[resolved].run(context, **params)
+        if self.external is not None and self._external(resolved):
+            return await self.external.call(resolved, params)
         if self.mcp is None:  # unreachable: resolve() names MCP tools only when there is a child
             raise self._unknown(name)
         return await self.mcp.call(resolved, params, context.user_token)

@@ -30,6 +30,7 @@ from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import MessageCatalog
 from service.settings import Settings
+from service.tools.external_mcp import ExternalServers
 from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
 from service.web.keys import (
@@ -118,7 +119,15 @@ async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
     # Started in the background so the service answers /healthz and plain chats at once (the child's imports
     # and handshake take about half a second); a call made before it is up waits for the same start.
     starting = asyncio.create_task(mcp.start()) if mcp is not None else None
+    external = app[TOOLS].external
+    external_start = asyncio.create_task(external.start()) if external else None
     yield
+    if external is not None:
+        if external_start is not None and not external_start.done():
+            external_start.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await external_start
+        await external.close()
     if mcp is not None and starting is not None:
         if not starting.done():
             starting.cancel()
@@ -246,7 +255,8 @@ def create_app(settings: Settings) -> web.Application:
     app[CHAT_MODELS] = ChatModelFactory()
     app[PRICES] = PriceTable({str(provider): models for provider, models in settings.prices.items()})
     app[STREAMS] = weakref.WeakSet()
-    app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None)
+    app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None,
+                              external=ExternalServers(settings.mcp_servers))
     app[MEMORY] = MemorySlot()
     app[APPROVALS] = ApprovalSlot()
     app[KNOWLEDGE] = KnowledgeSlot()

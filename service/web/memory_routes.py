@@ -91,9 +91,15 @@ def _session_id(request: web.Request) -> str:
 
 @routes.get("/ai-sidebar/history/{sessionId}")
 async def history(request: web.Request) -> web.Response:
-    """The newest ``limit`` messages of a session (default 50), oldest first."""
-    turns = await _store(request).history(_owner(request), _session_id(request), _limit(request))
-    return web.json_response({"sessionId": request.match_info["sessionId"], "messages": [t.as_dict() for t in turns]})
+    """The newest ``limit`` messages of a session (default 50), oldest first, and ``summary``: ``{throughId,
+    createdAt}`` when the session's earlier conversation was summarised (the messages up to ``throughId`` reach the
+    model only through the summary), else ``null``."""
+    store, owner, session_id = _store(request), _owner(request), _session_id(request)
+    turns = await store.history(owner, session_id, _limit(request))
+    summary = await store.summary(owner, session_id)
+    return web.json_response({"sessionId": request.match_info["sessionId"], "messages": [t.as_dict() for t in turns],
+                              "summary": {"throughId": summary.through_id, "createdAt": summary.created_at}
+                              if summary else None})
 
 
 @routes.get("/ai-sidebar/memory-stats")

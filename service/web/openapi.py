@@ -113,7 +113,8 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/memory-stats": {"get": _operation("Memory counts for the user", _json("ok"),
                                                        400, 401, 403, 503)},
         "/ai-sidebar/history/{sessionId}": {"get": _operation(
-            "Newest messages of a session, oldest first", _json("ok"), 400, 401, 403, 404, 503,
+            "Newest messages of a session, oldest first, and the summary mark (summary: {throughId, createdAt})",
+            _json("ok"), 400, 401, 403, 404, 503,
             parameters=[SESSION_ID, LIMIT])},
         "/ai-sidebar/search": {"post": _operation("BM25-ranked search of messages and knowledge", _json("ok"),
                                                   400, 401, 403, 408, 503, body=SearchRequest)},

@@ -25,6 +25,7 @@ import re
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,9 @@ class ScriptedModelServer:
         self.embedding_requests: list[dict[str, Any]] = []
         self.embedding_status = 200
         self.default = DEFAULT_REPLY
+        # When set and the queue is empty: a function of the request's body that answers it (a model whose reply
+        # depends on what it was asked, e.g. a summary of the messages it received).
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -121,12 +125,16 @@ class ScriptedModelServer:
             self.embedding_requests.clear()
             self.embedding_status = 200
             self.default = DEFAULT_REPLY
+            self.responder = None
 
     def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            return self._queue.pop(0) if self._queue else self.default
+            if self._queue:
+                return self._queue.pop(0)
+            responder = self.responder
+        return responder(body) if responder is not None else self.default
 
     def start(self, port: int = 0) -> str:
         ready = threading.Event()

@@ -1,0 +1,167 @@
+"""Summarisation of long conversations (issue 22): when the earlier turns no longer fit the model's context budget,
+the oldest ones are folded into one summary by the model, the newest stay verbatim.
+
+The summariser is LangChain's ``SummarizationMiddleware`` (trigger and keep in tokens, our token counter), called
+as a function on the history before it goes out, so that every path of the pipeline (pure chat, a tool's answer,
+the agent) sends the same condensed history. A stored session's summary is kept in memory
+(:meth:`MemoryStore.save_summary`), so the next turn starts from it and summarises again only when the turns after
+it outgrow the budget. A backlog larger than one summary request can hold is folded in several steps, each request
+within the budget.
+
+Budget: ``AI_SIDEBAR_CONTEXT_TOKENS`` when set, else the model's profile (``max_input_tokens``, the LangChain model
+profiles), else :data:`PROVIDER_CONTEXT_TOKENS`. Counting: the OpenAI-family client's own tiktoken counter when
+tiktoken's encodings can be loaded (they are downloaded once; offline they are not), else LangChain's
+``count_tokens_approximately`` (about 4 characters a token, 3.3 for Anthropic models, as the middleware uses).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+log = logging.getLogger(__name__)
+
+TokenCounter = Callable[[Iterable[Any]], int]
+
+# Context windows (input tokens) when neither AI_SIDEBAR_CONTEXT_TOKENS nor the model's profile says: the providers'
+# documented windows of their default models (platform.openai.com/docs/models, api-docs.deepseek.com,
+# ai.google.dev/gemini-api/docs/models, docs.anthropic.com/en/docs/about-claude/models); a local OpenAI-compatible
+# server's model is assumed small.
+PROVIDER_CONTEXT_TOKENS = {"openai": 128_000, "deepseek": 64_000, "google": 1_048_576, "anthropic": 200_000,
+                           "openai-compatible": 8_192}
+# Tokens left for the model's answer (its output counts against the same window for most providers).
+ANSWER_RESERVE = 1_024
+# The middleware's own summary prompt and the answer to it: kept out of the history's room when folding.
+SUMMARY_RESERVE = 900
+SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
+SUMMARY_PROMPT = """<role>
+Conversation summariser for a Node-RED assistant
+</role>
+The conversation below will be replaced by your summary; everything not in it is lost. Keep every fact the user
+stated (names, numbers, hosts, ports, topics, node and flow names, settings, preferences), every decision and what
+is still open. If the conversation starts with an earlier summary, keep all of its facts. Write short plain lines,
+no preamble.
+<messages>
+Messages to summarize:
+{messages}
+</messages>"""
+
+
+@dataclass(frozen=True)
+class Condensed:
+    """The history as it goes to the model: ``summary`` (``None``: nothing summarised), the ``messages`` kept
+    verbatim (each keeps its ``id``), and whether this call wrote a new summary (``changed``)."""
+
+    summary: str | None
+    messages: list[BaseMessage]
+    changed: bool = False
+
+    def for_model(self) -> list[BaseMessage]:
+        """The summary as the first message (the middleware's own form), then the kept messages."""
+        return [*summary_messages(self.summary), *self.messages]
+
+
+def summary_messages(summary: str | None) -> list[BaseMessage]:
+    """``[HumanMessage]`` carrying ``summary`` as ``SummarizationMiddleware`` writes it, or ``[]``."""
+    if not summary:
+        return []
+    return [HumanMessage(SUMMARY_PREFIX + summary, additional_kwargs={"lc_source": "summarization"})]
+
+
+def context_budget(model: BaseChatModel, provider: str, configured: int | None) -> int:
+    """Input tokens one model request may hold: ``configured`` (``AI_SIDEBAR_CONTEXT_TOKENS``), else the model's
+    profile ``max_input_tokens``, else the provider's default (:data:`PROVIDER_CONTEXT_TOKENS`, 8192 unknown)."""
+    if configured:
+        return configured
+    profile = getattr(model, "profile", None)
+    limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    if isinstance(limit, int) and limit > 0:
+        return limit
+    return PROVIDER_CONTEXT_TOKENS.get(provider, 8_192)
+
+
+def token_counter(model: BaseChatModel) -> TokenCounter:
+    """The counter used for budgets: tiktoken through the OpenAI-family client
+    (``get_num_tokens_from_messages``) when its encodings load, else ``count_tokens_approximately`` (3.3 characters
+    a token for Anthropic models, 4 otherwise). See :func:`counter_name`."""
+    if _openai_family(model) and _tiktoken_ready():
+        return model.get_num_tokens_from_messages  # type: ignore[return-value]
+    chars = 3.3 if model._llm_type.startswith("anthropic") else 4.0  # noqa: SLF001 - LangChain's own test
+    return functools.partial(count_tokens_approximately, chars_per_token=chars)
+
+
+def counter_name(model: BaseChatModel) -> str:
+    """``tiktoken`` or ``approximate``: which counter :func:`token_counter` picks for ``model`` (for logs)."""
+    return "tiktoken" if _openai_family(model) and _tiktoken_ready() else "approximate"
+
+
+def _openai_family(model: BaseChatModel) -> bool:
+    try:
+        from langchain_openai.chat_models.base import BaseChatOpenAI
+    except ImportError:  # pragma: no cover - langchain-openai is a dependency
+        return False
+    return isinstance(model, BaseChatOpenAI)
+
+
+@functools.cache
+def _tiktoken_ready() -> bool:
+    """Whether tiktoken's ``o200k_base`` encoding loads (from its cache or the network), tried once a process."""
+    try:
+        import tiktoken
+
+        tiktoken.get_encoding("o200k_base")
+    except Exception as err:  # noqa: BLE001 - not installed, offline, no cache: fall back to the approximation
+        log.info("tiktoken unavailable (%s): token counts are approximate", type(err).__name__)
+        return False
+    return True
+
+
+class Summariser:
+    """Folds the oldest turns of a history into a summary so that it fits ``room`` tokens.
+
+    Args:
+        model: the request's chat model; it writes the summaries.
+        room: tokens the history (summary included) may take in the model's request.
+        counter: the token counter (:func:`token_counter`).
+        budget: tokens one request may hold; a summary request is kept within it.
+    """
+
+    def __init__(self, model: BaseChatModel, room: int, counter: TokenCounter, budget: int):
+        self.room = max(room, 1)
+        self.counter = counter
+        # The newest third of the room stays verbatim; what the summary request may carry is the budget less its
+        # prompt and answer, and never more than the room (the trigger).
+        self._fold_limit = max(min(self.room, budget - SUMMARY_RESERVE), 1)
+        self._middleware = SummarizationMiddleware(
+            model, trigger=("tokens", self.room), keep=("tokens", max(self.room // 3, 1)), token_counter=counter,
+            summary_prompt=SUMMARY_PROMPT, trim_tokens_to_summarize=self._fold_limit)
+
+    async def condense(self, summary: str | None, messages: Sequence[BaseMessage]) -> Condensed:
+        """``summary`` plus ``messages`` (oldest first, each with an ``id``) within :attr:`room`: unchanged when they
+        fit, else the oldest folded into a new summary, in as many model calls as the backlog needs (each call
+        carries at most one room of messages). Raises what the model raises (the caller decides)."""
+        rest = list(messages)
+        changed = False
+        while rest and self.counter([*summary_messages(summary), *rest]) > self.room:
+            head = summary_messages(summary)
+            # The shortest prefix over the room: the middleware's trigger fires, and the request stays small.
+            end = 1
+            while end < len(rest) and self.counter([*head, *rest[:end]]) <= self.room:
+                end += 1
+            update = await self._middleware.abefore_model({"messages": [*head, *rest[:end]]}, None)  # type: ignore[arg-type]
+            if update is None:
+                break
+            written, *kept = update["messages"][1:]  # [RemoveMessage(all), summary, *kept]
+            new_summary = str(written.content).removeprefix(SUMMARY_PREFIX).strip()
+            if len(kept) >= end:  # nothing folded: stop rather than loop
+                break
+            summary, rest, changed = new_summary, [*kept, *rest[end:]], True
+        return Condensed(summary, rest, changed)

@@ -99,6 +99,9 @@ class Settings(EnvSettings):
                                                description="Node-RED user name → daily token budget, replacing "
                                                            "AI_SIDEBAR_DAILY_TOKEN_BUDGET for that user (0: none)")
 
+    trace_content: bool = Field(False, validation_alias="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                                description="record message text in model call spans (tracing: OTEL_* variables)")
+
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
 

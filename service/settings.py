@@ -10,6 +10,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, SecretStr, field_validator
 
+from service.llm.pii import parse_types
 from service.llm.prices import ModelPrice
 from service.nodered.settings import (
     CONFIG_FILE_VARIABLE,
@@ -99,6 +100,9 @@ class Settings(EnvSettings):
                                                description="Node-RED user name → daily token budget, replacing "
                                                            "AI_SIDEBAR_DAILY_TOKEN_BUDGET for that user (0: none)")
 
+    pii: str = Field("all", validation_alias="AI_SIDEBAR_PII",
+                     description="PII types masked before text reaches a model: email, phone, iban, credit_card, ip "
+                                 "(comma-separated), all, or off")
     trace_content: bool = Field(False, validation_alias="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
                                 description="record message text in model call spans (tracing: OTEL_* variables)")
 
@@ -121,6 +125,17 @@ class Settings(EnvSettings):
         if unknown:
             raise ValueError(f"{', '.join(unknown)} is not a write tool; write tools: {', '.join(WRITE_TOOL_NAMES)}")
         return policies
+
+    @field_validator("pii")
+    @classmethod
+    def _known_pii_types(cls, setting: str) -> str:
+        parse_types(setting)
+        return setting
+
+    @property
+    def pii_types(self) -> tuple[str, ...]:
+        """The PII types to mask, in checking order (empty: ``AI_SIDEBAR_PII=off``)."""
+        return parse_types(self.pii)
 
     @field_validator("user_token_budgets")
     @classmethod

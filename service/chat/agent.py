@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -141,12 +141,14 @@ class UnrunnableToolCalls(AgentMiddleware):
 
 async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages: list[BaseMessage],
                     limits: AgentLimits, emit: Emit, result: ChatResult,
-                    approval: AgentApproval | None = None) -> list[dict[str, Any]] | None:
+                    approval: AgentApproval | None = None,
+                    guards: Sequence[AgentMiddleware] = ()) -> list[dict[str, Any]] | None:
     """Run the agent over ``messages`` (system prompt first), streaming its text as ``token`` events.
 
     With ``approval`` (the run offers write tools) the agent runs with the checkpointer under the run's thread id
     and pauses before writes (see :mod:`service.chat.approvals`); ``approval.resume`` continues a paused run
-    instead of starting with ``messages``. Returns the actions the paused run waits for, or ``None`` when it
+    instead of starting with ``messages``. ``guards`` run before every model call (the PII middleware, see
+    :mod:`service.llm.pii`). Returns the actions the paused run waits for, or ``None`` when it
     ended.
 
     Raises:
@@ -165,6 +167,7 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
         *(approval.middleware() if approval is not None else ()),
         UnrunnableToolCalls([tool.name for tool in tools], emit, result),
         watch.middleware(),
+        *guards,
     ]
     agent = create_agent(model, tools, middleware=middleware,
                          checkpointer=approval.approvals.saver if approval is not None else None)

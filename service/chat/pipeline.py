@@ -50,6 +50,7 @@ from service.knowledge.retrieval import (
     without_model,
 )
 from service.knowledge.router import Route
+from service.llm.pii import mask, mask_messages, pii_middleware
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.llm.usage import day_start
 from service.memory.usage import UsageStore
@@ -283,7 +284,8 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         await _retrieve(request, deps, turn, result, emit)
         if turn.retrieved and await _answer_without_model(deps, turn, emit, result):
             return result
-    messages = await _prompt(request, deps, turn, result)
+    # Whatever the path, the prompt leaves masked (AI_SIDEBAR_PII); the agent's later tool results: pii_middleware.
+    messages = mask_messages(await _prompt(request, deps, turn, result), deps.settings.pii_types)
     agent = turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
     if agent:
         await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
@@ -484,7 +486,8 @@ async def _ask_model(deps: ChatDeps, instruction: str, text: str) -> str | None:
     try:
         model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
         async with asyncio.timeout(deps.settings.llm_timeout):
-            answer = await model.ainvoke([SystemMessage(instruction), HumanMessage(text)])
+            question = HumanMessage(mask(text, deps.settings.pii_types))
+            answer = await model.ainvoke([SystemMessage(instruction), question])
     except Exception as err:  # noqa: BLE001 - any provider fault: the deterministic path decides
         log.info("knowledge model step skipped (%s)", type(err).__name__)
         return None
@@ -652,7 +655,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     async def agent_or_chat(model: BaseChatModel) -> None:
         nonlocal pending
         try:
-            pending = await run_agent(model, tools, messages, limits, emit, result, approval)
+            pending = await run_agent(model, tools, messages, limits, emit, result, approval,
+                                      guards=pii_middleware(settings.pii_types))
         except Exception as exc:
             if result.answer or result.tools or system is None or not _tools_unsupported(exc):
                 raise

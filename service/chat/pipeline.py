@@ -23,6 +23,8 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
+from service.chat.injection import load_patterns, suspicious_nodes
+from service.chat.injection import notice_message as injection_message
 from service.chat.prompts import (
     describe_flow,
     describe_nodes,
@@ -292,6 +294,7 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     else:
         await _stream_answer(messages, deps, emit, result)
     await _check_flow_types(deps, turn, emit, result)
+    await _warn_of_injection(request, deps, turn, emit)
     log.info("%s session=%s scenario=%s language=%s tools=%s chars=%d", "agent" if agent else "chat",
              result.session_id, turn.scenario_key, turn.catalog.language, result.tools, len(result.answer))
     return result
@@ -536,6 +539,19 @@ async def _check_flow_types(deps: ChatDeps, turn: Turn, emit: Emit, result: Chat
         sentences = slot.knowledge.lexicons.get(turn.catalog.language).unknown_node_types
     await emit(events.notice("unknown_node_types", notice_message(unknown, sentences),
                              types=[item.as_event() for item in unknown]))
+
+
+async def _warn_of_injection(request: StreamChatRequest, deps: ChatDeps, turn: Turn, emit: Emit) -> None:
+    """Before the answer ends: the editor's flow (``flowData``) holding text that reads like instructions to the
+    model gets one ``notice`` (``possible_injection``) naming those nodes (``nodes`` ``[{id, type, name}]``)."""
+    patterns = load_patterns(deps.settings.locales_dir)
+    nodes = request.flowData or []
+    # A large flow's text (every function's code) is searched off the event loop.
+    found = (await asyncio.to_thread(suspicious_nodes, nodes, patterns) if len(nodes) > 500
+             else suspicious_nodes(nodes, patterns))
+    if found:
+        sentence = patterns.sentence(turn.catalog.language)
+        await emit(events.notice("possible_injection", injection_message(found, sentence), nodes=found))
 
 
 def _forced_tool(tool: str | None, context: ServiceToolContext) -> str | None:

@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+import timeit
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from aiohttp.test_utils import TestClient, TestServer
 import service.knowledge.retrieval as retrieval
 import service.tools.registry as registry
 import service.web.routes as routes
+from service.identity import Identity
 from service.nodered.settings import EvidenceSettings
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
@@ -67,10 +69,27 @@ async def _chats(client: TestClient, model: ScriptedModelServer, count: int) -> 
     return time.process_time() - started
 
 
+def site_cost_us(repeat: int = 200_000) -> float:
+    """Microseconds the tracing call sites of one chat cost with tracing off, timed directly: one tool span, two
+    search spans and the request's attributes (a chat passes at most these; the request middleware and the model
+    callback are not installed while tracing is off)."""
+    identity = Identity("user", "bench")
+
+    def one_chat() -> None:
+        with registry.tool_span("get_flow"):
+            pass
+        for _ in range(2):
+            with retrieval.search_span("search_node_docs") as found:
+                found(3)
+        routes.describe_caller("session", identity)
+    return 1e6 * timeit.timeit(one_chat, number=repeat) / repeat
+
+
 async def run(rounds: int = 12, chats: int = 40) -> dict[str, Any]:
     """``rounds`` pairs of ``chats`` chats (tracing off, then code absent, alternating which goes first);
     returns chats per CPU second of each variant (medians) and ``cost_pct``: the median per-round throughput
-    lost by tracing off against the code absent (negative: none measurable)."""
+    lost by tracing off against the code absent (negative: none measurable), and the call sites' own cost per
+    chat timed directly (:func:`site_cost_us`), as a share of a chat's CPU time: the noise-free bound."""
     model = ScriptedModelServer()
     model.start()
     workdir = Path(tempfile.mkdtemp(prefix="ai-sidebar-bench-tracing-"))
@@ -98,7 +117,10 @@ async def run(rounds: int = 12, chats: int = 40) -> dict[str, Any]:
     finally:
         await client.close()
         model.stop()
+    per_chat_us = 1e6 / statistics.median(off)
+    sites = site_cost_us()
     return {"rounds": rounds, "chats_per_round": chats,
+            "site_cost_us_per_chat": round(sites, 2), "site_cost_pct": round(100 * sites / per_chat_us, 4),
             "chats_per_cpu_s": {"tracing_off": round(statistics.median(off), 1),
                                 "code_absent": round(statistics.median(absent), 1)},
             "cost_pct": round(statistics.median(ratios), 2),

@@ -545,10 +545,8 @@ async def _warn_of_injection(request: StreamChatRequest, deps: ChatDeps, turn: T
     """Before the answer ends: the editor's flow (``flowData``) holding text that reads like instructions to the
     model gets one ``notice`` (``possible_injection``) naming those nodes (``nodes`` ``[{id, type, name}]``)."""
     patterns = load_patterns(deps.settings.locales_dir)
-    nodes = request.flowData or []
-    # A large flow's text (every function's code) is searched off the event loop.
-    found = (await asyncio.to_thread(suspicious_nodes, nodes, patterns) if len(nodes) > 500
-             else suspicious_nodes(nodes, patterns))
+    # The flow's text (every function's code, megabytes in a hostile request) is searched off the event loop.
+    found = await asyncio.to_thread(suspicious_nodes, request.flowData, patterns) if request.flowData else []
     if found:
         sentence = patterns.sentence(turn.catalog.language)
         await emit(events.notice("possible_injection", injection_message(found, sentence), nodes=found))

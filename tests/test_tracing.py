@@ -115,7 +115,7 @@ async def test_content_capture_records_message_text_and_a_knowledge_search_gets_
         await receiver.wait_for(lambda spans: any(s.name == "POST /ai-sidebar/stream-chat" for s in spans))
     request = next(s for s in receiver.spans if s.name == "POST /ai-sidebar/stream-chat")
     search = next(s for s in receiver.spans if s.attributes.get("gen_ai.operation.name") == "retrieval")
-    assert search.name == "retrieval search_node_docs" and search.parent_span_id == request.span_id
+    assert search.name == "retrieval docs" and search.parent_span_id == request.span_id
     assert search.attributes["ai_sidebar.knowledge.hits"] >= 0
     call = next(s for s in receiver.spans if s.attributes.get("gen_ai.operation.name") == "chat")
     assert "beta-marker-42" in call.attributes["gen_ai.input.messages"]

@@ -62,6 +62,7 @@ from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import Settings
 from service.tools.context import ServiceToolContext
 from service.tools.registry import Permission, ToolRegistry, canonical_name
+from service.tracing.spans import search_span
 from service.web.schemas import ProviderOverride, StreamChatRequest, load_json
 
 if TYPE_CHECKING:
@@ -435,7 +436,9 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
     lexicon = slot.knowledge.lexicons.get(turn.catalog.language)
     threshold = deps.settings.knowledge_min_relevance
     try:
-        found = await retrieve(slot.knowledge, route, query, language)
+        with search_span(route.value) as traced:
+            found = await retrieve(slot.knowledge, route, query, language)
+            traced(sum(len(store.hits) for store in found))
         for store in found:
             store.hits = grade(store.hits, query, lexicon, threshold)
         # An index that holds nothing yet (never refreshed) has nothing a rewrite could find.
@@ -445,7 +448,9 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         retried = []
         if rewritten is not None:
             for store in retry:
-                again = await retrieve_store(slot.knowledge, store.tool, rewritten, language)
+                with search_span(store.tool) as traced:
+                    again = await retrieve_store(slot.knowledge, store.tool, rewritten, language)
+                    traced(len(again.hits))
                 again.hits = grade(again.hits, rewritten, lexicon, threshold)
                 retried.append(again)
     except sqlite3.Error as err:  # a locked or damaged index: answer without it, as without memory

@@ -17,7 +17,6 @@ from service.knowledge.base import Knowledge
 from service.knowledge.index import Hit
 from service.knowledge.router import Route, normalize
 from service.nodered.compact import bounded
-from service.tracing.spans import search_span
 
 DOCS_TOOL, WORKSPACE_TOOL = "search_node_docs", "search_workspace"
 DEFAULT_LIMIT = 4          # chunks per store given to a model with a question
@@ -131,22 +130,18 @@ async def retrieve(knowledge: Knowledge, route: Route, query: str, language: str
     """
     searches: list[tuple[str, asyncio.Future | asyncio.Task]] = []
     if route in (Route.DOCS, Route.BOTH):
-        searches.append((DOCS_TOOL, asyncio.ensure_future(retrieve_store(knowledge, DOCS_TOOL, query, language,
-                                                                         limit))))
+        searches.append((DOCS_TOOL, asyncio.ensure_future(knowledge.docs.search(query, language, limit))))
     if route in (Route.WORKSPACE, Route.BOTH):
-        searches.append((WORKSPACE_TOOL, asyncio.ensure_future(retrieve_store(knowledge, WORKSPACE_TOOL, query,
-                                                                              language, limit))))
-    return list(await asyncio.gather(*(task for _, task in searches)))
+        searches.append((WORKSPACE_TOOL, asyncio.ensure_future(knowledge.workspace.search(query, language, limit))))
+    found = await asyncio.gather(*(task for _, task in searches))
+    return [StoreResult(tool, query, hits) for (tool, _), hits in zip(searches, found)]
 
 
 async def retrieve_store(knowledge: Knowledge, tool: str, query: str, language: str,
                          limit: int = DEFAULT_LIMIT) -> StoreResult:
-    """One store's search, named by its tool (:data:`DOCS_TOOL` or :data:`WORKSPACE_TOOL`), in its own span."""
+    """One store's search, named by its tool (:data:`DOCS_TOOL` or :data:`WORKSPACE_TOOL`)."""
     store = knowledge.docs if tool == DOCS_TOOL else knowledge.workspace
-    with search_span(tool) as found:
-        hits = await store.search(query, language, limit)
-        found(len(hits))
-    return StoreResult(tool, query, hits)
+    return StoreResult(tool, query, await store.search(query, language, limit))
 
 
 def context_message(question: str, results: list[StoreResult]) -> str:

@@ -91,7 +91,7 @@ def tool_span(name: str) -> Iterator[None]:
 @contextlib.contextmanager
 def search_span(store: str) -> Iterator[Callable[[int], None]]:
     """A span around one knowledge search: ``retrieval <store>`` with ``ai_sidebar.knowledge.store`` (the
-    store's tool name); the caller reports the number of hits through the function it is given."""
+X the number of hits through the function it is given."""
     if not active():
         yield lambda hits: None
         return

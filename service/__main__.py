@@ -7,6 +7,7 @@ import sys
 from aiohttp import web
 
 from service.settings import Settings, SettingsError
+from service.tracing.setup import install_from_env
 from service.web.app import create_app
 
 
@@ -17,7 +18,8 @@ def main() -> None:
     try:
         settings = Settings.from_env()
         settings.check_bind()
-    except SettingsError as err:
+        install_from_env()
+    except (SettingsError, ValueError) as err:
         print(f"ai-sidebar-service: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     app = create_app(settings)

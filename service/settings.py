@@ -10,6 +10,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from service.llm.pii import parse_types
 from service.llm.prices import ModelPrice
 from service.nodered.settings import (
     CONFIG_FILE_VARIABLE,
@@ -132,6 +133,13 @@ class Settings(EnvSettings):
 
     mcp_servers: list[McpServerConfig] = Field(default_factory=list, validation_alias="MCP_SERVERS",
                                                description="external MCP servers whose tools join the agent's")
+
+    pii: str = Field("all", validation_alias="AI_SIDEBAR_PII",
+                     description="PII types masked before text reaches a model: email, phone, iban, credit_card, ip "
+                                 "(comma-separated), all, or off")
+    trace_content: bool = Field(False, validation_alias="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                                description="record message text in model call spans (tracing: OTEL_* variables)")
+
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
 
@@ -160,6 +168,17 @@ class Settings(EnvSettings):
         if twice:
             raise ValueError(f"MCP server names must be unique: {', '.join(twice)}")
         return servers
+
+    @field_validator("pii")
+    @classmethod
+    def _known_pii_types(cls, setting: str) -> str:
+        parse_types(setting)
+        return setting
+
+    @property
+    def pii_types(self) -> tuple[str, ...]:
+        """The PII types to mask, in checking order (empty: ``AI_SIDEBAR_PII=off``)."""
+        return parse_types(self.pii)
 
     @field_validator("user_token_budgets")
     @classmethod

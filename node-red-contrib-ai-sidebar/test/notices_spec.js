@@ -32,6 +32,14 @@ describe("notices under an answer", function () {
         ]);
     });
 
+    it("shows a possible_injection notice as the service's sentence naming the nodes", function () {
+        const message = "Some of your flow content looks like instructions to the assistant (\"Note\" (comment c1)).";
+        assert.deepStrictEqual(notices.noticeView({
+            type: "notice", code: "possible_injection", message: message,
+            nodes: [{ id: "c1", type: "comment", name: "Note" }]
+        }), { code: "possible_injection", message: message, types: [], modules: [] });
+    });
+
     it("shows another code's message as the service wrote it, and nothing for a notice without words", function () {
         assert.deepStrictEqual(notices.noticeView({ type: "notice", code: "no_model", message: "  A model is needed. " }),
             { code: "no_model", message: "A model is needed.", types: [], modules: [] });

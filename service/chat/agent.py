@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -142,13 +142,15 @@ class UnrunnableToolCalls(AgentMiddleware):
 async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages: list[BaseMessage],
                     limits: AgentLimits, emit: Emit, result: ChatResult,
                     approval: AgentApproval | None = None,
-                    selector: AgentMiddleware | None = None) -> list[dict[str, Any]] | None:
+                    selector: AgentMiddleware | None = None,
+                    guards: Sequence[AgentMiddleware] = ()) -> list[dict[str, Any]] | None:
     """Run the agent over ``messages`` (system prompt first), streaming its text as ``token`` events.
 
     With ``approval`` (the run offers write tools) the agent runs with the checkpointer under the run's thread id
     and pauses before writes (see :mod:`service.chat.approvals`); ``approval.resume`` continues a paused run
     instead of starting with ``messages``. ``selector`` (tool search, see :mod:`service.chat.tool_search`) picks
-    the tools each model call is sent. Returns the actions the paused run waits for, or ``None`` when it ended.
+    the tools each model call is sent. ``guards`` run before every model call (the PII middleware, see
+    :mod:`service.llm.pii`). Returns the actions the paused run waits for, or ``None`` when it ended.
 
     Raises:
         ServiceError: ``agent_limit`` (model or tool calls exhausted), ``agent_timeout`` (the run passed
@@ -167,6 +169,7 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
         UnrunnableToolCalls([tool.name for tool in tools], emit, result),
         *((selector,) if selector is not None else ()),
         watch.middleware(),
+        *guards,
     ]
     agent = create_agent(model, tools, middleware=middleware,
                          checkpointer=approval.approvals.saver if approval is not None else None)

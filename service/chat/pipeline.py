@@ -24,6 +24,8 @@ from service.chat.agent import AgentLimits, agent_tools, announce_change, run_ag
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
 from service.chat.history import fitted_history
+from service.chat.injection import load_patterns, suspicious_nodes
+from service.chat.injection import notice_message as injection_message
 from service.chat.prompts import (
     describe_flow,
     describe_nodes,
@@ -51,6 +53,7 @@ from service.knowledge.retrieval import (
     without_model,
 )
 from service.knowledge.router import Route
+from service.llm.pii import mask, mask_messages, pii_middleware
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.llm.usage import day_start
 from service.memory.usage import UsageStore
@@ -60,6 +63,7 @@ from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import Settings
 from service.tools.context import ServiceToolContext
 from service.tools.registry import Permission, ToolRegistry, canonical_name
+from service.tracing.spans import search_span
 from service.web.schemas import ProviderOverride, StreamChatRequest, load_json
 
 if TYPE_CHECKING:
@@ -287,13 +291,15 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
         await _retrieve(request, deps, turn, result, emit)
         if turn.retrieved and await _answer_without_model(deps, turn, emit, result):
             return result
-    messages = await _prompt(request, deps, turn, result)
+    # Whatever the path, the prompt leaves masked (AI_SIDEBAR_PII); the agent's later tool results: pii_middleware.
+    messages = mask_messages(await _prompt(request, deps, turn, result), deps.settings.pii_types)
     agent = _uses_agent(deps, turn)
     if agent:
         await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
     else:
         await _stream_answer(messages, deps, emit, result)
     await _check_flow_types(deps, turn, emit, result)
+    await _warn_of_injection(request, deps, turn, emit)
     log.info("%s session=%s scenario=%s language=%s tools=%s chars=%d", "agent" if agent else "chat",
              result.session_id, turn.scenario_key, turn.catalog.language, result.tools, len(result.answer))
     return result
@@ -480,7 +486,9 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
     lexicon = slot.knowledge.lexicons.get(turn.catalog.language)
     threshold = deps.settings.knowledge_min_relevance
     try:
-        found = await retrieve(slot.knowledge, route, query, language)
+        with search_span(route.value) as traced:
+            found = await retrieve(slot.knowledge, route, query, language)
+            traced(sum(len(store.hits) for store in found))
         for store in found:
             store.hits = grade(store.hits, query, lexicon, threshold)
         # An index that holds nothing yet (never refreshed) has nothing a rewrite could find.
@@ -490,7 +498,9 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         retried = []
         if rewritten is not None:
             for store in retry:
-                again = await retrieve_store(slot.knowledge, store.tool, rewritten, language)
+                with search_span(store.tool) as traced:
+                    again = await retrieve_store(slot.knowledge, store.tool, rewritten, language)
+                    traced(len(again.hits))
                 again.hits = grade(again.hits, rewritten, lexicon, threshold)
                 retried.append(again)
     except sqlite3.Error as err:  # a locked or damaged index: answer without it, as without memory
@@ -534,7 +544,8 @@ async def _ask_model(deps: ChatDeps, instruction: str, text: str) -> str | None:
     try:
         model = deps.models.get(ProviderConfig.from_settings(deps.settings, deps.provider))
         async with asyncio.timeout(deps.settings.llm_timeout):
-            answer = await model.ainvoke([SystemMessage(instruction), HumanMessage(text)])
+            question = HumanMessage(mask(text, deps.settings.pii_types))
+            answer = await model.ainvoke([SystemMessage(instruction), question])
     except Exception as err:  # noqa: BLE001 - any provider fault: the deterministic path decides
         log.info("knowledge model step skipped (%s)", type(err).__name__)
         return None
@@ -583,6 +594,17 @@ async def _check_flow_types(deps: ChatDeps, turn: Turn, emit: Emit, result: Chat
         sentences = slot.knowledge.lexicons.get(turn.catalog.language).unknown_node_types
     await emit(events.notice("unknown_node_types", notice_message(unknown, sentences),
                              types=[item.as_event() for item in unknown]))
+
+
+async def _warn_of_injection(request: StreamChatRequest, deps: ChatDeps, turn: Turn, emit: Emit) -> None:
+    """Before the answer ends: the editor's flow (``flowData``) holding text that reads like instructions to the
+    model gets one ``notice`` (``possible_injection``) naming those nodes (``nodes`` ``[{id, type, name}]``)."""
+    patterns = load_patterns(deps.settings.locales_dir)
+    # The flow's text (every function's code, megabytes in a hostile request) is searched off the event loop.
+    found = await asyncio.to_thread(suspicious_nodes, request.flowData, patterns) if request.flowData else []
+    if found:
+        sentence = patterns.sentence(turn.catalog.language)
+        await emit(events.notice("possible_injection", injection_message(found, sentence), nodes=found))
 
 
 def _forced_tool(tool: str | None, context: ServiceToolContext) -> str | None:
@@ -707,7 +729,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
         nonlocal pending
         try:
             pending = await run_agent(model, tools, messages, limits, emit, result, approval,
-                                      tool_selector(offered, settings.tool_search_threshold))
+                                      tool_selector(offered, settings.tool_search_threshold),
+                                      guards=pii_middleware(settings.pii_types))
         except Exception as exc:
             if result.answer or result.tools or system is None or not _tools_unsupported(exc):
                 raise

@@ -156,7 +156,9 @@ class Summariser:
             end = 1
             while end < len(rest) and self.counter([*head, *rest[:end]]) <= self.room:
                 end += 1
-            update = await self._middleware.abefore_model({"messages": [*head, *rest[:end]]}, None)  # type: ignore[arg-type]
+            # The middleware's state is typed with the concrete message classes; these are of them, as BaseMessage.
+            state: Any = {"messages": [*head, *rest[:end]]}
+            update = await self._middleware.abefore_model(state, None)  # type: ignore[arg-type]
             if update is None:
                 break
             written, *kept = update["messages"][1:]  # [RemoveMessage(all), summary, *kept]

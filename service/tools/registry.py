@@ -21,6 +21,7 @@ from service.tools.external_mcp import ExternalServers
 from service.tools.knowledge_tools import KNOWLEDGE_TOOLS
 from service.tools.mcp_client import McpTools
 from service.tools.memory_tools import MEMORY_TOOLS
+from service.tracing.spans import tool_span
 
 Permission = Literal["read", "write"]
 
@@ -201,13 +202,14 @@ class ToolRegistry:
             raise self._unknown(name)
         if self._required(resolved) == "write" and permission != "write":
             raise ToolFailure("forbidden", key="forbidden.write")
-        if resolved in self._local:
-            return await self._local[resolved].run(context, **params)
-        if self.external is not None and self._external(resolved):
-            return await self.external.call(resolved, params)
-        if self.mcp is None:  # unreachable: resolve() names MCP tools only when there is a child
-            raise self._unknown(name)
-        return await self.mcp.call(resolved, params, context.user_token)
+        with tool_span(resolved):
+            if resolved in self._local:
+                return await self._local[resolved].run(context, **params)
+            if self.external is not None and self._external(resolved):
+                return await self.external.call(resolved, params)
+            if self.mcp is None:  # unreachable: resolve() names MCP tools only when there is a child
+                raise self._unknown(name)
+            return await self.mcp.call(resolved, params, context.user_token)
 
     def for_model(self, name: str, text: str) -> str:
         """A tool's text bounded as its declaration says (MCP tools: the default bound of every tool)."""

@@ -33,6 +33,8 @@ from service.settings import Settings
 from service.tools.external_mcp import ExternalServers
 from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
+from service.tracing.spans import active as tracing_active
+from service.tracing.spans import request_middleware
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
@@ -243,6 +245,10 @@ def create_app(settings: Settings) -> web.Application:
     if settings.token is not None:
         # Inside the error middleware, so that its refusal is worded in the request's language too.
         middlewares.append(token_middleware(settings.token.get_secret_value()))
+    if tracing_active():
+        # Outermost, so that the request span sees the status the error middleware answered with.
+        from service.tracing.models import model_spans_installer
+        middlewares.insert(0, request_middleware(model_spans_installer(settings.trace_content)))
     # aiohttp 3.14 arms its keep-alive timer when a connection opens and closes the connection when it fires while
     # no request has been read completely (web_protocol.RequestHandler.connection_made, _process_keepalive), so
     # keepalive_timeout bounds the time to send request headers; handler_args wins over the runner's own value.

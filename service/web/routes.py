@@ -30,6 +30,7 @@ from service.nodered.tooling import ToolFailure
 from service.settings import PROVIDERS
 from service.tools.context import ServiceToolContext
 from service.tools.registry import failure_status
+from service.tracing.spans import describe_caller
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
@@ -183,6 +184,7 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
 async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: Caller) -> web.StreamResponse:
     deps = _chat_deps(request, caller, body.provider)
     result = new_result(body)
+    describe_caller(result.session_id, caller.identity)
     stream = EventStream()
     # Every error event of the stream is worded in the request's language on its way out.
     send = localized(stream.send, request.app[MESSAGES], request_language(request))

@@ -67,6 +67,10 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
         targets.append(Target("evidence", "TTFT p50 change under 1,000 debug msg/s", change, 10, "%"))
         targets.append(Target("evidence", "service RSS growth after the first third of the burst",
                               evidence["rss_mb"]["growth_after_first_third"], 20, "MB"))
+    traced = results.get("tracing_off")
+    if traced and "skipped" not in traced:
+        targets.append(Target("tracing", "tracing off: call sites' CPU share of a chat", traced["site_cost_pct"], 1,
+                              "%"))
     return targets
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.support.nodered import NODERED_HOME, REPO
 
-from . import coldstart, concurrency, evidence, knowledge, latency, memory_search, profiling, prompt_size
+from . import coldstart, concurrency, evidence, knowledge, latency, memory_search, profiling, prompt_size, tracing
 from .client import Sample, stream_service
 from .report import Target, evaluate, render
 from .stack import SERVICE_TOKEN, Stack
@@ -134,6 +134,14 @@ async def main() -> int:
         else:
             results["evidence"] = {"skipped": "no time left in the 10-minute budget"}
         phase_done("evidence", started)
+
+        started = time.monotonic()
+        if left() >= 120:
+            print("bench: 7. tracing off against the code absent ...", file=sys.stderr, flush=True)
+            results["tracing_off"] = await tracing.run(rounds=2 if QUICK else 6, chats=10 if QUICK else 30)
+        else:
+            results["tracing_off"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("tracing_off", started)
 
         targets = evaluate(results)
         results["targets"] = [t.as_dict() for t in targets]

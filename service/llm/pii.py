@@ -1,0 +1,118 @@
+"""PII guardrail: e-mail addresses, phone numbers, IBANs, credit-card numbers and IP addresses are masked before
+text reaches a model (``AI_SIDEBAR_PII``: which types, default all; ``off``: none).
+
+One set of detectors serves every path: :func:`mask_messages` masks a prompt as the pipeline built it (system
+prompt, history, the user's message, the flow and tool results it carries) before any model call of the direct,
+keyword and plain-chat paths and before the agent starts; :func:`pii_middleware` hands the same detectors to
+LangChain's ``PIIMiddleware`` so that results of the agent's own tool calls are masked before the next model call.
+E-mail, credit-card (Luhn-checked) and IP detection are LangChain's own (``langchain.agents.middleware.pii``);
+phone numbers and IBANs (ISO 13616, mod-97 checked) are detected here. Matches become ``[REDACTED_<TYPE>]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import PIIMiddleware
+from langchain.agents.middleware.pii import PIIMatch, detect_credit_card, detect_email, detect_ip
+from langchain_core.messages import BaseMessage
+
+Detector = Callable[[str], list[PIIMatch]]
+
+# Checked in this order: an IBAN or a card number would otherwise be read as a phone number, an IP address too.
+PII_TYPES: tuple[str, ...] = ("iban", "credit_card", "email", "ip", "phone")
+
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
+# A phone number starts with a country code (+49), an area code in brackets ((030)) or a trunk prefix (0...), and
+# has 8 to 15 digits (ITU-T E.164), in groups that separators may part: dates (2024-01-15), versions, times, ids
+# and timestamps do not start that way. A group after a space never starts with 0 or +: that is the next number.
+_PHONE = re.compile(r"(?<![\w+\-./:])(?:\+\d{1,3}|\(0?\d{1,4}\)|0\d{1,4})"
+                    r"(?:(?:[.\-/]|\ (?=[1-9(]))?\(?\d{1,5}\)?){1,6}(?![\w])")
+_PHONE_DIGITS = (8, 15)
+
+
+def _iban_valid(candidate: str) -> bool:
+    """ISO 13616's check: the country code and check digits moved to the end, letters as 10..35, mod 97 is 1."""
+    text = candidate.replace(" ", "")
+    if not 15 <= len(text) <= 34:
+        return False
+    moved = text[4:] + text[:4]
+    return int("".join(str(int(char, 36)) for char in moved)) % 97 == 1
+
+
+def detect_iban(content: str) -> list[PIIMatch]:
+    """IBANs (with or without the spaces of the printed form) whose check digits hold."""
+    return [PIIMatch(type="iban", value=m.group(), start=m.start(), end=m.end())
+            for m in _IBAN.finditer(content) if _iban_valid(m.group())]
+
+
+def detect_phone(content: str) -> list[PIIMatch]:
+    """Phone numbers in international (``+49 30 1234567``) or national (``030 1234567``, ``(030) 123-4567``)
+    form."""
+    low, high = _PHONE_DIGITS
+    return [PIIMatch(type="phone", value=m.group(), start=m.start(), end=m.end())
+            for m in _PHONE.finditer(content) if low <= sum(char.isdigit() for char in m.group()) <= high]
+
+
+DETECTORS: dict[str, Detector] = {"iban": detect_iban, "credit_card": detect_credit_card, "email": detect_email,
+                                  "ip": detect_ip, "phone": detect_phone}
+
+
+def parse_types(setting: str) -> tuple[str, ...]:
+    """``AI_SIDEBAR_PII``'s value as the types to mask, in checking order: a comma-separated list of
+    :data:`PII_TYPES`, ``all`` (or empty) for all, ``off`` for none.
+
+    Raises:
+        ValueError: an unknown type (the message lists the known ones).
+    """
+    words = {word.strip().lower() for word in setting.split(",") if word.strip()}
+    if words == {"off"}:
+        return ()
+    if not words or words == {"all"}:
+        return PII_TYPES
+    unknown = sorted(words - set(PII_TYPES))
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)} is not a PII type; use {', '.join(PII_TYPES)}, all or off")
+    return tuple(kind for kind in PII_TYPES if kind in words)
+
+
+def detectors(types: Sequence[str]) -> list[tuple[str, Detector]]:
+    """The detector of each type (see :data:`DETECTORS`)."""
+    return [(kind, DETECTORS[kind]) for kind in types]
+
+
+def mask(text: str, types: Sequence[str]) -> str:
+    """``text`` with every match of ``types`` replaced by ``[REDACTED_<TYPE>]`` (types checked in order, each on
+    what the previous ones left)."""
+    for kind, detector in detectors(types):
+        # From the end, so that the earlier matches' offsets still hold; PIIMiddleware's "redact" does the same.
+        for match in sorted(detector(text), key=lambda found: found["start"], reverse=True):
+            text = f"{text[:match['start']]}[REDACTED_{kind.upper()}]{text[match['end']:]}"
+    return text
+
+
+def _mask_content(content: Any, types: Sequence[str]) -> Any:
+    if isinstance(content, str):
+        return mask(content, types)
+    if isinstance(content, list):
+        return [mask(block, types) if isinstance(block, str)
+                else {**block, "text": mask(block["text"], types)}
+                if isinstance(block, dict) and isinstance(block.get("text"), str) else block
+                for block in content]
+    return content
+
+
+def mask_messages(messages: list[BaseMessage], types: Sequence[str]) -> list[BaseMessage]:
+    """Copies of ``messages`` whose text is masked (see :func:`mask`); the same list when ``types`` is empty."""
+    if not types:
+        return messages
+    return [message.model_copy(update={"content": _mask_content(message.content, types)}) for message in messages]
+
+
+def pii_middleware(types: Sequence[str]) -> list[PIIMiddleware]:
+    """LangChain ``PIIMiddleware`` per type, with this module's detectors, masking the user's message and the
+    agent's tool results before each model call."""
+    return [PIIMiddleware(kind, strategy="redact", detector=detector, apply_to_input=True, apply_to_tool_results=True)
+            for kind, detector in detectors(types)]

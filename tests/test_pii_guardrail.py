@@ -1,0 +1,90 @@
+"""PII guardrail (AI_SIDEBAR_PII): e-mail addresses, phone numbers, IBANs, card numbers and IP addresses never
+reach the model, on the keyword path and the agent path; the answer still works."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service.llm.pii import PII_TYPES, mask, parse_types
+from service.web.app import create_app
+from tests.support.model_server import Reply
+from tests.support.sse import read_events
+
+EMAIL, PHONE, IBAN, CARD, IP = ("jane.doe@example.com", "+49 30 1234567", "DE89 3704 0044 0532 0130 00",
+                                "4111 1111 1111 1111", "10.20.30.40")
+CODE = (f"// support: {EMAIL}, hotline {PHONE}\n"
+        f"msg.iban = '{IBAN}';\nmsg.card = '{CARD}';\nmsg.host = '{IP}';\nreturn msg;")
+FLOW = [{"id": "piitab", "type": "tab", "label": "Billing"},
+        {"id": "fn1", "type": "function", "z": "piitab", "name": "prepare invoice", "func": CODE, "outputs": 1,
+         "x": 100, "y": 100, "wires": [["dbg1"]]},
+        {"id": "dbg1", "type": "debug", "z": "piitab", "x": 300, "y": 100, "wires": []}]
+QUESTION = f"explain the current flow; mail me at {EMAIL} or call 030 98765432"
+SECRETS = (EMAIL, PHONE, "3704 0044", "4111 1111", IP, "98765432")
+
+
+async def chat(client, **body):
+    response = await client.post("/ai-sidebar/stream-chat", json=body)
+    assert response.status == 200, await response.text()
+    return await read_events(response)
+
+
+def sent(model) -> str:
+    return json.dumps(model.requests, ensure_ascii=False)
+
+
+async def test_pii_in_the_question_and_in_function_code_never_reaches_the_model(client, model):
+    model.script(Reply(text="The function prepares an invoice and the debug node shows it."))
+    events = await chat(client, message=QUESTION, selectedFlow={"id": "piitab"}, flowData=FLOW)
+
+    assert events[0]["type"] == "tool_call" and events[1]["ok"] is True
+    assert "".join(e["content"] for e in events if e["type"] == "token").startswith("The function prepares")
+    assert events[-1]["type"] == "done" and not [e for e in events if e["type"] == "error"]
+    text = sent(model)
+    assert "prepare invoice" in text and "fn1" in text  # the flow itself reached the model
+    for secret in SECRETS:
+        assert secret not in text, secret
+    for kind in ("EMAIL", "PHONE", "IBAN", "CREDIT_CARD", "IP"):
+        assert f"[REDACTED_{kind}]" in text
+
+
+async def test_the_agent_s_tool_results_are_masked_before_the_next_model_call(client, model):
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": "piitab"}}]),
+                 Reply(text="It builds an invoice."))
+    events = await chat(client, message=f"what could go wrong in my billing tab? I am {EMAIL}", flowData=FLOW,
+                        selectedFlow={"id": "piitab"}, scenario="general")
+
+    assert [e["type"] for e in events][:2] == ["tool_call", "tool_result"] and events[-1]["type"] == "done"
+    assert len(model.requests) == 2
+    tool_message = next(m for m in model.requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert "prepare invoice" in tool_message and "[REDACTED_IBAN]" in tool_message
+    for secret in SECRETS:
+        assert secret not in sent(model), secret
+
+
+async def test_with_the_guardrail_off_the_text_goes_out_as_written(aiohttp_client, settings, model):
+    client = await aiohttp_client(create_app(settings.model_copy(update={"pii": "off"})))
+    model.script(Reply(text="Noted."))
+    await chat(client, message=QUESTION, selectedFlow={"id": "piitab"}, flowData=FLOW)
+    assert EMAIL in sent(model) and "3704 0044" in sent(model)
+
+
+def test_detectors_mask_each_type_and_leave_dates_versions_ids_and_timestamps():
+    text = ("a@b.io (030) 123-4567 0171 2345678 +1 415 555 2671 GB82 WEST 1234 5698 7654 32 "
+            "5500 0000 0000 0004 192.168.1.10 2024-01-15 1.2.3 12:30:00 1700000000000 a1b2c3d4e5f60718 port 1880")
+    assert mask(text, PII_TYPES) == ("[REDACTED_EMAIL] [REDACTED_PHONE] [REDACTED_PHONE] [REDACTED_PHONE] "
+                                     "[REDACTED_IBAN] [REDACTED_CREDIT_CARD] [REDACTED_IP] 2024-01-15 1.2.3 "
+                                     "12:30:00 1700000000000 a1b2c3d4e5f60718 port 1880")
+    # A wrong check digit is no IBAN, a number failing Luhn no card; a configured list masks only its types.
+    assert mask("DE88 3704 0044 0532 0130 00 4111 1111 1111 1112", ("iban", "credit_card")) == \
+        "DE88 3704 0044 0532 0130 00 4111 1111 1111 1112"
+    assert mask(f"{EMAIL} {IP}", parse_types("ip")) == f"{EMAIL} [REDACTED_IP]"
+
+
+def test_the_setting_names_types_all_or_off():
+    assert parse_types("") == parse_types("all") == PII_TYPES
+    assert parse_types("off") == ()
+    assert parse_types("phone, email") == ("email", "phone")
+    with pytest.raises(ValueError, match="fax is not a PII type"):
+        parse_types("email,fax")

@@ -385,3 +385,39 @@ async def test_a_second_browser_of_the_same_user_gets_a_fresh_token_and_the_old_
         ["From elsewhere"]
     used = await service.post(path, json={}, headers=ALICE)
     assert used.status == 409 and (await used.json())["error"]["code"] == "approval_used"
+
+
+def rows_of_runs(settings, run_ids) -> dict[str, int]:
+    """How many approval rows and checkpoints (LangGraph's ``checkpoints`` and ``writes``) the runs still have."""
+    marks = ", ".join("?" * len(run_ids))
+    with sqlite3.connect(settings.memory_db_path) as raw:
+        return {table: raw.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} IN ({marks})", run_ids).fetchone()[0]
+                for table, column in (("approval_runs", "run_id"), ("checkpoints", "thread_id"),
+                                      ("writes", "thread_id"))}
+
+
+async def test_expired_approvals_are_purged_at_start_and_their_tokens_still_answer_expired(
+        aiohttp_client, write_settings, writable, model):
+    before = deployed(writable)
+    model.default = Reply(tool_calls=[{"name": "create_tab", "arguments": {"label": "Never"}}])
+    first = await aiohttp_client(create_app(write_settings))
+    agent, other = (await chat(first, "make a tab"))[0], (await chat(first, "make a tab"))[0]
+    executed = await (await first.post("/ai-sidebar/execute-tool", json={
+        "tool": "create_tab", "params": {"label": "Never either"}}, headers=ALICE)).json()
+    runs = [agent["runId"], executed["runId"]]
+    assert rows_of_runs(write_settings, runs)["checkpoints"] > 0  # the agent run's state waits in the checkpointer
+    with sqlite3.connect(write_settings.memory_db_path) as raw:  # an hour passes
+        raw.execute("UPDATE approval_runs SET expires_at = expires_at - 3601")
+    expired = await resume(first, other, {"type": "approve"})  # expired, not purged yet
+    expected = (expired.status, await expired.json())
+    assert expected[0] == 410 and expected[1]["error"]["code"] == "approval_expired"
+    await first.close()
+
+    second = await aiohttp_client(create_app(write_settings))  # the start purges what expired
+    assert rows_of_runs(write_settings, [*runs, other["runId"]]) == {"approval_runs": 0, "checkpoints": 0,
+                                                                     "writes": 0}
+    for approval in (agent, executed):
+        purged = await resume(second, approval, {"type": "approve"})
+        assert (purged.status, await purged.json()) == expected
+    assert (await (await second.get("/ai-sidebar/approvals", headers=ALICE)).json())["pending"] == []
+    assert deployed(writable) == before and audit(write_settings) == []

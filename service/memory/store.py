@@ -234,6 +234,15 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX turn_usage_owner ON turn_usage(owner_kind, owner, created_at);
     CREATE INDEX turn_usage_created ON turn_usage(created_at);
     """,
+    # 5: the resume tokens of approvals purged after they expired, only as their SHA-256 and the expiry: such a
+    # token keeps getting 410 approval_expired (not 404) after its run's rows and checkpoints are gone.
+    """
+    CREATE TABLE approval_expired (
+        token_hash TEXT PRIMARY KEY,
+        expired_at REAL NOT NULL
+    );
+    CREATE INDEX approval_runs_expiry ON approval_runs(status, expires_at);
+    """,
 )
 
 

@@ -10,8 +10,10 @@ import urllib.request
 import aiohttp
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import ElicitResult
 
 from mcp_server.server import NodeRedConfig, build_server
+from mcp_server.settings import McpWriteSettings
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient, NodeRedError
 from service.nodered.tooling import ToolFailure
@@ -279,7 +281,7 @@ def write_calls(flows) -> dict[str, dict]:
 
 @pytest.mark.parametrize("tool", write_tools.WRITE_TOOL_NAMES)
 async def test_no_write_reaches_node_red_without_an_approval_record_through_any_entry_point(
-        tool, service, writable, model, write_settings):
+        tool, service, writable, model, write_settings, tmp_path):
     before = deployed(writable)
     args = write_calls(before["flows"])[tool]
     # the sidebar (agent)
@@ -293,7 +295,13 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
     # @tools:
     direct = await chat(service, f"@tools:{tool}|{json.dumps(args)}")
     assert [e["type"] for e in direct] == ["approval_required", "done"]
-    # the ai-chat node: it asks with read permission, so write tools are neither offered nor run by name
+    # an ai-chat node with "Allow flow changes" (as its relay asks; the real node: test_ai_chat_approvals.py)
+    writer = {"X-AI-Sidebar-Flow-Node": "n2", "X-AI-Sidebar-Flow-Grants": "tools,flows",
+              "X-AI-Sidebar-Permission": "write"}
+    model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]))
+    asked = await chat(service, f"please {tool}", headers=writer)
+    assert [e["type"] for e in asked] == ["approval_required", "done"] and asked[0]["actions"][0]["tool"] == tool
+    # an ai-chat node without it asks with read permission: write tools are neither offered nor run by name
     node = {"X-AI-Sidebar-Flow-Node": "n1", "X-AI-Sidebar-Flow-Grants": "tools"}
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]), Reply(text="I cannot."))
     flow = await chat(service, f"please {tool}", headers=node)
@@ -301,12 +309,29 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
     assert tool not in {t["function"]["name"] for t in model.requests[-2]["tools"]}
     refused = await chat(service, f"@tools:{tool}|{json.dumps(args)}", headers=node)
     assert [e["type"] for e in refused] == ["error", "done"] and refused[0]["code"] == "forbidden"
-    # the MCP server
+    # the MCP server: read-only by default, even when given the write tools
     server = build_server(NodeRedConfig(url=writable.url), tools=[*READ_TOOLS, *WRITE_TOOLS])
     async with create_connected_server_and_client_session(server._mcp_server) as session:
         listed = {t.name for t in (await session.list_tools()).tools}
         called = await session.call_tool(tool, args)
     assert tool not in listed and called.isError
+    # ... and with MCP_WRITE_TOOLS=true: a client that cannot ask its user, and one whose user declines
+    mcp_audit = tmp_path / "mcp-audit.db"
+    server = build_server(NodeRedConfig(url=writable.url), knowledge_db=None,
+                          writes=McpWriteSettings(enabled=True, audit_db=str(mcp_audit)))
+
+    async def decline(_context, _params):
+        return ElicitResult(action="decline")
+
+    for callback in (None, decline):
+        async with create_connected_server_and_client_session(server._mcp_server,
+                                                              elicitation_callback=callback) as session:
+            assert tool in {t.name for t in (await session.list_tools()).tools}
+            called = await session.call_tool(tool, args)
+        assert called.isError and "nothing was changed" in " ".join(b.text for b in called.content).lower()
+    with sqlite3.connect(mcp_audit) as raw:
+        assert raw.execute("SELECT tool, decision FROM mcp_audit ORDER BY id").fetchall() == \
+            [(tool, "refused"), (tool, "decline")]
     assert deployed(writable) == before and audit(write_settings) == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import urllib.request
 
 import aiohttp
@@ -14,6 +15,9 @@ from mcp.types import ElicitResult
 
 from mcp_server.server import NodeRedConfig, build_server
 from mcp_server.settings import McpWriteSettings
+from service.identity import Identity
+from service.memory.approvals import EXPIRED_TOKENS_KEPT, ApprovalStore
+from service.memory.store import MemoryStore
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient, NodeRedError
 from service.nodered.tooling import ToolFailure
@@ -446,3 +450,19 @@ async def test_expired_approvals_are_purged_at_start_and_their_tokens_still_answ
         assert (purged.status, await purged.json()) == expected
     assert (await (await second.get("/ai-sidebar/approvals", headers=ALICE)).json())["pending"] == []
     assert deployed(writable) == before and audit(write_settings) == []
+
+
+async def test_only_expired_pending_approvals_are_purged_and_their_token_hash_is_kept_thirty_days(tmp_path):
+    store = await MemoryStore.open(tmp_path / "memory.db")
+    approvals = ApprovalStore(store)
+    alice, now = Identity("user", "alice"), time.time()
+    await approvals.create_approval("a1", "r1", "h1", alice, "execute", None, [], {}, now + 10)
+    await approvals.create_approval("a2", "r2", "h2", alice, "agent", None, [], {}, now + 10)
+    assert await approvals.claim_approval("a2", alice, [])  # answered: no longer pending, never purged
+    assert await approvals.remove_expired(now) == []
+    assert await approvals.remove_expired(now + 10) == [{"runId": "r1", "kind": "execute"}]
+    assert await approvals.approval("h1") is None and await approvals.expired_token("h1")
+    assert (await approvals.approval("h2"))["status"] == "resumed" and not await approvals.expired_token("h2")
+    await approvals.remove_expired(now + 10 + EXPIRED_TOKENS_KEPT)
+    assert not await approvals.expired_token("h1")
+    await store.close()

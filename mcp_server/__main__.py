@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from service.nodered.settings import EvidenceSettings, NodeRedSettings, SettingsError
 
 from .server import build_server
-from .settings import McpHttpSettings
+from .settings import McpHttpSettings, McpWriteSettings
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -52,8 +52,10 @@ class BearerAuth:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="nodered-mcp",
-        description="Read-only MCP server for a Node-RED instance. Node-RED is reached through NODE_RED_URL "
-                    "(including httpAdminRoot) with NODE_RED_TOKEN or NODE_RED_USERNAME + NODE_RED_PASSWORD.")
+        description="MCP server for a Node-RED instance, read-only unless MCP_WRITE_TOOLS=true (then every write "
+                    "asks the client's user through MCP elicitation and is recorded in MCP_AUDIT_DB). Node-RED is "
+                    "reached through NODE_RED_URL (including httpAdminRoot) with NODE_RED_TOKEN or "
+                    "NODE_RED_USERNAME + NODE_RED_PASSWORD.")
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                         help="stdio (default) or streamable HTTP at http://HOST:PORT/mcp")
     defaults = McpHttpSettings.model_fields
@@ -75,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         config = NodeRedSettings.load()
         evidence = EvidenceSettings.load()
+        writes = McpWriteSettings.load()
         http = McpHttpSettings.load(**{name: value for name, value in flags.items() if value is not None})
         if args.transport == "http":
             http.check_bind()
@@ -83,12 +86,13 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2) from None
     knowledge_db = os.environ.get("MCP_KNOWLEDGE_DB") or ":memory:"
     if args.transport == "stdio":
-        build_server(config, knowledge_db=knowledge_db, evidence=evidence).run("stdio")
+        build_server(config, knowledge_db=knowledge_db, evidence=evidence, writes=writes).run("stdio")
         return
 
     import uvicorn
 
-    server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence)
+    server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence,
+                          writes=writes)
     app: ASGIApp = server.streamable_http_app()
     if http.token is not None:
         app = BearerAuth(app, http.token.get_secret_value())

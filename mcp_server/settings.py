@@ -1,9 +1,12 @@
-"""The MCP server's own settings: how its streamable HTTP transport listens. How it reaches Node-RED is the core
-model :class:`service.nodered.settings.NodeRedSettings`, shared with the service."""
+"""The MCP server's own settings: how its streamable HTTP transport listens, and whether it offers the write tools.
+How it reaches Node-RED is the core model :class:`service.nodered.settings.NodeRedSettings`, shared with the
+service."""
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from typing import Self
+
+from pydantic import Field, SecretStr, model_validator
 
 from service.nodered.settings import EnvSettings, SettingsError, is_loopback
 
@@ -25,3 +28,19 @@ class McpHttpSettings(EnvSettings):
         if self.token is None and not is_loopback(self.host):
             raise SettingsError(f"--host {self.host} is not a loopback address: set MCP_HTTP_TOKEN (or --token) so "
                                 "that only your MCP clients can read Node-RED.")
+
+
+class McpWriteSettings(EnvSettings):
+    """``MCP_WRITE_TOOLS`` (default off): offer the write tools, each applied only after the client's user approves
+    it through MCP elicitation; ``MCP_AUDIT_DB``: the SQLite file where every such decision is recorded (needed
+    with the write tools on: an audit kept in memory would be lost with the process)."""
+
+    enabled: bool = Field(False, validation_alias="MCP_WRITE_TOOLS")
+    audit_db: str | None = Field(None, validation_alias="MCP_AUDIT_DB")
+
+    @model_validator(mode="after")
+    def _audit_needed(self) -> Self:
+        if self.enabled and not self.audit_db:
+            raise ValueError("MCP_WRITE_TOOLS=true needs MCP_AUDIT_DB: the SQLite file where every approval "
+                             "decision on a write is recorded")
+        return self

@@ -5,13 +5,15 @@ The flows under test: ``GET /ask?q=&session=`` asks an ai-chat node with Tools a
 answer output ends the request with the text, its approval output with ``msg.approval`` as JSON (202).
 ``POST /decide`` with ``{resume, sessionId}`` sends ``msg.resume`` into the same node; ``GET /ask-readonly`` asks a
 node with Tools on and the switch off. A catch node ends a failed request with 502 and ``msg.error``. The model
-adds nodes to the empty tab "Scratch"; the Admin API tells whether they were deployed.
+adds nodes to the empty tab "Scratch"; the Admin API tells whether they were deployed. An inject node ("tick", not
+wired, never firing by itself) is there for trigger_inject.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +24,7 @@ import aiohttp
 import pytest
 
 from service.nodered.tools import WRITE_TOOLS
+from service.nodered.write_tools import WRITE_TOOL_NAMES
 from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
@@ -64,6 +67,8 @@ def approval_flows() -> list[dict]:
         _function("question-read", question, READER),
         _chat(READER, False, [["answer"]]),
         _node("catch", "catch", [["failed"]], scope=[WRITER, READER], uncaught=False),
+        _node("tick", "inject", props=[{"p": "payload"}], repeat="", once=False, topic="", payload="",
+              payloadType="date"),
         _function("failed", "msg.payload = {code: msg.error.code, message: msg.error.message};"
                             " msg.statusCode = 502; return msg;", "answer"),
     ]
@@ -99,9 +104,10 @@ def stack(tmp_path_factory, model_server):
                        env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}",
                             "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
     node_red.start()
-    service = _start_service(service_port, node_red.url, model_server.base_url,
-                             tmp_path_factory.mktemp("service-ai-chat-approvals"))
+    directory = tmp_path_factory.mktemp("service-ai-chat-approvals")
+    service = _start_service(service_port, node_red.url, model_server.base_url, directory)
     service.url = f"http://127.0.0.1:{service_port}"
+    service.memory_db = directory / "memory.db"
     yield node_red, service
     service.terminate()
     service.wait(10)
@@ -232,3 +238,28 @@ async def test_a_flow_node_allowed_flow_changes_still_runs_no_tool_by_name(stack
     status, text = await ask(node_red, "/ask", "@tools:create_tab|['From a message']")
     assert status == 502 and json.loads(text)["code"] == "forbidden"
     assert deployed(node_red) == before and model.requests == []
+
+
+def write_calls() -> dict[str, dict]:
+    return {"add_nodes": {"flow_id": SCRATCH, "nodes": NEW_NODES},
+            "update_node": {"node_id": "decide", "properties": {"func": "return null;"}},
+            "delete_nodes": {"node_ids": ["in-read", "question-read"]},
+            "create_tab": {"label": "Unapproved"},
+            "trigger_inject": {"node_id": "tick"}}
+
+
+@pytest.mark.parametrize("tool", WRITE_TOOL_NAMES)
+async def test_no_write_tool_reaches_node_red_from_the_node_without_an_approval(stack, model, tool):
+    node_red, service = stack
+    before = deployed(node_red)
+    model.script(Reply(tool_calls=[{"name": tool, "arguments": write_calls()[tool]}]))
+    status, text = await ask(node_red, "/ask", f"please {tool}", f"s-every-{tool}")
+    assert status == 202, text
+    approval = json.loads(text)
+    assert [action["tool"] for action in approval["actions"]] == [tool]
+    assert deployed(node_red) == before  # rev and content
+    with sqlite3.connect(service.memory_db) as raw:
+        decisions = raw.execute("SELECT COUNT(*) FROM approval_audit WHERE run_id = ?",
+                                (approval["runId"],)).fetchone()[0]
+        waiting = raw.execute("SELECT status FROM approval_runs WHERE run_id = ?", (approval["runId"],)).fetchall()
+    assert decisions == 0 and waiting == [("pending",)]

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import urllib.request
 
 import aiohttp
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import ElicitResult
 
 from mcp_server.server import NodeRedConfig, build_server
+from mcp_server.settings import McpWriteSettings
+from service.identity import Identity
+from service.memory.approvals import EXPIRED_TOKENS_KEPT, ApprovalStore
+from service.memory.store import MemoryStore
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient, NodeRedError
 from service.nodered.tooling import ToolFailure
@@ -279,7 +285,7 @@ def write_calls(flows) -> dict[str, dict]:
 
 @pytest.mark.parametrize("tool", write_tools.WRITE_TOOL_NAMES)
 async def test_no_write_reaches_node_red_without_an_approval_record_through_any_entry_point(
-        tool, service, writable, model, write_settings):
+        tool, service, writable, model, write_settings, tmp_path):
     before = deployed(writable)
     args = write_calls(before["flows"])[tool]
     # the sidebar (agent)
@@ -293,7 +299,13 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
     # @tools:
     direct = await chat(service, f"@tools:{tool}|{json.dumps(args)}")
     assert [e["type"] for e in direct] == ["approval_required", "done"]
-    # the ai-chat node: it asks with read permission, so write tools are neither offered nor run by name
+    # an ai-chat node with "Allow flow changes" (as its relay asks; the real node: test_ai_chat_approvals.py)
+    writer = {"X-AI-Sidebar-Flow-Node": "n2", "X-AI-Sidebar-Flow-Grants": "tools,flows",
+              "X-AI-Sidebar-Permission": "write"}
+    model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]))
+    asked = await chat(service, f"please {tool}", headers=writer)
+    assert [e["type"] for e in asked] == ["approval_required", "done"] and asked[0]["actions"][0]["tool"] == tool
+    # an ai-chat node without it asks with read permission: write tools are neither offered nor run by name
     node = {"X-AI-Sidebar-Flow-Node": "n1", "X-AI-Sidebar-Flow-Grants": "tools"}
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]), Reply(text="I cannot."))
     flow = await chat(service, f"please {tool}", headers=node)
@@ -301,12 +313,29 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
     assert tool not in {t["function"]["name"] for t in model.requests[-2]["tools"]}
     refused = await chat(service, f"@tools:{tool}|{json.dumps(args)}", headers=node)
     assert [e["type"] for e in refused] == ["error", "done"] and refused[0]["code"] == "forbidden"
-    # the MCP server
+    # the MCP server: read-only by default, even when given the write tools
     server = build_server(NodeRedConfig(url=writable.url), tools=[*READ_TOOLS, *WRITE_TOOLS])
     async with create_connected_server_and_client_session(server._mcp_server) as session:
         listed = {t.name for t in (await session.list_tools()).tools}
         called = await session.call_tool(tool, args)
     assert tool not in listed and called.isError
+    # ... and with MCP_WRITE_TOOLS=true: a client that cannot ask its user, and one whose user declines
+    mcp_audit = tmp_path / "mcp-audit.db"
+    server = build_server(NodeRedConfig(url=writable.url), knowledge_db=None,
+                          writes=McpWriteSettings(enabled=True, audit_db=str(mcp_audit)))
+
+    async def decline(_context, _params):
+        return ElicitResult(action="decline")
+
+    for callback in (None, decline):
+        async with create_connected_server_and_client_session(server._mcp_server,
+                                                              elicitation_callback=callback) as session:
+            assert tool in {t.name for t in (await session.list_tools()).tools}
+            called = await session.call_tool(tool, args)
+        assert called.isError and "nothing was changed" in " ".join(b.text for b in called.content).lower()
+    with sqlite3.connect(mcp_audit) as raw:
+        assert raw.execute("SELECT tool, decision FROM mcp_audit ORDER BY id").fetchall() == \
+            [(tool, "refused"), (tool, "decline")]
     assert deployed(writable) == before and audit(write_settings) == []
 
 
@@ -407,3 +436,55 @@ async def test_over_the_token_budget_a_run_is_not_resumed_and_its_token_stays_us
     resumed = await events_of(await resume(service, approval, {"type": "approve"}))
     assert resumed[1]["ok"] is True
     assert any(n.get("label") == "Over budget" for n in deployed(writable)["flows"])
+
+
+def rows_of_runs(settings, run_ids) -> dict[str, int]:
+    """How many approval rows and checkpoints (LangGraph's ``checkpoints`` and ``writes``) the runs still have."""
+    marks = ", ".join("?" * len(run_ids))
+    with sqlite3.connect(settings.memory_db_path) as raw:
+        return {table: raw.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} IN ({marks})", run_ids).fetchone()[0]
+                for table, column in (("approval_runs", "run_id"), ("checkpoints", "thread_id"),
+                                      ("writes", "thread_id"))}
+
+
+async def test_expired_approvals_are_purged_at_start_and_their_tokens_still_answer_expired(
+        aiohttp_client, write_settings, writable, model):
+    before = deployed(writable)
+    model.default = Reply(tool_calls=[{"name": "create_tab", "arguments": {"label": "Never"}}])
+    first = await aiohttp_client(create_app(write_settings))
+    agent, other = (await chat(first, "make a tab"))[0], (await chat(first, "make a tab"))[0]
+    executed = await (await first.post("/ai-sidebar/execute-tool", json={
+        "tool": "create_tab", "params": {"label": "Never either"}}, headers=ALICE)).json()
+    runs = [agent["runId"], executed["runId"]]
+    assert rows_of_runs(write_settings, runs)["checkpoints"] > 0  # the agent run's state waits in the checkpointer
+    with sqlite3.connect(write_settings.memory_db_path) as raw:  # an hour passes
+        raw.execute("UPDATE approval_runs SET expires_at = expires_at - 3601")
+    expired = await resume(first, other, {"type": "approve"})  # expired, not purged yet
+    expected = (expired.status, await expired.json())
+    assert expected[0] == 410 and expected[1]["error"]["code"] == "approval_expired"
+    await first.close()
+
+    second = await aiohttp_client(create_app(write_settings))  # the start purges what expired
+    assert rows_of_runs(write_settings, [*runs, other["runId"]]) == {"approval_runs": 0, "checkpoints": 0,
+                                                                     "writes": 0}
+    for approval in (agent, executed):
+        purged = await resume(second, approval, {"type": "approve"})
+        assert (purged.status, await purged.json()) == expected
+    assert (await (await second.get("/ai-sidebar/approvals", headers=ALICE)).json())["pending"] == []
+    assert deployed(writable) == before and audit(write_settings) == []
+
+
+async def test_only_expired_pending_approvals_are_purged_and_their_token_hash_is_kept_thirty_days(tmp_path):
+    store = await MemoryStore.open(tmp_path / "memory.db")
+    approvals = ApprovalStore(store)
+    alice, now = Identity("user", "alice"), time.time()
+    await approvals.create_approval("a1", "r1", "h1", alice, "execute", None, [], {}, now + 10)
+    await approvals.create_approval("a2", "r2", "h2", alice, "agent", None, [], {}, now + 10)
+    assert await approvals.claim_approval("a2", alice, [])  # answered: no longer pending, never purged
+    assert await approvals.remove_expired(now) == []
+    assert await approvals.remove_expired(now + 10) == [{"runId": "r1", "kind": "execute"}]
+    assert await approvals.approval("h1") is None and await approvals.expired_token("h1")
+    assert (await approvals.approval("h2"))["status"] == "resumed" and not await approvals.expired_token("h2")
+    await approvals.remove_expired(now + 10 + EXPIRED_TOKENS_KEPT)
+    assert not await approvals.expired_token("h1")
+    await store.close()

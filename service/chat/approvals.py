@@ -95,6 +95,20 @@ class Approvals:
             raise ServiceError("approval_used", status=409)
         return {"runId": run_id, "resumeToken": token, "expiresAt": approval["expiresAt"]}
 
+    async def purge_expired(self, now: float | None = None) -> int:
+        """Delete the approvals that expired while pending, with the checkpoints of their agent runs (their tokens
+        keep getting 410 ``approval_expired``); returns how many were deleted.
+
+        Raises:
+            MemoryUnavailable: the memory database cannot be written.
+            sqlite3.Error: the checkpoints cannot be deleted (the approvals are gone already).
+        """
+        purged = await self.store.remove_expired(time.time() if now is None else now)
+        for approval in purged:
+            if approval["kind"] == "agent":
+                await self.saver.adelete_thread(approval["runId"])
+        return len(purged)
+
     async def record_policy(self, run_id: str, owner: Identity, action: dict[str, Any]) -> None:
         """The audit row of a write its policy lets run without a card (decided by ``policy``)."""
         await self.store.record(owner, [audit_entry(run_id, action, "approve", "policy")])

@@ -56,10 +56,14 @@ async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, b
 
     Raises:
         ServiceError: 404 ``approval_not_found`` (unknown token, or another owner's: the same answer), 409
-            ``approval_used`` (already answered), 410 ``approval_expired`` (older than ``AI_SIDEBAR_APPROVAL_TTL``),
-            400 ``invalid_request`` (not one decision per action) or ``invalid_params`` (edited arguments wrong).
+            ``approval_used`` (already answered), 410 ``approval_expired`` (older than ``AI_SIDEBAR_APPROVAL_TTL``,
+            also once purged), 400 ``invalid_request`` (not one decision per action) or ``invalid_params`` (edited
+            arguments wrong).
     """
-    approval = await approvals.store.approval(token_hash(body.resumeToken))
+    hashed = token_hash(body.resumeToken)
+    approval = await approvals.store.approval(hashed)
+    if approval is None and await approvals.store.expired_token(hashed):
+        raise ServiceError("approval_expired", status=410, params={"seconds": approvals.settings.approval_ttl})
     if approval is None or approval["owner"] != owner:
         raise ServiceError("approval_not_found", status=404)
     if approval["status"] != "pending":

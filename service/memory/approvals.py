@@ -1,5 +1,6 @@
 """Runs waiting for a person to approve a write, and the audit of every decision on a write (issue 18), in the
-memory database (tables of migration 3 in :mod:`service.memory.store`, whose connection and write path this uses).
+memory database (tables of migrations 3 and 5 in :mod:`service.memory.store`, whose connection and write path this
+uses).
 
 A resume token is stored only as its SHA-256 (``token_hash``); owners are the three identity columns, so an owner
 never reads another owner's approvals or audit.
@@ -16,6 +17,10 @@ import aiosqlite
 
 from service.identity import Identity
 from service.memory.store import _OWNED, MemoryStore, MemoryUnavailable
+
+# Seconds the hash of a purged approval's token is kept (its token answers approval_expired meanwhile, then
+# approval_not_found).
+EXPIRED_TOKENS_KEPT = 30 * 86_400.0
 
 
 class ApprovalStore:
@@ -44,6 +49,43 @@ class ApprovalStore:
             (approval_id, run_id, token_hash, *scope, kind, session_id, json.dumps(actions, ensure_ascii=False),
              json.dumps(context, ensure_ascii=False), time.time(), expires_at))]
         await self._store._write(statements)
+
+    async def remove_expired(self, now: float, keep_expired_tokens: float = EXPIRED_TOKENS_KEPT
+                             ) -> list[dict[str, str]]:
+        """Delete the approvals still pending at their expiry (``expires_at <= now``), in one transaction, keeping
+        each one's token hash in ``approval_expired`` (for ``keep_expired_tokens`` seconds, then dropped too) so that
+        its token is still answered as expired. Returns ``[{runId, kind}]`` of the deleted approvals (their runs'
+        checkpoints are the caller's to delete).
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        expired = "status = 'pending' AND expires_at <= ?"
+        async with self._store._write_lock:
+            try:
+                await self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    rows = await (await self._db.execute(
+                        f"SELECT run_id, kind FROM approval_runs WHERE {expired}", (now,))).fetchall()
+                    await self._db.execute(
+                        "INSERT OR REPLACE INTO approval_expired(token_hash, expired_at) "
+                        f"SELECT token_hash, expires_at FROM approval_runs WHERE {expired}", (now,))
+                    await self._db.execute(f"DELETE FROM approval_runs WHERE {expired}", (now,))
+                    await self._db.execute("DELETE FROM approval_expired WHERE expired_at <= ?",
+                                           (now - keep_expired_tokens,))
+                except BaseException:
+                    await self._db.rollback()
+                    raise
+                await self._db.commit()
+            except sqlite3.Error as err:
+                raise MemoryUnavailable(str(err)) from None
+        return [{"runId": row["run_id"], "kind": row["kind"]} for row in rows]
+
+    async def expired_token(self, token_hash: str) -> bool:
+        """Whether a resume token's hash is one of a purged approval (:meth:`remove_expired`)."""
+        row = await (await self._db.execute("SELECT 1 FROM approval_expired WHERE token_hash = ?",
+                                            (token_hash,))).fetchone()
+        return row is not None
 
     async def approval(self, token_hash: str) -> dict[str, Any] | None:
         """The approval a resume token's hash names (any owner, any status), or ``None``."""

@@ -246,6 +246,15 @@ MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL
     );
     """,
+    # 6: the resume tokens of approvals purged after they expired, only as their SHA-256 and the expiry: such a
+    # token keeps getting 410 approval_expired (not 404) after its run's rows and checkpoints are gone.
+    """
+    CREATE TABLE approval_expired (
+        token_hash TEXT PRIMARY KEY,
+        expired_at REAL NOT NULL
+    );
+    CREATE INDEX approval_runs_expiry ON approval_runs(status, expires_at);
+    """,
 )
 
 

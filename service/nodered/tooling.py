@@ -73,6 +73,8 @@ class Tool:
         preview: write tools: ``async preview(ctx, args) -> {"summary", "diff"}``, what it would change, judged on
             the live flows with secrets redacted (shown to the user before approving); raises
             :class:`ToolFailure`.
+        destructive: write tools: it may change or remove what exists, or set off effects (MCP
+            ``destructiveHint``); ``False``: it only adds.
     """
 
     name: str
@@ -85,6 +87,7 @@ class Tool:
     permission: Literal["read", "write"] = "read"
     text_limit: int = MODEL_TOOL_LIMIT
     preview: Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+    destructive: bool = False
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):

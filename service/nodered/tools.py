@@ -106,7 +106,7 @@ READ_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def _write_tool(name: str, title: str, args: type[BaseModel], description: str) -> Tool:
+def _write_tool(name: str, title: str, args: type[BaseModel], description: str, destructive: bool) -> Tool:
     """A write tool whose run applies and whose preview shows the plan of :mod:`service.nodered.write_tools`."""
     async def run(ctx: ToolContext, **arguments: Any) -> ToolOutput:
         return await write_tools.apply(ctx, name, arguments)
@@ -115,31 +115,34 @@ def _write_tool(name: str, title: str, args: type[BaseModel], description: str) 
         return await write_tools.preview(ctx, name, arguments)
 
     return Tool(name=name, title=title, args=args, result=write_tools.WriteResult, run=run, preview=preview,
-                access="write", permission="write", description=description)
+                access="write", permission="write", description=description, destructive=destructive)
 
 
 APPROVAL_NOTE = (" It runs only after the user approves it (they see a preview and may edit or reject it); a "
                  "rejection comes back with the user's reason.")
 
 # The core's write tools: never run without an approval record (the service's agent pauses for the user before each
-# call; execute-tool and @tools: ask the same way) and never offered by the MCP server, which only reads.
+# call; execute-tool and @tools: ask the same way; the MCP server offers them only with MCP_WRITE_TOOLS=true and asks
+# its client's user through MCP elicitation).
 WRITE_TOOLS: tuple[Tool, ...] = (
     _write_tool("add_nodes", "Add nodes to a flow", write_tools.AddNodesArgs, (
         "Add nodes and their wires to a tab (a generated flow): give the nodes as in a Node-RED flow export, with "
         "ids, types, properties, x/y and wires among them; their ids are replaced by new ones. Without flow_id "
         "they go to the tab open in the editor; with new_tab_label onto a new tab.\n\n"
-        "Check installed node types with list_node_types first." + APPROVAL_NOTE)),
+        "Check installed node types with list_node_types first." + APPROVAL_NOTE), destructive=False),
     _write_tool("update_node", "Change a node", write_tools.UpdateNodeArgs, (
         "Change properties of one node, e.g. fix a function node's code (func) or a change node's rules. Read the "
-        "node with get_node_info first and send the whole new value of each property you change." + APPROVAL_NOTE)),
+        "node with get_node_info first and send the whole new value of each property you change." + APPROVAL_NOTE),
+                destructive=True),
     _write_tool("delete_nodes", "Delete nodes", write_tools.DeleteNodesArgs, (
-        "Delete nodes by id, with the wires to them. Tabs cannot be deleted this way." + APPROVAL_NOTE)),
+        "Delete nodes by id, with the wires to them. Tabs cannot be deleted this way." + APPROVAL_NOTE),
+                destructive=True),
     _write_tool("create_tab", "Create a tab", write_tools.CreateTabArgs, (
         "Create a new empty tab (flow) with a label; add nodes to it with add_nodes and its id, or use "
-        "add_nodes with new_tab_label directly." + APPROVAL_NOTE)),
+        "add_nodes with new_tab_label directly." + APPROVAL_NOTE), destructive=False),
     _write_tool("trigger_inject", "Trigger an inject node", write_tools.TriggerInjectArgs, (
         "Trigger a deployed inject node once, as its button in the editor does; its message runs through the "
-        "deployed flow." + APPROVAL_NOTE)),
+        "deployed flow." + APPROVAL_NOTE), destructive=True),
 )
 # The tools that read the runtime evidence: whoever offers them runs a comms subscriber (the service its own, the
 # MCP server its own).

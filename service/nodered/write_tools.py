@@ -416,6 +416,17 @@ async def apply(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutput
             deploying (nothing is overwritten).
     """
     change, rev = await plan(ctx, tool, args)
+    return await commit(ctx, change, rev)
+
+
+async def commit(ctx: ToolContext, change: Change, rev: str | None) -> ToolOutput:
+    """Apply a planned ``change`` as :func:`apply` does, deploying over revision ``rev`` (the one the change was
+    planned on): a caller that showed the plan to a person deploys exactly what was shown, or nothing.
+
+    Raises:
+        ToolFailure: ``flows_conflict`` when Node-RED's flows are no longer at ``rev`` (nothing is overwritten),
+            or a Node-RED error code.
+    """
     shown = change.preview()
     changes = {**shown["diff"], "nodes": shown["diff"]["added"]}
     try:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
-from service.chat.approvals import ApprovalSlot, open_approvals
+from service.chat.approvals import Approvals, ApprovalSlot, open_approvals
 from service.chat.scenarios import ScenarioCatalog
 from service.errors import ServiceError, error_middleware
 from service.knowledge.base import Knowledge
@@ -60,6 +60,9 @@ from service.web.usage_routes import routes as usage_routes
 log = logging.getLogger(__name__)
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
 RETENTION_INTERVAL = 86_400.0  # seconds between retention runs
+# Seconds between purges of expired approvals: the approval TTL, within these bounds (an expired approval lingers at
+# most this long; it answers approval_expired meanwhile all the same).
+APPROVAL_PURGE_INTERVAL = (60.0, 3600.0)
 
 
 def token_middleware(token: str) -> Callable:
@@ -157,7 +160,8 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
             await slot.store.seed_templates(json.loads(settings.templates_path.read_text(encoding="utf-8")))
     except (OSError, ValueError, ServiceError) as err:
         log.warning("flow templates not seeded from %s: %s", settings.templates_path, err)
-    task = asyncio.create_task(_retention(slot.store, settings.memory_retention_days))
+    task = asyncio.create_task(_periodically(RETENTION_INTERVAL, _retention(slot.store,
+                                                                        settings.memory_retention_days)))
     yield
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -166,8 +170,9 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _approvals(app: web.Application) -> AsyncIterator[None]:
-    """Open the approval machinery (approvals and audit in the memory store, the agent checkpointer beside it);
-    close it after. Without a memory store there is none, and write tools are not offered."""
+    """Open the approval machinery (approvals and audit in the memory store, the agent checkpointer beside it),
+    purge expired approvals at start and periodically; close it after. Without a memory store there is none, and
+    write tools are not offered."""
     store = app[MEMORY].store
     if store is None:
         yield
@@ -181,7 +186,14 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
         yield
         return
     app[APPROVALS].approvals = approvals
+    low, high = APPROVAL_PURGE_INTERVAL
+    purge = _purge(approvals)
+    await purge()  # before the first request: a purged token answers approval_expired from the start
+    task = asyncio.create_task(_periodically(min(max(settings.approval_ttl, low), high), purge, at_start=False))
     yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
     app[APPROVALS].approvals = None
     await connection.close()
 
@@ -215,15 +227,38 @@ async def _knowledge(app: web.Application) -> AsyncIterator[None]:
     await knowledge.close()
 
 
-async def _retention(store: MemoryStore, days: int) -> None:
+async def _periodically(interval: float, job: Callable[[], Awaitable[None]], at_start: bool = True) -> None:
+    """Run ``job`` every ``interval`` seconds, first at once (``at_start``) or after one interval, until cancelled
+    (the job logs its own faults)."""
+    if not at_start:
+        await asyncio.sleep(interval)
     while True:
+        await job()
+        await asyncio.sleep(interval)
+
+
+def _retention(store: MemoryStore, days: int) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
         try:
             removed = await store.remove_expired(days)
             if removed:
                 log.info("memory retention: removed %d messages older than %d days", removed, days)
         except ServiceError as err:
             log.warning("memory retention skipped: %s", err.message)
-        await asyncio.sleep(RETENTION_INTERVAL)
+    return run
+
+
+def _purge(approvals: Approvals) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        try:
+            purged = await approvals.purge_expired()
+            if purged:
+                log.info("approvals: removed %d that expired while waiting", purged)
+        except ServiceError as err:
+            log.warning("purge of expired approvals skipped: %s", err.message)
+        except sqlite3.Error as err:
+            log.warning("purge of expired approvals: checkpoints not deleted: %s", err)
+    return run
 
 
 async def _close_models(app: web.Application) -> None:

@@ -1,0 +1,98 @@
+"""A write tool call over MCP: plan it on the live flows, ask the client's user through MCP elicitation with the
+preview, record the decision in the audit, and apply only an explicit approval.
+
+The plan and its preview are the service's own (:mod:`service.nodered.write_tools`: summary, diff with secrets
+redacted). An approved change is deployed exactly as it was shown, over the flows revision it was planned on: when
+someone deployed while the user was deciding, Node-RED answers 409 and the call fails with ``flows_conflict``,
+overwriting nothing. A declined or cancelled request, a client without the elicitation capability, or an unusable
+answer writes nothing and fails with a sentence saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.fastmcp import Context
+from mcp.shared.exceptions import McpError
+from mcp.types import ClientCapabilities, ElicitationCapability
+from pydantic import BaseModel, Field, ValidationError
+
+from service.nodered import write_tools
+from service.nodered.client import NodeRedClient
+from service.nodered.compact import bounded
+from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
+
+from .audit import Caller, McpAudit
+
+# Characters of the diff shown in the approval request (a generated flow of hundreds of nodes stays readable; the
+# summary always names what the change does).
+PREVIEW_LIMIT = 20_000
+
+
+class ApprovalAnswer(BaseModel):
+    """The form the client shows its user (MCP elicitation allows flat primitive fields only)."""
+
+    approve: bool = Field(description="true: make this change in Node-RED now; false: leave Node-RED as it is")
+
+
+def caller_of(ctx: Context[Any, Any, Any]) -> Caller:
+    """The MCP client as its ``initialize`` request named itself (``unknown`` before initialisation)."""
+    params = ctx.session.client_params
+    if params is None:
+        return Caller("unknown")
+    return Caller(params.clientInfo.name, params.clientInfo.version or "")
+
+
+def approval_message(tool: str, preview: dict[str, Any]) -> str:
+    """What the user reads before deciding: the summary, then the diff (secrets redacted) as JSON."""
+    diff = json.dumps(preview["diff"], ensure_ascii=False, indent=1)
+    return bounded(f"Node-RED write tool {tool} asks for your approval.\n\n{preview['summary']}\n\nChanges (added "
+                   f"nodes, removed node ids, changed properties before → after, wires added and removed):\n{diff}",
+                   PREVIEW_LIMIT)
+
+
+async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, tool: Tool, arguments: dict[str, Any],
+                         audit: McpAudit) -> ToolOutput:
+    """Run write ``tool`` with ``arguments`` only after the client's user approves its preview.
+
+    Raises:
+        ToolFailure: the plan's failure (``node_not_found``, ``invalid_params``, ..., nothing asked);
+            ``approval_unsupported`` (the client cannot ask its user), ``approval_declined``,
+            ``approval_cancelled``; ``flows_conflict`` (the flows changed while the user decided) or another
+            Node-RED error code from applying it.
+    """
+    caller = caller_of(ctx)
+    args = tool.parse(arguments)
+    context = ToolContext(nodered=nodered)
+    change, rev = await write_tools.plan(context, tool.name, args)
+    preview = change.preview()
+    summary = preview["summary"]
+    if not ctx.session.check_client_capability(ClientCapabilities(elicitation=ElicitationCapability())):
+        await audit.record(caller, tool.name, args, summary, "refused", "the client has no elicitation capability")
+        raise ToolFailure("approval_unsupported", (
+            f"{tool.name} changes Node-RED only after a person approves it, and this MCP client cannot ask (it does "
+            "not support MCP elicitation). Nothing was changed. Use an MCP client with elicitation, or make the "
+            f"change in the Node-RED editor: {summary}"))
+    try:
+        answer = await ctx.elicit(approval_message(tool.name, preview), ApprovalAnswer)
+    except (McpError, ValidationError, ValueError) as err:
+        await audit.record(caller, tool.name, args, summary, "refused", f"unusable answer: {type(err).__name__}")
+        raise ToolFailure("approval_unsupported", (
+            "The MCP client's answer to the approval request was not usable, so nothing was changed: "
+            f"{summary}")) from None
+    if answer.action == "cancel":
+        await audit.record(caller, tool.name, args, summary, "cancel")
+        raise ToolFailure("approval_cancelled", f"The user dismissed the approval request; nothing was changed: "
+                                                f"{summary}")
+    if answer.action == "decline" or not answer.data.approve:
+        await audit.record(caller, tool.name, args, summary, "decline")
+        raise ToolFailure("approval_declined", f"The user declined this change; nothing was changed: {summary}")
+    row = await audit.record(caller, tool.name, args, summary, "approve")
+    try:
+        output = await write_tools.commit(context, change, rev)
+    except ToolFailure as failure:
+        await audit.settle(row, failure.code)
+        raise
+    await audit.settle(row, output.data["status"])
+    return output

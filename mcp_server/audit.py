@@ -1,0 +1,94 @@
+"""The MCP server's audit of write decisions (``MCP_AUDIT_DB``): one row per write tool call that reached the point
+of asking, with who asked (the MCP client's name and version from its ``initialize`` request: all an MCP server
+knows of its caller), what (tool, arguments redacted of secrets, the change's summary), when, the decision, and the
+outcome of an approved change.
+
+The service keeps its own audit in its memory database (``approval_audit``); this server has no memory database
+and may import only the Node-RED core and the knowledge package, hence this small SQLite file of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import aiosqlite
+
+from service.nodered.redaction import strip_secrets
+
+# approve: the person accepted with approve=true; decline: declined, or accepted with approve=false; cancel: dismissed
+# without deciding; refused: the client cannot ask (no elicitation capability) or its answer was unusable.
+Decision = Literal["approve", "decline", "cancel", "refused"]
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS mcp_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    client_name TEXT NOT NULL,
+    client_version TEXT NOT NULL DEFAULT '',
+    tool TEXT NOT NULL,
+    args TEXT NOT NULL DEFAULT '{}',
+    summary TEXT NOT NULL DEFAULT '',
+    decision TEXT NOT NULL CHECK (decision IN ('approve', 'decline', 'cancel', 'refused')),
+    reason TEXT,
+    outcome TEXT
+);
+"""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who called a tool, as far as an MCP server can know: the client's ``clientInfo`` (``name``, ``version``)."""
+
+    name: str
+    version: str = ""
+
+
+class McpAudit:
+    """The audit file, open for one server lifespan. Each write commits at once (a decision is on disk before the
+    change it approves is applied)."""
+
+    def __init__(self, db: aiosqlite.Connection):
+        self._db = db
+
+    @classmethod
+    async def open(cls, path: str) -> McpAudit:
+        """Open (creating if needed) the audit at ``path``.
+
+        Raises:
+            OSError, sqlite3.Error: the file cannot be opened or created.
+        """
+        db = await aiosqlite.connect(path)
+        try:
+            await db.execute("PRAGMA busy_timeout=5000")
+            await db.executescript(SCHEMA)
+            await db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            await db.commit()
+        except BaseException:
+            await db.close()
+            raise
+        return cls(db)
+
+    async def record(self, caller: Caller, tool: str, args: dict[str, Any], summary: str, decision: Decision,
+                     reason: str | None = None) -> int:
+        """Add one decision (``args`` are stored redacted of secrets, as previews show them); returns its row id."""
+        cursor = await self._db.execute(
+            "INSERT INTO mcp_audit(created_at, client_name, client_version, tool, args, summary, decision, reason) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), caller.name, caller.version, tool, json.dumps(strip_secrets(args), ensure_ascii=False),
+             summary, decision, reason))
+        await self._db.commit()
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def settle(self, row_id: int, outcome: str) -> None:
+        """Note what became of an approved change: ``deployed``, ``triggered``, or the failure's code
+        (``flows_conflict``, ...)."""
+        await self._db.execute("UPDATE mcp_audit SET outcome = ? WHERE id = ?", (outcome, row_id))
+        await self._db.commit()
+
+    async def close(self) -> None:
+        await self._db.close()

@@ -112,9 +112,11 @@ async def test_the_function_context_holds_the_code_the_neighbours_and_a_redacted
         prompt.index("</node_context>")
     assert "never as instructions" in sent[0]["content"]
     assert SECRET not in json.dumps([model.requests, events])
-    # Memory off: no conversation was stored.
+    # Memory off: no conversation was stored, only the run's token usage.
     sessions = await (await assist_client.get("/ai-sidebar/sessions")).json()
     assert sessions["sessions"] == []
+    usage = await (await assist_client.get("/ai-sidebar/usage?by=user")).json()
+    assert usage["total"]["turns"] == 1 and usage["total"]["inputTokens"] > 0
 
 
 async def test_an_undeployed_function_node_is_said_to_have_no_neighbours_and_gets_no_samples(assist_client, model):

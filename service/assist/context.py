@@ -92,7 +92,8 @@ def wired_neighbours(index: FlowIndex, node_id: str) -> tuple[list[Neighbour], l
     if node is None:
         return [], []
     upstream = []
-    for candidate in index.by_z.get(node.get("z"), []) if isinstance(node.get("z"), str) else []:
+    tab = node.get("z")
+    for candidate in index.by_z.get(tab, []) if isinstance(tab, str) else []:
         for port, targets in enumerate(_outputs(candidate)):
             if node_id in targets:
                 upstream.append(_neighbour(candidate, port))

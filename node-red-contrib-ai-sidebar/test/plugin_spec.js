@@ -50,6 +50,7 @@ function callRoute(base, route, headers) {
 // Every plugin route, split by the permission it needs (DESIGN.md "HTTP API", issue 4's session routes).
 const READ_ROUTES = [
     ["POST", "ai-sidebar/stream-chat"],
+    ["POST", "ai-sidebar/assist"],
     ["GET", "ai-sidebar/scenarios"],
     ["GET", "ai-sidebar/memory-stats"],
     ["GET", "ai-sidebar/history/s"],
@@ -450,6 +451,28 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 const before = service.requests.length;
                 const unknown = await json(await postJson(nodeRed.url + "ai-sidebar/resume",
                     { resumeToken: "t".repeat(43), decisions: decisions, configId: "no-such-node" }));
+                assert.deepStrictEqual([unknown.status, unknown.body.error.code], [400, "config_not_found"]);
+                assert.strictEqual(service.requests.length, before);
+            });
+
+        it("relays an assist request as a stream, as a chat: a browser's provider dropped, an unknown configId refused",
+            async function () {
+                service.handler = sseAnswer;
+                const body = { kind: "function", description: "add a timestamp", language: "de",
+                    context: { nodeId: "n1", code: { onMessage: "return msg;" }, outputs: 1, libs: [] } };
+                const response = await postJson(nodeRed.url + "ai-sidebar/assist",
+                    Object.assign({ provider: { baseUrl: "http://x.example" } }, body));
+                const text = await helpers.readBody(response.res);
+                assert.strictEqual(response.res.statusCode, 200);
+                assert.match(response.res.headers["content-type"], /^text\/event-stream/);
+                assert.match(text, /"type":"done"/);
+                const sent = service.requests[service.requests.length - 1];
+                assert.deepStrictEqual([sent.method, sent.url], ["POST", "/ai-sidebar/assist"]);
+                assert.deepStrictEqual(JSON.parse(sent.body), body);
+                assert.strictEqual(sent.headers["authorization"], "Bearer svc-token");
+                const before = service.requests.length;
+                const unknown = await json(await postJson(nodeRed.url + "ai-sidebar/assist",
+                    Object.assign({ configId: "no-such-node" }, body)));
                 assert.deepStrictEqual([unknown.status, unknown.body.error.code], [400, "config_not_found"]);
                 assert.strictEqual(service.requests.length, before);
             });

@@ -97,13 +97,21 @@
      * @param {string} className marks the button (and tells a watcher it is there already)
      * @param {string} tooltip
      * @param {function()} open what a click does
+     * @param {boolean} [iconOnly] only the icon (the label is its accessible name): where a label would squeeze
+     *     Node-RED's own controls, as beside the function dialog's code tabs
      * @returns {jQuery}
      */
-    function assistButton(className, tooltip, open) {
-        return $('<button type="button" class="red-ui-button red-ui-button-small ai-assist-button"></button>')
-            .addClass(className).attr("title", tooltip)
-            .append($('<i class="fa fa-magic" aria-hidden="true"></i>'))
-            .append($("<span></span>").text(" " + RED._("node-red-contrib-ai-sidebar/ai-sidebar:assist.button")))
+    function assistButton(className, tooltip, open, iconOnly) {
+        var label = RED._("node-red-contrib-ai-sidebar/ai-sidebar:assist.button");
+        var button = $('<button type="button" class="red-ui-button red-ui-button-small ai-assist-button"></button>')
+            .addClass(className).attr("title", iconOnly ? label + ": " + tooltip : tooltip)
+            .append($('<i class="fa fa-magic" aria-hidden="true"></i>'));
+        if (iconOnly) {
+            button.attr("aria-label", label);
+        } else {
+            button.append($("<span></span>").text(" " + label));
+        }
+        return button
             .on("click", function (event) {
                 event.preventDefault();
                 open();

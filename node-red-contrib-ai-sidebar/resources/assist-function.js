@@ -230,7 +230,8 @@
             return false;
         }
         var current = null;
-        new lib().AssistPanel({
+        var AssistPanel = lib().AssistPanel;
+        new AssistPanel({
             kind: "function",
             title: t("assist.function.title"),
             context: function () {
@@ -252,7 +253,8 @@
             return;
         }
         row.addClass("ai-assist-tabs-row");
-        lib().assistEditors.assistButton(BUTTON_CLASS, t("assist.function.buttonTooltip"), open).appendTo(row);
+        lib().assistEditors.assistButton(BUTTON_CLASS, t("assist.function.buttonTooltip"), open, true)
+            .appendTo(row);
     }
 
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};

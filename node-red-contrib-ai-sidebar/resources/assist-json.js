@@ -47,7 +47,8 @@
         if ($(".ai-assist-dialog:visible").length) {
             return;
         }
-        new lib().AssistPanel({
+        var AssistPanel = lib().AssistPanel;
+        new AssistPanel({
             kind: "json",
             title: t("assist.json.title"),
             context: function () {

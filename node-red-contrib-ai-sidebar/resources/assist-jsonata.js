@@ -85,7 +85,8 @@
         if ($(".ai-assist-dialog:visible").length) {
             return;
         }
-        new lib().AssistPanel({
+        var AssistPanel = lib().AssistPanel;
+        new AssistPanel({
             kind: "jsonata",
             title: t("assist.jsonata.title"),
             context: function () { return context(tray); },

@@ -47,10 +47,11 @@
     AssistPanel.prototype.build = function () {
         var self = this;
         var content = this.content = $('<div class="ai-assist-panel"></div>').attr("data-kind", this.options.kind);
-        var label = $('<label class="ai-assist-label"></label>').text(t("assist.describe." + this.options.kind))
+        var id = "ai-assist-description-" + this.options.kind;
+        $('<label class="ai-assist-label"></label>').attr("for", id).text(t("assist.describe." + this.options.kind))
             .appendTo(content);
-        this.description = $('<textarea class="ai-assist-description" rows="3"></textarea>')
-            .attr("placeholder", t("assist.placeholder." + this.options.kind)).appendTo(label);
+        this.description = $('<textarea class="ai-assist-description" rows="3"></textarea>').attr("id", id)
+            .attr("placeholder", t("assist.placeholder." + this.options.kind)).appendTo(content);
         var row = $('<div class="ai-assist-row"></div>').appendTo(content);
         this.sendButton = $('<button type="button" class="red-ui-button ai-assist-send"></button>')
             .append($('<i class="fa fa-magic" aria-hidden="true"></i>'))

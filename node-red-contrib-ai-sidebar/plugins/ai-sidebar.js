@@ -18,6 +18,7 @@ const relayLib = require("./lib/relay");
 const providerLib = require("./lib/provider");
 const supervisorLib = require("./lib/supervisor");
 const serviceStatusLib = require("./lib/service-status");
+const functionRoutes = require("./lib/function-routes");
 
 // Where `npm pack` puts the service's wheel (the package's prepack script).
 const WHEEL_DIR = path.join(__dirname, "..", "python");
@@ -205,6 +206,14 @@ module.exports = function (RED) {
     // service stores or runs a tool needs ai-sidebar.write. Node-RED grants "*.read" to read-only users.
     RED.httpAdmin.post("/ai-sidebar/stream-chat", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
         guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/stream-chat", { stream: true }));
+    // Assist in the node edit dialogs (issue 20): asking the model only reads, like a chat.
+    RED.httpAdmin.post("/ai-sidebar/assist", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
+        guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/assist", { stream: true }));
+    RED.httpAdmin.post("/ai-sidebar/function-check", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
+        guarded(functionRoutes.checkRoute));
+    // Running code in the runtime is what deploying a function node allows: Node-RED's own flows.write.
+    RED.httpAdmin.post("/ai-sidebar/function-sandbox", RED.auth.needsPermission("flows.write"), requireJsonBody,
+        guarded(functionRoutes.sandboxRoute()));
     RED.httpAdmin.get("/ai-sidebar/configs", RED.auth.needsPermission("ai-sidebar.read"),
         guarded(providerLib.configsRoute(RED)));
     RED.httpAdmin.get("/ai-sidebar/service-status", RED.auth.needsPermission("ai-sidebar.read"),

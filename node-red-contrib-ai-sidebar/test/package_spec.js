@@ -55,7 +55,8 @@ describe("package manifest", function () {
         }).sort();
         assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/caught-error.js",
             "nodes/lib/chat-client.js",
-            "plugins/ai-sidebar.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/service-status.js",
+            "plugins/ai-sidebar.js", "plugins/lib/function-check.js", "plugins/lib/function-routes.js",
+            "plugins/lib/function-sandbox.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/service-status.js",
             "plugins/lib/supervisor.js",
             "resources/sse-parser.js"]);
     });

@@ -259,9 +259,9 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     configured), the prompt, and the answer (agent or plain chat). The caller sends
     ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
     """
-    emit = _recording_errors(emit, result)
+    emit = recording_errors(emit, result)
     turn = _choose_scenario(request, deps, result)
-    if not await _within_budget(deps, emit):
+    if not await within_budget(deps, emit):
         return result
     try:
         if not await _direct_trigger(request, deps, turn):
@@ -288,14 +288,14 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     if agent:
         await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
     else:
-        await _stream_answer(messages, deps, emit, result)
+        await stream_answer(messages, deps, emit, result)
     await _check_flow_types(deps, turn, emit, result)
     log.info("%s session=%s scenario=%s language=%s tools=%s chars=%d", "agent" if agent else "chat",
              result.session_id, turn.scenario_key, turn.catalog.language, result.tools, len(result.answer))
     return result
 
 
-async def _within_budget(deps: ChatDeps, emit: Emit) -> bool:
+async def within_budget(deps: ChatDeps, emit: Emit) -> bool:
     """The daily token budget (``AI_SIDEBAR_DAILY_TOKEN_BUDGET``, per user ``AI_SIDEBAR_USER_TOKEN_BUDGETS``):
     a caller that has used it up today (UTC) gets one ``budget_exceeded`` error and no model call (``False``)."""
     budget = deps.settings.token_budget(deps.identity.name if deps.identity.kind == "user" else None)
@@ -547,7 +547,8 @@ def _forced_tool(tool: str | None, context: ServiceToolContext) -> str | None:
     return tool
 
 
-def _recording_errors(emit: Emit, result: ChatResult) -> Emit:
+def recording_errors(emit: Emit, result: ChatResult) -> Emit:
+    """``emit`` that also notes the code of every ``error`` event in ``result.errors``."""
     async def recording(event: dict[str, Any]) -> None:
         if event.get("type") == "error":
             result.errors.append(event.get("code", "error"))
@@ -688,7 +689,8 @@ def _tools_unsupported(exc: BaseException) -> bool:
     return status == 400 and "tool" in text and any(w in text for w in ("support", "not allowed", "unknown"))
 
 
-async def _stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
+async def stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit,
+                        result: ChatResult) -> None:
     """Pure chat: stream the model's answer as ``token`` events."""
     async def stream(model: BaseChatModel) -> None:
         async for chunk in first_chunk_within(model.astream(messages), deps.settings.llm_timeout):

@@ -23,7 +23,7 @@ from service.chat.pipeline import (
     _choose_scenario,
     _prompt,
     _run_tool,
-    _stream_answer,
+    stream_answer,
 )
 from service.errors import ServiceError
 from service.identity import Identity
@@ -120,7 +120,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
     if kind == "execute":
         return
     turn.tool_run = run
-    await _stream_answer(await _prompt(request, deps, turn, result), deps, emit, result)
+    await stream_answer(await _prompt(request, deps, turn, result), deps, emit, result)
 
 
 async def save_continuation(claimed: Claimed, deps: ChatDeps, result: ChatResult) -> None:

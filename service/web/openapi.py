@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from service import __version__
 from service.web.knowledge_routes import ReindexRequest
 from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
-from service.web.schemas import ExecuteToolRequest, ResumeRequest, StreamChatRequest, TokenRequest
+from service.web.schemas import AssistRequest, ExecuteToolRequest, ResumeRequest, StreamChatRequest, TokenRequest
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}
@@ -86,7 +86,7 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
-                  TemplateCreate, ReindexRequest, TokenRequest):
+                  TemplateCreate, ReindexRequest, TokenRequest, AssistRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -95,6 +95,9 @@ def openapi_document() -> dict[str, Any]:
         "/openapi.json": {"get": _operation("This description", _json("OpenAPI document"), secured=False)},
         "/ai-sidebar/stream-chat": {"post": _operation("Answer a message as an event stream", EVENT_STREAM,
                                                        400, 401, 408, 413, 429, body=StreamChatRequest)},
+        "/ai-sidebar/assist": {"post": _operation(
+            "A proposal for a node edit dialog (function code, JSONata, JSON) as an event stream: token events, one "
+            "proposal or error event, done", EVENT_STREAM, 400, 401, 408, 413, 429, body=AssistRequest)},
         "/ai-sidebar/scenarios": {"get": _operation("Scenarios of a language (no system prompts)", _json("ok"),
                                                     401, parameters=[LANG])},
         "/ai-sidebar/execute-tool": {"post": _operation("Run a tool by name", _json("tool result"),

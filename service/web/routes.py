@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 
 from aiohttp import web
 
 from service import __version__
+from service.assist.run import run_assist
 from service.chat.approvals import AWAITING, plan_action
 from service.chat.pipeline import ChatDeps, ChatResult, new_result, run_chat, save_turn, save_usage
 from service.chat.resume import claim, continue_run, save_continuation
@@ -39,6 +41,7 @@ from service.web.keys import (
 )
 from service.web.openapi import openapi_document
 from service.web.schemas import (
+    AssistRequest,
     ExecuteToolRequest,
     ProviderOverride,
     ResumeRequest,
@@ -239,6 +242,48 @@ def _done(result: ChatResult) -> dict[str, object]:
     if result.status:
         done["status"] = result.status
     return done
+
+
+@routes.post("/ai-sidebar/assist")
+async def assist(request: web.Request) -> web.StreamResponse:
+    """A one-shot proposal for a node edit dialog (function code, a JSONata expression, a JSON value) as an event
+    stream: ``token`` events, then one ``proposal`` or one ``error`` (``no_proposal``, ``invalid_json``), then
+    ``done`` (contracts20). The provider is chosen as for stream-chat; memory is off (only token usage is
+    recorded). Bad input is a JSON 4xx before the stream opens (413 ``message_too_long`` for the description)."""
+    body = await parse_body(request, AssistRequest)
+    if body.language:
+        request[REQUEST_LANGUAGE] = body.language
+    settings = request.app[SETTINGS]
+    if len(body.description) > settings.max_message_chars:
+        raise ServiceError("message_too_long", status=413,
+                           params={"length": len(body.description), "limit": settings.max_message_chars})
+    caller = request_caller(request)
+    with request.app[LIMITER].slot(caller.identity.principal):
+        deps = dataclasses.replace(_chat_deps(request, caller, body.provider), memory=None)
+        result = ChatResult(session_id=f"assist-{uuid.uuid4().hex}")
+        stream = EventStream()
+        send = localized(stream.send, request.app[MESSAGES], request_language(request))
+        await stream.prepare(request)
+        request.app[STREAMS].add(stream)
+        try:
+            await _until_client_leaves(request, _counted(request, deps, result, run_assist(body, deps, send, result)))
+            await stream.send(_done(result))
+        except ConnectionResetError:
+            log.info("client went away during an assist request")
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("assist failed")
+            try:
+                await send(error_event(ServiceError("internal_error", status=500)))
+                await stream.send(_done(result))
+            except ConnectionResetError:
+                pass
+        finally:
+            await asyncio.shield(save_usage(deps, result.session_id, result.usage))
+            await stream.close()
+            request.app[STREAMS].discard(stream)
+        return stream.response
 
 
 @routes.post("/ai-sidebar/resume")

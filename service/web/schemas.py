@@ -153,6 +153,59 @@ class StreamChatRequest(BaseModel):
         return None
 
 
+CODE_LIMIT = 100_000  # characters of one code part, expression or JSON text the assist request may carry
+
+
+class FunctionCode(BaseModel):
+    """The three code parts of a function node's edit dialog (Node-RED's ``func``, ``initialize``, ``finalize``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    onMessage: str = Field("", max_length=CODE_LIMIT)
+    onStart: str = Field("", max_length=CODE_LIMIT)
+    onStop: str = Field("", max_length=CODE_LIMIT)
+
+
+class FunctionLib(BaseModel):
+    """A module of the function node's Setup tab: the variable it is bound to and the npm module."""
+
+    model_config = ConfigDict(extra="forbid")
+    var: str = Field(max_length=200)
+    module: str = Field(max_length=300)
+
+
+class AssistContext(BaseModel):
+    """What the edit dialog knows (contracts20): the node, and per kind the current code, expression or JSON. The
+    wired neighbours, recent input messages and the Node-RED version are added by the service, never taken from
+    here."""
+
+    model_config = ConfigDict(extra="forbid")
+    nodeId: str | None = Field(None, pattern=ID_PATTERN)
+    nodeType: str | None = Field(None, max_length=200)
+    name: str | None = Field(None, max_length=500)
+    tabId: str | None = Field(None, pattern=ID_PATTERN)
+    code: FunctionCode | None = None
+    outputs: int | None = Field(None, ge=0, le=100)
+    libs: list[FunctionLib] = Field(default_factory=list, max_length=50)
+    expression: str | None = Field(None, max_length=CODE_LIMIT)
+    testMessage: Any = None
+    value: str | None = Field(None, max_length=CODE_LIMIT)
+
+
+class AssistRequest(BaseModel):
+    """Body of ``POST /ai-sidebar/assist``: a one-shot proposal for a node edit dialog (contracts20).
+
+    ``description`` length is checked by the handler against ``Settings.max_message_chars`` (413
+    ``message_too_long``); everything else here (400 ``invalid_request``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["function", "jsonata", "json"]
+    description: str = Field(min_length=1)
+    language: str | None = Field(None, max_length=35)
+    provider: ProviderOverride | None = None
+    context: AssistContext = Field(default_factory=AssistContext)
+
+
 class ExecuteToolRequest(BaseModel):
     """Body of ``POST /ai-sidebar/execute-tool``: a tool name and its parameters (an object, or a list of
     positional values as in ``@tools:name|[...]``)."""

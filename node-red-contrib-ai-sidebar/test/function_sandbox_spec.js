@@ -1,0 +1,174 @@
+"use strict";
+
+/**
+ * The function sandbox (contracts20): proposed code runs once on a real message in a worker thread inside a vm
+ * context with only a function node's stubs; endless loops are stopped, escapes refused, and the runtime goes on.
+ * Then the plugin's two routes inside a real Node-RED with adminAuth: permissions, and a Node-RED that still
+ * answers after an endless loop.
+ */
+
+const assert = require("assert");
+const helpers = require("./helpers");
+const { runSandbox } = require("../plugins/lib/function-sandbox");
+const { startNodeRed } = require("./nodered");
+
+describe("function sandbox", function () {
+    this.timeout(20000);
+
+    it("runs the code on the message and shows the outputs, logs and status", async function () {
+        const answer = await runSandbox({
+            code: "msg.payload = msg.payload.celsius * 9 / 5 + 32;\nnode.warn(\"converted\");\n" +
+                "node.status({ fill: \"green\", text: \"ok\" });\nflow.set(\"n\", 1);\n" +
+                "return [msg, { payload: flow.get(\"n\") }];",
+            msg: { payload: { celsius: 20 }, topic: "t" }, outputs: 2
+        });
+        assert.deepStrictEqual(answer, {
+            outputs: [[{ payload: 68, topic: "t" }, { payload: 1 }]],
+            logs: [{ level: "warn", text: "converted" }],
+            status: { fill: "green", text: "ok" }
+        });
+    });
+
+    it("collects sends from a short timer until node.done", async function () {
+        const answer = await runSandbox({
+            code: "setTimeout(() => {\n    node.send([null, RED.util.cloneMessage(msg)]);\n    node.done();\n}, 10);\n" +
+                "node.send([msg, null]);\nreturn null;",
+            msg: { payload: 1 }, outputs: 2
+        });
+        assert.deepStrictEqual(answer.outputs, [[{ payload: 1 }, null], [null, { payload: 1 }]]);
+        assert.strictEqual(answer.error, undefined);
+    });
+
+    it("stops an endless loop at the time limit, and the next run works", async function () {
+        const started = Date.now();
+        const answer = await runSandbox({ code: "while (true) {}", msg: {}, timeoutMs: 300 });
+        assert.strictEqual(answer.error.code, "sandbox_timeout");
+        assert.ok(Date.now() - started < 3000, "took " + (Date.now() - started) + " ms");
+        const next = await runSandbox({ code: "return msg;", msg: { payload: "still here" } });
+        assert.deepStrictEqual(next.outputs, [[{ payload: "still here" }]]);
+    });
+
+    it("refuses process.exit(), require('fs') and globalThis.process without running them", async function () {
+        for (const code of ["process.exit(1);", "const fs = require('fs');\nreturn msg;",
+            "return globalThis.process;"]) {
+            const answer = await runSandbox({ code: code, msg: {} });
+            assert.strictEqual(answer.error.code, "sandbox_refused", code);
+            assert.deepStrictEqual(answer.outputs, [], code);
+        }
+    });
+
+    it("has no network, no process and no code generation for code the check does not catch", async function () {
+        const cases = {
+            "return fetch('http://127.0.0.1:1/');": /fetch is not defined/,
+            "return this.constructor.constructor('return process')();": /Code generation from strings disallowed/,
+            "return eval('1 + 1');": /Code generation from strings disallowed/,
+            "return this['pro' + 'cess'].exit();": /TypeError/,
+            "return Buffer.from('x');": /Buffer is not defined/,
+            "JSON.stringify = () => ({});\nnode.send(msg);\nreturn null;": /could not read/
+        };
+        for (const [code, expected] of Object.entries(cases)) {
+            const answer = await runSandbox({ code: code, msg: {} });
+            assert.strictEqual(answer.error && answer.error.code, "sandbox_error", code);
+            assert.match(answer.error.message, expected, code);
+        }
+    });
+
+    it("reports what the code threw", async function () {
+        const answer = await runSandbox({ code: "node.log('before');\nthrow new RangeError('too big');", msg: {} });
+        assert.deepStrictEqual(answer.error, { code: "sandbox_error", message: "RangeError: too big" });
+        assert.deepStrictEqual(answer.logs, [{ level: "info", text: "before" }]);
+    });
+
+    describe("routes in Node-RED with adminAuth", function () {
+        let nodeRed;
+        let service;
+
+        before(async function () {
+            this.timeout(60000);
+            service = await helpers.fakeService();
+            // bcrypt hash of "password123", cost 8.
+            const hash = "$2b$08$csiBv0OuTq/UfZKBKMGbZuSpnadzvqMh939k1ErqcB41dXLq/cl3q";
+            nodeRed = await startNodeRed({
+                settings: { adminAuth: { type: "credentials", users: [
+                    { username: "admin", password: hash, permissions: "*" },
+                    { username: "viewer", password: hash, permissions: "read" }] } },
+                env: { AI_SIDEBAR_SERVICE_URL: service.url, AI_SIDEBAR_TOKEN: "" }
+            });
+        });
+
+        after(async function () {
+            if (nodeRed) {
+                await nodeRed.stop();
+            }
+            await helpers.close(service.server);
+        });
+
+        async function token(username, scope) {
+            const { res } = await helpers.request(nodeRed.url + "auth/token", {
+                method: "POST",
+                headers: { "Content-Type": "application/x-www-form-urlencoded" },
+                body: "client_id=node-red-admin&grant_type=password&scope=" + encodeURIComponent(scope) +
+                    "&username=" + encodeURIComponent(username) + "&password=password123"
+            });
+            return JSON.parse(await helpers.readBody(res)).access_token;
+        }
+
+        async function post(route, body, accessToken) {
+            const headers = { "Content-Type": "application/json" };
+            if (accessToken) {
+                headers["Authorization"] = "Bearer " + accessToken;
+            }
+            const { res } = await helpers.request(nodeRed.url + route,
+                { method: "POST", headers: headers, body: JSON.stringify(body) });
+            const text = await helpers.readBody(res);
+            return { status: res.statusCode, body: /^application\/json/.test(res.headers["content-type"] || "") ?
+                JSON.parse(text) : text };
+        }
+
+        it("checks code for a read-only user and refuses anyone without a token", async function () {
+            const body = { code: { onMessage: "const x = require('axios');\nreturn msg;" }, libs: [], outputs: 1 };
+            assert.strictEqual((await post("ai-sidebar/function-check", body)).status, 401);
+            const answer = await post("ai-sidebar/function-check", body, await token("viewer", "read"));
+            assert.strictEqual(answer.status, 200);
+            assert.deepStrictEqual(answer.body.problems.map(function (p) { return p.code; }), ["require_not_in_setup"]);
+            assert.strictEqual(service.requests.length, 0);
+        });
+
+        it("runs the sandbox only for a user who may write flows", async function () {
+            const body = { code: { onMessage: "msg.payload += 1;\nreturn msg;" }, msg: { payload: 41 }, outputs: 1 };
+            assert.strictEqual((await post("ai-sidebar/function-sandbox", body, await token("viewer", "read"))).status,
+                401);
+            const answer = await post("ai-sidebar/function-sandbox", body, await token("admin", "*"));
+            assert.strictEqual(answer.status, 200);
+            assert.deepStrictEqual(answer.body, { outputs: [[{ payload: 42 }]], logs: [] });
+        });
+
+        it("stops an endless loop and still answers the editor's API afterwards", async function () {
+            const admin = await token("admin", "*");
+            const loop = await post("ai-sidebar/function-sandbox",
+                { code: { onMessage: "while (true) {}" }, msg: {}, timeoutMs: 500 }, admin);
+            assert.deepStrictEqual([loop.status, loop.body.error.code], [200, "sandbox_timeout"]);
+            const exit = await post("ai-sidebar/function-sandbox", { code: { onMessage: "process.exit(0);" }, msg: {} },
+                admin);
+            assert.strictEqual(exit.body.error.code, "sandbox_refused");
+            const { res } = await helpers.request(nodeRed.url + "settings",
+                { headers: { "Authorization": "Bearer " + admin } });
+            assert.strictEqual(res.statusCode, 200);
+            assert.ok(JSON.parse(await helpers.readBody(res)).version);
+        });
+
+        it("refuses a body that does not fit, naming the field", async function () {
+            const admin = await token("admin", "*");
+            for (const [body, field] of [
+                [{ code: { onMessage: 1 }, msg: {} }, "code.onMessage"],
+                [{ code: { onMessage: "" }, msg: [] }, "msg"],
+                [{ code: { onMessage: "" }, msg: {}, timeoutMs: 5000 }, "timeoutMs"],
+                [{ code: { onMessage: "", other: "" }, msg: {} }, "code.other"]]) {
+                const answer = await post("ai-sidebar/function-sandbox", body, admin);
+                assert.strictEqual(answer.status, 400, field);
+                assert.strictEqual(answer.body.error.code, "invalid_request");
+                assert.match(answer.body.error.message, new RegExp(field.replace(".", "\\.")));
+            }
+        });
+    });
+});

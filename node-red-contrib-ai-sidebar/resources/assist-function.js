@@ -199,6 +199,7 @@
         }, function (err) {
             problems.addClass("ai-assist-error").text(t("assist.function.checkFailed", { message: err.message }));
         }).then(function () {
+            panel.refit();
             panel.offer(function () {
                 // The dialog may have been closed while the panel was open.
                 if (editingFunctionNode() === node) {
@@ -215,6 +216,8 @@
                 renderSandbox(sandbox, samples[0], request.sandboxView(answer));
             }, function (err) {
                 sandbox.addClass("ai-assist-error").text(t("assist.sandbox.failed", { message: err.message }));
+            }).then(function () {
+                panel.refit();
             });
         }
     }

@@ -30,6 +30,32 @@
     }
 
     /**
+     * jQuery UI's dialog with one change to its modal focus trap (its documented extension point,
+     * `_allowInteraction`): Node-RED's Monaco editors take the focus back when they become visible again (editor-client
+     * monaco.js "focusMemory", 300 ms later), and a trap that refuses them starts an endless exchange of focus events
+     * (RangeError). The code editor gets its focus; the panel takes it back on the next turn.
+     */
+    function assistDialogWidget() {
+        if (!$.fn.aiSidebarAssistDialog) {
+            $.widget("nodeRedAiSidebar.aiSidebarAssistDialog", $.ui.dialog, {
+                _allowInteraction: function (event) {
+                    if ($(event.target).closest(".monaco-editor").length) {
+                        var self = this;
+                        setTimeout(function () {
+                            if (self.element && self.element.is(":visible")) {
+                                self._focusTabbable();
+                            }
+                        }, 0);
+                        return true;
+                    }
+                    return this._super(event);
+                }
+            });
+        }
+        return "aiSidebarAssistDialog";
+    }
+
+    /**
      * @param {object} options
      * @param {("function"|"jsonata"|"json")} options.kind
      * @param {string} options.title the panel's title
@@ -50,7 +76,7 @@
         var id = "ai-assist-description-" + this.options.kind;
         $('<label class="ai-assist-label"></label>').attr("for", id).text(t("assist.describe." + this.options.kind))
             .appendTo(content);
-        this.description = $('<textarea class="ai-assist-description" rows="3"></textarea>').attr("id", id)
+        this.description = $('<textarea class="ai-assist-description" rows="2"></textarea>').attr("id", id)
             .attr("placeholder", t("assist.placeholder." + this.options.kind)).appendTo(content);
         var row = $('<div class="ai-assist-row"></div>').appendTo(content);
         this.sendButton = $('<button type="button" class="red-ui-button ai-assist-send"></button>')
@@ -75,7 +101,8 @@
     /** Show the panel over the edit dialog, as the editor's own Export / Import dialogs are (clipboard.js). */
     AssistPanel.prototype.open = function () {
         var self = this;
-        this.content.appendTo("#red-ui-editor").dialog({
+        var widget = this.widget = assistDialogWidget();
+        this.content.appendTo("#red-ui-editor")[widget]({
             modal: true,
             title: this.options.title,
             width: Math.min(980, Math.round(window.innerWidth * 0.92)),
@@ -88,7 +115,7 @@
             },
             close: function () {
                 self.stop();
-                self.content.dialog("destroy").remove();
+                self.content[widget]("destroy").remove();
             },
             buttons: [
                 { text: t("assist.cancel"), class: "ai-assist-cancel", click: function () { self.close(); } },
@@ -105,9 +132,16 @@
         this.description.trigger("focus");
     };
 
+    /** Keep the panel in the window as its content grows (jQuery UI places a dialog once, when it opens). */
+    AssistPanel.prototype.refit = function () {
+        if (this.content.hasClass("ui-dialog-content")) {
+            this.content[this.widget]("option", "position", { my: "center", at: "center", of: window });
+        }
+    };
+
     AssistPanel.prototype.close = function () {
         if (this.content.hasClass("ui-dialog-content")) {
-            this.content.dialog("close");
+            this.content[this.widget]("close");
         }
     };
 
@@ -167,7 +201,7 @@
         this.setAccept(null);
         this.result.empty();
         this.status.empty().hide().removeClass("ai-assist-error");
-        this.stream.text("").show().addClass("ai-assist-streaming");
+        this.stream.text("").show().addClass("ai-assist-streaming").removeClass("ai-assist-stream-done");
         this.setBusy(true);
         // What streamChat feeds: the events in order, a message for a failed request, and whether `done` came.
         var sink = {
@@ -194,6 +228,8 @@
         };
         lib().streamChat(body, controller.signal, sink, ROUTE).then(function () {
             if (proposal) {
+                // The proposal below says what the text said, with its diff: the text keeps a few lines.
+                self.stream.addClass("ai-assist-stream-done");
                 return Promise.resolve(self.options.onProposal(proposal, self)).catch(function (err) {
                     self.showStatus(String(err && err.message || err), true);
                 });
@@ -211,6 +247,7 @@
                 self.stream.hide();
             }
             self.setBusy(false);
+            self.refit();
         });
     };
 

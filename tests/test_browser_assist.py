@@ -137,7 +137,8 @@ def test_the_function_dialogs_button_streams_code_into_a_diff_with_the_problems_
     assert "require_not_in_setup" in [problem["code"] for problem in first["problems"]]
     assert all(problem["text"].startswith("On Message") for problem in first["problems"])
     # The sandbox does not run code that reaches for require.
-    assert [error["code"] for error in first["sandboxError"]] == ["sandbox_refused"]
+    assert first["sandboxError"] == [{"code": "sandbox_refused",
+                                      "text": "Not run: the code reaches outside what a function node offers."}]
     assert first["acceptEnabled"] and first["fitsWidth"] and first["fitsViewport"]
 
 

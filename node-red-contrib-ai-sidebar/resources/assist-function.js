@@ -142,10 +142,15 @@
         $('<div class="ai-assist-sandbox-caption"></div>').text(t("assist.sandbox.input")).appendTo(target);
         $('<pre class="ai-assist-sandbox-input"></pre>').text(pretty(sample)).appendTo(target);
         if (view.error) {
-            var known = ["sandbox_timeout", "sandbox_refused", "sandbox_error"].indexOf(view.error.code) !== -1;
+            // The runtime writes its messages in English (it does not know the editor user's language): a refusal
+            // and a timeout are said in the user's language (the refusal's reasons are in the problems list); a
+            // thrown error keeps the code's own message.
+            var text = view.error.code === "sandbox_refused" || view.error.code === "sandbox_timeout"
+                ? t("assist.sandbox." + view.error.code)
+                : (view.error.code === "sandbox_error" ? t("assist.sandbox.sandbox_error") + " " : "") +
+                    view.error.message;
             $('<div class="ai-assist-sandbox-error ai-assist-error"></div>').attr("data-code", view.error.code)
-                .text((known ? t("assist.sandbox." + view.error.code) + " " : "") + view.error.message)
-                .appendTo(target);
+                .attr("title", view.error.message).text(text).appendTo(target);
         } else if (!view.outputs.length) {
             $('<div class="ai-assist-sandbox-nothing"></div>').text(t("assist.sandbox.nothing")).appendTo(target);
         }

@@ -229,7 +229,7 @@
         lib().streamChat(body, controller.signal, sink, ROUTE).then(function () {
             if (proposal) {
                 // The proposal below says what the text said, with its diff: the text keeps a few lines.
-                self.stream.addClass("ai-assist-stream-done");
+                self.stream.addClass("ai-assist-stream-done").scrollTop(0);
                 return Promise.resolve(self.options.onProposal(proposal, self)).catch(function (err) {
                     self.showStatus(String(err && err.message || err), true);
                 });

@@ -82,7 +82,9 @@
     }
 
     /**
-     * The line diff of one part.
+     * The line diff of one part. Unlike approval-diff.js's lineDiff (one property on an approval card), it counts
+     * the added and removed lines for the part's heading and ends both texts with a newline, so that a last line
+     * the proposal merely follows with more lines is not shown as changed.
      *
      * @param {string} before
      * @param {string} after

@@ -62,6 +62,7 @@ VALID_EXPRESSION = "$sum(payload.items.price)"
 TEST_MESSAGE = json.dumps({"payload": {"items": [{"price": 2}, {"price": 3.5}]}})
 JSON_ASK = "a test reading with temperature and humidity"
 JSON_VALUE = {"temperature": 19.5, "humidity": 40, "sensor": "hall"}
+STOPPED_ANSWER = "A reading could look like this, with the temperature in degrees and the humidity in percent: " * 4
 
 
 def wait_for_log(path: Path, line: str, timeout: float = 30.0) -> None:
@@ -105,6 +106,7 @@ def seen(assist_stack: NodeRed, model_server: ScriptedModelServer) -> dict[str, 
     model_server.script(Reply(text=WITH_REQUIRE, token_delay=0.05), Reply(text=CLEAN),
                         Reply(text="```jsonata\n" + INVALID_EXPRESSION + "\n```"),
                         Reply(text="```jsonata\n" + VALID_EXPRESSION + "\n```"),
+                        Reply(text=STOPPED_ANSWER, token_delay=0.3),
                         Reply(text="```json\n" + json.dumps(JSON_VALUE) + "\n```"))
     flows_before = admin_request(assist_stack, admin_token(assist_stack), "GET", "/flows")
     result = run_browser("assist.js", {
@@ -186,6 +188,13 @@ def test_a_valid_jsonata_proposal_shows_its_result_for_the_test_message_and_acce
     assert valid["expression"] == VALID_EXPRESSION and valid["acceptEnabled"]
     assert json.loads(valid["testResult"]) == 5.5
     assert seen["expressionBefore"] == "payload" and seen["expressionAfter"] == VALID_EXPRESSION
+
+
+def test_stop_ends_the_stream_and_offers_nothing(seen):
+    stopped = seen["stopped"]
+    assert stopped["status"] == "Stopped."
+    assert 0 < len(stopped["stream"]) < len(STOPPED_ANSWER.strip()) and STOPPED_ANSWER.startswith(stopped["stream"])
+    assert not stopped["acceptEnabled"] and stopped["json"] == ""
 
 
 def test_the_json_editor_takes_a_json_proposal(seen):

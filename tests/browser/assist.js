@@ -4,7 +4,8 @@
 // descriptions FUNCTION_ASK, JSONATA_ASK, JSON_ASK; TEST_MESSAGE (the expression editor's Test tab).
 // Steps, each answered by the next scripted model reply: the function dialog's button (a proposal with a problem;
 // Cancel), the shortcut (a clean proposal, sandbox output; Accept; Ctrl-Z), the expression editor (an invalid
-// expression refused, then a valid one with its test result; Accept), the JSON editor (Accept).
+// expression refused, then a valid one with its test result; Accept), the JSON editor (Stop while streaming, then
+// Accept).
 "use strict";
 const editor = require("./editor");
 
@@ -200,6 +201,15 @@ async function jsonSteps(page, result) {
         .codeEditorIn("#node-input-json").getValue());
     await page.click(".ai-assist-json-button");
     await page.waitForSelector(".ai-assist-dialog:visible");
+    // Stop while the model still streams: what came so far stays, nothing is offered.
+    const panel = page.locator(".ai-assist-panel:visible");
+    await panel.locator(".ai-assist-description").fill(env.JSON_ASK);
+    await panel.locator(".ai-assist-send").click();
+    await page.waitForFunction(() => (document.querySelector(".ai-assist-stream") || {}).textContent, null,
+        { timeout: 15000 });
+    await panel.locator(".ai-assist-stop").click();
+    await panel.locator(".ai-assist-send").waitFor({ state: "visible", timeout: 10000 });
+    result.stopped = await panelView(page);
     await sendAndWait(page, env.JSON_ASK);
     result.json = await panelView(page);
     await editor.screenshot(page, result, "assist-json.png");

@@ -14,7 +14,9 @@ const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr"
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
 const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
     "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js", "resources/clipboard.js",
-    "resources/function-code.js", "resources/service-banner.js", "resources/sidebar.js", "resources/approval-card.js"];
+    "resources/function-code.js", "resources/service-banner.js", "resources/sidebar.js", "resources/approval-card.js",
+    "resources/assist-panel.js", "resources/assist-function.js", "resources/assist-jsonata.js",
+    "resources/assist-json.js"];
 
 function catalog(lang) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, lang, "ai-sidebar.json"), "utf8"));
@@ -64,7 +66,7 @@ describe("sidebar message catalogs", function () {
     });
 
     it("defines every key the sidebar asks for", function () {
-        const pattern = /"(?:sidebar|context|session|config|history|answer|flow|tool|prompt|action|error|service|approval)\.[\w.-]+"/g;
+        const pattern = /"(?:sidebar|context|session|config|history|answer|flow|tool|prompt|action|error|service|approval|assist)\.[\w.-]+"/g;
         const used = source.match(pattern).map(function (quoted) {
             return quoted.slice(1, -1);
         });
@@ -110,8 +112,8 @@ describe("sidebar message catalogs", function () {
 
     it("labels the sidebar's actions with keys of the catalog", function () {
         const labels = html.match(/label: NS \+ "(action\.[\w]+)"/g) || [];
-        assert.strictEqual(labels.length, 2);
-        ["action.open", "action.explain"].forEach(function (key) {
+        assert.strictEqual(labels.length, 3);
+        ["action.open", "action.explain", "action.assistFunction"].forEach(function (key) {
             LANGUAGES.forEach(function (lang) {
                 assert.strictEqual(typeof lookup(catalog(lang), key), "string", lang + " " + key);
             });
@@ -171,6 +173,12 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/approval-diff.js",
             "resources/node-red-contrib-ai-sidebar/flow-change.js",
             "resources/node-red-contrib-ai-sidebar/approval-card.js",
+            "resources/node-red-contrib-ai-sidebar/assist-request.js",
+            "resources/node-red-contrib-ai-sidebar/assist-editors.js",
+            "resources/node-red-contrib-ai-sidebar/assist-panel.js",
+            "resources/node-red-contrib-ai-sidebar/assist-function.js",
+            "resources/node-red-contrib-ai-sidebar/assist-jsonata.js",
+            "resources/node-red-contrib-ai-sidebar/assist-json.js",
             "resources/node-red-contrib-ai-sidebar/sidebar.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);

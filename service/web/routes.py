@@ -7,12 +7,15 @@ import contextlib
 import dataclasses
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
 from service import __version__
 from service.assist.run import run_assist
 from service.chat.approvals import AWAITING, plan_action, token_hash
+from service.chat.events import Emit
 from service.chat.pipeline import (
     ChatDeps,
     ChatResult,
@@ -271,29 +274,8 @@ async def assist(request: web.Request) -> web.StreamResponse:
     with request.app[LIMITER].slot(caller.identity.principal):
         deps = dataclasses.replace(_chat_deps(request, caller, body.provider), memory=None)
         result = ChatResult(session_id=f"assist-{uuid.uuid4().hex}")
-        stream = EventStream()
-        send = localized(stream.send, request.app[MESSAGES], request_language(request))
-        await stream.prepare(request)
-        request.app[STREAMS].add(stream)
-        try:
-            await _until_client_leaves(request, _counted(request, deps, result, run_assist(body, deps, send, result)))
-            await stream.send(_done(result))
-        except ConnectionResetError:
-            log.info("client went away during an assist request")
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("assist failed")
-            try:
-                await send(error_event(ServiceError("internal_error", status=500)))
-                await stream.send(_done(result))
-            except ConnectionResetError:
-                pass
-        finally:
-            await asyncio.shield(save_usage(deps, result.session_id, result.usage))
-            await stream.close()
-            request.app[STREAMS].discard(stream)
-        return stream.response
+        return await _run_stream(request, deps, result, lambda send: run_assist(body, deps, send, result),
+                                 "an assist request", lambda: save_usage(deps, result.session_id, result.usage))
 
 
 @routes.post("/ai-sidebar/resume")
@@ -318,32 +300,45 @@ async def resume(request: web.Request) -> web.StreamResponse:
         await _refuse_over_budget(approvals, body.resumeToken, deps)
         claimed = await claim(approvals, request.app[TOOLS], caller.identity, body)
         result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
-        stream = EventStream()
-        send = localized(stream.send, request.app[MESSAGES], request_language(request))
-        await stream.prepare(request)
-        request.app[STREAMS].add(stream)
+
+        async def finish() -> None:
+            await save_continuation(claimed, deps, result)
+            await save_usage(deps, result.session_id, result.usage)
+        return await _run_stream(request, deps, result,
+                                 lambda send: continue_run(claimed, deps, _recording(send, result), result),
+                                 f"the resumed run {claimed.run_id}", finish)
+
+
+async def _run_stream(request: web.Request, deps: ChatDeps, result: ChatResult,
+                      work: Callable[[Emit], Awaitable[Any]], what: str,
+                      finish: Callable[[], Awaitable[object]]) -> web.StreamResponse:
+    """Answer ``request`` with an event stream: ``work(send)`` emits the events (errors worded in the request's
+    language, its model calls counted into ``result.usage``), then ``done``; a fault is one ``internal_error``
+    event then ``done``. ``finish`` (what is saved) runs whatever happened, shielded from cancellation; ``what``
+    names the run in the log."""
+    stream = EventStream()
+    send = localized(stream.send, request.app[MESSAGES], request_language(request))
+    await stream.prepare(request)
+    request.app[STREAMS].add(stream)
+    try:
+        await _until_client_leaves(request, _counted(request, deps, result, work(send)))
+        await stream.send(_done(result))
+    except ConnectionResetError:
+        log.info("client went away during %s", what)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("%s failed", what)
         try:
-            await _until_client_leaves(request, _counted(request, deps, result,
-                                                         continue_run(claimed, deps, _recording(send, result),
-                                                                      result)))
+            await send(error_event(ServiceError("internal_error", status=500)))
             await stream.send(_done(result))
         except ConnectionResetError:
-            log.info("client went away during the resumed run %s", claimed.run_id)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("resumed run failed")
-            try:
-                await send(error_event(ServiceError("internal_error", status=500)))
-                await stream.send(_done(result))
-            except ConnectionResetError:
-                pass
-        finally:
-            await asyncio.shield(save_continuation(claimed, deps, result))
-            await asyncio.shield(save_usage(deps, result.session_id, result.usage))
-            await stream.close()
-            request.app[STREAMS].discard(stream)
-        return stream.response
+            pass
+    finally:
+        await asyncio.shield(finish())
+        await stream.close()
+        request.app[STREAMS].discard(stream)
+    return stream.response
 
 
 async def _refuse_over_budget(approvals, resume_token: str, deps: ChatDeps) -> None:

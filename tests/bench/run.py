@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.support.nodered import NODERED_HOME, REPO
 
-from . import coldstart, concurrency, evidence, knowledge, latency, memory_search, profiling, prompt_size, tracing
+from . import coldstart, concurrency, cost, evidence, knowledge, latency, memory_search, profiling, prompt_size, tracing
 from .client import Sample, stream_service
 from .report import Target, evaluate, render
 from .stack import SERVICE_TOKEN, Stack
@@ -97,6 +97,14 @@ async def main() -> int:
         results["concurrency"] = await concurrency.run(stack, levels=(5, 10) if QUICK else (50, 100, 200),
                                                        words=40, token_delay=TOKEN_DELAY, timeout=60)
         phase_done("concurrency", started)
+
+        started = time.monotonic()
+        print("bench: 2b. CPU per request and per token, by layer ...", file=sys.stderr, flush=True)
+        cost_profiles = out_dir / f"profiles-{stamp}"
+        cost_profiles.mkdir(parents=True, exist_ok=True)
+        results["cost"] = await cost.run(stack, streams=5 if QUICK else 20, rounds=1 if QUICK else 3, words=40,
+                                         token_delay=TOKEN_DELAY, profile_dir=cost_profiles, repo=str(REPO))
+        phase_done("cost", started)
 
         started = time.monotonic()
         print("bench: 3. prompt size ...", file=sys.stderr, flush=True)

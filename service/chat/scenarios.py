@@ -177,15 +177,24 @@ def keyword_pattern(phrase: str) -> str:
 
 
 class Catalog:
-    """One validated language: its scenarios and compiled keyword patterns."""
+    """One validated language: its scenarios and compiled keyword patterns.
+
+    Most messages hold no keyword: one regular expression joining every phrase of the language (:attr:`_any`)
+    answers that with one scan of the message instead of one per phrase; only a message it finds something in is
+    matched phrase by phrase, to rank the phrases that occur.
+    """
 
     def __init__(self, data: ScenarioFile):
         self.data = data
         self._patterns: list[tuple[re.Pattern, KeywordGroup, str]] = []
+        sources: list[str] = []
         for scenario in data.scenarios.values():
             for group in scenario.keywords:
                 for phrase in group.key:
-                    self._patterns.append((re.compile(keyword_pattern(phrase)), group, phrase))
+                    source = keyword_pattern(phrase)
+                    sources.append(f"(?:{source})")
+                    self._patterns.append((re.compile(source), group, phrase))
+        self._any: re.Pattern | None = re.compile("|".join(sources)) if sources else None
 
     @property
     def language(self) -> str:
@@ -197,9 +206,12 @@ class Catalog:
             return key, self.data.scenarios[key]
         return self.data.defaultScenario, self.data.scenarios[self.data.defaultScenario]
 
-    def match_keywords(self, message: str) -> KeywordMatch | None:
-        """The keyword group whose phrase occurs in ``message``; the longest phrase wins, tool groups first."""
-        text = normalize(message)
+    def match_keywords(self, message: str, normalized: str | None = None) -> KeywordMatch | None:
+        """The keyword group whose phrase occurs in ``message``; the longest phrase wins, tool groups first.
+        ``normalized``: :func:`normalize` of ``message`` when the caller has it already."""
+        text = normalize(message) if normalized is None else normalized
+        if self._any is None or not self._any.search(text):
+            return None
         best: tuple[int, int, KeywordMatch] | None = None
         for pattern, group, phrase in self._patterns:
             if pattern.search(text):
@@ -390,8 +402,9 @@ class ScenarioCatalog:
         it came from, or ``(None, None)``."""
         order = [language, DEFAULT_LANGUAGE] + [name for name in self.languages if name not in (language,
                                                                                                DEFAULT_LANGUAGE)]
+        text = normalize(message)
         for name in order:
-            match = self.catalogs[name].match_keywords(message)
+            match = self.catalogs[name].match_keywords(message, text)
             if match is not None:
                 return match, self.catalogs[name]
         return None, None

@@ -179,22 +179,19 @@ def keyword_pattern(phrase: str) -> str:
 class Catalog:
     """One validated language: its scenarios and compiled keyword patterns.
 
-    Most messages hold no keyword: one regular expression joining every phrase of the language (:attr:`_any`)
-    answers that with one scan of the message instead of one per phrase; only a message it finds something in is
-    matched phrase by phrase, to rank the phrases that occur.
+    A phrase's pattern can only match where its normalised text occurs literally; that substring test (C speed,
+    no regular-expression machinery) rules out nearly every phrase of nearly every message, and only the phrases
+    that pass it are matched with their pattern (word boundaries). Same results as matching every pattern.
     """
 
     def __init__(self, data: ScenarioFile):
         self.data = data
-        self._patterns: list[tuple[re.Pattern, KeywordGroup, str]] = []
-        sources: list[str] = []
+        self._patterns: list[tuple[str, re.Pattern, KeywordGroup, str]] = []
         for scenario in data.scenarios.values():
             for group in scenario.keywords:
                 for phrase in group.key:
-                    source = keyword_pattern(phrase)
-                    sources.append(f"(?:{source})")
-                    self._patterns.append((re.compile(source), group, phrase))
-        self._any: re.Pattern | None = re.compile("|".join(sources)) if sources else None
+                    self._patterns.append((normalize(phrase).strip(), re.compile(keyword_pattern(phrase)), group,
+                                           phrase))
 
     @property
     def language(self) -> str:
@@ -210,11 +207,9 @@ class Catalog:
         """The keyword group whose phrase occurs in ``message``; the longest phrase wins, tool groups first.
         ``normalized``: :func:`normalize` of ``message`` when the caller has it already."""
         text = normalize(message) if normalized is None else normalized
-        if self._any is None or not self._any.search(text):
-            return None
         best: tuple[int, int, KeywordMatch] | None = None
-        for pattern, group, phrase in self._patterns:
-            if pattern.search(text):
+        for literal, pattern, group, phrase in self._patterns:
+            if literal in text and pattern.search(text):
                 rank = (1 if group.tool else 0, len(phrase))
                 if best is None or rank > best[:2]:
                     best = (*rank, KeywordMatch(group, phrase))

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import uuid
 
 from aiohttp import web
@@ -67,8 +68,9 @@ routes = web.RouteTableDef()
 
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
-    """Liveness: ``{"status": "ok", "version"}``; the only route open without the service token."""
-    return web.json_response({"status": "ok", "version": __version__})
+    """Liveness: ``{"status": "ok", "version", "pid"}`` (``pid``: the worker process that answered, one of
+    ``AI_SIDEBAR_WORKERS``); the only route open without the service token."""
+    return web.json_response({"status": "ok", "version": __version__, "pid": os.getpid()})
 
 
 @routes.get("/openapi.json")
@@ -188,7 +190,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     deps = _chat_deps(request, caller, body.provider)
     result = new_result(body)
     describe_caller(result.session_id, caller.identity)
-    stream = EventStream()
+    stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
     # Every error event of the stream is worded in the request's language on its way out.
     send = localized(stream.send, request.app[MESSAGES], request_language(request))
     await stream.prepare(request)
@@ -271,7 +273,7 @@ async def assist(request: web.Request) -> web.StreamResponse:
     with request.app[LIMITER].slot(caller.identity.principal):
         deps = dataclasses.replace(_chat_deps(request, caller, body.provider), memory=None)
         result = ChatResult(session_id=f"assist-{uuid.uuid4().hex}")
-        stream = EventStream()
+        stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
         send = localized(stream.send, request.app[MESSAGES], request_language(request))
         await stream.prepare(request)
         request.app[STREAMS].add(stream)
@@ -318,7 +320,7 @@ async def resume(request: web.Request) -> web.StreamResponse:
         await _refuse_over_budget(approvals, body.resumeToken, deps)
         claimed = await claim(approvals, request.app[TOOLS], caller.identity, body)
         result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
-        stream = EventStream()
+        stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
         send = localized(stream.send, request.app[MESSAGES], request_language(request))
         await stream.prepare(request)
         request.app[STREAMS].add(stream)

@@ -47,3 +47,4 @@ async def test_held_back_tokens_go_out_before_the_error_that_follows_them(aiohtt
     assert kinds[-2:] == ["error", "done"], kinds
     assert set(kinds[:-2]) == {"token"}
     assert "".join(e["content"] for e in events[:-2]) == "".join(Reply(text=ANSWER).pieces()[:25])
+

@@ -157,7 +157,7 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
         key = config.api_key or SecretStr("not-needed")
         return ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
                           stream_usage=True, timeout=config.timeout, max_retries=2, http_async_client=client,
-                          **common)
+                          stream_chunk_timeout=None, **common)
     if provider == "deepseek":
         if not config.api_key:
             raise _missing(config, "DEEPSEEK_API_KEY")
@@ -166,8 +166,8 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
         extra: dict[str, Any] = {"api_base": config.base_url} if config.base_url else {}
         model = config.model or DEFAULT_MODELS["deepseek"] or ""
         return ChatDeepSeek(model=model, api_key=config.api_key, streaming=True, stream_usage=True,
-                            timeout=config.timeout, max_retries=2, http_async_client=client, **extra,
-                            **common)
+                            timeout=config.timeout, max_retries=2, http_async_client=client,
+                            stream_chunk_timeout=None, **extra, **common)
     if provider == "google":
         if not config.api_key:
             raise _missing(config, "GOOGLE_API_KEY")
@@ -212,12 +212,21 @@ def llm_timeout(seconds: float | None) -> ServiceError:
     return ServiceError("llm_timeout", status=504, params={"seconds": f"{seconds:g}" if seconds else "?"})
 
 
-async def first_chunk_within(chunks: AsyncIterator[T], seconds: float) -> AsyncIterator[T]:
+# Longest silence between two chunks of an answer (keep-alive comments do not count), seconds: langchain-openai's own
+# default for ``stream_chunk_timeout``, which the OpenAI-style models here turn off (it wraps every chunk in
+# ``asyncio.wait_for``: a task and an extra event-loop pass per token) for this cheaper bound.
+CHUNK_GAP = 120.0
+
+
+async def first_chunk_within(chunks: AsyncIterator[T], seconds: float,
+                             gap: float | None = CHUNK_GAP) -> AsyncIterator[T]:
     """Relay ``chunks`` (a model's stream); the wait for the first one, the client's own retries included, is
-    bounded by ``seconds``. Later chunks are bounded by the client's read timeout only.
+    bounded by ``seconds``, each later one by ``gap`` seconds (``None``: by the client's read timeout only).
 
     Raises:
-        ServiceError: ``llm_timeout`` naming ``AI_LLM_TIMEOUT``.
+        ServiceError: ``llm_timeout`` naming ``AI_LLM_TIMEOUT`` (no first chunk in time).
+        TimeoutError: a later chunk did not come within ``gap`` (:func:`provider_error` maps it to
+            ``llm_timeout``).
     """
     iterator = aiter(chunks)
     try:
@@ -228,7 +237,17 @@ async def first_chunk_within(chunks: AsyncIterator[T], seconds: float) -> AsyncI
     except TimeoutError:
         raise llm_timeout(seconds) from None
     yield first
-    async for chunk in iterator:
+    if not gap:
+        async for chunk in iterator:
+            yield chunk
+        return
+    while True:
+        # A deadline per chunk (a timer, no task); never held across the yield, where the consumer runs.
+        async with asyncio.timeout(gap):
+            try:
+                chunk = await anext(iterator)
+            except StopAsyncIteration:
+                return
         yield chunk
 
 

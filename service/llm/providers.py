@@ -155,9 +155,9 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
 
         # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one.
         key = config.api_key or SecretStr("not-needed")
-        return ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
-                          stream_usage=True, timeout=config.timeout, max_retries=2, http_async_client=client,
-                          stream_chunk_timeout=None, **common)
+        return chunks_as_dicts(ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
+                                          stream_usage=True, timeout=config.timeout, max_retries=2,
+                                          http_async_client=client, stream_chunk_timeout=None, **common))
     if provider == "deepseek":
         if not config.api_key:
             raise _missing(config, "DEEPSEEK_API_KEY")
@@ -165,9 +165,9 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
 
         extra: dict[str, Any] = {"api_base": config.base_url} if config.base_url else {}
         model = config.model or DEFAULT_MODELS["deepseek"] or ""
-        return ChatDeepSeek(model=model, api_key=config.api_key, streaming=True, stream_usage=True,
-                            timeout=config.timeout, max_retries=2, http_async_client=client,
-                            stream_chunk_timeout=None, **extra, **common)
+        return chunks_as_dicts(ChatDeepSeek(model=model, api_key=config.api_key, streaming=True, stream_usage=True,
+                                            timeout=config.timeout, max_retries=2, http_async_client=client,
+                                            stream_chunk_timeout=None, **extra, **common))
     if provider == "google":
         if not config.api_key:
             raise _missing(config, "GOOGLE_API_KEY")
@@ -177,6 +177,36 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
                                       max_retries=2, **common)
     raise ServiceError("provider_not_configured", status=400, key="provider_not_configured.unsupported",
                        params={"provider": provider, "supported": "openai, deepseek, google, openai-compatible"})
+
+
+M = TypeVar("M", bound=BaseChatModel)
+
+
+def chunks_as_dicts(model: M) -> M:
+    """``model`` (langchain-openai's ``ChatOpenAI`` or a subclass) with its async openai client handing each
+    streamed chat chunk over as the parsed JSON ``dict`` instead of a ``ChatCompletionChunk``.
+
+    The openai SDK builds a pydantic model per chunk (``construct_type``, with a runtime-protocol check that walks
+    the class with ``inspect.getattr_static``), and langchain-openai turns it straight back into a dict
+    (``model_dump``); it takes a dict as it is (``BaseChatOpenAI._astream``: ``if not isinstance(chunk, dict)``).
+    The SDK still does the HTTP, the retries, the SSE decoding and its in-stream ``error`` check
+    (``openai._streaming.AsyncStream.__stream__``) before a chunk gets here. Every other response is built as
+    before.
+    """
+    from openai.types.chat import ChatCompletionChunk
+
+    client = getattr(model, "root_async_client", None)
+    if client is None:
+        return model
+    build = client._process_response_data
+
+    def process(*, data: object, cast_to: type, response: Any) -> Any:
+        if cast_to is ChatCompletionChunk and isinstance(data, dict):
+            return data
+        return build(data=data, cast_to=cast_to, response=response)
+
+    client._process_response_data = process
+    return model
 
 
 def provider_error(exc: BaseException, *, timeout: float | None = None,

@@ -13,7 +13,7 @@ from typing import Any
 from . import client
 from .client import Sample, percentile
 from .latency import QUESTION, pure_chat_bodies
-from .stack import SERVICE_TOKEN, Stack, cpu_seconds, memory_kib, reset_peak_rss
+from .stack import SERVICE_TOKEN, Stack, cpu_seconds, memory_kib, reset_peak_rss, settled
 
 
 async def _sample_rss(pid: int, peak: list[int], stop: asyncio.Event) -> None:
@@ -40,6 +40,7 @@ def listen_overflows() -> int:
 async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[str, Any]:
     """``streams`` chats at once; every one must stream ``words`` tokens and end with ``done``."""
     service = stack.service
+    await settled(service.pid)
     body = pure_chat_bodies(stack).service
     url = f"{service.url}/ai-sidebar/stream-chat"
     hwm_reset = reset_peak_rss(service.pid)

@@ -23,7 +23,7 @@ from typing import Any
 from . import client
 from .latency import QUESTION, pure_chat_bodies
 from .profiling import FRAME, IDLE, profile_pid
-from .stack import SERVICE_TOKEN, Stack, cpu_seconds
+from .stack import SERVICE_TOKEN, Stack, cpu_seconds, settled
 
 # (layer, file path prefixes after site-packages/ or the repository root), first match wins per frame.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -107,6 +107,7 @@ async def _measured(stack: Stack, words: int, streams: int, rounds: int, token_d
     cpu: list[float] = []
 
     async def scenario() -> dict[str, Any]:
+        await settled(pid)
         before = cpu_seconds(pid)
         started = time.monotonic()
         outcome = await _chats(stack, streams, rounds, tag)
@@ -127,7 +128,10 @@ async def _measured(stack: Stack, words: int, streams: int, rounds: int, token_d
 async def run(stack: Stack, *, streams: int, rounds: int, words: int, token_delay: float, profile_dir: Path,
               repo: str) -> dict[str, Any]:
     """CPU per request and per token, in total and per layer (microseconds), with the two runs' outcomes."""
-    await _chats(stack, streams, 1, "cost-warm")  # model clients, catalogs, caches: built before measuring
+    # Model clients, catalogs, caches built in every worker (connections spread over them) before measuring.
+    for number in range(4):  # a new session each time: new connections, which the kernel spreads over workers
+        await _chats(stack, streams, 1, f"cost-warm{number}")
+    await settled(stack.service.pid)
     one = await _measured(stack, 1, streams, rounds, token_delay, "cost-one", profile_dir / "profile-cost-one.txt",
                           repo)
     many = await _measured(stack, words, streams, rounds, token_delay, "cost-many",

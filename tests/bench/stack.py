@@ -63,6 +63,20 @@ def cpu_seconds(pid: int) -> float:
     return sum(_own_cpu_seconds(p) for p in process_tree(pid))
 
 
+async def settled(pid: int, share: float = 0.05, window: float = 0.5, limit: float = 60.0) -> float:
+    """Wait until ``pid``'s process tree uses less than ``share`` of a core over ``window`` seconds (its start-up
+    work done: each worker's first knowledge refresh, lazy imports), at most ``limit`` seconds; returns the wait."""
+    import asyncio
+
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        before = cpu_seconds(pid)
+        await asyncio.sleep(window)
+        if cpu_seconds(pid) - before < share * window:
+            break
+    return time.monotonic() - started
+
+
 def _own_memory_kib(pid: int, key: str) -> int:
     with open(f"/proc/{pid}/status") as status:
         for line in status:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import importlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +32,21 @@ DEFAULT_MODELS = {
     "anthropic": "claude-sonnet-4-5",
     "openai-compatible": None,  # the server decides which models exist: AI_MODEL is required
 }
+
+
+# The LangChain package of each provider's chat model, imported when its first model is built.
+PROVIDER_PACKAGES = {"openai": "langchain_openai", "openai-compatible": "langchain_openai",
+                     "deepseek": "langchain_deepseek", "google": "langchain_google_genai"}
+
+
+async def preload(provider: str) -> None:
+    """Import ``provider``'s LangChain package in a worker thread, so that the first answer (of each worker, see
+    ``AI_SIDEBAR_WORKERS``) does not wait for it (langchain-openai with the openai SDK: about 0.7 s of CPU). An
+    unknown provider or a missing package is left to the request, which reports it."""
+    package = PROVIDER_PACKAGES.get(provider)
+    if package is not None:
+        with contextlib.suppress(ImportError):
+            await asyncio.to_thread(importlib.import_module, package)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,16 @@ Serve = Callable[[Event | None], None]
 
 
 def worker_count(configured: int | None, port: int) -> int:
-    """``AI_SIDEBAR_WORKERS``, else the CPU count (``os.cpu_count``); 1 on port 0 (each worker would get a port of
-    its own)."""
+    """``AI_SIDEBAR_WORKERS``, else the CPUs this process may run on (``os.sched_getaffinity``, which a container's
+    cpuset limits, else ``os.cpu_count``); 1 on port 0 (each worker would get a port of its own)."""
     if port == 0:
         return 1
-    return configured or os.cpu_count() or 1
+    if configured:
+        return configured
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on every platform
+        return os.cpu_count() or 1
 
 
 def _child(serve: Serve, ready: Event | None) -> None:

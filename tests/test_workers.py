@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from service.workers import worker_count
 from tests.conftest import TEST_API_KEY
 from tests.support.health import wait_healthy
 from tests.support.nodered import REPO, free_port
@@ -58,3 +59,9 @@ def test_two_workers_answer_on_one_port_from_two_pids_and_stop_on_sigterm(nodere
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+def test_worker_count_is_the_setting_else_the_usable_cpus_and_one_on_port_zero():
+    assert worker_count(3, 8765) == 3
+    assert worker_count(None, 8765) == len(os.sched_getaffinity(0))
+    assert worker_count(4, 0) == 1

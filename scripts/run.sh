@@ -23,6 +23,8 @@ editor_url=$(node -e '
 
 export AI_SIDEBAR_HOST=${AI_SIDEBAR_HOST:-127.0.0.1}
 export AI_SIDEBAR_PORT=${AI_SIDEBAR_PORT:-8765}
+# One service process for one developer (several: AI_SIDEBAR_WORKERS, README "Workers").
+export AI_SIDEBAR_WORKERS=${AI_SIDEBAR_WORKERS:-1}
 export AI_SIDEBAR_SERVICE_URL=${AI_SIDEBAR_SERVICE_URL:-http://$AI_SIDEBAR_HOST:$AI_SIDEBAR_PORT}
 export NODE_RED_URL=${NODE_RED_URL:-${editor_url%/}}
 export MEMORY_DB_PATH=${MEMORY_DB_PATH:-$USERDIR/ai-sidebar/memory.db}

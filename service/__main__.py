@@ -1,14 +1,18 @@
-"""``ai-sidebar-service``: build the settings from the environment and run the aiohttp app."""
+"""``ai-sidebar-service``: build the settings from the environment and run the aiohttp app, in one process or in
+``AI_SIDEBAR_WORKERS`` processes sharing the port (:mod:`service.workers`)."""
 
 import gc
 import logging
+import os
 import sys
+from multiprocessing.synchronize import Event
 
 from aiohttp import web
 
 from service.settings import Settings, SettingsError
-from service.tracing.setup import install_from_env
+from service.tracing.setup import install_from_env, wanted_exporters
 from service.web.app import create_app
+from service.workers import supervise, worker_count
 
 
 def main() -> None:
@@ -18,13 +22,32 @@ def main() -> None:
     try:
         settings = Settings.from_env()
         settings.check_bind()
-        install_from_env()
+        wanted_exporters(os.environ)  # a bad tracing setting stops the start here, not in every worker
     except (SettingsError, ValueError) as err:
         print(f"ai-sidebar-service: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    count = worker_count(settings.workers, settings.port)
+    if count == 1:
+        serve(settings, None, reuse_port=False)
+        return
+    raise SystemExit(supervise(count, lambda ready: serve(settings, ready, reuse_port=True)))
+
+
+def serve(settings: Settings, ready: Event | None, reuse_port: bool) -> None:
+    """Run one service process until SIGINT or SIGTERM; ``ready`` is set once the app has started (its databases
+    open). Tracing is set up here, in each process: its exporter's thread must not be forked."""
+    try:
+        install_from_env()
+    except ValueError as err:
+        print(f"ai-sidebar-service: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     app = create_app(settings)
+    if ready is not None:
+        async def started(app: web.Application) -> None:
+            ready.set()
+        app.on_startup.append(started)
     tune_collector()
-    web.run_app(app, host=settings.host, port=settings.port,
+    web.run_app(app, host=settings.host, port=settings.port, reuse_port=reuse_port,
                 print=lambda text: logging.getLogger("service").info(text.strip()))
 
 

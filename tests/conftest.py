@@ -113,7 +113,8 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
     log_path = tmp_path_factory.mktemp("service") / "service.log"
     env = {**os.environ, "AI_SIDEBAR_PORT": str(service_port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN,
            "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
-           "MEMORY_DB_PATH": str(log_path.parent / "memory.db"), "MCP_TOOLS_ENABLED": "false"}
+           "MEMORY_DB_PATH": str(log_path.parent / "memory.db"), "MCP_TOOLS_ENABLED": "false",
+           "AI_SIDEBAR_WORKERS": "1"}  # as make run: one process, so per-process limits are the tests' limits
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)

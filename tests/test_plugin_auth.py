@@ -23,9 +23,11 @@ def test_every_admin_route_in_the_plugin_source_is_permission_gated():
     # every registration, the JSON 404 catch-all (.all) included, names its permission on the same line
     calls = [line for line in SOURCE.splitlines() if re.search(r"RED\.httpAdmin\.\w+\(", line)]
     assert calls and all("RED.auth.needsPermission(" in line for line in calls)
+    # Asking, searching and checking code read; running code in the runtime is what deploying a function allows.
+    reading = ("/ai-sidebar/stream-chat", "/ai-sidebar/search", "/ai-sidebar/assist", "/ai-sidebar/function-check")
     for verb, path, permission in ROUTES:
-        expected = "ai-sidebar.read" if verb == "GET" or path in ("/ai-sidebar/stream-chat", "/ai-sidebar/search") \
-            else "ai-sidebar.write"
+        expected = "ai-sidebar.read" if verb == "GET" or path in reading else \
+            "flows.write" if path == "/ai-sidebar/function-sandbox" else "ai-sidebar.write"
         assert permission == expected, (verb, path)
 
 
@@ -54,7 +56,9 @@ def concrete(path: str) -> str:
 BODIES = {"/ai-sidebar/stream-chat": {"message": "hi"}, "/ai-sidebar/search": {"query": "flow"},
           "/ai-sidebar/templates": {"name": "t", "flow": [{"id": "a", "type": "inject"}]},
           "/ai-sidebar/sessions": {"name": "s"}, "/ai-sidebar/sessions/:id": {"name": "s"},
-          "/ai-sidebar/execute-tool": {"tool": "get_flows"}}
+          "/ai-sidebar/execute-tool": {"tool": "get_flows"},
+          "/ai-sidebar/assist": {"kind": "json", "description": "an empty list"},
+          "/ai-sidebar/function-check": {"code": {"onMessage": "return msg;"}, "libs": [], "outputs": 1}}
 
 
 async def test_no_token_is_401_everywhere_and_read_only_is_401_on_writes(guarded_nodered):
@@ -67,7 +71,7 @@ async def test_no_token_is_401_everywhere_and_read_only_is_401_on_writes(guarded
                 assert response.status == 401, (verb, path)
             async with http.request(verb, url, json=body,
                                     headers={"Authorization": f"Bearer {reader}"}) as response:
-                if permission == "ai-sidebar.write":
+                if permission != "ai-sidebar.read":
                     assert response.status == 401, (verb, path)
                 else:
                     assert response.status != 401, (verb, path, await response.text())

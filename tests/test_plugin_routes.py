@@ -24,7 +24,10 @@ async def test_stream_chat_through_the_plugin_streams_tool_call_result_tokens_do
     kinds = [e["type"] for e in events]
     assert kinds[:2] == ["tool_call", "tool_result"] and events[0]["tool"] == "get_flow"
     assert all(node["id"] in events[1]["result"] for node in nodered.nodes_of(tab["id"]))
-    assert kinds.count("token") >= 3 and kinds[-1] == "done"
+    # The first piece goes out at once, the rest may be joined (AI_SIDEBAR_TOKEN_COALESCE_MS): the relay keeps them.
+    assert kinds.count("token") >= 2 and kinds[-1] == "done"
+    assert "".join(e["content"] for e in events if e["type"] == "token") == \
+        "It reads a value, transforms it and shows it in the debug sidebar."
     assert events[-1]["sessionId"] == "s1"
 
 

@@ -7,11 +7,13 @@ the connection.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
 import pytest
 
+from service.llm.providers import first_chunk_within
 from service.web.app import create_app
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
@@ -174,3 +176,17 @@ async def test_a_model_server_that_refuses_connections_cannot_be_reached(aiohttp
     client = await aiohttp_client(create_app(settings.model_copy(update={"openai_base_url": closed})))
     [error] = errors(await chat(client, message="hello"))
     assert error["code"] == "llm_unreachable" and "cannot be reached" in error["message"]
+
+
+async def test_a_pause_longer_than_the_chunk_gap_mid_answer_is_a_timeout():
+    # The bound that replaces langchain-openai's per-chunk asyncio.wait_for (stream_chunk_timeout, turned off).
+    async def stalls():
+        yield "first"
+        await asyncio.sleep(5)
+        yield "never"
+
+    got = []
+    with pytest.raises(TimeoutError):
+        async for chunk in first_chunk_within(stalls(), 5.0, gap=0.05):
+            got.append(chunk)
+    assert got == ["first"]

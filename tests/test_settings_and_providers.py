@@ -12,6 +12,8 @@ from service.chat.pipeline import parse_direct_trigger
 from service.errors import ServiceError
 from service.llm.providers import ChatModelFactory, ProviderConfig, provider_error
 from service.settings import Settings, SettingsError
+from tests.conftest import TEST_API_KEY
+from tests.support.model_server import Reply
 
 
 def test_environment_wins_over_the_yaml_file(tmp_path):
@@ -60,6 +62,27 @@ def test_each_provider_builds_its_langchain_chat_model():
     assert type(deepseek).__name__ == "ChatDeepSeek"
     google = factory.get(ProviderConfig("google", "gemini-2.5-flash", api_key=key))
     assert type(google).__name__ == "ChatGoogleGenerativeAI"
+
+
+async def test_openai_style_streams_hand_over_chunks_as_dicts_and_the_rest_as_models(model):
+    # The openai SDK's per-chunk model construction is skipped (chunks_as_dicts); a whole answer is still a model.
+    model.script(Reply(text="one two three"), Reply(text="whole answer"))
+    factory = ChatModelFactory()
+    chat = factory.get(ProviderConfig("openai", "gpt-4o-mini", api_key=SecretStr(TEST_API_KEY),
+                                      base_url=model.base_url))
+    try:
+        completions = chat.root_async_client.chat.completions
+        stream = await completions.create(model="gpt-4o-mini", stream=True,
+                                          messages=[{"role": "user", "content": "hi"}])
+        chunks = [chunk async for chunk in stream]
+        assert chunks and all(isinstance(chunk, dict) for chunk in chunks)
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices")) == \
+            "one two three"
+        whole = await completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        assert isinstance(whole, openai.types.chat.ChatCompletion) and whole.choices[0].message.content == \
+            "whole answer"
+    finally:
+        await factory.aclose()
 
 
 @pytest.mark.parametrize("config,missing", [

@@ -41,7 +41,8 @@ async def test_current_flow_streams_tool_call_result_tokens_and_done(client, nod
     assert kinds[1] == "tool_result" and events[1]["ok"] is True
     for node in nodered.nodes_of(tab["id"]):
         assert node["id"] in events[1]["result"]
-    assert kinds.count("token") >= 3
+    # The first piece goes out at once, the rest may be joined (AI_SIDEBAR_TOKEN_COALESCE_MS).
+    assert kinds.count("token") >= 2
     assert kinds[-1] == "done" and events[-1]["sessionId"] == "s1"
     assert "".join(e["content"] for e in events if e["type"] == "token") == \
         "The flow injects a value and wires it to a debug node."

@@ -11,6 +11,7 @@ threshold of 0 keeps everything retrieved.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -28,15 +29,24 @@ def _stem(term: str) -> str:
     return term if len(term) < 4 else term[:min(PREFIX_CHARS, len(term) - 1)]
 
 
+@functools.lru_cache(maxsize=4096)
+def _vocabulary(title: str, text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A chunk's words, and every prefix of them up to :data:`PREFIX_CHARS` characters (a stem is at most that
+    long, so "a word starts with the stem" is "the stem is one of the prefixes"). Cached: the same chunks come
+    back for many questions."""
+    words = frozenset(word.casefold() for word in _WORD.findall(search_text(f"{title}\n{text}")))
+    prefixes = frozenset(word[:length] for word in words for length in range(1, min(PREFIX_CHARS, len(word)) + 1))
+    return words, prefixes
+
+
 def relevance(query: str, hit: Hit, stopwords: Iterable[str] = ()) -> float:
     """The share (0..1) of ``query``'s terms found in ``hit``'s title or text; 0 for a query of stopwords only."""
     terms = query_terms(query, stopwords)
     if not terms:
         return 0.0
-    words = {word.casefold() for word in _WORD.findall(search_text(f"{hit.title}\n{hit.text}"))}
-    stems = {_stem(word) for word in words}
-    found = sum(1 for term in terms if term in words or _stem(term) in stems
-                or any(word.startswith(_stem(term)) for word in words))
+    words, prefixes = _vocabulary(hit.title, hit.text)
+    # A word's stem is one of its prefixes, so "the stem of a word equals the term's" is covered by the prefix test.
+    found = sum(1 for term in terms if term in words or _stem(term) in prefixes)
     return found / len(terms)
 
 

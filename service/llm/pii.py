@@ -11,6 +11,7 @@ phone numbers and IBANs (ISO 13616, mod-97 checked) are detected here. Matches b
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -86,6 +87,14 @@ def detectors(types: Sequence[str]) -> list[tuple[str, Detector]]:
 def mask(text: str, types: Sequence[str]) -> str:
     """``text`` with every match of ``types`` replaced by ``[REDACTED_<TYPE>]`` (types checked in order, each on
     what the previous ones left)."""
+    if not types:
+        return text
+    return _mask_once(text, tuple(types))
+
+
+# The system prompt of a scenario and language is the same text on every request: scanned once, not per request.
+@functools.lru_cache(maxsize=512)
+def _mask_once(text: str, types: tuple[str, ...]) -> str:
     for kind, detector in detectors(types):
         # From the end, so that the earlier matches' offsets still hold; PIIMiddleware's "redact" does the same.
         for match in sorted(detector(text), key=lambda found: found["start"], reverse=True):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import importlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +32,21 @@ DEFAULT_MODELS = {
     "anthropic": "claude-sonnet-4-5",
     "openai-compatible": None,  # the server decides which models exist: AI_MODEL is required
 }
+
+
+# The LangChain package of each provider's chat model, imported when its first model is built.
+PROVIDER_PACKAGES = {"openai": "langchain_openai", "openai-compatible": "langchain_openai",
+                     "deepseek": "langchain_deepseek", "google": "langchain_google_genai"}
+
+
+async def preload(provider: str) -> None:
+    """Import ``provider``'s LangChain package in a worker thread, so that the first answer (of each worker, see
+    ``AI_SIDEBAR_WORKERS``) does not wait for it (langchain-openai with the openai SDK: about 0.7 s of CPU). An
+    unknown provider or a missing package is left to the request, which reports it."""
+    package = PROVIDER_PACKAGES.get(provider)
+    if package is not None:
+        with contextlib.suppress(ImportError):
+            await asyncio.to_thread(importlib.import_module, package)
 
 
 @dataclass(frozen=True)
@@ -155,9 +172,9 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
 
         # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one.
         key = config.api_key or SecretStr("not-needed")
-        return ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
-                          stream_usage=True, timeout=config.timeout, max_retries=2, http_async_client=client,
-                          **common)
+        return chunks_as_dicts(ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
+                                          stream_usage=True, timeout=config.timeout, max_retries=2,
+                                          http_async_client=client, stream_chunk_timeout=None, **common))
     if provider == "deepseek":
         if not config.api_key:
             raise _missing(config, "DEEPSEEK_API_KEY")
@@ -165,9 +182,9 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
 
         extra: dict[str, Any] = {"api_base": config.base_url} if config.base_url else {}
         model = config.model or DEFAULT_MODELS["deepseek"] or ""
-        return ChatDeepSeek(model=model, api_key=config.api_key, streaming=True, stream_usage=True,
-                            timeout=config.timeout, max_retries=2, http_async_client=client, **extra,
-                            **common)
+        return chunks_as_dicts(ChatDeepSeek(model=model, api_key=config.api_key, streaming=True, stream_usage=True,
+                                            timeout=config.timeout, max_retries=2, http_async_client=client,
+                                            stream_chunk_timeout=None, **extra, **common))
     if provider == "google":
         if not config.api_key:
             raise _missing(config, "GOOGLE_API_KEY")
@@ -177,6 +194,36 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
                                       max_retries=2, **common)
     raise ServiceError("provider_not_configured", status=400, key="provider_not_configured.unsupported",
                        params={"provider": provider, "supported": "openai, deepseek, google, openai-compatible"})
+
+
+M = TypeVar("M", bound=BaseChatModel)
+
+
+def chunks_as_dicts(model: M) -> M:
+    """``model`` (langchain-openai's ``ChatOpenAI`` or a subclass) with its async openai client handing each
+    streamed chat chunk over as the parsed JSON ``dict`` instead of a ``ChatCompletionChunk``.
+
+    The openai SDK builds a pydantic model per chunk (``construct_type``, with a runtime-protocol check that walks
+    the class with ``inspect.getattr_static``), and langchain-openai turns it straight back into a dict
+    (``model_dump``); it takes a dict as it is (``BaseChatOpenAI._astream``: ``if not isinstance(chunk, dict)``).
+    The SDK still does the HTTP, the retries, the SSE decoding and its in-stream ``error`` check
+    (``openai._streaming.AsyncStream.__stream__``) before a chunk gets here. Every other response is built as
+    before.
+    """
+    from openai.types.chat import ChatCompletionChunk
+
+    client = getattr(model, "root_async_client", None)
+    if client is None:
+        return model
+    build = client._process_response_data
+
+    def process(*, data: object, cast_to: type, response: Any) -> Any:
+        if cast_to is ChatCompletionChunk and isinstance(data, dict):
+            return data
+        return build(data=data, cast_to=cast_to, response=response)
+
+    client._process_response_data = process
+    return model
 
 
 def provider_error(exc: BaseException, *, timeout: float | None = None,
@@ -212,12 +259,21 @@ def llm_timeout(seconds: float | None) -> ServiceError:
     return ServiceError("llm_timeout", status=504, params={"seconds": f"{seconds:g}" if seconds else "?"})
 
 
-async def first_chunk_within(chunks: AsyncIterator[T], seconds: float) -> AsyncIterator[T]:
+# Longest silence between two chunks of an answer (keep-alive comments do not count), seconds: langchain-openai's own
+# default for ``stream_chunk_timeout``, which the OpenAI-style models here turn off (it wraps every chunk in
+# ``asyncio.wait_for``: a task and an extra event-loop pass per token) for this cheaper bound.
+CHUNK_GAP = 120.0
+
+
+async def first_chunk_within(chunks: AsyncIterator[T], seconds: float,
+                             gap: float | None = CHUNK_GAP) -> AsyncIterator[T]:
     """Relay ``chunks`` (a model's stream); the wait for the first one, the client's own retries included, is
-    bounded by ``seconds``. Later chunks are bounded by the client's read timeout only.
+    bounded by ``seconds``, each later one by ``gap`` seconds (``None``: by the client's read timeout only).
 
     Raises:
-        ServiceError: ``llm_timeout`` naming ``AI_LLM_TIMEOUT``.
+        ServiceError: ``llm_timeout`` naming ``AI_LLM_TIMEOUT`` (no first chunk in time).
+        TimeoutError: a later chunk did not come within ``gap`` (:func:`provider_error` maps it to
+            ``llm_timeout``).
     """
     iterator = aiter(chunks)
     try:
@@ -228,7 +284,17 @@ async def first_chunk_within(chunks: AsyncIterator[T], seconds: float) -> AsyncI
     except TimeoutError:
         raise llm_timeout(seconds) from None
     yield first
-    async for chunk in iterator:
+    if not gap:
+        async for chunk in iterator:
+            yield chunk
+        return
+    while True:
+        # A deadline per chunk (a timer, no task); never held across the yield, where the consumer runs.
+        async with asyncio.timeout(gap):
+            try:
+                chunk = await anext(iterator)
+            except StopAsyncIteration:
+                return
         yield chunk
 
 

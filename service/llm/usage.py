@@ -22,6 +22,17 @@ from service.llm.prices import PriceTable
 
 T = TypeVar("T")
 
+
+
+class TurnCounter(UsageMetadataCallbackHandler):
+    """LangChain's usage counter, called inline. LangChain's async callback manager hands every event of a handler
+    that is not ``run_inline`` (the base class's default) to a thread-pool executor, one hand-off per streamed
+    token (``langchain_core.callbacks.manager._ahandle_event_for_handler``): that cost a thread switch per token.
+    The counter's own work is a dictionary update under a lock, done at the end of each model call."""
+
+    run_inline = True
+
+
 # One variable, registered once: langchain_core's get_usage_metadata_callback() registers a new configure hook on
 # every call, which would grow LangChain's hook list by one per chat turn for the life of the process.
 _COUNTER: ContextVar[UsageMetadataCallbackHandler | None] = ContextVar("ai_sidebar_turn_usage", default=None)
@@ -61,7 +72,7 @@ def turn_usage(by_model: dict[str, UsageMetadata], provider: str, model: str | N
 async def counted(work: Awaitable[T], report: Callable[[dict[str, UsageMetadata]], None]) -> T:
     """Await ``work`` counting the tokens of every model call it makes; ``report`` receives the per-model totals
     when it ends, also when it fails or is cancelled (what was used is still used)."""
-    counter = UsageMetadataCallbackHandler()
+    counter = TurnCounter()
     token = _COUNTER.set(counter)
     try:
         return await work

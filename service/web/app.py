@@ -22,7 +22,7 @@ from service.knowledge.embeddings import embedder_for
 from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
 from service.knowledge.router import Router
 from service.llm.prices import PriceTable
-from service.llm.providers import ChatModelFactory, ProviderConfig
+from service.llm.providers import ChatModelFactory, ProviderConfig, preload
 from service.memory.approvals import ApprovalStore
 from service.memory.store import MemorySlot, MemoryStore
 from service.nodered.client import NodeRedClient
@@ -116,6 +116,17 @@ async def _evidence(app: web.Application) -> AsyncIterator[None]:
     subscriber.start()
     yield
     await subscriber.stop()
+
+
+async def _model_package(app: web.Application) -> AsyncIterator[None]:
+    """Import the chat model package of ``AI_PROVIDER`` in the background once started (see
+    :func:`service.llm.providers.preload`)."""
+    task = asyncio.create_task(preload(app[SETTINGS].provider))
+    yield
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
@@ -309,6 +320,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(_approvals)
     app.cleanup_ctx.append(_knowledge)
     app.cleanup_ctx.append(_mcp_child)
+    app.cleanup_ctx.append(_model_package)
     app.on_shutdown.append(_close_streams)
     app.on_cleanup.append(_close_models)
     app.add_routes(routes)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -70,8 +71,9 @@ routes = web.RouteTableDef()
 
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
-    """Liveness: ``{"status": "ok", "version"}``; the only route open without the service token."""
-    return web.json_response({"status": "ok", "version": __version__})
+    """Liveness: ``{"status": "ok", "version", "pid"}`` (``pid``: the worker process that answered, one of
+    ``AI_SIDEBAR_WORKERS``); the only route open without the service token."""
+    return web.json_response({"status": "ok", "version": __version__, "pid": os.getpid()})
 
 
 @routes.get("/openapi.json")
@@ -191,7 +193,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     deps = _chat_deps(request, caller, body.provider)
     result = new_result(body)
     describe_caller(result.session_id, caller.identity)
-    stream = EventStream()
+    stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
     # Every error event of the stream is worded in the request's language on its way out.
     send = localized(stream.send, request.app[MESSAGES], request_language(request))
     await stream.prepare(request)
@@ -316,7 +318,7 @@ async def _run_stream(request: web.Request, deps: ChatDeps, result: ChatResult,
     language, its model calls counted into ``result.usage``), then ``done``; a fault is one ``internal_error``
     event then ``done``. ``finish`` (what is saved) runs whatever happened, shielded from cancellation; ``what``
     names the run in the log."""
-    stream = EventStream()
+    stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
     send = localized(stream.send, request.app[MESSAGES], request_language(request))
     await stream.prepare(request)
     request.app[STREAMS].add(stream)

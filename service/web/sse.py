@@ -1,11 +1,17 @@
 """Server-sent events (https://html.spec.whatwg.org/multipage/server-sent-events.html): ``data: <json>\\n\\n``
-per event, and a ``: ping`` comment every ``ping_interval`` seconds so that proxies keep the stream open."""
+per event, and a ``: ping`` comment every ``ping_interval`` seconds so that proxies keep the stream open.
+
+``token`` events that come within ``coalesce`` seconds of the last one written are joined into one (their
+``content`` concatenated, in order): a stream's first token and any token after a pause go out at once, the rest at
+most ``coalesce`` later. Every other event first writes what is pending, so events are never reordered.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import math
 from typing import Any
 
 from aiohttp import web
@@ -13,14 +19,20 @@ from aiohttp import web
 PING_INTERVAL = 15.0
 
 
+def encode(event: dict[str, Any]) -> bytes:
+    """One event as its ``data:`` block."""
+    return f"data: {json.dumps(event, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
 class EventStream:
     """One open ``text/event-stream`` answer.
 
     Use ``await stream.prepare(request)``, then ``await stream.send({...})`` per event, then ``await stream.close()``.
-    ``send`` raises ``ConnectionResetError`` when the client has gone away.
+    ``send`` raises ``ConnectionResetError`` when the client has gone away (for a token held back to be joined,
+    the next ``send`` raises it). ``coalesce``: seconds within which ``token`` events are joined (0: never).
     """
 
-    def __init__(self, ping_interval: float = PING_INTERVAL):
+    def __init__(self, ping_interval: float = PING_INTERVAL, coalesce: float = 0.0):
         self.response = web.StreamResponse(headers={
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
@@ -30,15 +42,58 @@ class EventStream:
         self._ping_task: asyncio.Task | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._coalesce = coalesce
+        self._pending: list[str] = []
+        self._last_token = -math.inf  # loop time at which the last token event was handed to the writer
+        self._timer: asyncio.TimerHandle | None = None
+        self._flusher: asyncio.Task | None = None
+        self._failed = False
 
     async def prepare(self, request: web.Request) -> None:
         await self.response.prepare(request)
         self._ping_task = asyncio.create_task(self._ping())
 
     async def send(self, event: dict[str, Any]) -> None:
-        """Write one event; ``event`` must hold ``type``."""
-        data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-        await self._write(f"data: {data}\n\n".encode())
+        """Write one event; ``event`` must hold ``type``. A ``{type: token, content}`` event may be held back up to
+        ``coalesce`` seconds and joined with the tokens after it."""
+        if self._failed:
+            raise ConnectionResetError("the event stream is closed")
+        if self._coalesce > 0 and event.get("type") == "token" and len(event) == 2:
+            loop = asyncio.get_running_loop()
+            now = loop.time()
+            if self._pending or now - self._last_token < self._coalesce:
+                if self._closed:
+                    raise ConnectionResetError("the event stream is closed")
+                self._pending.append(str(event.get("content", "")))
+                if self._timer is None:
+                    self._timer = loop.call_at(self._last_token + self._coalesce, self._flush_soon)
+                return
+            self._last_token = now
+        else:
+            await self.flush()
+        await self._write(encode(event))
+
+    def _flush_soon(self) -> None:
+        self._timer = None
+        self._flusher = asyncio.create_task(self._flush_quietly())
+
+    async def _flush_quietly(self) -> None:
+        try:
+            await self.flush()
+        except ConnectionResetError:
+            self._failed = True  # the next send tells the caller
+
+    async def flush(self) -> None:
+        """Write the held-back tokens as one ``token`` event now (nothing when none are held)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending:
+            return
+        # Taken before the first await: whatever is sent after this call is queued on the lock behind it.
+        content, self._pending = "".join(self._pending), []
+        self._last_token = asyncio.get_running_loop().time()
+        await self._write(encode({"type": "token", "content": content}))
 
     async def _write(self, chunk: bytes) -> None:
         async with self._lock:
@@ -56,10 +111,13 @@ class EventStream:
                 await self._write(b": ping\n\n")
 
     async def close(self) -> None:
-        """Stop pings and finish the answer; safe after a client disconnect and when called twice. Later
-        :meth:`send` calls raise ``ConnectionResetError`` (the service shutting down closes open streams)."""
+        """Write what is held back, stop pings and finish the answer; safe after a client disconnect and when called
+        twice. Later :meth:`send` calls raise ``ConnectionResetError`` (the service shutting down closes open
+        streams)."""
         if self._closed:
             return
+        with contextlib.suppress(ConnectionResetError):
+            await self.flush()
         self._closed = True
         if self._ping_task is not None:
             self._ping_task.cancel()

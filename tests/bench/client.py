@@ -1,12 +1,15 @@
 """The measuring client: one streaming chat request, with the arrival time of every token.
 
 The same code reads the three paths: the sidebar route (Node-RED plugin → service), the service route and the
-model server's OpenAI stream. Lines are recognised by their bytes (no JSON parsing), so the client's own cost per
-token is the same small constant on every path.
+model server's OpenAI stream. Lines are recognised by their bytes; a service ``token`` event may carry several of
+the model's pieces (the service coalesces pieces that arrive within a few ms, ``AI_SIDEBAR_TOKEN_COALESCE_MS``), so
+its ``content`` is decoded to count them: the scripted model's pieces are one word each, all but the last with a
+trailing space (:func:`tests.bench.model_proc.answer_pieces`).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +25,17 @@ MODEL_DONE = b"data: [DONE]"
 
 @dataclass
 class Sample:
-    """One streamed answer: start and token arrival times (``time.monotonic_ns``), outcome."""
+    """One streamed answer: start and arrival times (``time.monotonic_ns``), outcome.
+
+    ``arrivals`` has one time per model piece (the pieces of one coalesced event share its time), ``events`` one per
+    ``token`` event: the gaps a reader sees are between events.
+    """
 
     path: str
     tag: str
     started: int
     arrivals: list[int] = field(default_factory=list)
+    events: list[int] = field(default_factory=list)
     done: bool = False
     status: int = 0
     error: str | None = None
@@ -41,7 +49,15 @@ class Sample:
         return (self.arrivals[0] - self.started) / 1e6
 
     def gaps_ms(self) -> list[float]:
-        return [(b - a) / 1e6 for a, b in zip(self.arrivals, self.arrivals[1:])]
+        """Milliseconds between consecutive ``token`` events (what a reader sees as a pause)."""
+        times = self.events or self.arrivals
+        return [(b - a) / 1e6 for a, b in zip(times, times[1:])]
+
+
+def pieces(line: bytes) -> int:
+    """How many of the scripted model's pieces one ``data: {"type":"token",...}`` line carries (at least 1)."""
+    content = json.loads(line[len(b"data: "):]).get("content", "")
+    return max(1, content.count(" ") + (0 if content.endswith(" ") else 1))
 
 
 def session(limit: int = 0, timeout: float = 60) -> aiohttp.ClientSession:
@@ -62,7 +78,9 @@ async def stream_service(http: aiohttp.ClientSession, url: str, body: dict[str, 
                 return sample
             async for line in answer.content:
                 if line.startswith(SERVICE_TOKEN_EVENT):
-                    sample.arrivals.append(time.monotonic_ns())
+                    now = time.monotonic_ns()
+                    sample.events.append(now)
+                    sample.arrivals.extend([now] * pieces(line))
                 elif line.startswith(SERVICE_DONE_EVENT):
                     sample.done = True
                 elif SERVICE_ERROR_EVENT in line and sample.error is None:

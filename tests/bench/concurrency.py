@@ -13,7 +13,7 @@ from typing import Any
 from . import client
 from .client import Sample, percentile
 from .latency import QUESTION, pure_chat_bodies
-from .stack import SERVICE_TOKEN, Stack, cpu_seconds, memory_kib, reset_peak_rss
+from .stack import SERVICE_TOKEN, Stack, cpu_seconds, memory_kib, reset_peak_rss, settled
 
 
 async def _sample_rss(pid: int, peak: list[int], stop: asyncio.Event) -> None:
@@ -40,6 +40,7 @@ def listen_overflows() -> int:
 async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[str, Any]:
     """``streams`` chats at once; every one must stream ``words`` tokens and end with ``done``."""
     service = stack.service
+    await settled(service.pid)
     body = pure_chat_bodies(stack).service
     url = f"{service.url}/ai-sidebar/stream-chat"
     hwm_reset = reset_peak_rss(service.pid)
@@ -76,6 +77,7 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
            "model": cpu_seconds(model_pid) - cpu_before["model"],
            "bench client": time.process_time() - cpu_before["bench client"]}
     completed = [s for s in samples if s.ok and len(s.arrivals) == words]
+    events = sum(len(s.events) for s in completed)
     errors = streams - len(completed)
     gaps = [gap for s in completed for gap in s.gaps_ms()]
     ttft = [s.ttft_ms for s in completed]
@@ -83,6 +85,7 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
                        for s in samples if s not in completed})[:3]
     return {
         "streams": streams, "completed": len(completed), "errors": errors, "error_examples": examples,
+        "token_events_per_answer": events / len(completed) if completed else None,
         "wall_s": wall, "listen_overflows": listen_overflows() - overflows,
         "inter_token_gap_ms": {"p50": percentile(gaps, 50), "p99": percentile(gaps, 99), "max": max(gaps or [0])},
         "ttft_ms": {"p50": percentile(ttft, 50), "p99": percentile(ttft, 99)},
@@ -93,15 +96,26 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
     }
 
 
+async def model_ttft(stack: Stack, requests: int = 20) -> dict[str, Any]:
+    """The model server's own time to first token, asked directly one request at a time (the baseline of the
+    time-to-first-token target)."""
+    async with client.session() as http:
+        samples = [await client.stream_model(http, stack.model.base_url, f"{QUESTION} [bench model-{i}]", "model",
+                                             f"model-{i}") for i in range(requests)]
+    ttft = [s.ttft_ms for s in samples if s.done and s.arrivals]
+    return {"requests": requests, "p50": percentile(ttft, 50), "p99": percentile(ttft, 99)}
+
+
 async def run(stack: Stack, *, levels: tuple[int, ...], words: int, token_delay: float,
               timeout: float) -> dict[str, Any]:
     stack.model.control("reply", {"words": words, "token_delay": token_delay})
     stack.model.control("reset")
+    model = await model_ttft(stack)
     rss_at_start = memory_kib(stack.service.pid, "VmRSS") / 1024
     results = []
     for streams in levels:
         results.append(await level(stack, streams, words, timeout))
         stack.model.control("reset")
         await asyncio.sleep(1.0)  # let the service save the last turns and close connections
-    return {"words": words, "token_delay_ms": token_delay * 1000,
+    return {"words": words, "token_delay_ms": token_delay * 1000, "model_ttft_ms": model,
             "service_rss_at_start_mb": rss_at_start, "levels": results}

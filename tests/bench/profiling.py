@@ -88,7 +88,9 @@ async def profile_pid(pid: int, output: Path, scenario: Callable[[], Awaitable[A
     spy = Path(sys.executable).with_name("py-spy")
     log = output.with_suffix(".log")
     with log.open("wb") as sink:
-        recorder = subprocess.Popen([str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate),
+        # --subprocesses: the service's workers (AI_SIDEBAR_WORKERS) are children of the pid given.
+        recorder = subprocess.Popen([str(spy), "record", "--pid", str(pid), "--subprocesses", "--format", "raw",
+                                     "--rate", str(rate),
                                      # Native unwinding needs the process paused at each sample.
                                      *(["--native"] if native else ["--nonblocking"]), "-o", str(output)],
                                     stdout=sink, stderr=subprocess.STDOUT)

@@ -37,12 +37,7 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
     for path in ("sidebar/chat", "service/chat"):
         targets.append(Target("latency", f"added TTFT p50, {path}", paths[path]["added_ttft_ms"]["p50"], 5, "ms"))
         targets.append(Target("latency", f"added TTFT p99, {path}", paths[path]["added_ttft_ms"]["p99"], 20, "ms"))
-    top = max(results["concurrency"]["levels"], key=lambda level: level["streams"])
-    targets.append(Target("concurrency", f"{top['streams']} concurrent streams: errors", top["errors"], 0, ""))
-    targets.append(Target("concurrency", f"{top['streams']} concurrent streams: p99 inter-token gap",
-                          top["inter_token_gap_ms"]["p99"], 50, "ms"))
-    targets.append(Target("concurrency", f"{top['streams']} concurrent streams: service peak RSS",
-                          top["service_peak_rss_mb"], 300, "MB"))
+    targets += concurrency_targets(results["concurrency"])
     prompt = results["prompt_size"]
     ratio = prompt["prompt_ratio"]
     targets.append(Target("prompt", "prompt tokens / raw JSON tokens (all example tabs)",
@@ -93,6 +88,61 @@ def router_lines(router: dict[str, Any]) -> list[str]:
     return out
 
 
+TTFT_ALLOWANCE_MS = 250  # issue 23: time to first token at most the model's own plus this
+
+
+def concurrency_targets(con: dict[str, Any]) -> list[Target]:
+    """The targets of the largest level: no errors, p99 gap between token events ≤ 50 ms, p99 time to first token
+    ≤ the model's own p99 + 250 ms, peak RSS ≤ 300 MB."""
+    top = max(con["levels"], key=lambda level: level["streams"])
+    model = (con.get("model_ttft_ms") or {}).get("p99")
+    return [
+        Target("concurrency", f"{top['streams']} concurrent streams: errors", top["errors"], 0, ""),
+        Target("concurrency", f"{top['streams']} concurrent streams: p99 inter-token gap",
+               top["inter_token_gap_ms"]["p99"], 50, "ms"),
+        Target("concurrency", f"{top['streams']} concurrent streams: p99 TTFT (model's p99 {_f(model)} + 250)",
+               top["ttft_ms"]["p99"], (model or 0) + TTFT_ALLOWANCE_MS, "ms"),
+        Target("concurrency", f"{top['streams']} concurrent streams: service peak RSS",
+               top["service_peak_rss_mb"], 300, "MB"),
+    ]
+
+
+def render_concurrency(con: dict[str, Any]) -> list[str]:
+    """The concurrency table: one row per level."""
+    model = con.get("model_ttft_ms") or {}
+    lines = [f"2. Concurrency: simultaneous pure chats to the service, {con['words']} tokens at "
+             f"{con['token_delay_ms']:.0f} ms each (service RSS at start {_f(con['service_rss_at_start_mb'])} MB; "
+             f"model's own TTFT p50 {_f(model.get('p50'))} ms, p99 {_f(model.get('p99'))} ms)",
+             f"  {'streams':>7} {'completed':>9} {'errors':>6} {'gap p50':>8} {'gap p99':>8} {'TTFT p50':>9} "
+             f"{'TTFT p99':>9} {'events':>6} {'wall s':>7} {'svc CPU s':>9} {'svc CPU %':>9} {'model CPU s':>11} "
+             f"{'peak RSS MB':>11}"]
+    for level in con["levels"]:
+        lines.append(f"  {level['streams']:>7} {level['completed']:>9} {level['errors']:>6} "
+                     f"{_f(level['inter_token_gap_ms']['p50']):>8} {_f(level['inter_token_gap_ms']['p99']):>8} "
+                     f"{_f(level['ttft_ms']['p50']):>9} {_f(level['ttft_ms']['p99']):>9} "
+                     f"{_f(level.get('token_events_per_answer'), 0):>6} {_f(level['wall_s']):>7} "
+                     f"{_f(level['cpu_s']['service']):>9} "
+                     f"{_f(level['service_cpu_percent_of_one_core'], 0):>9} {_f(level['cpu_s']['model']):>11} "
+                     f"{_f(level['service_peak_rss_mb']):>11}")
+    overflows = sum(level.get("listen_overflows", 0) for level in con["levels"])
+    if overflows:
+        lines.append(f"  TCP accept queue overflows during the levels: {overflows}")
+    return lines
+
+
+def render_cost(cost: dict[str, Any]) -> list[str]:
+    """Service CPU per request start and per relayed token, in total and per layer (µs)."""
+    request, token = cost["per_request_us"], cost["per_token_us"]
+    lines = ["", f"   CPU per request and per relayed token ({cost['streams_at_once']} pure chats at once, "
+                 f"{cost['rounds']} rounds, 1 and {cost['words']} pieces; {_f(cost['events_per_answer'], 1)} token "
+                 f"events per {cost['words']}-piece answer): per request {_f(request['total'], 0)} µs, per token "
+                 f"{_f(token['total'], 0)} µs",
+             f"     {'layer':<50} {'µs/request':>10} {'µs/token':>9}"]
+    for name, value in request["layers"].items():
+        lines.append(f"     {name:<50} {_f(value, 0):>10} {_f(token['layers'].get(name), 0):>9}")
+    return lines
+
+
 def _f(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -118,20 +168,9 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                      f"{_f(added_ttft.get('p50')):>10} {_f(added_ttft.get('p99')):>7} "
                      f"{_f(row['token_relay_ms']['p50'], 2):>16} {_f(row['token_relay_ms']['p99'], 2):>7} "
                      f"{_f(added_relay.get('p50'), 2):>10} {_f(added_relay.get('p99'), 2):>7} {row['errors']:>7}")
-    con = results["concurrency"]
-    lines += ["", f"2. Concurrency: simultaneous pure chats to the service, {con['words']} tokens at "
-                  f"{con['token_delay_ms']:.0f} ms each (service RSS at start {_f(con['service_rss_at_start_mb'])} MB)",
-              f"  {'streams':>7} {'completed':>9} {'errors':>6} {'gap p50':>8} {'gap p99':>8} {'TTFT p99':>9} "
-              f"{'wall s':>7} {'svc CPU s':>9} {'svc CPU %':>9} {'model CPU s':>11} {'peak RSS MB':>11}"]
-    for level in con["levels"]:
-        lines.append(f"  {level['streams']:>7} {level['completed']:>9} {level['errors']:>6} "
-                     f"{_f(level['inter_token_gap_ms']['p50']):>8} {_f(level['inter_token_gap_ms']['p99']):>8} "
-                     f"{_f(level['ttft_ms']['p99']):>9} {_f(level['wall_s']):>7} {_f(level['cpu_s']['service']):>9} "
-                     f"{_f(level['service_cpu_percent_of_one_core'], 0):>9} {_f(level['cpu_s']['model']):>11} "
-                     f"{_f(level['service_peak_rss_mb']):>11}")
-    overflows = sum(level.get("listen_overflows", 0) for level in con["levels"])
-    if overflows:
-        lines.append(f"  TCP accept queue overflows during the levels: {overflows}")
+    lines += [""] + render_concurrency(results["concurrency"])
+    if "cost" in results:
+        lines += render_cost(results["cost"])
     prompt = results["prompt_size"]
     lines += ["", f"3. Prompt size: {prompt['measured']} of {prompt['tabs']} example tabs ({prompt['nodes']} nodes), "
                   "\"explain the current flow\", cl100k_base tokens",

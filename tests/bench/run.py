@@ -25,6 +25,7 @@ from tests.support.nodered import NODERED_HOME, REPO
 from . import (
     coldstart,
     concurrency,
+    cost,
     evidence,
     knowledge,
     latency,
@@ -108,6 +109,14 @@ async def main() -> int:
         results["concurrency"] = await concurrency.run(stack, levels=(5, 10) if QUICK else (50, 100, 200),
                                                        words=40, token_delay=TOKEN_DELAY, timeout=60)
         phase_done("concurrency", started)
+
+        started = time.monotonic()
+        print("bench: 2b. CPU per request and per token, by layer ...", file=sys.stderr, flush=True)
+        cost_profiles = out_dir / f"profiles-{stamp}"
+        cost_profiles.mkdir(parents=True, exist_ok=True)
+        results["cost"] = await cost.run(stack, streams=5 if QUICK else 20, rounds=1 if QUICK else 3, words=40,
+                                         token_delay=TOKEN_DELAY, profile_dir=cost_profiles, repo=str(REPO))
+        phase_done("cost", started)
 
         started = time.monotonic()
         print("bench: 3. prompt size ...", file=sys.stderr, flush=True)

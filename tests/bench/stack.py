@@ -31,16 +31,53 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 # -- /proc ---------------------------------------------------------------------------------------------------
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` so far (``/proc/<pid>/stat`` fields 14 and 15, proc(5))."""
-    with open(f"/proc/{pid}/stat") as stat:
-        text = stat.read()
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (``/proc/<pid>/task/<tid>/children``, proc(5)): the service's workers when it
+    runs several (``AI_SIDEBAR_WORKERS``); its MCP child (a Node-free Python process) is counted too."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    queue += [int(child) for child in children.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _own_cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            text = stat.read()
+    except OSError:
+        return 0.0
     fields = text[text.rfind(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def memory_kib(pid: int, key: str) -> int:
-    """A ``/proc/<pid>/status`` size in KiB: ``VmHWM`` (peak resident set) or ``VmRSS`` (now)."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its running descendants so far (``/proc/<pid>/stat`` fields 14
+    and 15, proc(5))."""
+    return sum(_own_cpu_seconds(p) for p in process_tree(pid))
+
+
+async def settled(pid: int, share: float = 0.05, window: float = 0.5, limit: float = 60.0) -> float:
+    """Wait until ``pid``'s process tree uses less than ``share`` of a core over ``window`` seconds (its start-up
+    work done: each worker's first knowledge refresh, lazy imports), at most ``limit`` seconds; returns the wait."""
+    import asyncio
+
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        before = cpu_seconds(pid)
+        await asyncio.sleep(window)
+        if cpu_seconds(pid) - before < share * window:
+            break
+    return time.monotonic() - started
+
+
+def _own_memory_kib(pid: int, key: str) -> int:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
             if line.startswith(key + ":"):
@@ -48,11 +85,25 @@ def memory_kib(pid: int, key: str) -> int:
     raise KeyError(key)
 
 
+def memory_kib(pid: int, key: str) -> int:
+    """A ``/proc/<pid>/status`` size in KiB, summed over ``pid`` and its descendants: ``VmHWM`` (peak resident
+    set) or ``VmRSS`` (now)."""
+    total = _own_memory_kib(pid, key)
+    for child in process_tree(pid)[1:]:
+        try:
+            total += _own_memory_kib(child, key)
+        except (OSError, KeyError):
+            continue
+    return total
+
+
 def reset_peak_rss(pid: int) -> bool:
-    """Reset ``VmHWM`` to the current RSS (writing 5 to ``clear_refs``, proc(5)); False where not allowed."""
+    """Reset ``VmHWM`` to the current RSS (writing 5 to ``clear_refs``, proc(5)) of ``pid`` and its descendants;
+    False where not allowed."""
     try:
-        with open(f"/proc/{pid}/clear_refs", "w") as refs:
-            refs.write("5")
+        for each in process_tree(pid):
+            with open(f"/proc/{each}/clear_refs", "w") as refs:
+                refs.write("5")
         return True
     except OSError:
         return False

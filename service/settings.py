@@ -95,6 +95,11 @@ class Settings(EnvSettings):
                                     description="seconds for one whole agent run")
 
     memory_db_path: Path = Field(Path("./data/memory.db"), validation_alias="MEMORY_DB_PATH")
+    database_url: SecretStr | None = Field(
+        None, validation_alias="DATABASE_URL",
+        description="postgresql://user:password@host:port/database: memory, sessions, approvals, usage and the "
+                    "open streams on that PostgreSQL server, shared by every replica; unset: SQLite at "
+                    "MEMORY_DB_PATH (which holds each replica's knowledge index either way)")
     memory_retention_days: int = Field(30, ge=0, validation_alias="MEMORY_RETENTION_DAYS")
     knowledge_refresh: float = Field(30.0, ge=0, validation_alias="AI_SIDEBAR_KNOWLEDGE_REFRESH",
                                      description="seconds between refreshes of the knowledge index from Node-RED "
@@ -157,6 +162,17 @@ class Settings(EnvSettings):
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("DATABASE_URL must start with postgresql://")
+        return value
+
+    def memory_target(self) -> str | Path:
+        """Where the memory lives: ``DATABASE_URL`` when set, else the SQLite file ``MEMORY_DB_PATH``."""
+        return self.database_url.get_secret_value() if self.database_url is not None else self.memory_db_path
 
     @field_validator("approval")
     @classmethod

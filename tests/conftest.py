@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from pydantic import SecretStr
 
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
@@ -23,6 +24,7 @@ from tests.support.nodered import (
     hash_password,
     project_flows,
 )
+from tests.support.postgres import PostgresServer, postgres_bin
 
 
 def pytest_report_header(config) -> str:
@@ -41,17 +43,22 @@ NODE_RED_FIXTURES = ("service_process", "auth_stack")
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "nodered: the test talks to a real Node-RED (run on every supported version)")
     config.addinivalue_line("markers", "browser: the test drives the editor in Chromium (tests/test_browser_*.py)")
+    config.addinivalue_line("markers", "postgres: the test starts (or shares) a real PostgreSQL server")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark every test whose fixtures start a Node-RED with ``nodered`` (see :data:`NODE_RED_FIXTURES`), and the
-    tests of ``tests/test_browser_*.py`` with ``browser`` (``make test`` runs them as passes of their own)."""
+    """Mark every test whose fixtures start a Node-RED with ``nodered`` (see :data:`NODE_RED_FIXTURES`), the
+    tests of ``tests/test_browser_*.py`` with ``browser`` (``make test`` runs them as passes of their own), and
+    every test with a fixture named ``postgres…`` with ``postgres`` (the PostgreSQL case of
+    :data:`MEMORY_BACKENDS` carries the mark itself)."""
     for item in items:
         if item.path.name.startswith("test_browser_"):
             item.add_marker(pytest.mark.browser)
         names = getattr(item, "fixturenames", ())
         if any("nodered" in name or name in NODE_RED_FIXTURES for name in names):
             item.add_marker(pytest.mark.nodered)
+        if any(name.startswith("postgres") for name in names):
+            item.add_marker(pytest.mark.postgres)
 
 
 TEST_API_KEY = "sk-test-key-for-scripted-server-0001"
@@ -155,3 +162,52 @@ def nodered_with_auth(tmp_path_factory):
     instance.start()
     yield instance
     instance.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL (Debian's ``postgresql`` package) for the session, see tests/support/postgres.py. Missing
+    binaries fail the test, or skip it with ``POSTGRES_TESTS=optional``."""
+    bindir = postgres_bin()
+    if bindir is None:
+        reason = ("PostgreSQL is not installed (/usr/lib/postgresql/<version>/bin/initdb; `make test` installs the "
+                  "postgresql package)")
+        if os.environ.get("POSTGRES_TESTS") == "optional":
+            pytest.skip(reason + "; skipped: POSTGRES_TESTS=optional")
+        pytest.fail(reason + "; set POSTGRES_TESTS=optional to skip these tests")
+    server = PostgresServer(bindir)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """The URL of a new empty database of its own for this test."""
+    return postgres_server.new_database()
+
+
+# The memory's databases: a test using ``memory_backend`` (or the fixtures below) runs once on each.
+MEMORY_BACKENDS = [pytest.param("sqlite", id="sqlite"),
+                   pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=MEMORY_BACKENDS)
+def memory_backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def memory_target(memory_backend, request, tmp_path):
+    """What ``MemoryStore.open`` takes for this backend: an SQLite file, or a new PostgreSQL database's URL."""
+    if memory_backend == "sqlite":
+        return tmp_path / "memory.db"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def backend_settings(settings, memory_backend, request) -> Settings:
+    """:func:`settings` with the memory on this backend (PostgreSQL: ``DATABASE_URL`` of a new database)."""
+    if memory_backend == "sqlite":
+        return settings
+    return settings.model_copy(update={"database_url": SecretStr(request.getfixturevalue("postgres_url"))})

@@ -3,6 +3,7 @@ the stream pauses with ``approval_required``; ``POST /ai-sidebar/resume`` contin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -474,8 +475,8 @@ async def test_expired_approvals_are_purged_at_start_and_their_tokens_still_answ
     assert deployed(writable) == before and audit(write_settings) == []
 
 
-async def test_only_expired_pending_approvals_are_purged_and_their_token_hash_is_kept_thirty_days(tmp_path):
-    store = await MemoryStore.open(tmp_path / "memory.db")
+async def test_only_expired_pending_approvals_are_purged_and_their_token_hash_is_kept_thirty_days(memory_target):
+    store = await MemoryStore.open(memory_target)
     approvals = ApprovalStore(store)
     alice, now = Identity("user", "alice"), time.time()
     await approvals.create_approval("a1", "r1", "h1", alice, "execute", None, [], {}, now + 10)
@@ -487,4 +488,18 @@ async def test_only_expired_pending_approvals_are_purged_and_their_token_hash_is
     assert (await approvals.approval("h2"))["status"] == "resumed" and not await approvals.expired_token("h2")
     await approvals.remove_expired(now + 10 + EXPIRED_TOKENS_KEPT)
     assert not await approvals.expired_token("h1")
+    await store.close()
+
+
+async def test_a_resume_token_works_once_against_two_claims_at_the_same_moment(memory_target):
+    store = await MemoryStore.open(memory_target)
+    approvals = ApprovalStore(store)
+    alice = Identity("user", "alice")
+    await approvals.create_approval("a1", "r1", "h1", alice, "execute", "s1", [{"tool": "t"}], {}, time.time() + 60)
+    entry = {"runId": "r1", "toolCallId": "c1", "tool": "t", "decision": "approve", "decidedBy": "user"}
+    claims = await asyncio.gather(*(approvals.claim_approval("a1", alice, [entry]) for _ in range(4)))
+    assert sorted(claims) == [False, False, False, True]
+    assert [a["decision"] for a in await approvals.audit(alice)] == ["approve"]  # one audit row, not four
+    assert await approvals.replace_token("a1", "h2") is False  # no longer pending
+    assert (await approvals.approval("h1"))["status"] == "resumed" and await approvals.pending_approvals(alice) == []
     await store.close()

@@ -340,7 +340,7 @@ async def test_another_users_session_is_answered_exactly_like_an_unknown_one(cli
 async def test_migration_keeps_editor_memory_and_drops_flow_node_rows(tmp_path):
     path = tmp_path / "memory.db"
     with sqlite3.connect(path) as raw:  # a database as version 1 left it
-        raw.executescript(f"BEGIN; {MIGRATIONS[0]}; PRAGMA user_version=1; COMMIT;")
+        raw.executescript(f"BEGIN; {MIGRATIONS[0].sqlite}; PRAGMA user_version=1; COMMIT;")
         for session_id, owner in (("s-anon", "default"), ("s-alice", "alice"), ("s-node", "flow:n1")):
             raw.execute("INSERT INTO sessions(id, user, name, created_at, updated_at) VALUES (?, ?, '', 1, 1)",
                         (session_id, owner))
@@ -353,7 +353,7 @@ async def test_migration_keeps_editor_memory_and_drops_flow_node_rows(tmp_path):
 
     store = await MemoryStore.open(path)
     try:
-        assert await store.schema_version() == len(MIGRATIONS) == 6
+        assert await store.schema_version() == len(MIGRATIONS) == 7
         alice = Identity("user", "alice")
         assert [s["id"] for s in await store.sessions(ANONYMOUS)] == ["s-anon"]
         assert [s["id"] for s in await store.sessions(alice)] == ["s-alice"]

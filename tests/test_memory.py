@@ -1,13 +1,16 @@
-"""Memory: the SQLite store, multi-turn history sent to the model, per-user isolation, routes and retention."""
+"""Memory: the store (on SQLite and on PostgreSQL), multi-turn history sent to the model, per-user isolation, routes
+and retention."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from service.identity import Identity
@@ -22,10 +25,17 @@ alice, bob = Identity("user", "alice"), Identity("user", "bob")
 
 
 @pytest.fixture
-async def store(tmp_path):
-    memory = await MemoryStore.open(tmp_path / "memory.db")
+async def store(memory_target):
+    """The store on each backend (see ``memory_target`` in conftest)."""
+    memory = await MemoryStore.open(memory_target)
     yield memory
     await memory.close()
+
+
+@pytest.fixture
+async def memory_client(aiohttp_client, backend_settings):
+    """The service with its memory on each backend."""
+    return await aiohttp_client(create_app(backend_settings))
 
 
 async def chat(client, headers=None, **body):
@@ -37,18 +47,57 @@ async def chat(client, headers=None, **body):
 async def test_store_uses_wal_and_migrates_once(tmp_path):
     path = tmp_path / "sub" / "memory.db"
     first = await MemoryStore.open(path)
-    assert await first.schema_version() == len(MIGRATIONS) == 6
+    assert await first.schema_version() == len(MIGRATIONS) == 7
     await first.save_turn("s1", alice, "q", "a", {})
     await first.close()
     await first.close()  # idempotent
     again = await MemoryStore.open(path)
-    assert await again.schema_version() == 6
+    assert await again.schema_version() == 7
     assert [t.content for t in await again.history(alice, "s1")] == ["q", "a"]
     await again.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"short_term_memory", "long_term_memory", "sessions", "messages_fts", "knowledge_fts"} <= tables
+
+
+async def test_replicas_opening_one_postgres_database_together_migrate_it_once(postgres_url):
+    stores = await asyncio.gather(*(MemoryStore.open(postgres_url) for _ in range(3)))
+    try:
+        assert [await s.schema_version() for s in stores] == [len(MIGRATIONS)] * 3
+        await stores[0].save_turn("s1", alice, "q", "a", {})
+        assert [t.content for t in await stores[2].history(alice, "s1")] == ["q", "a"]
+    finally:
+        for s in stores:
+            await s.close()
+    again = await MemoryStore.open(postgres_url)
+    assert await again.schema_version() == len(MIGRATIONS)
+    await again.close()
+    async with await psycopg.AsyncConnection.connect(postgres_url) as raw:
+        versions = await (await raw.execute("SELECT version FROM memory_schema")).fetchall()
+        tables = {r[0] for r in await (await raw.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).fetchall()}
+        indexes = {r[0] for r in await (await raw.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'short_term_memory'")).fetchall()}
+    assert versions == [(len(MIGRATIONS),)]
+    assert {"sessions", "short_term_memory", "long_term_memory", "approval_runs", "approval_audit", "turn_usage",
+            "session_summaries", "approval_expired", "open_streams"} <= tables
+    assert any("USING gin (search)" in index for index in indexes)
+
+
+async def test_an_unreachable_postgres_leaves_chat_working_without_memory(aiohttp_client, settings, model):
+    from pydantic import SecretStr
+
+    from tests.support.nodered import free_port
+
+    url = f"postgresql://nobody:secret-password@127.0.0.1:{free_port()}/none"
+    client = await aiohttp_client(create_app(settings.model_copy(update={"database_url": SecretStr(url)})))
+    model.script(Reply(text="still answering"))
+    events = await chat(client, message="hello", sessionId="nomem")
+    assert events[-1]["type"] == "done" and "still answering" in "".join(
+        e.get("content", "") for e in events if e["type"] == "token")
+    response = await client.get("/ai-sidebar/sessions")
+    assert response.status == 503 and "secret-password" not in await response.text()
 
 
 async def test_history_gives_the_newest_messages_oldest_first(store):
@@ -180,24 +229,24 @@ async def test_secrets_in_attached_debug_messages_never_reach_the_model(client, 
         assert secret not in sent
 
 
-async def test_silent_requests_are_not_stored(client, model):
-    await chat(client, ALICE, message="hello", sessionId="quiet", silent=True)
-    assert (await client.get("/ai-sidebar/history/quiet", headers=ALICE)).status == 404
+async def test_silent_requests_are_not_stored(memory_client, model):
+    await chat(memory_client, ALICE, message="hello", sessionId="quiet", silent=True)
+    assert (await memory_client.get("/ai-sidebar/history/quiet", headers=ALICE)).status == 404
 
 
-async def test_sessions_can_be_created_renamed_pinned_listed_and_deleted(client):
-    response = await client.post("/ai-sidebar/sessions", json={"name": "MQTT work"}, headers=ALICE)
+async def test_sessions_can_be_created_renamed_pinned_listed_and_deleted(memory_client):
+    response = await memory_client.post("/ai-sidebar/sessions", json={"name": "MQTT work"}, headers=ALICE)
     assert response.status == 201
     session = await response.json()
-    response = await client.patch(f"/ai-sidebar/sessions/{session['id']}", json={"name": "MQTT", "pinned": True},
-                                  headers=ALICE)
+    response = await memory_client.patch(f"/ai-sidebar/sessions/{session['id']}",
+                                         json={"name": "MQTT", "pinned": True}, headers=ALICE)
     assert (await response.json())["pinned"] is True
-    listed = (await (await client.get("/ai-sidebar/sessions", headers=ALICE)).json())["sessions"]
+    listed = (await (await memory_client.get("/ai-sidebar/sessions", headers=ALICE)).json())["sessions"]
     assert [(s["id"], s["name"], s["pinned"]) for s in listed] == [(session["id"], "MQTT", True)]
-    assert (await (await client.get("/ai-sidebar/sessions", headers=BOB)).json())["sessions"] == []
-    assert (await client.delete(f"/ai-sidebar/sessions/{session['id']}", headers=BOB)).status == 404
-    assert (await client.delete(f"/ai-sidebar/sessions/{session['id']}", headers=ALICE)).status == 200
-    assert (await (await client.get("/ai-sidebar/sessions", headers=ALICE)).json())["sessions"] == []
+    assert (await (await memory_client.get("/ai-sidebar/sessions", headers=BOB)).json())["sessions"] == []
+    assert (await memory_client.delete(f"/ai-sidebar/sessions/{session['id']}", headers=BOB)).status == 404
+    assert (await memory_client.delete(f"/ai-sidebar/sessions/{session['id']}", headers=ALICE)).status == 200
+    assert (await (await memory_client.get("/ai-sidebar/sessions", headers=ALICE)).json())["sessions"] == []
 
 
 async def test_bad_memory_requests_are_clear_4xx(client):
@@ -208,32 +257,32 @@ async def test_bad_memory_requests_are_clear_4xx(client):
     assert response.status == 400
 
 
-async def test_search_route_and_memory_stats(client, model):
+async def test_search_route_and_memory_stats(memory_client, model):
     model.script(Reply(text="Use a Catch node scoped to the function node."))
-    await chat(client, ALICE, message="How do I catch function node errors?", sessionId="m3")
-    response = await client.post("/ai-sidebar/search", json={"query": "catch node", "limit": 5}, headers=ALICE)
+    await chat(memory_client, ALICE, message="How do I catch function node errors?", sessionId="m3")
+    response = await memory_client.post("/ai-sidebar/search", json={"query": "catch node", "limit": 5}, headers=ALICE)
     results = (await response.json())["results"]
     # The shipped templates (examples/flows.json) hold catch nodes too: the message is among the best matches.
     assert "m3" in [result.get("sessionId") for result in results if result["category"] == "message"]
-    response = await client.post("/ai-sidebar/search", json={"query": "catch node", "category": "message"},
+    response = await memory_client.post("/ai-sidebar/search", json={"query": "catch node", "category": "message"},
                                  headers=ALICE)
     assert [result["sessionId"] for result in (await response.json())["results"]][:1] == ["m3"]
-    stats = await (await client.get("/ai-sidebar/memory-stats", headers=ALICE)).json()
+    stats = await (await memory_client.get("/ai-sidebar/memory-stats", headers=ALICE)).json()
     assert stats["sessions"] == 1 and stats["shortTermMemory"] == 2 and stats["dbSizeBytes"] > 0
     assert stats["longTermMemory"]["template"] >= 3
 
 
-async def test_templates_are_seeded_from_the_examples_and_can_be_saved(client):
-    templates = (await (await client.get("/ai-sidebar/templates", headers=ALICE)).json())["templates"]
+async def test_templates_are_seeded_from_the_examples_and_can_be_saved(memory_client):
+    templates = (await (await memory_client.get("/ai-sidebar/templates", headers=ALICE)).json())["templates"]
     assert {"Sensor telemetry", "Order webhook (has a bug)"} <= {t["name"] for t in templates}
     flow = [{"id": "a1", "type": "inject", "x": 1, "y": 1, "wires": [["a2"]]},
             {"id": "a2", "type": "debug", "x": 2, "y": 1, "wires": []}]
-    response = await client.post("/ai-sidebar/templates", json={"name": "tick", "description": "inject→debug",
+    response = await memory_client.post("/ai-sidebar/templates", json={"name": "tick", "description": "inject→debug",
                                                                  "flow": flow}, headers=ALICE)
     assert response.status == 201
-    mine = (await (await client.get("/ai-sidebar/templates", headers=ALICE)).json())["templates"]
+    mine = (await (await memory_client.get("/ai-sidebar/templates", headers=ALICE)).json())["templates"]
     assert next(t for t in mine if t["name"] == "tick")["flow"] == flow
-    theirs = (await (await client.get("/ai-sidebar/templates", headers=BOB)).json())["templates"]
+    theirs = (await (await memory_client.get("/ai-sidebar/templates", headers=BOB)).json())["templates"]
     assert "tick" not in {t["name"] for t in theirs}
 
 
@@ -301,3 +350,18 @@ async def test_a_session_deleted_while_its_answer_streams_stays_deleted(client, 
     assert (await client.get("/ai-sidebar/history/del-mid", headers=ALICE)).status == 404
     assert "del-mid" not in {s["id"] for s in (await (await client.get("/ai-sidebar/sessions",
                                                                        headers=ALICE)).json())["sessions"]}
+
+
+async def test_a_summary_replaces_the_one_before_and_the_conversation_resumes_after_it(store):
+    for i in range(3):
+        await store.save_turn("long", alice, f"question {i}", f"answer {i}", {})
+    summary, turns = await store.conversation(alice, "long")
+    assert summary is None and len(turns) == 6
+    assert await store.save_summary(alice, "long", "first summary", turns[1].id)
+    assert await store.save_summary(alice, "long", "the user asked three things", turns[3].id)
+    summary, rest = await store.conversation(alice, "long")
+    assert summary.text == "the user asked three things" and [t.content for t in rest] == ["question 2", "answer 2"]
+    with pytest.raises(SessionNotFound):
+        await store.summary(bob, "long")
+    await store.delete_session(alice, "long")
+    assert not await store.save_summary(alice, "long", "too late", 1)

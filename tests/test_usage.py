@@ -117,7 +117,14 @@ async def test_a_silent_request_records_its_usage_without_its_messages(client, s
         assert raw.execute("SELECT COUNT(*) FROM short_term_memory").fetchone()[0] == 0
 
 
-async def test_usage_totals_match_the_stored_turns_and_each_caller_sees_only_their_own(client, model):
+@pytest.fixture
+async def memory_client(aiohttp_client, backend_settings):
+    """The service with its memory on each backend (SQLite, PostgreSQL)."""
+    return await aiohttp_client(create_app(backend_settings))
+
+
+async def test_usage_totals_match_the_stored_turns_and_each_caller_sees_only_their_own(memory_client, model):
+    client = memory_client
     done = {}
     for who, headers, session, text in (("alice", ALICE, "a-1", "Alpha answer."),
                                         ("alice", ALICE, "a-2", "A second, longer answer for alice."),
@@ -161,8 +168,8 @@ async def test_usage_refuses_an_unknown_grouping_and_a_since_that_is_no_date(cli
 
 
 async def test_over_the_daily_budget_one_budget_exceeded_error_comes_before_any_model_call(aiohttp_client,
-                                                                                           settings, model):
-    budgeted = settings.model_copy(update={"daily_token_budget": 5, "user_token_budgets": {"bob": 0}})
+                                                                                           backend_settings, model):
+    budgeted = backend_settings.model_copy(update={"daily_token_budget": 5, "user_token_budgets": {"bob": 0}})
     client = await aiohttp_client(create_app(budgeted))
     first = await chat(client, ALICE, message="hello")
     assert first[-1]["usage"]["inputTokens"] + first[-1]["usage"]["outputTokens"] > 5

@@ -2,12 +2,13 @@
 plans each write and lets LangChain's ``HumanInTheLoopMiddleware`` pause the run, resume tokens, and the gate that
 refuses any write without an approval record.
 
-An agent run that offers write tools runs with a LangGraph checkpointer (``AsyncSqliteSaver``, its own tables in
-the memory database) under a thread id, its *run id*. After the model asks for writes, :class:`ApprovalGate`
-plans each one on the live flows (its preview: summary and diff) and applies the tool's policy; the calls that
-must ask make ``HumanInTheLoopMiddleware`` (batched: one interrupt per model turn) interrupt the run, whose state
-the checkpointer keeps. The service then stores an approval (the resume token hashed, bound to the identity that
-asked, with an expiry) and the stream says ``approval_required``. ``POST /ai-sidebar/resume`` records the user's
+An agent run that offers write tools runs with a LangGraph checkpointer (``AsyncSqliteSaver``, or
+``AsyncPostgresSaver`` on PostgreSQL; its own tables in the memory database) under a thread id, its *run id*.
+After the model asks for writes, :class:`ApprovalGate` plans each one on the live flows (its preview: summary and
+diff) and applies the tool's policy; the calls that must ask make ``HumanInTheLoopMiddleware`` (batched: one
+interrupt per model turn) interrupt the run, whose state the checkpointer keeps. The service then stores an
+approval (the resume token hashed, bound to the identity that asked, with an expiry) and the stream says
+``approval_required``. ``POST /ai-sidebar/resume`` records the user's
 decisions in the audit and continues the same thread with ``Command(resume={"decisions": [...]})``.
 """
 
@@ -36,7 +37,7 @@ from service.nodered.tooling import ToolContext, ToolFailure
 from service.settings import Settings
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from service.tools.registry import ToolRegistry
 
@@ -50,7 +51,7 @@ class Approvals:
     (``AI_SIDEBAR_APPROVAL`` policies, ``AI_SIDEBAR_APPROVAL_TTL``)."""
 
     store: ApprovalStore
-    saver: AsyncSqliteSaver
+    saver: BaseCheckpointSaver
     settings: Settings
 
     def asks(self, tool: str, preview: dict[str, Any]) -> bool:
@@ -101,7 +102,7 @@ class Approvals:
 
         Raises:
             MemoryUnavailable: the memory database cannot be written.
-            sqlite3.Error: the checkpoints cannot be deleted (the approvals are gone already).
+            sqlite3.Error, psycopg.Error: the checkpoints cannot be deleted (the approvals are gone already).
         """
         purged = await self.store.remove_expired(time.time() if now is None else now)
         for approval in purged:
@@ -122,19 +123,48 @@ class ApprovalSlot:
     approvals: Approvals | None = None
 
 
-async def open_approvals(store: ApprovalStore, path: str, settings: Settings) -> tuple[Approvals, Any]:
-    """The approval machinery over the memory database at ``path``: the checkpointer gets its own connection
-    (LangGraph's ``AsyncSqliteSaver`` commits on its own; sharing the store's connection would mix its statements
-    into the store's transactions) and its own tables (``checkpoints``, ``writes``). Returns it and the connection
-    to close."""
+async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Approvals, Callable[[], Any]]:
+    """The approval machinery over the store's database. Returns it and the coroutine function that closes what
+    it opened.
+
+    On SQLite the checkpointer gets its own connection to the file (LangGraph's ``AsyncSqliteSaver`` commits on its
+    own; sharing the store's connection would mix its statements into the store's transactions). On PostgreSQL,
+    ``AsyncPostgresSaver`` takes connections from the store's pool; its table setup runs under an advisory lock,
+    as replicas may start together. Its tables (``checkpoints``, ``writes``; PostgreSQL: ``checkpoint_*``) are its
+    own.
+
+    Raises:
+        OSError, sqlite3.Error, psycopg.Error: the checkpointer's tables cannot be set up.
+    """
+    from service.memory.postgres import PostgresDatabase
+
+    db = store.database
+    if isinstance(db, PostgresDatabase):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        saver = _without_errors(AsyncPostgresSaver)(db.pool)
+        async with db.pool.connection() as conn:
+            await conn.execute("SELECT pg_advisory_lock(%s)", (CHECKPOINT_LOCK,))
+            try:
+                await saver.setup()
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (CHECKPOINT_LOCK,))
+
+        async def nothing() -> None:  # the pool is the store's to close
+            return None
+        return Approvals(store, saver, settings), nothing
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    connection = await aiosqlite.connect(path)
+    connection = await aiosqlite.connect(db.path)  # type: ignore[attr-defined]  # an SqliteDatabase
     await connection.execute("PRAGMA busy_timeout=2000")
     saver = _without_errors(AsyncSqliteSaver)(connection)
     await saver.setup()
-    return Approvals(store, saver, settings), connection
+    return Approvals(store, saver, settings), connection.close
+
+
+# pg_advisory_lock key of the checkpointer's table setup (the ASCII bytes of "aisdckpt").
+CHECKPOINT_LOCK = 0x61697364636B7074
 
 
 # The channel under which LangGraph's runner stores the exception of a failed task (langgraph/pregel/_runner.py,

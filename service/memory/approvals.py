@@ -1,6 +1,6 @@
 """Runs waiting for a person to approve a write, and the audit of every decision on a write (issue 18), in the
-memory database (tables of migrations 3 and 5 in :mod:`service.memory.store`, whose connection and write path this
-uses).
+memory database (tables of migrations 3 and 6 in :mod:`service.memory.migrations`), SQLite or PostgreSQL through
+the store's :class:`~service.memory.db.Database`.
 
 A resume token is stored only as its SHA-256 (``token_hash``); owners are the three identity columns, so an owner
 never reads another owner's approvals or audit.
@@ -9,14 +9,12 @@ never reads another owner's approvals or audit.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
-import aiosqlite
-
 from service.identity import Identity
-from service.memory.store import _OWNED, MemoryStore, MemoryUnavailable
+from service.memory.db import Database, Row
+from service.memory.store import _OWNED, MemoryStore
 
 # Seconds the hash of a purged approval's token is kept (its token answers approval_expired meanwhile, then
 # approval_not_found).
@@ -24,14 +22,19 @@ EXPIRED_TOKENS_KEPT = 30 * 86_400.0
 
 
 class ApprovalStore:
-    """Approval runs and the audit, over an open :class:`MemoryStore` (its connection, its one write lock)."""
+    """Approval runs and the audit, over an open :class:`MemoryStore` (its database)."""
 
     def __init__(self, store: MemoryStore):
         self._store = store
 
     @property
-    def _db(self) -> aiosqlite.Connection:
-        return self._store._db
+    def database(self) -> Database:
+        """The memory database it reads and writes (the checkpointer goes beside it)."""
+        return self._store.db
+
+    @property
+    def _db(self) -> Database:
+        return self._store.db
 
     async def create_approval(self, approval_id: str, run_id: str, token_hash: str, owner: Identity, kind: str,
                               session_id: str | None, actions: list[dict[str, Any]], context: dict[str, Any],
@@ -60,37 +63,25 @@ class ApprovalStore:
         Raises:
             MemoryUnavailable: the database cannot be written.
         """
-        expired = "status = 'pending' AND expires_at <= ?"
-        async with self._store._write_lock:
-            try:
-                await self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    rows = await (await self._db.execute(
-                        f"SELECT run_id, kind FROM approval_runs WHERE {expired}", (now,))).fetchall()
-                    await self._db.execute(
-                        "INSERT OR REPLACE INTO approval_expired(token_hash, expired_at) "
-                        f"SELECT token_hash, expires_at FROM approval_runs WHERE {expired}", (now,))
-                    await self._db.execute(f"DELETE FROM approval_runs WHERE {expired}", (now,))
-                    await self._db.execute("DELETE FROM approval_expired WHERE expired_at <= ?",
-                                           (now - keep_expired_tokens,))
-                except BaseException:
-                    await self._db.rollback()
-                    raise
-                await self._db.commit()
-            except sqlite3.Error as err:
-                raise MemoryUnavailable(str(err)) from None
+        async with self._db.transaction() as tx:
+            # One statement picks and deletes them: another replica purging at the same moment gets the others.
+            rows = await tx.fetchall("DELETE FROM approval_runs WHERE status = 'pending' AND expires_at <= ? "
+                                     "RETURNING run_id, kind, token_hash, expires_at", (now,))
+            for row in rows:
+                await tx.execute("INSERT INTO approval_expired(token_hash, expired_at) VALUES (?, ?) "
+                                 "ON CONFLICT(token_hash) DO UPDATE SET expired_at = excluded.expired_at",
+                                 (row["token_hash"], row["expires_at"]))
+            await tx.execute("DELETE FROM approval_expired WHERE expired_at <= ?", (now - keep_expired_tokens,))
         return [{"runId": row["run_id"], "kind": row["kind"]} for row in rows]
 
     async def expired_token(self, token_hash: str) -> bool:
         """Whether a resume token's hash is one of a purged approval (:meth:`remove_expired`)."""
-        row = await (await self._db.execute("SELECT 1 FROM approval_expired WHERE token_hash = ?",
-                                            (token_hash,))).fetchone()
+        row = await self._db.fetchone("SELECT 1 AS found FROM approval_expired WHERE token_hash = ?", (token_hash,))
         return row is not None
 
     async def approval(self, token_hash: str) -> dict[str, Any] | None:
         """The approval a resume token's hash names (any owner, any status), or ``None``."""
-        row = await (await self._db.execute("SELECT * FROM approval_runs WHERE token_hash = ?",
-                                            (token_hash,))).fetchone()
+        row = await self._db.fetchone("SELECT * FROM approval_runs WHERE token_hash = ?", (token_hash,))
         if row is None:
             return None
         owner = Identity(row["owner_kind"], row["owner"], row["conversation"] or None)
@@ -101,9 +92,9 @@ class ApprovalStore:
 
     async def latest_of_run(self, run_id: str, owner: Identity) -> dict[str, Any] | None:
         """The owner's newest approval of run ``run_id`` (a run may pause again after a resume), or ``None``."""
-        row = await (await self._db.execute(
+        row = await self._db.fetchone(
             f"SELECT approval_id, status, expires_at FROM approval_runs WHERE run_id = ? AND {_OWNED} "
-            "ORDER BY created_at DESC LIMIT 1", (run_id, *_approval_scope(owner)))).fetchone()
+            "ORDER BY created_at DESC LIMIT 1", (run_id, *_approval_scope(owner)))
         if row is None:
             return None
         return {"approvalId": row["approval_id"], "status": row["status"], "expiresAt": row["expires_at"]}
@@ -115,15 +106,11 @@ class ApprovalStore:
         Raises:
             MemoryUnavailable: the database cannot be written.
         """
-        async with self._store._write_lock:
-            try:
-                cursor = await self._db.execute(
-                    "UPDATE approval_runs SET token_hash = ? WHERE approval_id = ? AND status = 'pending'",
-                    (token_hash, approval_id))
-                await self._db.commit()
-            except sqlite3.Error as err:
-                raise MemoryUnavailable(str(err)) from None
-        return cursor.rowcount == 1
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approval_runs SET token_hash = ? WHERE approval_id = ? AND status = 'pending'",
+                (token_hash, approval_id))
+        return changed == 1
 
     async def claim_approval(self, approval_id: str, owner: Identity, audit: list[dict[str, Any]]) -> bool:
         """Mark a pending approval as answered and record the person's decisions (``audit``), in one transaction;
@@ -133,24 +120,15 @@ class ApprovalStore:
         Raises:
             MemoryUnavailable: the database cannot be written.
         """
-        async with self._store._write_lock:
-            try:
-                await self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    cursor = await self._db.execute(
-                        "UPDATE approval_runs SET status = 'resumed', resumed_at = ? WHERE approval_id = ? AND "
-                        "status = 'pending'", (time.time(), approval_id))
-                    if cursor.rowcount != 1:
-                        await self._db.rollback()
-                        return False
-                    for sql, params in (_audit_statement(owner, entry) for entry in audit):
-                        await self._db.execute(sql, params)
-                except BaseException:
-                    await self._db.rollback()
-                    raise
-                await self._db.commit()
-            except sqlite3.Error as err:
-                raise MemoryUnavailable(str(err)) from None
+        async with self._db.transaction() as tx:
+            # The row lock of this UPDATE makes a second claim wait and then find the approval answered.
+            claimed = await tx.execute(
+                "UPDATE approval_runs SET status = 'resumed', resumed_at = ? WHERE approval_id = ? AND "
+                "status = 'pending'", (time.time(), approval_id))
+            if claimed != 1:
+                return False  # nothing was written: the empty transaction commits
+            for sql, params in (_audit_statement(owner, entry) for entry in audit):
+                await tx.execute(sql, params)
         return True
 
     async def record(self, owner: Identity, audit: list[dict[str, Any]]) -> None:
@@ -162,26 +140,25 @@ class ApprovalStore:
         """The latest audit row of one tool call of a run made at or after ``since`` (Unix seconds: when the call
         was planned, so that a decision on an earlier call of the same id never counts), or ``None``: no write
         runs without one."""
-        row = await (await self._db.execute(
+        row = await self._db.fetchone(
             "SELECT * FROM approval_audit WHERE run_id = ? AND tool_call_id = ? AND created_at >= ? "
-            "ORDER BY id DESC LIMIT 1", (run_id, tool_call_id, since))).fetchone()
+            "ORDER BY id DESC LIMIT 1", (run_id, tool_call_id, since))
         return _audit_dict(row) if row is not None else None
 
     async def audit(self, owner: Identity, limit: int = 50) -> list[dict[str, Any]]:
         """The owner's newest decisions on writes, newest first."""
-        cursor = await self._db.execute(
-            f"SELECT * FROM approval_audit WHERE {_OWNED} ORDER BY id DESC LIMIT ?", (*_approval_scope(owner),
-                                                                                        limit))
-        return [_audit_dict(row) for row in await cursor.fetchall()]
+        rows = await self._db.fetchall(f"SELECT * FROM approval_audit WHERE {_OWNED} ORDER BY id DESC LIMIT ?",
+                                       (*_approval_scope(owner), limit))
+        return [_audit_dict(row) for row in rows]
 
     async def pending_approvals(self, owner: Identity, now: float | None = None) -> list[dict[str, Any]]:
         """The owner's runs still waiting for a decision and not expired, newest first (without tokens)."""
-        cursor = await self._db.execute(
+        rows = await self._db.fetchall(
             f"SELECT * FROM approval_runs WHERE {_OWNED} AND status = 'pending' AND expires_at > ? "
             "ORDER BY created_at DESC", (*_approval_scope(owner), now or time.time()))
         return [{"runId": r["run_id"], "approvalId": r["approval_id"], "sessionId": r["session_id"],
                  "actions": json.loads(r["actions"]),
-                 "createdAt": r["created_at"], "expiresAt": r["expires_at"]} for r in await cursor.fetchall()]
+                 "createdAt": r["created_at"], "expiresAt": r["expires_at"]} for r in rows]
 
 
 def _approval_scope(owner: Identity) -> tuple[str, str, str]:
@@ -197,7 +174,7 @@ def _audit_statement(owner: Identity, entry: dict[str, Any]) -> tuple[str, tuple
              entry["decidedBy"], *_approval_scope(owner), entry.get("message"), time.time()))
 
 
-def _audit_dict(row: aiosqlite.Row) -> dict[str, Any]:
+def _audit_dict(row: Row) -> dict[str, Any]:
     return {"runId": row["run_id"], "toolCallId": row["tool_call_id"] or None, "tool": row["tool"],
             "args": json.loads(row["args"]), "summary": row["summary"], "decision": row["decision"],
             "decidedBy": row["decided_by"], "user": row["owner"] if row["owner_kind"] == "user" else None,

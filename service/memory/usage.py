@@ -9,33 +9,31 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import aiosqlite
-
 from service.identity import Identity
+from service.memory.db import Database, Row
 from service.memory.store import MemoryStore
 
 UsageGrouping = Literal["session", "user", "day"]
 _GROUP_KEYS: dict[str, str] = {"session": "owner_kind, owner, session_id", "user": "owner_kind, owner", "day": "day"}
+# Turns of a model without a price (portable: PostgreSQL sums no booleans).
+_UNPRICED = "SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END)"
 
 
 class UsageStore:
-    """Reads of the ``turn_usage`` table over an open :class:`MemoryStore` (its connection)."""
+    """Reads of the ``turn_usage`` table over an open :class:`MemoryStore` (its database)."""
 
     def __init__(self, store: MemoryStore):
         self._store = store
 
     @property
-    def _db(self) -> aiosqlite.Connection:
-        return self._store._db
+    def _db(self) -> Database:
+        return self._store.db
 
     async def tokens_since(self, owner: Identity, since: float) -> int:
         """Input plus output tokens ``owner`` used since ``since`` (Unix seconds)."""
         where, params = _filter(owner, since, None)
-        cursor = await self._db.execute(
-            f"SELECT COALESCE(SUM(input_tokens + output_tokens), 0) FROM turn_usage{where}", params)
-        row = await cursor.fetchone()
-        assert row is not None  # an aggregate always answers one row
-        return row[0]
+        return int(await self._db.scalar(
+            f"SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens FROM turn_usage{where}", params))
 
     async def totals(self, by: UsageGrouping, owner: Identity | None, since: float | None = None,
                      session_id: str | None = None) -> list[dict[str, Any]]:
@@ -47,13 +45,16 @@ class UsageStore:
         was priced) and ``unpricedTurns`` (turns of a model without a price).
         """
         where, params = _filter(owner, since, session_id)
-        cursor = await self._db.execute(
-            "SELECT owner_kind, owner, session_id, date(created_at, 'unixepoch') AS day, COUNT(*) AS turns, "
+        keys = _GROUP_KEYS[by]
+        # Only the grouped columns are selected (PostgreSQL refuses any other bare column).
+        columns = f"{self._db.utc_day('created_at')} AS day" if by == "day" else keys
+        found = await self._db.fetchall(
+            f"SELECT {columns}, COUNT(*) AS turns, "
             "SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens, SUM(cost) AS cost, "
-            "SUM(cost IS NULL) AS unpriced, MAX(created_at) AS last "
-            f"FROM turn_usage{where} GROUP BY {_GROUP_KEYS[by]} ORDER BY last DESC, MAX(id) DESC", params)
+            f"{_UNPRICED} AS unpriced, MAX(created_at) AS last_at "
+            f"FROM turn_usage{where} GROUP BY {keys} ORDER BY last_at DESC, MAX(id) DESC", params)
         rows = []
-        for r in await cursor.fetchall():
+        for r in found:
             row: dict[str, Any] = {"day": r["day"]} if by == "day" else {
                 "user": {"kind": r["owner_kind"], "name": r["owner"]}}
             if by == "session":
@@ -65,11 +66,10 @@ class UsageStore:
                     session_id: str | None = None) -> dict[str, Any]:
         """The totals of :meth:`totals` over all the matching turns, as one row without keys."""
         where, params = _filter(owner, since, session_id)
-        cursor = await self._db.execute(
+        row = await self._db.fetchone(
             "SELECT COUNT(*) AS turns, COALESCE(SUM(input_tokens), 0) AS input_tokens, "
             "COALESCE(SUM(output_tokens), 0) AS output_tokens, SUM(cost) AS cost, "
-            f"COALESCE(SUM(cost IS NULL), 0) AS unpriced FROM turn_usage{where}", params)
-        row = await cursor.fetchone()
+            f"COALESCE({_UNPRICED}, 0) AS unpriced FROM turn_usage{where}", params)
         assert row is not None  # an aggregate always answers one row
         return _totals(row)
 
@@ -89,6 +89,6 @@ def _filter(owner: Identity | None, since: float | None, session_id: str | None)
     return (" WHERE " + " AND ".join(conditions) if conditions else ""), tuple(params)
 
 
-def _totals(row: aiosqlite.Row) -> dict[str, Any]:
+def _totals(row: Row) -> dict[str, Any]:
     return {"turns": row["turns"], "inputTokens": row["input_tokens"], "outputTokens": row["output_tokens"],
             "cost": row["cost"], "unpricedTurns": row["unpriced"]}

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
+import psycopg
 from aiohttp import web
 
 from service.chat.approvals import Approvals, ApprovalSlot, open_approvals
@@ -24,7 +25,9 @@ from service.knowledge.router import Router
 from service.llm.prices import PriceTable
 from service.llm.providers import ChatModelFactory, ProviderConfig, preload
 from service.memory.approvals import ApprovalStore
+from service.memory.db import MemoryUnavailable, is_postgres_url
 from service.memory.store import MemorySlot, MemoryStore
+from service.memory.streams import HEARTBEAT, OpenStreams
 from service.nodered.client import NodeRedClient
 from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
@@ -153,17 +156,22 @@ async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _memory(app: web.Application) -> AsyncIterator[None]:
-    """Open the memory store, seed shared flow templates, apply retention at start and daily; close it after.
+    """Open the memory store (PostgreSQL at ``DATABASE_URL``, else SQLite at ``MEMORY_DB_PATH``), seed shared flow
+    templates, apply retention at start and daily; on PostgreSQL count open streams there (with this replica's
+    heartbeat); close it after.
 
-    A database that cannot be opened (read-only, corrupt, locked) leaves the service answering without memory.
+    A database that cannot be opened (read-only, corrupt, locked, unreachable) leaves the service answering without
+    memory.
     """
     settings = app[SETTINGS]
     slot = app[MEMORY]
+    target = settings.memory_target()
+    where = "PostgreSQL at DATABASE_URL" if is_postgres_url(target) else str(target)  # the URL may hold a password
     try:
-        slot.store = await MemoryStore.open(settings.memory_db_path)
-    except (OSError, sqlite3.Error) as err:
-        log.error("memory database %s cannot be opened (%s); conversations will not be remembered",
-                  settings.memory_db_path, err)
+        slot.store = await MemoryStore.open(target)
+    except (OSError, sqlite3.Error, MemoryUnavailable) as err:
+        log.error("memory database %s cannot be opened (%s); conversations will not be remembered", where,
+                  err.message if isinstance(err, MemoryUnavailable) else err)
         yield
         return
     try:
@@ -171,12 +179,21 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
             await slot.store.seed_templates(json.loads(settings.templates_path.read_text(encoding="utf-8")))
     except (OSError, ValueError, ServiceError) as err:
         log.warning("flow templates not seeded from %s: %s", settings.templates_path, err)
-    task = asyncio.create_task(_periodically(RETENTION_INTERVAL, _retention(slot.store,
-                                                                        settings.memory_retention_days)))
+    tasks = [asyncio.create_task(_periodically(RETENTION_INTERVAL, _retention(slot.store,
+                                                                         settings.memory_retention_days)))]
+    streams = OpenStreams(slot.store.db) if is_postgres_url(target) else None
+    if streams is not None:
+        app[LIMITER].share(streams)
+        tasks.append(asyncio.create_task(_periodically(HEARTBEAT, _heartbeat(streams), at_start=False)))
     yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    if streams is not None:
+        app[LIMITER].share(None)
+        with contextlib.suppress(MemoryUnavailable):
+            await streams.forget_replica()
     await slot.store.close()
 
 
@@ -190,10 +207,9 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
         return
     settings = app[SETTINGS]
     try:
-        approvals, connection = await open_approvals(ApprovalStore(store), str(settings.memory_db_path), settings)
-    except (OSError, sqlite3.Error) as err:
-        log.error("approvals in %s cannot be opened (%s); the assistant will not offer to change flows",
-                  settings.memory_db_path, err)
+        approvals, close = await open_approvals(ApprovalStore(store), settings)
+    except (OSError, sqlite3.Error, psycopg.Error) as err:
+        log.error("approvals cannot be opened (%s); the assistant will not offer to change flows", err)
         yield
         return
     app[APPROVALS].approvals = approvals
@@ -206,7 +222,7 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
     with contextlib.suppress(asyncio.CancelledError):
         await task
     app[APPROVALS].approvals = None
-    await connection.close()
+    await close()
 
 
 async def _knowledge(app: web.Application) -> AsyncIterator[None]:
@@ -259,6 +275,15 @@ def _retention(store: MemoryStore, days: int) -> Callable[[], Awaitable[None]]:
     return run
 
 
+def _heartbeat(streams: OpenStreams) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        try:
+            await streams.heartbeat()
+        except MemoryUnavailable as err:
+            log.warning("open streams not refreshed: %s", err.message)
+    return run
+
+
 def _purge(approvals: Approvals) -> Callable[[], Awaitable[None]]:
     async def run() -> None:
         try:
@@ -267,7 +292,7 @@ def _purge(approvals: Approvals) -> Callable[[], Awaitable[None]]:
                 log.info("approvals: removed %d that expired while waiting", purged)
         except ServiceError as err:
             log.warning("purge of expired approvals skipped: %s", err.message)
-        except sqlite3.Error as err:
+        except (sqlite3.Error, psycopg.Error) as err:
             log.warning("purge of expired approvals: checkpoints not deleted: %s", err)
     return run
 

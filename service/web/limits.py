@@ -1,30 +1,59 @@
-"""Per-user concurrency: how many chat streams one Node-RED user may have open at once."""
+"""Per-user concurrency: how many chat streams one Node-RED user may have open at once, in this process or, with
+a shared database (PostgreSQL, several replicas), across all replicas."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections import Counter
-from collections.abc import Hashable, Iterator
+from collections.abc import AsyncIterator, Hashable
 
 from service.errors import ServiceError
+from service.memory.db import MemoryUnavailable
+from service.memory.streams import OpenStreams
+
+log = logging.getLogger(__name__)
 
 
 class StreamLimiter:
     """Counts open streams per user; :meth:`slot` refuses one over ``max_per_user`` with 429 ``too_many_requests``.
 
-    Single event loop only (no locking needed: ``slot`` never awaits between the check and the increment).
+    Alone it counts this process's streams (single event loop: ``slot`` never awaits between the check and the
+    increment). After :meth:`share` it counts the streams of every replica in the database instead; when the
+    database cannot be reached it falls back to this process's count (chat keeps working without memory).
     """
 
     def __init__(self, max_per_user: int):
         self.max_per_user = max_per_user
         self._open: Counter[Hashable] = Counter()
+        self.shared: OpenStreams | None = None
+
+    def share(self, streams: OpenStreams | None) -> None:
+        """Count in ``streams`` (``None``: in this process again)."""
+        self.shared = streams
 
     def open_streams(self, user: Hashable) -> int:
+        """Streams of ``user`` open in this process."""
         return self._open[user]
 
-    @contextlib.contextmanager
-    def slot(self, user: Hashable) -> Iterator[None]:
-        if self._open[user] >= self.max_per_user:
+    @contextlib.asynccontextmanager
+    async def slot(self, user: tuple[str, str]) -> AsyncIterator[None]:
+        """Hold one of ``user``'s stream slots (``Identity.principal``) while the block runs.
+
+        Raises:
+            ServiceError: 429 ``too_many_requests`` with ``count``, the streams open already.
+        """
+        row = None
+        if self.shared is not None:
+            try:
+                row, count = await self.shared.open(user, self.max_per_user)
+            except MemoryUnavailable as err:
+                log.warning("open streams not counted across replicas: %s", err.message)
+            else:
+                if row is None:
+                    raise ServiceError("too_many_requests", status=429, params={"count": count})
+        if row is None and self._open[user] >= self.max_per_user:
             raise ServiceError("too_many_requests", status=429, params={"count": self._open[user]})
         self._open[user] += 1
         try:
@@ -33,3 +62,8 @@ class StreamLimiter:
             self._open[user] -= 1
             if self._open[user] <= 0:
                 del self._open[user]
+            if row is not None and self.shared is not None:
+                try:
+                    await asyncio.shield(self.shared.close(row))
+                except MemoryUnavailable as err:  # the row ages out with its replica's heartbeat gone
+                    log.warning("open stream row not deleted: %s", err.message)

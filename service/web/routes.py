@@ -185,7 +185,7 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
         known = request.app[SCENARIOS].structure.scenarios
         body.provider.scenarios = [key for key in body.provider.scenarios if key in known] or None
     caller = request_caller(request)
-    with request.app[LIMITER].slot(caller.identity.principal):
+    async with request.app[LIMITER].slot(caller.identity.principal):
         return await _stream_answer(request, body, caller)
 
 
@@ -273,7 +273,7 @@ async def assist(request: web.Request) -> web.StreamResponse:
         raise ServiceError("message_too_long", status=413,
                            params={"length": len(body.description), "limit": settings.max_message_chars})
     caller = request_caller(request)
-    with request.app[LIMITER].slot(caller.identity.principal):
+    async with request.app[LIMITER].slot(caller.identity.principal):
         deps = dataclasses.replace(_chat_deps(request, caller, body.provider), memory=None)
         result = ChatResult(session_id=f"assist-{uuid.uuid4().hex}")
         return await _run_stream(request, deps, result, lambda send: run_assist(body, deps, send, result),
@@ -297,7 +297,7 @@ async def resume(request: web.Request) -> web.StreamResponse:
     approvals = request.app[APPROVALS].approvals
     if approvals is None:
         raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
-    with request.app[LIMITER].slot(caller.identity.principal):
+    async with request.app[LIMITER].slot(caller.identity.principal):
         deps = _chat_deps(request, caller, body.provider)
         await _refuse_over_budget(approvals, body.resumeToken, deps)
         claimed = await claim(approvals, request.app[TOOLS], caller.identity, body)

@@ -37,10 +37,16 @@ def worker_count(configured: int | None, port: int) -> int:
         return os.cpu_count() or 1
 
 
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
 def _child(serve: Serve, ready: Event | None) -> None:
-    # The supervisor's handlers are not the worker's: aiohttp installs its own for SIGINT and SIGTERM.
+    # The supervisor's handlers are not the worker's: aiohttp installs its own for SIGINT and SIGTERM. The signals
+    # were blocked across the fork (see ``start``): one sent meanwhile is delivered now, to the default handler, and
+    # ends the worker, instead of reaching the supervisor's handler copied into the child and being lost.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     serve(ready)
 
 
@@ -64,8 +70,14 @@ def supervise(count: int, serve: Serve) -> int:
 
     def start(event: Event | None, number: int) -> Any:
         worker = context.Process(target=_child, args=(serve, event), name=f"ai-sidebar-worker-{number}")
-        worker.start()
-        workers.append(worker)
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            worker.start()
+            workers.append(worker)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if stopping and worker.pid is not None:  # a stop came while it was being forked: it gets it too
+            os.kill(worker.pid, signal.SIGTERM)
         return worker
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -80,7 +92,9 @@ def supervise(count: int, serve: Serve) -> int:
             log.info("%d workers on one port: pids %s", count, ", ".join(str(w.pid) for w in workers))
         code = 0
         while any(w.is_alive() for w in workers):
-            wait([w.sentinel for w in workers if w.is_alive()])
+            # Once stopping, a worker gets STOP_GRACE seconds in all; then it is killed below.
+            if not wait([w.sentinel for w in workers if w.is_alive()], STOP_GRACE if stopping else None):
+                break
             ended = [w for w in workers if not w.is_alive() and w.exitcode not in (None,)]
             if not stopping and ended:
                 failed = ended[0]

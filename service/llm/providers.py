@@ -218,7 +218,7 @@ def chunks_as_dicts(model: M) -> M:
     build = client._process_response_data
 
     def process(*, data: object, cast_to: type, response: Any) -> Any:
-        if cast_to is ChatCompletionChunk and isinstance(data, dict):
+        if cast_to is ChatCompletionChunk and isinstance(data, dict) and _plain_stream(response):
             return data
         return build(data=data, cast_to=cast_to, response=response)
 
@@ -257,6 +257,20 @@ def llm_timeout(seconds: float | None) -> ServiceError:
     """``llm_timeout``: the model did not answer within ``seconds`` (``AI_LLM_TIMEOUT``): no first chunk in that
     time, retries included, or (the client's read timeout) a pause that long in the middle of an answer."""
     return ServiceError("llm_timeout", status=504, params={"seconds": f"{seconds:g}" if seconds else "?"})
+
+
+def _plain_stream(response: Any) -> bool:
+    """Whether a streamed response's chunks may stay dicts: not for a structured-output request (``response_format``,
+    e.g. the tool selector's), which langchain-openai streams through the SDK's ``beta.chat.completions.stream``
+    helper, whose state machine reads chunk attributes. Decided once per response (its request body is read once)."""
+    known = getattr(response, "_ai_sidebar_plain", None)
+    if known is None:
+        request = getattr(response, "request", None)
+        body = getattr(request, "content", b"") if request is not None else b""
+        known = b'"response_format"' not in body
+        with contextlib.suppress(AttributeError):
+            response._ai_sidebar_plain = known
+    return known
 
 
 # Longest silence between two chunks of an answer (keep-alive comments do not count), seconds: langchain-openai's own

@@ -605,9 +605,11 @@ async def _history(request: StreamChatRequest, deps: ChatDeps, result: ChatResul
     session_id = result.session_id
     if deps.memory is not None and request.sessionId:
         try:
-            result.session_existed = await deps.memory.owns(deps.identity, session_id)
-            summary, turns = (await deps.memory.conversation(deps.identity, session_id) if result.session_existed
-                              else (None, []))
+            owned = await deps.memory.owns(deps.identity, session_id)
+            # Stored when the request came in (the route checks before the stream opens) stays so: a session the
+            # user deletes while this answer is prepared must not be created again by saving it.
+            result.session_existed = result.session_existed or owned
+            summary, turns = (await deps.memory.conversation(deps.identity, session_id) if owned else (None, []))
         except ServiceError as err:
             log.warning("history of session %s not read: %s", session_id, err.code)
             summary, turns = None, []

@@ -193,6 +193,10 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     deps = _chat_deps(request, caller, body.provider)
     result = new_result(body)
     describe_caller(result.session_id, caller.identity)
+    if deps.memory is not None and body.sessionId:
+        # Before the stream opens, so that a delete the client sends once it is open finds the session stored.
+        with contextlib.suppress(ServiceError):
+            result.session_existed = await deps.memory.owns(caller.identity, result.session_id)
     stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
     # Every error event of the stream is worded in the request's language on its way out.
     send = localized(stream.send, request.app[MESSAGES], request_language(request))

@@ -92,7 +92,10 @@ async def test_the_llm_timeout_bounds_the_whole_wait_for_a_first_token_retries_i
     events = await chat(client, message="hello")
     waited = time.monotonic() - started
     # Before: one timeout per attempt, three attempts (about 7 s here, 181 s with AI_LLM_TIMEOUT=60).
-    assert 1.8 <= waited < 4.0, waited
+    # The attempts counted are what fails without the bound; the time only checks it was not cut short
+    # (an upper bound near 2 s failed on a loaded CI machine at 4.9 s).
+    assert len(model.requests) == 1, len(model.requests)
+    assert 1.8 <= waited < 3 * 2.0, waited
     [error] = errors(events)
     assert error["code"] == "llm_timeout" and "AI_LLM_TIMEOUT" in error["message"]
     assert "within 2 seconds" in error["message"]

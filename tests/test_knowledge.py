@@ -4,7 +4,9 @@ after a deploy and after installing / removing a node module, and the router on 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -16,6 +18,7 @@ from service.knowledge.base import Knowledge
 from service.knowledge.index import COMMON_SHARE, Chunk, KnowledgeIndex
 from service.knowledge.index import MIGRATIONS as INDEX_MIGRATIONS
 from service.knowledge.lexicon import Lexicons
+from service.knowledge.refresher import KnowledgeRefresher
 from service.knowledge.router import Route, Router
 from service.knowledge.terms import FEW_ROWS
 from service.memory.store import MIGRATIONS, MemoryStore
@@ -276,3 +279,34 @@ async def test_terms_in_most_rows_are_left_out_and_every_term_of_a_chunk_ranks_i
         assert len(await index.search("payload value", "docs", "en-US", 3)) == 3
     finally:
         await index.close()
+
+
+async def test_a_node_red_started_after_the_service_is_indexed_without_waiting_a_whole_interval(
+        tmp_path, knowledge, caplog):
+    """``make run`` starts the service first: the first refresh finds no Node-RED. The refresher asks again after
+    1, 2, 4 ... s (told once, at info level) instead of one whole interval (here 3600 s) later."""
+    caplog.set_level(logging.INFO, logger="service.knowledge.refresher")
+    late = NodeRed(userdir=tmp_path / "late-nodered", port=free_port(), flows=example_flows(), with_palette=False)
+    async with aiohttp.ClientSession() as session:
+        refresher = KnowledgeRefresher(knowledge, NodeRedClient(late.url, session), interval=3600)
+        task = asyncio.create_task(refresher.run())
+        try:
+            for _ in range(600):  # until the first refresh has failed: nothing listens yet
+                if refresher.last_error is not None:
+                    break
+                await asyncio.sleep(0.05)
+            assert refresher.last_error == "nodered_unreachable" and refresher.refreshed_at is None
+            await asyncio.to_thread(late.start)
+            for _ in range(1200):  # 120 s at most; without the quick retries this waits the 3600 s interval
+                if refresher.refreshed_at is not None:
+                    break
+                await asyncio.sleep(0.1)
+            assert refresher.refreshed_at is not None and refresher.last_error is None
+            assert await knowledge.index.sources("docs", "en-US")
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            late.stop()
+    told = [r for r in caplog.records if "not reachable yet" in r.getMessage()]
+    assert len(told) == 1 and told[0].levelno == logging.INFO
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -83,16 +83,31 @@ class KnowledgeRefresher:
         return reports
 
     async def run(self) -> None:
-        """Refresh now, then every :attr:`interval` seconds, until cancelled (returns at once when it is 0)."""
+        """Refresh now, then every :attr:`interval` seconds, until cancelled (returns at once when it is 0).
+
+        Until a first refresh succeeds, a Node-RED that is not reachable yet (``make run`` starts the service
+        before Node-RED) is asked again sooner: after 1, 2, 4 ... seconds up to :attr:`interval`, logged once at
+        info level, so the index is filled as soon as Node-RED answers rather than one interval later."""
+        retry = 1.0
+        waiting_told = False
         while self.interval > 0:
+            delay = self.interval
             try:
                 await self.refresh()
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # a Node-RED that is down or restarting must not end the loop
                 self.last_error = getattr(err, "code", type(err).__name__)
-                log.warning("knowledge refresh failed (%s); answers use what was indexed before", self.last_error)
-            await asyncio.sleep(self.interval)
+                if self.refreshed_at is None and self.last_error == "nodered_unreachable":
+                    if not waiting_told:
+                        log.info("Node-RED is not reachable yet at %s; the knowledge index is filled once it answers",
+                                 self.client.base_url)
+                        waiting_told = True
+                    delay, retry = min(retry, self.interval), retry * 2
+                else:
+                    log.warning("knowledge refresh failed (%s); answers use what was indexed before",
+                                self.last_error)
+            await asyncio.sleep(delay)
 
 
 @dataclass

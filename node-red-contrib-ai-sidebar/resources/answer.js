@@ -479,17 +479,7 @@
      */
     function renderStoredAnswer(renderMarkdown, element, message) {
         var metadata = (message.metadata && typeof message.metadata === "object") ? message.metadata : {};
-        var tools = Array.isArray(metadata.tools) ? metadata.tools : [];
-        if (tools.length) {
-            var badges = $('<div class="ai-sidebar-badges"></div>').appendTo(element);
-            tools.forEach(function (tool) {
-                $('<span class="ai-sidebar-badge"></span>')
-                    .attr("title", t("tool.used"))
-                    .append($('<i class="fa fa-wrench"></i>'))
-                    .append(document.createTextNode(" " + String(tool)))
-                    .appendTo(badges);
-            });
-        }
+        toolBadges(element, metadata);
         if (message.content) {
             renderInto($('<div class="ai-sidebar-text red-ui-help"></div>').appendTo(element), String(message.content),
                 renderMarkdown);
@@ -508,8 +498,32 @@
     }
 
     /**
+     * The badges of the tools a stored turn used (`metadata.tools`, names in order), appended to `element`.
+     *
+     * @param {jQuery} element the message element
+     * @param {object} metadata the stored turn's metadata
+     * @returns {boolean} whether there were any
+     */
+    function toolBadges(element, metadata) {
+        var tools = Array.isArray(metadata.tools) ? metadata.tools : [];
+        if (!tools.length) {
+            return false;
+        }
+        var badges = $('<div class="ai-sidebar-badges"></div>').appendTo(element);
+        tools.forEach(function (tool) {
+            $('<span class="ai-sidebar-badge"></span>')
+                .attr("title", t("tool.used"))
+                .append($('<i class="fa fa-wrench"></i>'))
+                .append(document.createTextNode(" " + String(tool)))
+                .appendTo(badges);
+        });
+        return true;
+    }
+
+    /**
      * Fill a message element for a stored question that has no answer: the service saves the question of a turn
-     * whose answer failed (`metadata.errors`, e.g. ["llm_error"]) or was stopped before any text.
+     * whose answer failed (`metadata.errors`, e.g. ["llm_error"]) or was stopped before any text, with the tools
+     * the turn ran before that (shown as badges, as under a stored answer).
      *
      * @param {jQuery} element the message element
      * @param {object} metadata the stored question's metadata
@@ -517,6 +531,7 @@
      */
     function renderMissingAnswer(element, metadata) {
         metadata = (metadata && typeof metadata === "object") ? metadata : {};
+        var shown = toolBadges(element, metadata);
         var errors = Array.isArray(metadata.errors) ? metadata.errors.map(String) : [];
         if (errors.length) {
             errorLine(t("history.noAnswer", { reasons: storedErrorText(errors) })).attr("data-codes", errors.join(" "))
@@ -527,7 +542,7 @@
             stoppedMark().appendTo(element);
             return true;
         }
-        return false;
+        return shown;
     }
 
     /**

@@ -8,8 +8,10 @@ const path = require("path");
 
 const nodesDir = path.join(__dirname, "..", "nodes");
 const localesDir = path.join(nodesDir, "locales");
-const LANGUAGES = ["en-US", "zh-CN", "ja", "es-ES", "de", "fr"];
+// The ten languages of the editor's own catalogs (@node-red/editor-client/locales), as the sidebar plugin ships.
+const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"];
 const TYPES = ["ai-chat", "ai-config"];
+const editorLocalesDir = path.join(path.dirname(require.resolve("@node-red/editor-client/package.json")), "locales");
 
 function catalog(language, type) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, language, type + ".json"), "utf8"));
@@ -28,12 +30,37 @@ function flatten(object, prefix) {
     return out;
 }
 
+/** A message of the editor's own catalog in a language, falling back to en-US as the editor's i18next does. */
+function editorMessage(language, key) {
+    for (const lang of [language, "en-US"]) {
+        const file = path.join(editorLocalesDir, lang, "editor.json");
+        const value = key.split(".").reduce(function (object, part) {
+            return object && object[part];
+        }, JSON.parse(fs.readFileSync(file, "utf8")));
+        if (typeof value === "string") {
+            return value;
+        }
+    }
+    throw new Error("the editor has no message " + key);
+}
+
+/** The help page's element skeleton (tags with their class, in order) and the sorted texts of its code elements. */
+function helpShape(html) {
+    return {
+        tags: [...html.matchAll(/<(\/?[a-z0-9]+)(?:\s+class="([^"]*)")?[^>]*>/g)].map(function (m) {
+            return m[1] + (m[2] ? "." + m[2] : "");
+        }),
+        code: [...html.matchAll(/<code>([^<]*)<\/code>/g)].map(function (m) { return m[1]; }).sort()
+    };
+}
+
 function placeholders(text) {
     return (String(text).match(/__[A-Za-z]+__/g) || []).sort();
 }
 
 describe("ai-chat and ai-config catalogs and help", function () {
-    it("ship a catalog and a help page per node for each of the six languages", function () {
+    it("ship a catalog and a help page per node for each of the ten languages, and no other language", function () {
+        assert.deepStrictEqual(fs.readdirSync(localesDir).sort(), LANGUAGES.slice().sort());
         for (const language of LANGUAGES) {
             for (const type of TYPES) {
                 for (const extension of [".json", ".html"]) {
@@ -133,4 +160,44 @@ describe("ai-chat and ai-config catalogs and help", function () {
             assert.ok(labels.tools && labels.memory, language);
         }
     });
+
+    it("tell in every language's dialog and help to leave the AI config on the editor's own \"none\", and that " +
+        "the editor shows \"Add new <AI config>...\" instead while no ai-config node exists", function () {
+        // The editor's config-node select offers editor.addNewType with the config node's paletteLabel when there is
+        // no config node of the type yet, and editor.inputs.none otherwise; both save no config node
+        // (@node-red/editor-client src/js/ui/editor.js, updateConfigNodeSelect).
+        for (const language of LANGUAGES) {
+            const none = editorMessage(language, "editor.inputs.none");
+            const paletteLabel = catalog(language, "ai-config")["ai-config"].paletteLabel;
+            const addNew = editorMessage(language, "editor.addNewType").replace("__type__", paletteLabel);
+            const hint = catalog(language, "ai-chat")["ai-chat"].hint.config;
+            assert.ok(hint.includes(none), language + ": " + hint + " names " + none);
+            assert.ok(hint.includes(addNew), language + ": " + hint + " names " + addNew);
+            const help = fs.readFileSync(path.join(localesDir, language, "ai-chat.html"), "utf8");
+            assert.ok(help.includes("<i>" + none + "</i>"), language + ": the help names <i>" + none + "</i>");
+        }
+    });
+
+    it("quote in every language's help and catch-path hint the default question the runtime asks in it", function () {
+        const { DEFAULT_QUESTIONS } = require("../nodes/lib/caught-error.js");
+        assert.deepStrictEqual(Object.keys(DEFAULT_QUESTIONS).sort(), LANGUAGES.slice().sort());
+        for (const language of LANGUAGES) {
+            const help = fs.readFileSync(path.join(localesDir, language, "ai-chat.html"), "utf8");
+            const hint = catalog(language, "ai-chat")["ai-chat"].hint.catchPath;
+            assert.ok(help.includes(DEFAULT_QUESTIONS[language]), language + ": help");
+            assert.ok(hint.includes(DEFAULT_QUESTIONS[language]), language + ": hint");
+        }
+    });
+
+    for (const type of TYPES) {
+        const english = helpShape(fs.readFileSync(path.join(localesDir, "en-US", type + ".html"), "utf8"));
+        for (const language of LANGUAGES.slice(1)) {
+            it("keep the " + type + " help's elements and untranslated code of en-US in " + language, function () {
+                const translated = helpShape(fs.readFileSync(path.join(localesDir, language, type + ".html"), "utf8"));
+                assert.deepStrictEqual(translated.code, english.code);
+                assert.deepStrictEqual(translated.tags.filter(function (tag) { return !/^\/?(i|b)$/.test(tag); }),
+                    english.tags.filter(function (tag) { return !/^\/?(i|b)$/.test(tag); }));
+            });
+        }
+    }
 });

@@ -198,7 +198,7 @@ def code_heavy_tab(number: int = 9, size: int = 300, code_lines: int = 45) -> li
     merge, reading, seen, store, out = (f"{tab_id}-{name}" for name in ("merge", "reading", "seen", "store", "out"))
     nodes = _tab(number, size, code_lines)
     for n in range(FEEDS):
-        code = function_code(code_lines, 100 + n)
+        code = function_code(code_lines, 1000 + n)
         if n == 0:
             code = f'const apiKey = "{API_KEY}";\nmsg.headers = {{ authorization: apiKey }};\n{code}'
         nodes.append({"id": f"{tab_id}-feed{n:02d}", "type": "function", "z": tab_id, "name": f"feed {n}",
@@ -211,7 +211,7 @@ def code_heavy_tab(number: int = 9, size: int = 300, code_lines: int = 45) -> li
         {"id": seen, "type": "debug", "z": tab_id, "name": "seen", "active": True, "tosidebar": True,
          "complete": "payload", "targetType": "msg", "x": 300, "y": 1260, "wires": []},
         {"id": merge, "type": "function", "z": tab_id, "name": "merge readings", "outputs": 1,
-         "func": function_code(code_lines, 99), "x": 300, "y": 1200, "wires": [[store, out]]},
+         "func": function_code(code_lines, 999), "x": 300, "y": 1200, "wires": [[store, out]]},
         {"id": store, "type": "function", "z": tab_id, "name": "store merged", "outputs": 1,
          "func": "// keep the merged reading\nflow.set('merged', msg.payload);\nreturn msg;", "x": 500, "y": 1200,
          "wires": [[]]},

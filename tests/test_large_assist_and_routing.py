@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 
 import pytest
 
 from service.assist.context import FIRST_LINES, LINE_LIMIT, MAX_NEIGHBOURS, MAX_SAMPLES
 from service.assist.prompts import MESSAGE_LIMIT, PART_LIMIT
-from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from service.web.keys import EVIDENCE, KNOWLEDGE
-from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.router_paths import ROUTER_REQUESTS, run_labelled, summary
@@ -26,28 +23,22 @@ from tests.support.workspaces import (
     API_KEY,
     BROKER_PASSWORD,
     CRED_VALUE,
+    CREDENTIALS,
     FEEDS,
     PROXY_PASSWORD,
     READING_PASSWORD,
     SUBFLOW_CRED_VALUE,
     code_heavy_tab,
     function_code,
-    with_credentials,
     workspace,
 )
+from tests.test_assist import assist
+from tests.test_knowledge_chat import knowledge_settings
 from tests.test_router_graph import MOST_CALLS
 from tests.test_runtime_evidence import press, wait_for
 
 SECRETS = (API_KEY, READING_PASSWORD, CRED_VALUE, SUBFLOW_CRED_VALUE, BROKER_PASSWORD, PROXY_PASSWORD)
 MERGE = "w9-merge"
-
-
-def admin(nodered: NodeRed, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(f"{nodered.url}{path}", method="POST" if body is not None else "GET",
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Node-RED-API-Version": "v2", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +47,7 @@ def large_nodered(tmp_path_factory):
     instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-large-assist"), port=free_port(),
                        flows=workspace() + code_heavy_tab(), with_palette=False)
     instance.start()
-    current = admin(instance, "/flows")
-    admin(instance, "/flows", {"flows": with_credentials(current["flows"]), "rev": current["rev"]})
+    instance.deploy_credentials(CREDENTIALS)
     yield instance
     instance.stop()
 
@@ -65,27 +55,12 @@ def large_nodered(tmp_path_factory):
 @pytest.fixture(scope="module")
 def flows(large_nodered) -> dict[str, dict]:
     """The deployed nodes by id, in flow order."""
-    return {node["id"]: node for node in admin(large_nodered, "/flows")["flows"]}
-
-
-def large_settings(nodered: NodeRed, model, tmp_path, **changes) -> Settings:
-    values = {"nodered": NodeRedSettings(url=nodered.url), "openai_base_url": model.base_url,
-              "openai_api_key": TEST_API_KEY, "memory_db_path": tmp_path / "memory.db", "mcp_tools_enabled": False,
-              "knowledge_refresh": 0, **changes}
-    return Settings(**values)
+    return {node["id"]: node for node in large_nodered.admin("/flows")["flows"]}
 
 
 @pytest.fixture
 async def large_client(aiohttp_client, large_nodered, model, tmp_path):
-    return await aiohttp_client(create_app(large_settings(large_nodered, model, tmp_path)))
-
-
-async def assist(client, **body) -> list[dict]:
-    response = await client.post("/ai-sidebar/assist", json=body)
-    assert response.status == 200, await response.text()
-    events = await read_events(response)
-    assert events[-1]["type"] == "done"
-    return events
+    return await aiohttp_client(create_app(knowledge_settings(large_nodered, model, tmp_path)))
 
 
 def prompt_bound(description: str) -> int:
@@ -163,7 +138,7 @@ async def test_code_of_the_edit_dialogs_largest_size_is_shortened_with_a_note_an
 async def routed_client(aiohttp_client, large_nodered, model, tmp_path):
     """The service as it runs by default (the MCP server's tools on), its knowledge of the large workspace
     refreshed once."""
-    client = await aiohttp_client(create_app(large_settings(large_nodered, model, tmp_path,
+    client = await aiohttp_client(create_app(knowledge_settings(large_nodered, model, tmp_path,
                                                             mcp_tools_enabled=True)))
     await client.server.app[KNOWLEDGE].refresher.refresh()
     return client

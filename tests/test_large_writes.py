@@ -8,7 +8,6 @@ scripted model asks, ``POST /ai-sidebar/resume`` approves) and through the MCP s
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -33,7 +32,6 @@ from tests.support.workspaces import (
     CREDENTIALS,
     PROXY_PASSWORD,
     function_code,
-    with_credentials,
     workspace,
 )
 
@@ -41,17 +39,8 @@ ALICE = {"X-Node-RED-User": "alice"}
 APPROVE = ElicitResult(action="accept", content={"approve": True})
 
 
-def admin(nodered: NodeRed, path: str, body: dict | None = None) -> dict:
-    """One Admin API call (v2), as another editor or a script would make it."""
-    request = urllib.request.Request(f"{nodered.url}{path}", method="POST" if body is not None else "GET",
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Node-RED-API-Version": "v2", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
 def deployed(nodered: NodeRed) -> dict:
-    return admin(nodered, "/flows")
+    return nodered.admin("/flows")
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +50,7 @@ def large_writable(tmp_path_factory):
     instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-large-writes"), port=free_port(),
                        flows=workspace(), with_palette=False)
     instance.start()
-    current = deployed(instance)
-    admin(instance, "/flows", {"flows": with_credentials(current["flows"]), "rev": current["rev"]})
+    instance.deploy_credentials(CREDENTIALS)
     yield instance
     instance.stop()
 
@@ -118,9 +106,9 @@ def assert_untouched(before: list[dict], after: list[dict], changed: set[str] = 
 
 def assert_credentials_kept(nodered: NodeRed) -> None:
     """Node-RED still holds the config nodes' credentials (it tells a password's presence, never its value)."""
-    assert admin(nodered, "/credentials/mqtt-broker/store-broker") == {
+    assert nodered.admin("/credentials/mqtt-broker/store-broker") == {
         "user": CREDENTIALS["store-broker"]["user"], "has_password": True}
-    assert admin(nodered, "/credentials/http-proxy/store-proxy") == {
+    assert nodered.admin("/credentials/http-proxy/store-proxy") == {
         "username": CREDENTIALS["store-proxy"]["username"], "has_password": True}
 
 
@@ -197,7 +185,7 @@ def add_flow_as_someone_else(nodered: NodeRed, label: str) -> dict:
     """Another user adds a tab through the single-flow API (``POST /flow``), sending an id Node-RED ignores; returns
     ``{"sent", "id"}``: the id sent and the one Node-RED gave the tab."""
     sent = f"theirs-{label.lower().replace(' ', '-')}"
-    answer = admin(nodered, "/flow", {"id": sent, "label": label, "nodes": [
+    answer = nodered.admin("/flow", {"id": sent, "label": label, "nodes": [
         {"id": f"{sent}-c", "type": "comment", "name": "their note", "x": 100, "y": 40, "wires": []}]})
     return {"sent": sent, "id": answer["id"]}
 

@@ -5,9 +5,10 @@ core node types so that a real Node-RED starts them.
 :func:`workspace` is a 500-node workspace with subflows (their own env definitions, one nested in another), groups,
 link out/in/call across tabs, tab env (with a ``cred`` entry), locked tabs, a 28-rule switch, a long change node,
 a property named like a secret that holds a config node's id, and an MQTT broker at its default port;
-:data:`CREDENTIALS` are the credentials its config nodes get when deployed as the editor deploys them
-(:func:`with_credentials`); :func:`code_heavy_tab` is an area tab of hundreds of nodes with more than 100 KB of function
-code and a function node fed by more neighbours than the assist context shows, one of them holding a key.
+:data:`CREDENTIALS` are what its config nodes get when deployed as the editor deploys them
+(:meth:`tests.support.nodered.NodeRed.deploy_credentials`); :func:`code_heavy_tab` is an area tab of hundreds of
+nodes with more than 100 KB of function code and a function node fed by more neighbours than the assist context
+shows, one of them holding a key.
 """
 
 from __future__ import annotations
@@ -176,13 +177,6 @@ def workspace(tabs: int = 5, per_tab: int = 94) -> list[dict[str, Any]]:
     for number in range(1, tabs + 1):
         flows += _tab(number, per_tab)
     return flows
-
-
-def with_credentials(flows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of ``flows`` whose nodes named in :data:`CREDENTIALS` carry them, as the editor's deploy sends them
-    (``POST /flows``): Node-RED moves them into its encrypted credentials file."""
-    return [{**node, "credentials": CREDENTIALS[node["id"]]} if node["id"] in CREDENTIALS else node
-            for node in flows]
 
 
 FEEDS = 24  # function nodes wired into the merge node of :func:`code_heavy_tab`

@@ -181,6 +181,44 @@ async def test_an_approved_delete_removes_the_nodes_and_only_the_references_to_t
     assert_credentials_kept(large_writable)
 
 
+def following(value, mapping: dict[str, str]):
+    """``value`` with every id of ``mapping`` in it (a string, a list of them, the ports of ``wires``) renamed."""
+    if isinstance(value, str):
+        return mapping.get(value, value)
+    if isinstance(value, list):
+        return [following(item, mapping) for item in value]
+    return value
+
+
+async def test_a_whole_generated_flow_approved_onto_a_new_tab_keeps_its_structure_and_nothing_else_changes(
+        service, large_writable, model):
+    before = deployed(large_writable)
+    # Area 7 as a flow export: 94 nodes with a group, a junction, link out/in/call and subflow instances.
+    flow = [node for node in workspace(tabs=7) if node.get("z") == "w7"]
+    approval = await ask_to_write(service, model, "add_nodes", {"new_tab_label": "Area 7", "nodes": flow})
+    assert approval["actions"][0]["summary"].startswith(f'Add {len(flow)} nodes (') and \
+        approval["actions"][0]["summary"].endswith('to a new tab "Area 7".')
+
+    resumed = await approve(service, approval)
+    assert next(e for e in resumed if e["type"] == "tool_result")["ok"] is True
+    after = deployed(large_writable)
+    [tab, *nodes] = assert_untouched(before["flows"], after["flows"])
+    assert (tab["type"], tab["label"]) == ("tab", "Area 7") and len(nodes) == len(flow)
+    mapping = {old["id"]: new["id"] for old, new in zip(flow, nodes, strict=True)}
+    assert not set(mapping.values()) & set(node_bytes(before["flows"]))
+    # Every reference among the given nodes follows the new ids (wires, group members and g, link targets); a
+    # reference to an existing node (another tab's link in, the storage tab's link in, a subflow) is kept.
+    for old, new in zip(flow, nodes, strict=True):
+        expected = {key: following(value, mapping) for key, value in old.items() if key not in ("id", "z")}
+        if old["type"] != "group":
+            expected.setdefault("wires", [])  # a node without outputs (debug, link out) is given empty wires
+        assert new == {**expected, "id": mapping[old["id"]], "z": tab["id"]}, old["id"]
+    by_old = dict(zip([n["id"] for n in flow], nodes, strict=True))
+    assert by_old["w7-lc"]["links"] == ["store-in"] and by_old["w7-lo"]["links"] == ["w3-li"]
+    assert by_old["w7-g"]["nodes"] == [mapping["w7-n000"]] and by_old["w7-n000"]["g"] == mapping["w7-g"]
+    assert_credentials_kept(large_writable)
+
+
 def add_flow_as_someone_else(nodered: NodeRed, label: str) -> dict:
     """Another user adds a tab through the single-flow API (``POST /flow``), sending an id Node-RED ignores; returns
     ``{"sent", "id"}``: the id sent and the one Node-RED gave the tab."""

@@ -11,6 +11,7 @@ from service.knowledge.grading import grade, relevance
 from service.knowledge.lexicon import Lexicons
 from service.knowledge.retrieval import standalone_query
 from service.knowledge.router import Route, Router
+from service.knowledge.summary import COUNTS_TITLE
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from service.web.keys import KNOWLEDGE
@@ -300,6 +301,13 @@ def test_every_shipped_language_has_its_own_no_model_notice(language):
     assert "ai-config" in lexicon.no_model_notice
     english = Lexicons(REPO / "locales").get("en-US").no_model_notice
     assert (lexicon.no_model_notice == english) == (language == "en-US")
+
+
+def test_the_workspace_summarys_counts_are_titled_in_every_shipped_language():
+    lexicons = Lexicons(REPO / "locales")
+    titles = lexicons.counts_titles()
+    assert titles[0] == COUNTS_TITLE and len(titles) == len(lexicons.languages) == 10
+    assert all(lexicons.get(language).counts_title in titles for language in lexicons.languages)
 
 
 async def test_with_no_model_the_notice_is_in_the_users_language(aiohttp_client, workspace_nodered, model, tmp_path):

@@ -134,6 +134,26 @@ async def test_a_child_that_cannot_start_leaves_the_service_up_and_gives_tool_fa
     assert "token" in types(events) and types(events)[-1] == "done"
 
 
+async def test_an_agent_question_while_the_mcp_child_is_down_is_answered_with_the_services_own_tools(
+        aiohttp_client, settings, model):
+    broken = settings.model_copy(update={"mcp_tools_enabled": True,
+                                         "mcp_server_path": f"{sys.executable} -c 'raise SystemExit(3)'"})
+    client = await aiohttp_client(create_app(broken))
+    model.script(Reply(text="Hello there."))
+    events = await chat(client, message="Hello!")
+    assert set(types(events)) == {"token", "done"}, events
+    assert "".join(e["content"] for e in events if e["type"] == "token") == "Hello there."
+    offered = {tool["function"]["name"] for tool in model.requests[-1]["tools"]}
+    assert "get_flow" in offered and "get_flows" not in offered  # get_flows is the MCP child's
+
+
+async def test_the_first_agent_question_waits_for_the_mcp_childs_tools(mcp_client, model):
+    model.script(Reply(text="Hello there."))
+    events = await chat(mcp_client, message="Hello!")
+    assert set(types(events)) == {"token", "done"}, events
+    assert "get_flows" in {tool["function"]["name"] for tool in model.requests[-1]["tools"]}
+
+
 async def test_execute_tool_runs_mcp_and_built_in_tools_by_name(mcp_client, nodered):
     response = await mcp_client.post("/ai-sidebar/execute-tool", json={"tool": "get_settings", "params": {}})
     assert response.status == 200

@@ -66,9 +66,17 @@ def agent_tools(registry: ToolRegistry, names: list[str], context: ToolContext, 
 
     Each reports itself (``tool_call`` before, ``tool_result`` after) and answers the model with its result bounded
     as its declaration says, delimited; a failure is told to the model (and shown as ``ok: false``), not raised.
+    A tool that cannot be described now (an MCP child's tool while the child is down) is not offered.
     """
-    return [registry.langchain_tool(name, _runner(registry, name, context, emit, result, permission))
-            for name in names if registry.has(name)]
+    tools = []
+    for name in names:
+        if not registry.has(name):
+            continue
+        try:
+            tools.append(registry.langchain_tool(name, _runner(registry, name, context, emit, result, permission)))
+        except ToolFailure as failure:
+            log.info("tool %s not offered: %s", name, failure.code)
+    return tools
 
 
 def _runner(registry: ToolRegistry, name: str, context: ToolContext, emit: Emit, result: ChatResult,

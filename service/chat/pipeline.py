@@ -686,6 +686,9 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                          settings.llm_timeout)
     if deps.tools.external:
         await deps.tools.external.start()
+    if deps.tools.mcp is not None:
+        # The child starts in the background: the model is shown the tools it listed (none when it cannot start).
+        await deps.tools.mcp.listed()
     told = await _external_notices(deps, emit, set())
     offered = _offered(deps, tool_names)
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)

@@ -1,6 +1,7 @@
 """The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword
 phrases (``router.docs``, ``router.workspace``), the stopwords left out of search queries, the ``synonyms`` a
-query that found nothing is retried with (a word → the words node help uses for it; optional), the
+query that found nothing is retried with (a word → the words node help uses for it; optional), ``countsTitle``
+(what the workspace summary's counts answer, in the language's words, so that a counting question finds them), the
 ``noModelNotice`` sentence shown when no model is configured and the ``unknownNodeTypes`` sentences of a generated
 flow's check (``message`` with ``{types}``, and per type ``closest``, ``module``, ``unknown``) (optional; English
 otherwise)."""
@@ -24,8 +25,8 @@ def bundled_locales() -> Path:
 @dataclass(frozen=True)
 class Lexicon:
     """One language's words: router phrases for each store, the search stopwords, synonyms for a retry
-    (casefolded), the no-model notice (``""``: none in this language) and the unknown node types' sentences
-    (``{}``: none in this language)."""
+    (casefolded), the title of the workspace summary's counts, the no-model notice (``""``: none in this language)
+    and the unknown node types' sentences (``{}``: none in this language)."""
 
     language: str
     docs: tuple[str, ...]
@@ -34,6 +35,7 @@ class Lexicon:
     synonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     no_model_notice: str = ""
     unknown_node_types: dict[str, str] = field(default_factory=dict)
+    counts_title: str = ""
 
 
 class Lexicons:
@@ -62,13 +64,21 @@ class Lexicons:
                 language, tuple(router.get("docs", ())), tuple(router.get("workspace", ())),
                 frozenset(word.casefold() for word in data["stopwords"]),
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
-                str(data.get("noModelNotice", "")), dict(unknown))
+                str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
 
     @property
     def languages(self) -> list[str]:
         return sorted(self._by_language)
+
+    def counts_titles(self) -> tuple[str, ...]:
+        """Every language's ``countsTitle``, English first: the workspace is indexed once for all languages, so its
+        counts carry the words a counting question uses in each of them (without them, a question in another
+        language than English matches only the node type's name, shared by every node of that type)."""
+        titles = [self._by_language[DEFAULT_LANGUAGE].counts_title]
+        titles += [self._by_language[name].counts_title for name in self.languages if name != DEFAULT_LANGUAGE]
+        return tuple(dict.fromkeys(title for title in titles if title))
 
     def resolve(self, language: str | None) -> str:
         """The shipped language for ``language`` (``de-AT`` → ``de``, ``es`` → ``es-ES``), else ``en-US``."""

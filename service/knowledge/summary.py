@@ -9,12 +9,14 @@ variables appear by name only (a ``cred`` value, or any value, is never written 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from service.knowledge.index import Chunk
 from service.nodered.flows import FlowIndex, is_config, module_index
 
+COUNTS_TITLE = "Workspace summary: how many nodes of each type (count, number)"
 _NOT_REFERENCES = frozenset({"id", "z", "g", "wires", "type", "name", "links"})
 
 
@@ -71,13 +73,15 @@ def label(node: dict[str, Any]) -> str:
     return f'{node.get("type")} "{name}" ({node["id"]})' if name else f'{node.get("type")} ({node["id"]})'
 
 
-def summary_chunks(workspace: WorkspaceFacts, node_sets: list[dict[str, Any]]) -> list[Chunk]:
-    """The summary, one chunk per section: counts per node type, tabs, subflows, config nodes, modules, env."""
-    return [_counts(workspace), _tabs(workspace), _subflows(workspace), _configs(workspace),
+def summary_chunks(workspace: WorkspaceFacts, node_sets: list[dict[str, Any]],
+                   counts_titles: Sequence[str] = ()) -> list[Chunk]:
+    """The summary, one chunk per section: counts per node type (titled in English and in ``counts_titles``, the
+    lexicons' ``countsTitle``), tabs, subflows, config nodes, modules, env."""
+    return [_counts(workspace, counts_titles), _tabs(workspace), _subflows(workspace), _configs(workspace),
             _modules(workspace, node_sets), _env(workspace)]
 
 
-def _counts(ws: WorkspaceFacts) -> Chunk:
+def _counts(ws: WorkspaceFacts, titles: Sequence[str]) -> Chunk:
     per_type: dict[str, Counter[str]] = defaultdict(Counter)
     for node in ws.nodes:
         per_type[str(node.get("type"))][ws.where(node)] += 1
@@ -90,8 +94,8 @@ def _counts(ws: WorkspaceFacts) -> Chunk:
     configs = Counter(str(node.get("type")) for node in ws.configs)
     for kind, count in sorted(configs.items()):
         lines.append(f"{kind}: {count} config nodes")
-    return Chunk("summary#counts", "Workspace summary: how many nodes of each type (count, number)",
-                 "\n".join(lines), {"section": "counts"})
+    title = " | ".join(dict.fromkeys([COUNTS_TITLE, *titles]))
+    return Chunk("summary#counts", title, "\n".join(lines), {"section": "counts"})
 
 
 def _tabs(ws: WorkspaceFacts) -> Chunk:

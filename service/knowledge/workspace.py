@@ -10,6 +10,7 @@ object goes through :func:`~service.nodered.redaction.strip_secrets` before any 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from service.knowledge.docs import module_fingerprints
@@ -78,15 +79,16 @@ def _config_chunks(ws: WorkspaceFacts) -> list[Chunk]:
     return chunks
 
 
-def workspace_sources(flows: list[dict[str, Any]],
-                      node_sets: list[dict[str, Any]]) -> dict[str, list[Chunk]]:
-    """Every source's chunks for a flow configuration (``GET /flows``' ``flows``) and the installed node sets."""
+def workspace_sources(flows: list[dict[str, Any]], node_sets: list[dict[str, Any]],
+                      counts_titles: Sequence[str] = ()) -> dict[str, list[Chunk]]:
+    """Every source's chunks for a flow configuration (``GET /flows``' ``flows``) and the installed node sets; the
+    summary's counts are titled in English and in ``counts_titles`` (:meth:`Lexicons.counts_titles`)."""
     ws = facts(index_flows(flows))
     sources: dict[str, list[Chunk]] = {}
     for owner in ws.tabs + ws.subflows:
         sources[f"{owner['type']}:{owner['id']}"] = _owner_chunks(ws, owner)
     sources["configs"] = _config_chunks(ws)
-    sources[STATE_SOURCE] = summary_chunks(ws, node_sets)
+    sources[STATE_SOURCE] = summary_chunks(ws, node_sets, counts_titles)
     return sources
 
 
@@ -116,7 +118,8 @@ class WorkspaceStore:
         if summary is not None and state["rev"] is not None and summary.metadata.get("state") == state:
             report.unchanged = len(indexed)
             return report
-        sources = workspace_sources(flows_answer.get("flows") or [], node_sets)
+        sources = workspace_sources(flows_answer.get("flows") or [], node_sets,
+                                    self.lexicons.counts_titles() if self.lexicons else ())
         for source, chunks in sources.items():
             digest = fingerprint([(c.key, c.title, c.text, c.metadata) for c in chunks])
             if source == STATE_SOURCE or source not in indexed or indexed[source].fingerprint != digest:

@@ -51,7 +51,7 @@ class ApprovalStore:
             "session_id, actions, context, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (approval_id, run_id, token_hash, *scope, kind, session_id, json.dumps(actions, ensure_ascii=False),
              json.dumps(context, ensure_ascii=False), time.time(), expires_at))]
-        await self._store._write(statements)
+        await self._db.write(statements)
 
     async def remove_expired(self, now: float, keep_expired_tokens: float = EXPIRED_TOKENS_KEPT
                              ) -> list[dict[str, str]]:
@@ -134,7 +134,7 @@ class ApprovalStore:
     async def record(self, owner: Identity, audit: list[dict[str, Any]]) -> None:
         """Add audit rows: each ``{"runId", "toolCallId", "tool", "args", "summary", "decision" (approve, edit,
         reject), "decidedBy" (user, policy), "message"?}``."""
-        await self._store._write([_audit_statement(owner, entry) for entry in audit])
+        await self._db.write([_audit_statement(owner, entry) for entry in audit])
 
     async def decision(self, run_id: str, tool_call_id: str, since: float = 0.0) -> dict[str, Any] | None:
         """The latest audit row of one tool call of a run made at or after ``since`` (Unix seconds: when the call

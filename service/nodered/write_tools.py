@@ -204,7 +204,7 @@ def _renumbered(node: dict[str, Any], mapping: dict[str, str], existing: dict[st
     flow_node = "wires" in node or "x" in node or "y" in node
     if flow_node or "z" in node:
         copied["z"] = target
-    if flow_node:
+    if flow_node and node.get("type") != "group":  # a group is placed on the tab but has no wires
         copied.setdefault("x", 160 + 180 * (position % 4))
         copied.setdefault("y", 80 + 60 * (position // 4))
         copied.setdefault("wires", [])

@@ -198,6 +198,24 @@ class NodeRed:
                 self.process.wait(5)
         self.process = None
 
+    def admin(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One Admin API call as another editor or a script makes it (``Node-RED-API-Version: v2``): ``GET path``,
+        or ``POST path`` with the JSON ``body``; returns the JSON answer. Raises ``urllib.error.HTTPError``."""
+        request = urllib.request.Request(f"{self.url}{path}", method="GET" if body is None else "POST",
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Node-RED-API-Version": "v2", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def deploy_credentials(self, credentials: dict[str, dict[str, str]]) -> None:
+        """Deploy the running configuration again with ``credentials`` (node id → its credentials) on those nodes,
+        as the editor's full deploy sends them: Node-RED keeps them encrypted in its credentials file, never in
+        ``GET /flows``."""
+        current = self.admin("/flows")
+        self.admin("/flows", {"rev": current["rev"], "flows": [
+            {**node, "credentials": credentials[node["id"]]} if node["id"] in credentials else node
+            for node in current["flows"]]})
+
     def tabs(self) -> list[dict[str, Any]]:
         return [n for n in self.flows if n.get("type") == "tab"]
 

@@ -4,7 +4,11 @@ core node types so that a real Node-RED starts them.
 :func:`big_code_tab` is a tab of function nodes whose code totals more than the compaction budget;
 :func:`workspace` is a 500-node workspace with subflows (their own env definitions, one nested in another), groups,
 link out/in/call across tabs, tab env (with a ``cred`` entry), locked tabs, a 28-rule switch, a long change node,
-a property named like a secret that holds a config node's id, and an MQTT broker at its default port.
+a property named like a secret that holds a config node's id, and an MQTT broker at its default port;
+:data:`CREDENTIALS` are what its config nodes get when deployed as the editor deploys them
+(:meth:`tests.support.nodered.NodeRed.deploy_credentials`); :func:`code_heavy_tab` is an area tab of hundreds of
+nodes with more than 100 KB of function code and a function node fed by more neighbours than the assist context
+shows, one of them holding a key.
 """
 
 from __future__ import annotations
@@ -13,6 +17,13 @@ from typing import Any
 
 CRED_VALUE = "tab-env-secret-value-9921"
 SUBFLOW_CRED_VALUE = "subflow-env-secret-7733"
+BROKER_PASSWORD = "broker-secret-5150"
+PROXY_PASSWORD = "proxy-secret-6060"
+# Node-RED keeps these encrypted in flows_cred.json and never returns them in GET /flows.
+CREDENTIALS = {"store-broker": {"user": "recorder", "password": BROKER_PASSWORD},
+               "store-proxy": {"username": "corp", "password": PROXY_PASSWORD}}
+API_KEY = "sk-proj-Qm7vX2kR9tLp4Wz8Nc3Hd6Jf1Bs5Gy0Ae7Uo2Ki9Xr4Tv"
+READING_PASSWORD = "reading-password-4412"
 
 
 def function_code(lines: int, seed: int) -> str:
@@ -66,9 +77,9 @@ def _subflows() -> list[dict[str, Any]]:
     ]
 
 
-def _tab(number: int, size: int) -> list[dict[str, Any]]:
-    """A tab of ``size`` nodes: chains of inject, change, switch, function, delay, json, template and debug nodes,
-    a group, a junction, link nodes and subflow instances."""
+def _tab(number: int, size: int, code_lines: int = 3) -> list[dict[str, Any]]:
+    """A tab of ``size`` nodes: chains of inject, change, switch, function (``code_lines`` lines of code each), delay,
+    json, template and debug nodes, a group, a junction, link nodes and subflow instances."""
     tab_id = f"w{number}"
     nodes: list[dict[str, Any]] = [{
         "id": tab_id, "type": "tab", "label": f"Area {number}", "disabled": False, "info": "",
@@ -100,7 +111,7 @@ def _tab(number: int, size: int) -> list[dict[str, Any]]:
                              "rules": [{"t": "gt", "v": "10", "vt": "num"}, {"t": "else"}], "outputs": 2})
                 node["wires"] = [following, [f"{tab_id}-j"]]
             elif kind == "function":
-                node.update({"func": function_code(3, n), "outputs": 1})
+                node.update({"func": function_code(code_lines, n), "outputs": 1})
             elif kind == "delay":
                 node.update({"pauseType": "delay", "timeout": "5", "timeoutUnits": "seconds"})
             elif kind == "debug":
@@ -166,3 +177,39 @@ def workspace(tabs: int = 5, per_tab: int = 94) -> list[dict[str, Any]]:
     for number in range(1, tabs + 1):
         flows += _tab(number, per_tab)
     return flows
+
+
+FEEDS = 24  # function nodes wired into the merge node of :func:`code_heavy_tab`
+
+
+def code_heavy_tab(number: int = 9, size: int = 300, code_lines: int = 45) -> list[dict[str, Any]]:
+    """Area tab ``number`` (:func:`_tab`) of ``size`` nodes whose function nodes hold ``code_lines`` lines each
+    (over 100 KB on the tab), plus a function node ``w<number>-merge`` fed by :data:`FEEDS` function nodes (the
+    first one's first line assigns :data:`API_KEY`), by an inject node whose JSON payload holds
+    :data:`READING_PASSWORD` and that also feeds a debug node (what it shows is the merge node's input), and wired
+    to a function node and a debug node."""
+    tab_id = f"w{number}"
+    merge, reading, seen, store, out = (f"{tab_id}-{name}" for name in ("merge", "reading", "seen", "store", "out"))
+    nodes = _tab(number, size, code_lines)
+    for n in range(FEEDS):
+        code = function_code(code_lines, 1000 + n)
+        if n == 0:
+            code = f'const apiKey = "{API_KEY}";\nmsg.headers = {{ authorization: apiKey }};\n{code}'
+        nodes.append({"id": f"{tab_id}-feed{n:02d}", "type": "function", "z": tab_id, "name": f"feed {n}",
+                      "func": code, "outputs": 1, "x": 100, "y": 600 + 20 * n, "wires": [[merge]]})
+    nodes += [
+        {"id": reading, "type": "inject", "z": tab_id, "name": "reading", "props": [{"p": "payload"}],
+         "repeat": "", "crontab": "", "once": False, "topic": "", "payloadType": "json",
+         "payload": '{"readings": [1, 2, 3], "password": "' + READING_PASSWORD + '"}', "x": 100, "y": 1200,
+         "wires": [[merge, seen]]},
+        {"id": seen, "type": "debug", "z": tab_id, "name": "seen", "active": True, "tosidebar": True,
+         "complete": "payload", "targetType": "msg", "x": 300, "y": 1260, "wires": []},
+        {"id": merge, "type": "function", "z": tab_id, "name": "merge readings", "outputs": 1,
+         "func": function_code(code_lines, 999), "x": 300, "y": 1200, "wires": [[store, out]]},
+        {"id": store, "type": "function", "z": tab_id, "name": "store merged", "outputs": 1,
+         "func": "// keep the merged reading\nflow.set('merged', msg.payload);\nreturn msg;", "x": 500, "y": 1200,
+         "wires": [[]]},
+        {"id": out, "type": "debug", "z": tab_id, "name": "merged", "active": True, "tosidebar": True,
+         "complete": "true", "targetType": "full", "x": 500, "y": 1260, "wires": []},
+    ]
+    return nodes

@@ -297,6 +297,46 @@ async def test_a_deploy_between_the_card_and_the_approval_is_kept_and_the_change
     assert next(n for n in after["flows"] if n["id"] == "w5-n011")["func"] == "return msg;"
 
 
+def deploy_as_someone_else(nodered: NodeRed, node_id: str, **properties) -> dict:
+    """Another user changes one node and deploys the whole configuration over the current ``rev``; returns the
+    flows after that deploy."""
+    current = deployed(nodered)
+    nodered.admin("/flows", {"rev": current["rev"], "flows": [
+        {**node, **properties} if node["id"] == node_id else node for node in current["flows"]]})
+    return deployed(nodered)
+
+
+@pytest.mark.parametrize("asked_by", ["agent", "@tools"])
+async def test_an_approved_change_of_a_node_someone_else_changed_since_the_card_is_a_conflict_that_keeps_theirs(
+        service, large_writable, model, asked_by):
+    """The card showed the node's code before the change; someone then deployed other code for that node. Planned
+    again at the approval, the change would overwrite theirs unseen: it is refused, nothing is written."""
+    target = "w5-n019" if asked_by == "agent" else "w5-n027"  # function nodes
+    args = {"node_id": target, "properties": {"func": "return null;"}}
+    if asked_by == "agent":
+        approval = await ask_to_write(service, model, "update_node", args)
+    else:
+        events = await chat(service, f"@tools:update_node|{json.dumps(args)}")
+        approval = events[0]
+        assert approval["type"] == "approval_required", events
+    before = next(n for n in deployed(large_writable)["flows"] if n["id"] == target)["func"]
+    assert approval["actions"][0]["diff"]["changed"][0]["properties"]["func"]["before"] == before
+    theirs = deploy_as_someone_else(large_writable, target, func="// their fix\nreturn msg;")
+
+    model.script(Reply(text="It was not written."))
+    resumed = await approve(service, approval)
+    result = next(e for e in resumed if e["type"] == "tool_result")
+    assert result["ok"] is False and "changed since it was approved" in result["result"], result
+    assert deployed(large_writable) == theirs  # their code stays, nothing else was written
+
+    # The same call approved with nothing changed under it is written (the check is on the diff, not on time).
+    approval = await ask_to_write(service, model, "update_node", args)
+    resumed = await approve(service, approval)
+    assert next(e for e in resumed if e["type"] == "tool_result")["ok"] is True
+    after = deployed(large_writable)
+    assert assert_untouched(theirs["flows"], after["flows"], changed={target}) == []
+
+
 @asynccontextmanager
 async def mcp_writer(large_writable: NodeRed, tmp_path) -> AsyncIterator[tuple[ClientSession, dict]]:
     """An MCP session of a client whose user approves every write (``state["run_first"]`` runs before the answer;

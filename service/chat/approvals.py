@@ -34,6 +34,7 @@ from service.identity import Identity
 from service.memory.approvals import ApprovalStore
 from service.nodered.redaction import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure
+from service.nodered.write_tools import approval_key
 from service.settings import Settings
 
 if TYPE_CHECKING:
@@ -212,6 +213,16 @@ async def plan_action(registry: ToolRegistry, approvals: Approvals, context: Too
     return {**action, "summary": shown["summary"], "diff": shown["diff"], "ask": approvals.asks(tool, shown)}
 
 
+async def approved_as_shown(registry: ToolRegistry, context: ToolContext, action: dict[str, Any], args: Any) -> None:
+    """Note in ``context`` that write ``action`` (as :func:`plan_action` planned it) runs with the ``args`` it was
+    planned with, so that it deploys only if it still makes the diff that was shown
+    (:func:`service.nodered.write_tools.apply`). Edited arguments were never previewed: nothing is noted."""
+    if action.get("diff") is None or args != action["args"]:
+        return
+    parsed = await registry.parse(action["tool"], args)
+    context.approved[approval_key(action["tool"], parsed)] = action["diff"]
+
+
 class _PlanState(AgentState):
     approval_plan: NotRequired[Annotated[dict[str, dict[str, Any]], PrivateStateAttr]]
 
@@ -307,6 +318,8 @@ class ApprovalGate(AgentMiddleware):
         elif await run.approvals.store.decision(run.run_id, call["id"], planned["plannedAt"]) is None:
             problem = "nobody approved it"
         if problem is None:
+            assert planned is not None
+            await approved_as_shown(run.registry, run.context, planned, call["args"])
             return await handler(request)
         message = f"The tool {call['name']} did not run: {problem}"
         await run.emit(events.tool_call(call["name"], call["args"], "agent"))

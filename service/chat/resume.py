@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from service.chat.approvals import Approvals, audit_entry, decisions_for, token_hash
+from service.chat.approvals import Approvals, approved_as_shown, audit_entry, decisions_for, token_hash
 from service.chat.events import Emit
 from service.chat.pipeline import (
     ChatDeps,
@@ -119,6 +119,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         run.failure = ToolFailure("tool_failed", f"The user rejected running {action['tool']}"
                                                  + (f": {reason}" if reason else "") + ". Nothing was changed.")
     else:
+        await approved_as_shown(deps.tools, turn.context, action, args)
         await _run_tool(run, deps, turn.context, emit)
         result.tools.append(run.name)
     if kind == "execute":

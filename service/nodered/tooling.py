@@ -43,6 +43,9 @@ class ToolContext:
     flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
     apply: Literal["deploy", "editor"] = "deploy"
     evidence: EvidenceBuffer | None = field(default=None, repr=False)
+    # The diffs of the writes a person approved as shown, by write_tools.approval_key(tool, args): such a write is
+    # planned again on the live flows when it runs and deployed only if it still makes that diff.
+    approved: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
 
 @dataclass

@@ -17,6 +17,7 @@ A tab is a *test tab* when its environment holds ``AI_SIDEBAR_TEST_TAB`` set to 
 from __future__ import annotations
 
 import copy
+import json
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -407,15 +408,46 @@ async def preview(ctx: ToolContext, tool: str, args: dict[str, Any]) -> dict[str
     return change.preview()
 
 
+def approval_key(tool: str, args: dict[str, Any]) -> str:
+    """The key of a write call in :attr:`ToolContext.approved`: the tool and its parsed arguments, as canonical
+    JSON."""
+    return tool + json.dumps(args, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def same_change(shown: dict[str, Any], planned: dict[str, Any]) -> bool:
+    """Whether two preview diffs (:meth:`Change.preview`) make the same change to the existing nodes: equal once
+    the random ids of the nodes each adds (:func:`new_id`) are numbered in order, and compared as JSON (``shown``
+    may come back from the database)."""
+    def canonical(diff: dict[str, Any]) -> Any:
+        text = json.dumps(diff, sort_keys=True, default=str, ensure_ascii=False)
+        for number, node in enumerate(diff.get("added") or []):
+            if isinstance(node, dict) and isinstance(node.get("id"), str) and node["id"]:
+                text = text.replace(json.dumps(node["id"]), json.dumps(f"added#{number}"))
+        numbered = json.loads(text)
+        wires = numbered.get("wires") or {}
+        for side in ("added", "removed"):  # sorted by id: the new ids' order is random
+            wires[side] = sorted(wires.get(side) or [], key=json.dumps)
+        return numbered
+    return bool(canonical(shown) == canonical(planned))
+
+
 async def apply(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutput:
     """Plan ``tool`` again on the live flows and apply it: deploy with the ``rev`` checked, hand it to the editor
     (``ctx.apply == "editor"``, flow changes only), or trigger the inject node.
 
+    A write a person approved as shown (its diff in ``ctx.approved``) runs only if planning it again makes the same
+    diff: the card showed the nodes' values before the change, and someone who deployed another value of them
+    meanwhile would otherwise be overwritten without anyone having seen it. A deploy that touched other nodes is
+    kept and the change applied on top.
+
     Raises:
         ToolFailure: as :func:`plan`; ``flows_conflict`` when Node-RED's flows changed between reading and
-            deploying (nothing is overwritten).
+            deploying, or under an approved change since it was shown (nothing is overwritten).
     """
     change, rev = await plan(ctx, tool, args)
+    shown = ctx.approved.get(approval_key(tool, args))
+    if shown is not None and not same_change(shown, change.preview()["diff"]):
+        raise ToolFailure("flows_conflict", key="flows_conflict.approved")
     return await commit(ctx, change, rev)
 
 

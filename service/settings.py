@@ -138,6 +138,11 @@ class Settings(EnvSettings):
 
     mcp_servers: list[McpServerConfig] = Field(default_factory=list, validation_alias="MCP_SERVERS",
                                                description="external MCP servers whose tools join the agent's")
+    mcp_request_stdio: bool = Field(False, validation_alias="AI_SIDEBAR_MCP_REQUEST_STDIO",
+                                    description="accept stdio MCP servers an ai-config node sends with a request "
+                                                "(each runs a command on the service's host, so only where every "
+                                                "user who may edit flows may also run programs there); streamable "
+                                                "HTTP servers of a request are always accepted")
 
     pii: str = Field("all", validation_alias="AI_SIDEBAR_PII",
                      description="PII types masked before text reaches a model: email, phone, iban, credit_card, ip "

@@ -23,7 +23,7 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
-from service.chat.history import fitted_history
+from service.chat.history import agent_summarisation, fitted_history
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
 from service.chat.injection import notice_message as injection_message
 from service.chat.prompts import (
@@ -703,7 +703,9 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
         try:
             pending = await run_agent(model, tools, messages, limits, emit, result, approval,
                                       tool_selector(offered, settings.tool_search_threshold),
-                                      guards=pii_middleware(settings.pii_types))
+                                      guards=pii_middleware(settings.pii_types),
+                                      condense=agent_summarisation(deps, model, messages[0] if messages else None,
+                                                                   offered))
         except Exception as exc:
             if result.answer or result.tools or system is None or not _tools_unsupported(exc):
                 raise

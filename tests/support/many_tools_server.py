@@ -1,9 +1,9 @@
 """An MCP server for tests (``python -m tests.support.many_tools_server [--hang | --few] [--http PORT]``), built
 with the ``mcp`` SDK's FastMCP: by default 150 tools (15 services × 10 actions, ``<service>_<action>``; the reading
 actions annotated ``readOnlyHint``); ``--few``: ``echo``, ``explode`` (which kills the process mid-call, as a
-crashing server does) and ``whoami`` (over HTTP: the request's ``Authorization`` header and MCP session id);
-``--hang``: never answers its start. Over stdio unless ``--http PORT`` serves streamable HTTP at
-``http://127.0.0.1:PORT/mcp``."""
+crashing server does), ``report`` (a long text: about 3,000 characters naming its ``part``) and ``whoami`` (over
+HTTP: the request's ``Authorization`` header and MCP session id); ``--hang``: never answers its start. Over stdio
+unless ``--http PORT`` serves streamable HTTP at ``http://127.0.0.1:PORT/mcp``."""
 
 from __future__ import annotations
 
@@ -55,6 +55,12 @@ def whoami(ctx: Context) -> str:
     return f"authorization={headers.get('authorization')} session={headers.get('mcp-session-id')}"
 
 
+def report(part: int = 1) -> str:
+    """A long result, as a log export or a large query answer is: 40 lines naming ``part``."""
+    return "\n".join(f"part {part} line {line}: sensor reading within limits, no alarm raised, value {line * part}"
+                     for line in range(40))
+
+
 def build(few: bool, port: int = 8000) -> FastMCP:
     server = FastMCP("test-tools", port=port)
     if few:
@@ -67,6 +73,8 @@ def build(few: bool, port: int = 8000) -> FastMCP:
         server.add_tool(echo, name="echo", description="Echo the text.",
                         annotations=ToolAnnotations(readOnlyHint=True))
         server.add_tool(explode, name="explode", description="Read the crash report.",
+                        annotations=ToolAnnotations(readOnlyHint=True))
+        server.add_tool(report, name="report", description="Export the sensor report, one part at a time.",
                         annotations=ToolAnnotations(readOnlyHint=True))
         server.add_tool(whoami, name="whoami", description="Tell who is calling.",
                         annotations=ToolAnnotations(readOnlyHint=True))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 
+from tests.support.model_server import Reply
+from tests.support.nodered import free_port
 from tests.test_browser_sidebar import (  # noqa: F401  (auth_stack and browser_installed are fixtures)
     PASSWORD,
     USERNAME,
@@ -19,6 +21,7 @@ from tests.test_browser_sidebar import (  # noqa: F401  (auth_stack and browser_
     deploy,
     pytestmark,
     run_browser,
+    tab_named,
 )
 
 SAVED_HEADER = "Bearer saved-header-value-5d21"
@@ -103,3 +106,28 @@ def admin_request_status(nodered, token: str, path: str, body: dict) -> tuple[in
             return response.status, json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
+
+
+def test_the_sidebar_names_the_chosen_configs_mcp_server_that_cannot_be_reached(auth_stack, model_server, model):
+    nodered, _ = auth_stack
+    token = admin_token(nodered)
+    original = admin_request(nodered, token, "GET", "/flows")
+    config = ai_config("alpha", model_server.base_url)
+    config["mcpServers"] = [{"id": "srv1", "name": "wiki", "transport": "http",
+                             "url": f"http://127.0.0.1:{free_port()}/mcp", "secrets": [], "unset": []}]
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text="Answered without the wiki."))
+    deploy(nodered, token, original + [config])
+    try:
+        seen = run_browser("sidebar_mcp_notice.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab["id"],
+                                                     "CONFIG_ID": config["id"], "QUESTION": "what does the wiki say?",
+                                                     "USERNAME": USERNAME, "PASSWORD": PASSWORD})
+    finally:
+        deploy(nodered, token, original)
+    assert "failure" not in seen, seen["failure"]
+    assert seen["pageErrors"] == []
+    assert "Answered without the wiki." in seen["answer"]
+    (notice,) = seen["notices"]
+    assert (notice["code"], notice["server"], notice["shownFirst"]) == ("mcp_server_unavailable", "wiki", "wiki")
+    assert notice["text"].startswith("wiki — The MCP server wiki is unavailable (")
+    assert "fa-plug" in notice["icon"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
+import urllib.request
 
 from tests.support.model_server import Reply
 from tests.support.nodered import free_port
@@ -30,7 +32,7 @@ ENV_VALUE = "tracker-token-typed-3c44"
 
 
 def test_the_dialog_edits_mcp_servers_without_showing_a_secret_and_deploys_them_as_credentials(
-        auth_stack, model_server):
+        auth_stack, model_server):  # noqa: F811 (the fixture)
     nodered, _ = auth_stack
     token = admin_token(nodered)
     original = admin_request(nodered, token, "GET", "/flows")
@@ -96,9 +98,6 @@ def test_the_dialog_edits_mcp_servers_without_showing_a_secret_and_deploys_them_
 
 def admin_request_status(nodered, token: str, path: str, body: dict) -> tuple[int, dict]:
     """POST ``body`` to the editor's admin ``path``: ``(status, JSON answer)``, also for a 4xx."""
-    import urllib.error
-    import urllib.request
-
     request = urllib.request.Request(f"{nodered.url}{path}", method="POST", data=json.dumps(body).encode(),
                                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     try:
@@ -108,7 +107,8 @@ def admin_request_status(nodered, token: str, path: str, body: dict) -> tuple[in
         return err.code, json.loads(err.read())
 
 
-def test_the_sidebar_names_the_chosen_configs_mcp_server_that_cannot_be_reached(auth_stack, model_server, model):
+def test_the_sidebar_names_the_chosen_configs_mcp_server_that_cannot_be_reached(auth_stack, model_server,  # noqa: F811
+                                                                              model):
     nodered, _ = auth_stack
     token = admin_token(nodered)
     original = admin_request(nodered, token, "GET", "/flows")

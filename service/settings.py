@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -42,22 +42,32 @@ def bundled(name: str) -> Path:
     return packaged if packaged.is_dir() else REPO_ROOT / name
 
 
+def _one_of_schema(schema: dict[str, Any]) -> None:
+    """``McpServerConfig``'s JSON Schema: ``command`` and ``url`` are strings (not null), and exactly one is given."""
+    properties = schema["properties"]
+    for key in ("command", "url"):
+        properties[key] = next(option for option in properties[key]["anyOf"] if option.get("type") == "string")
+    schema["oneOf"] = [{"required": ["command"], "not": {"required": ["url"]}},
+                       {"required": ["url"], "not": {"required": ["command"]}}]
+
+
 class McpServerConfig(BaseModel):
     """One external MCP server (``MCP_SERVERS``, in the YAML file ``mcpServers:``): ``name`` (its tools are offered
     as ``<name>__<tool>``), and either a stdio ``command`` with ``args`` and ``env`` or a streamable HTTP ``url``
     with ``headers``. ``env`` values and ``headers`` are secrets: never logged or returned. ``startTimeout`` and
     ``callTimeout`` are seconds."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    # The JSON Schema says what the validator below checks: exactly one of command and url, as a string.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, json_schema_extra=_one_of_schema)
 
     name: str = Field(pattern=r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", max_length=24)
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
+    command: str | None = Field(None, min_length=1, max_length=1000)
+    args: list[str] = Field(default_factory=list, max_length=100)
     env: dict[str, SecretStr] = Field(default_factory=dict)
-    url: str | None = Field(None, pattern=r"^https?://")
+    url: str | None = Field(None, pattern=r"^https?://", max_length=2000)
     headers: dict[str, SecretStr] = Field(default_factory=dict)
-    start_timeout: float = Field(15.0, gt=0, alias="startTimeout")
-    call_timeout: float = Field(60.0, gt=0, alias="callTimeout")
+    start_timeout: float = Field(15.0, gt=0, le=600, alias="startTimeout")
+    call_timeout: float = Field(60.0, gt=0, le=3600, alias="callTimeout")
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -138,6 +148,11 @@ class Settings(EnvSettings):
 
     mcp_servers: list[McpServerConfig] = Field(default_factory=list, validation_alias="MCP_SERVERS",
                                                description="external MCP servers whose tools join the agent's")
+    mcp_request_stdio: bool = Field(False, validation_alias="AI_SIDEBAR_MCP_REQUEST_STDIO",
+                                    description="accept stdio MCP servers an ai-config node sends with a request "
+                                                "(each runs a command on the service's host, so only where every "
+                                                "user who may edit flows may also run programs there); streamable "
+                                                "HTTP servers of a request are always accepted")
 
     pii: str = Field("all", validation_alias="AI_SIDEBAR_PII",
                      description="PII types masked before text reaches a model: email, phone, iban, credit_card, ip "

@@ -2,11 +2,15 @@
  * `ai-config`: a configuration node that holds the language model settings and the API key for the assistant.
  *
  * The key is a `password` credential: Node-RED stores it encrypted (credentialSecret) and never sends it back to
- * the editor. The runtime hands the settings, key included, to the AI assistant service with each request of an
- * `ai-chat` node or of the sidebar (when the user picked this node there), over the token-protected link; the
- * service uses them for that request only (DESIGN.md, "Processes, ports, configuration").
+ * the editor; so are the values of its external MCP servers' environment variables and headers (`mcpSecrets`,
+ * see lib/mcp-servers.js). The runtime hands the settings, key included, to the AI assistant service with each
+ * request of an `ai-chat` node or of the sidebar (when the user picked this node there), over the token-protected
+ * link; the service uses them for that request only (DESIGN.md, "Processes, ports, configuration").
  */
 "use strict";
+
+const mcpServers = require("./lib/mcp-servers");
+const invalid = mcpServers.invalid;
 
 // Providers and scenarios are the service's (GET /ai-sidebar/scenarios): the edit dialog lists them, and the service
 // checks what is sent (400 for a provider it lacks; a scenario key it lacks is ignored).
@@ -49,9 +53,10 @@ function optionalNumber(value) {
  * from an `ai-config` node's properties and credentials.
  *
  * @param {object} config the node's properties
- * @param {{apiKey?: string}} [credentials]
+ * @param {{apiKey?: string, mcpSecrets?: string}} [credentials]
  * @returns {{provider: string, model?: string, baseUrl?: string, temperature?: number, maxTokens?: number,
- *     apiKey?: string, memory: boolean, tools: boolean, scenarios?: string[]}}
+ *     apiKey?: string, memory: boolean, tools: boolean, scenarios?: string[], mcpServers?: object[]}}
+ *     `mcpServers` (lib/mcp-servers.js) only when the node has some
  * @throws {Error} with code `invalid_config` when a setting is out of range, naming the setting
  */
 function providerSettings(config, credentials) {
@@ -95,6 +100,10 @@ function providerSettings(config, credentials) {
     if (scenarios.length) {
         settings.scenarios = scenarios;
     }
+    const servers = mcpServers.mcpServerSettings(config.mcpServers, credentials && credentials.mcpSecrets);
+    if (servers.length) {
+        settings.mcpServers = servers;
+    }
     return settings;
 }
 
@@ -111,13 +120,6 @@ function isHttpUrl(value) {
     }
 }
 
-function invalid(setting, problem) {
-    const err = new Error("The ai-config node's " + setting + " " + problem + ". Fix it in the node's settings " +
-        "and deploy again.");
-    err.code = "invalid_config";
-    return err;
-}
-
 module.exports = function (RED) {
     function AiConfigNode(config) {
         RED.nodes.createNode(this, config);
@@ -132,7 +134,8 @@ module.exports = function (RED) {
             maxTokens: config.maxTokens,
             memory: config.memory,
             tools: config.tools,
-            scenarios: config.scenarios
+            scenarios: config.scenarios,
+            mcpServers: config.mcpServers
         };
     }
 
@@ -159,7 +162,8 @@ module.exports = function (RED) {
 
     RED.nodes.registerType("ai-config", AiConfigNode, {
         credentials: {
-            apiKey: { type: "password" }
+            apiKey: { type: "password" },
+            mcpSecrets: { type: "password" }
         }
     });
 };

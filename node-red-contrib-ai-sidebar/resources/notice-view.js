@@ -71,6 +71,11 @@
                     })
                     .appendTo(box);
             }
+        } else if (view.server) {
+            // Which server is out, at a glance: its name first, then the service's sentence (which says why).
+            box.attr("data-server", view.server).find(".fa").removeClass("fa-info-circle").addClass("fa-plug");
+            $('<strong class="ai-sidebar-notice-server"></strong>').text(view.server).appendTo(heading);
+            heading.append(document.createTextNode(" \u2014 " + view.message));
         } else {
             heading.text(view.message);
         }

@@ -21,6 +21,7 @@
     "use strict";
 
     const UNKNOWN_NODE_TYPES = "unknown_node_types";
+    const MCP_SERVER_UNAVAILABLE = "mcp_server_unavailable";
     // A notice is the service's text; a runaway one is cut rather than filling the sidebar.
     const MAX_MESSAGE_CHARS = 2000;
     const MAX_TYPES = 50;
@@ -51,8 +52,9 @@
      *
      * @param {object} event a stream event of type `notice`
      * @returns {?{code: string, message: ?string, types: {type: string, closest: ?string, module: ?string}[],
-     *     modules: string[]}} `types` only for `unknown_node_types` (each type once, in the event's order, at most
-     *     50), `modules` the distinct modules to install; `message` the service's sentence (null when it sent none)
+     *     modules: string[], server: ?string}} `types` only for `unknown_node_types` (each type once, in the
+     *     event's order, at most 50), `modules` the distinct modules to install; `message` the service's sentence
+     *     (null when it sent none); `server` the external MCP server an `mcp_server_unavailable` notice names
      */
     function noticeView(event) {
         if (!event || typeof event !== "object") {
@@ -80,10 +82,15 @@
                 }
             });
         }
+        const server = code === MCP_SERVER_UNAVAILABLE ? text(event.server) : null;
+        if (server && !message) {
+            // The service always words it; a bare server name is still worth showing.
+            message = server;
+        }
         if (!message && !types.length) {
             return null;
         }
-        return { code: code, message: message, types: types, modules: modules };
+        return { code: code, message: message, types: types, modules: modules, server: server };
     }
 
     /**
@@ -107,6 +114,6 @@
         });
     }
 
-    return { UNKNOWN_NODE_TYPES: UNKNOWN_NODE_TYPES, noticeView: noticeView, typeHint: typeHint,
+    return { UNKNOWN_NODE_TYPES: UNKNOWN_NODE_TYPES, MCP_SERVER_UNAVAILABLE: MCP_SERVER_UNAVAILABLE, noticeView: noticeView, typeHint: typeHint,
         typesInFlow: typesInFlow };
 }));

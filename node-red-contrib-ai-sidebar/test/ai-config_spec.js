@@ -97,11 +97,70 @@ describe("ai-config node", function () {
         assert.match(editor, /\$\.getJSON\("ai-sidebar\/scenarios\?lang="/);
     });
 
-    it("declares its key as a password credential in the runtime and in the editor", async function () {
-        await helper.load(aiConfigNode, [{ id: "cfg", type: "ai-config", provider: "openai" }]);
-        assert.deepStrictEqual(helper._redNodes.getCredentialDefinition("ai-config"),
-            { apiKey: { type: "password" } });
-        const editor = fs.readFileSync(path.join(__dirname, "..", "nodes", "ai-config.html"), "utf8");
-        assert.match(editor, /credentials:\s*\{\s*apiKey:\s*\{\s*type:\s*"password"\s*\}\s*\}/);
+    it("declares its key and its MCP servers' secrets as password credentials in the runtime and in the editor",
+        async function () {
+            await helper.load(aiConfigNode, [{ id: "cfg", type: "ai-config", provider: "openai" }]);
+            assert.deepStrictEqual(helper._redNodes.getCredentialDefinition("ai-config"),
+                { apiKey: { type: "password" }, mcpSecrets: { type: "password" } });
+            const editor = fs.readFileSync(path.join(__dirname, "..", "nodes", "ai-config.html"), "utf8");
+            assert.match(editor, /credentials:\s*\{\s*apiKey:\s*\{\s*type:\s*"password"\s*\},\s*mcpSecrets:\s*\{\s*type:\s*"password"\s*\}\s*\}/);
+        });
+
+    const HEADER = "Bearer mcp-header-value-0007";
+    const ENV_VALUE = "tracker-token-value-0008";
+    const SERVERS = [
+        { id: "s1", name: "docs", transport: "http", url: " https://docs.example.com/mcp ", secrets: ["Authorization"],
+            unset: [] },
+        { id: "s2", name: "tracker", transport: "stdio", command: "npx", args: "-y tracker-mcp --title \"My board\"",
+            secrets: ["TRACKER_TOKEN"], unset: [] }
+    ];
+    const SECRETS = JSON.stringify({ s1: { Authorization: HEADER }, s2: { TRACKER_TOKEN: ENV_VALUE } });
+
+    it("sends its MCP servers with the secret values from its credentials, and keeps the values out of its " +
+        "properties", async function () {
+        const flow = [{ id: "cfg", type: "ai-config", provider: "openai", mcpServers: SERVERS }];
+        await helper.load(aiConfigNode, flow, { cfg: { apiKey: KEY, mcpSecrets: SECRETS } });
+        const settings = helper.getNode("cfg").providerSettings();
+        assert.deepStrictEqual(settings.mcpServers, [
+            { name: "docs", url: "https://docs.example.com/mcp", headers: { Authorization: HEADER } },
+            { name: "tracker", command: "npx", args: ["-y", "tracker-mcp", "--title", "My board"],
+                env: { TRACKER_TOKEN: ENV_VALUE } }
+        ]);
+        // What Node-RED writes to flows.json is the node's properties: names of secrets, never their values.
+        const saved = JSON.stringify(flow);
+        assert.ok(!saved.includes(HEADER) && !saved.includes(ENV_VALUE));
+        assert.ok(!JSON.stringify(helper.getNode("cfg").summary()).includes("mcp"));
     });
+
+    it("sends no mcpServers without servers, and refuses a server the service would refuse, naming it",
+        function () {
+            assert.ok(!("mcpServers" in aiConfigNode.providerSettings({ provider: "openai", mcpServers: [] })));
+            const cases = [
+                [[{ id: "a", name: "bad name", transport: "http", url: "https://x" }], /"bad name".*name/],
+                [[{ id: "a", name: "a", transport: "http", url: "https://x" },
+                    { id: "b", name: "a", transport: "http", url: "https://y" }], /"a" is listed twice/],
+                [[{ id: "a", name: "docs", transport: "http", url: "ftp://x" }], /"docs" needs an http/],
+                [[{ id: "a", name: "tool", transport: "stdio", command: " " }], /"tool" needs a command/],
+                [[{ id: "a", name: "x", transport: "ws", url: "https://x" }], /transport "ws"/],
+                [[{ id: "s1", name: "docs", transport: "http", url: "https://x", secrets: ["Authorization", "X-Team"] }],
+                    /"docs" has no value for "X-Team"; enter it again/],
+                [Array.from({ length: 11 }, function (_, i) {
+                    return { id: "s" + i, name: "s" + i, transport: "http", url: "https://x" };
+                }), /at most 10/]
+            ];
+            for (const [servers, named] of cases) {
+                assert.throws(function () {
+                    aiConfigNode.providerSettings({ provider: "openai", mcpServers: servers },
+                        { mcpSecrets: JSON.stringify({ s1: { Authorization: HEADER } }) });
+                }, function (err) {
+                    assert.strictEqual(err.code, "invalid_config");
+                    assert.match(err.message, named);
+                    assert.ok(!err.message.includes(HEADER));
+                    return true;
+                }, JSON.stringify(servers).slice(0, 80));
+            }
+            assert.throws(function () {
+                aiConfigNode.providerSettings({ provider: "openai", mcpServers: SERVERS }, { mcpSecrets: "{not json" });
+            }, /secrets are not readable/);
+        });
 });

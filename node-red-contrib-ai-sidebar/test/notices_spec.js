@@ -37,12 +37,26 @@ describe("notices under an answer", function () {
         assert.deepStrictEqual(notices.noticeView({
             type: "notice", code: "possible_injection", message: message,
             nodes: [{ id: "c1", type: "comment", name: "Note" }]
-        }), { code: "possible_injection", message: message, types: [], modules: [] });
+        }), { code: "possible_injection", message: message, types: [], modules: [], server: null });
     });
+
+    it("names the server of an mcp_server_unavailable notice, in the service's sentence of the user's language",
+        function () {
+            const message = "Der MCP-Server tracker ist nicht verfügbar (no answer in 2 s); seine Werkzeuge fehlen " +
+                "in dieser Antwort.";
+            assert.deepStrictEqual(notices.noticeView({
+                type: "notice", code: "mcp_server_unavailable", message: message, server: " tracker ", reason: "x"
+            }), { code: "mcp_server_unavailable", message: message, types: [], modules: [], server: "tracker" });
+            assert.deepStrictEqual(notices.noticeView({ type: "notice", code: "mcp_server_unavailable",
+                server: "docs" }), { code: "mcp_server_unavailable", message: "docs", types: [], modules: [],
+                server: "docs" });
+            assert.strictEqual(notices.noticeView({ type: "notice", code: "no_model", message: "m", server: "docs" })
+                .server, null);
+        });
 
     it("shows another code's message as the service wrote it, and nothing for a notice without words", function () {
         assert.deepStrictEqual(notices.noticeView({ type: "notice", code: "no_model", message: "  A model is needed. " }),
-            { code: "no_model", message: "A model is needed.", types: [], modules: [] });
+            { code: "no_model", message: "A model is needed.", types: [], modules: [], server: null });
         assert.strictEqual(notices.noticeView({ type: "notice", code: "no_model" }), null);
         assert.strictEqual(notices.noticeView({ type: "notice", code: "unknown_node_types", types: [] }), null);
         assert.strictEqual(notices.noticeView(null), null);

@@ -54,7 +54,7 @@ describe("package manifest", function () {
             return path.relative(packageRoot, file);
         }).sort();
         assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/caught-error.js",
-            "nodes/lib/chat-client.js",
+            "nodes/lib/chat-client.js", "nodes/lib/mcp-servers.js",
             "plugins/ai-sidebar.js", "plugins/lib/function-check.js", "plugins/lib/function-routes.js",
             "plugins/lib/function-sandbox.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/service-status.js",
             "plugins/lib/supervisor.js",

@@ -11,6 +11,8 @@ const helpers = require("./helpers");
 const { startNodeRed, filesBelow } = require("./nodered");
 
 const KEY = "sk-sidebar-config-key-never-in-the-browser-0007";
+// The value of the ai-config node's MCP server header: a secret like the key.
+const HEADER = "Bearer mcp-header-never-in-the-browser-0009";
 
 function configNode(id, settings) {
     return {
@@ -116,7 +118,9 @@ describe("ai-config choice in a real Node-RED", function () {
             { id: "tab1", type: "tab", label: "AI" },
             { id: "cfg1", type: "ai-config", name: "Team OpenAI", provider: "openai", model: "gpt-4o-mini",
                 baseUrl: "", temperature: "", maxTokens: "", memory: true, tools: true, scenarios: "",
-                credentials: { apiKey: KEY } }
+                mcpServers: [{ id: "srv1", name: "docs", transport: "http", url: "https://docs.example.com/mcp",
+                    secrets: ["Authorization"], unset: [] }],
+                credentials: { apiKey: KEY, mcpSecrets: JSON.stringify({ srv1: { Authorization: HEADER } }) } }
         ]);
         const answer = await helpers.readBody(deployed.res);
         assert.strictEqual(deployed.res.statusCode, 204, answer);
@@ -145,7 +149,8 @@ describe("ai-config choice in a real Node-RED", function () {
         assert.strictEqual(response.res.statusCode, 200);
         const sent = JSON.parse(service.requests[service.requests.length - 1].body);
         assert.deepStrictEqual(sent, { message: "hi", provider: {
-            provider: "openai", model: "gpt-4o-mini", apiKey: KEY, memory: true, tools: true } });
+            provider: "openai", model: "gpt-4o-mini", apiKey: KEY, memory: true, tools: true,
+            mcpServers: [{ name: "docs", url: "https://docs.example.com/mcp", headers: { Authorization: HEADER } }] } });
     });
 
     it("answers 400 config_not_found for an id that is not a deployed ai-config node, asking nothing", async function () {
@@ -157,19 +162,23 @@ describe("ai-config choice in a real Node-RED", function () {
         assert.strictEqual(service.requests.length, before);
     });
 
-    it("never lets the key reach the editor, the log or a file in clear", async function () {
-        const { res } = await helpers.request(nodeRed.url + "flows");
-        const flows = await helpers.readBody(res);
-        assert.match(flows, /"cfg1"/);
-        assert.ok(!flows.includes(KEY), "GET /flows shows the key");
-        const credentials = await helpers.request(nodeRed.url + "credentials/ai-config/cfg1");
-        const shown = await helpers.readBody(credentials.res);
-        assert.deepStrictEqual(JSON.parse(shown), { has_apiKey: true });
-        assert.ok(!nodeRed.log().includes(KEY), "the Node-RED log shows the key");
-        for (const [file, content] of filesBelow(nodeRed.userDir)) {
-            assert.ok(!content.includes(KEY), file + " holds the key in clear");
-        }
-    });
+    it("never lets the key or an MCP server's header value reach the editor, the log or a file in clear",
+        async function () {
+            const { res } = await helpers.request(nodeRed.url + "flows");
+            const flows = await helpers.readBody(res);
+            assert.match(flows, /"cfg1"/);
+            assert.match(flows, /"secrets":\["Authorization"\]/);
+            const credentials = await helpers.request(nodeRed.url + "credentials/ai-config/cfg1");
+            const shown = await helpers.readBody(credentials.res);
+            assert.deepStrictEqual(JSON.parse(shown), { has_apiKey: true, has_mcpSecrets: true });
+            for (const secret of [KEY, HEADER.split(" ")[1]]) {
+                assert.ok(!flows.includes(secret), "GET /flows shows " + secret);
+                assert.ok(!nodeRed.log().includes(secret), "the Node-RED log shows " + secret);
+                for (const [file, content] of filesBelow(nodeRed.userDir)) {
+                    assert.ok(!content.includes(secret), file + " holds " + secret + " in clear");
+                }
+            }
+        });
 });
 
 describe("ai-config picker route with adminAuth", function () {

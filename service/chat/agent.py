@@ -151,14 +151,18 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
                     limits: AgentLimits, emit: Emit, result: ChatResult,
                     approval: AgentApproval | None = None,
                     selector: AgentMiddleware | None = None,
-                    guards: Sequence[AgentMiddleware] = ()) -> list[dict[str, Any]] | None:
+                    guards: Sequence[AgentMiddleware] = (),
+                    condense: AgentMiddleware | None = None) -> list[dict[str, Any]] | None:
     """Run the agent over ``messages`` (system prompt first), streaming its text as ``token`` events.
 
     With ``approval`` (the run offers write tools) the agent runs with the checkpointer under the run's thread id
     and pauses before writes (see :mod:`service.chat.approvals`); ``approval.resume`` continues a paused run
     instead of starting with ``messages``. ``selector`` (tool search, see :mod:`service.chat.tool_search`) picks
     the tools each model call is sent. ``guards`` run before every model call (the PII middleware, see
-    :mod:`service.llm.pii`). Returns the actions the paused run waits for, or ``None`` when it ended.
+    :mod:`service.llm.pii`). ``condense`` (see :func:`service.chat.history.agent_summarisation`) folds the run's
+    messages into a summary before a model call that would outgrow the context budget; it runs after the guards,
+    so the summary request, too, reads masked text. Returns the actions the paused run waits for, or ``None`` when
+    it ended.
 
     Raises:
         ServiceError: ``agent_limit`` (model or tool calls exhausted), ``agent_timeout`` (the run passed
@@ -178,6 +182,7 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
         *((selector,) if selector is not None else ()),
         watch.middleware(),
         *guards,
+        *((condense,) if condense is not None else ()),
     ]
     agent = create_agent(model, tools, middleware=middleware,
                          checkpointer=approval.approvals.saver if approval is not None else None)

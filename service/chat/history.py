@@ -7,9 +7,19 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from service.chat.summary import ANSWER_RESERVE, Condensed, Summariser, context_budget, counter_name, token_counter
+from service.chat.summary import (
+    ANSWER_RESERVE,
+    AgentSummarization,
+    Condensed,
+    Summariser,
+    TokenCounter,
+    context_budget,
+    counter_name,
+    token_counter,
+)
 from service.errors import ServiceError
 from service.llm.providers import ProviderConfig
 
@@ -49,9 +59,7 @@ async def fitted_history(deps: ChatDeps, session_id: str | None, summary: str | 
         model = deps.models.get(config)
     except ServiceError:
         return Condensed(summary, messages).for_model()
-    counter = token_counter(model)
-    budget = context_budget(model, config.provider, deps.settings.context_tokens)
-    room = budget - counter(fixed) - tool_tokens(deps, tools, counter) - ANSWER_RESERVE
+    counter, budget, room = _room(deps, model, fixed, tools)
     try:
         condensed = await Summariser(model, room, counter, budget).condense(summary, messages)
     except Exception as err:  # noqa: BLE001 - a provider fault: the answer step meets (and reports) it again
@@ -65,6 +73,25 @@ async def fitted_history(deps: ChatDeps, session_id: str | None, summary: str | 
     log.info("history: %d of %d messages verbatim, summary %s, budget %d tokens (%s count)", len(kept),
              len(messages), "yes" if condensed.summary else "no", budget, counter_name(model))
     return Condensed(condensed.summary, kept).for_model()
+
+
+def agent_summarisation(deps: ChatDeps, model: BaseChatModel, system: BaseMessage | None,
+                        tools: list[str]) -> AgentSummarization:
+    """The summarisation middleware of an agent run with ``system`` as its system prompt and ``tools`` offered:
+    the same budget and counter as :func:`fitted_history`, so each model request of the loop stays within
+    ``AI_SIDEBAR_CONTEXT_TOKENS`` (or the model's window)."""
+    counter, budget, room = _room(deps, model, [system] if system is not None else [], tools)
+    return AgentSummarization(model, room, counter, budget)
+
+
+def _room(deps: ChatDeps, model: BaseChatModel, fixed: list[BaseMessage],
+          tools: list[str]) -> tuple[TokenCounter, int, int]:
+    """``(counter, budget, room)``: the token counter of ``model``, the tokens one request may hold, and what is left
+    of them for the conversation beside ``fixed``, the schemas of ``tools`` and :data:`ANSWER_RESERVE`."""
+    config = ProviderConfig.from_settings(deps.settings, deps.provider)
+    counter = token_counter(model)
+    budget = context_budget(model, config.provider, deps.settings.context_tokens)
+    return counter, budget, budget - counter(fixed) - tool_tokens(deps, tools, counter) - ANSWER_RESERVE
 
 
 def tool_tokens(deps: ChatDeps, tools: list[str], counter: Any) -> int:

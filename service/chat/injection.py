@@ -6,13 +6,17 @@ data (``<tool_result>`` blocks, the system prompt's rule), never as instructions
 The patterns and the notice's sentence live in ``locales/<lang>/guardrails.json`` (``injectionPatterns``:
 case-insensitive regular expressions; ``possibleInjection``: the sentence, ``{nodes}`` the nodes named). Flow text
 may be written in any language, so every language's patterns are checked whatever the request's language.
+
+The same files hold the sentences of the other guardrail notices, by key (``mcpServerUnavailable``: an external
+MCP server left out, ``{server}`` and ``{reason}`` filled in); :meth:`InjectionPatterns.notice` picks one in the
+request's language.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,18 +27,34 @@ DEFAULT_LANGUAGE = "en-US"
 TEXT_PROPERTIES = ("name", "label", "info", "func", "initialize", "finalize", "template", "topic", "payload")
 NAMED_LIMIT = 5  # nodes named in the sentence; the event's ``nodes`` lists them all (bounded below)
 NODES_LIMIT = 50
+# The other notices' sentence keys in guardrails.json.
+NOTICE_KEYS = ("mcpServerUnavailable",)
 
 
 @dataclass(frozen=True)
 class InjectionPatterns:
-    """Every language's patterns as one expression, and each language's notice sentence."""
+    """Every language's patterns as one expression, each language's notice sentence, and each language's other
+    notice sentences by key (``notices[language][key]``)."""
 
     pattern: re.Pattern[str] | None
     sentences: dict[str, str]
+    notices: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def sentence(self, language: str) -> str:
         """The notice's sentence in ``language`` (else English)."""
         return self.sentences.get(language) or self.sentences.get(DEFAULT_LANGUAGE, "{nodes}")
+
+    def notice(self, key: str, language: str, **values: str) -> str:
+        """Notice sentence ``key`` (e.g. ``mcpServerUnavailable``) in ``language`` (else English) with its
+        ``{placeholders}`` replaced by ``values``.
+
+        Raises:
+            KeyError: no shipped language has ``key``.
+        """
+        sentence = self.notices.get(language, {}).get(key) or self.notices[DEFAULT_LANGUAGE][key]
+        for name, value in values.items():
+            sentence = sentence.replace("{" + name + "}", value)
+        return sentence
 
 
 @lru_cache(maxsize=4)
@@ -46,6 +66,7 @@ def load_patterns(locales_dir: Path) -> InjectionPatterns:
     """
     patterns: list[str] = []
     sentences: dict[str, str] = {}
+    notices: dict[str, dict[str, str]] = {}
     for path in sorted(locales_dir.glob(f"*/{FILE_NAME}")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -56,8 +77,9 @@ def load_patterns(locales_dir: Path) -> InjectionPatterns:
             raise ValueError(f"{path}: {err}") from None
         if data.get("possibleInjection"):
             sentences[path.parent.name] = data["possibleInjection"]
+        notices[path.parent.name] = {key: text for key, text in data.items() if key in NOTICE_KEYS and text}
     joined = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE) if patterns else None
-    return InjectionPatterns(joined, sentences)
+    return InjectionPatterns(joined, sentences, notices)
 
 
 def suspicious_nodes(nodes: list[dict[str, Any]] | None, patterns: InjectionPatterns) -> list[dict[str, str]]:

@@ -23,8 +23,8 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
 from service.chat.events import Emit, Origin
-from service.chat.history import fitted_history
-from service.chat.injection import load_patterns, suspicious_nodes
+from service.chat.history import agent_summarisation, fitted_history
+from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
 from service.chat.injection import notice_message as injection_message
 from service.chat.prompts import (
     describe_flow,
@@ -87,8 +87,6 @@ ROUTER_PROMPT = ("Classify the user's message for a Node-RED assistant. Answer w
 REWRITE_PROMPT = ("The search query below found nothing relevant in Node-RED's node help or the user's flows. Rewrite "
                   "it as a short keyword query in the same language, using the words Node-RED's documentation would "
                   "use (node type names, properties). Answer with the query only.")
-# The ``notice`` of an external MCP server whose tools are unavailable (issue 22); English only for now.
-EXTERNAL_UNAVAILABLE = ("The MCP server {server} is unavailable ({reason}); its tools are left out of this answer.")
 FATAL_TOOL_CODES = frozenset({"flow_not_found", "node_not_found", "flow_not_selected", "node_not_selected",
                               "invalid_params", "unknown_tool"})
 
@@ -416,16 +414,18 @@ def _offered(deps: ChatDeps, tool_names: list[str]) -> list[str]:
     return [name for name in offered if deps.approvals is not None or not deps.tools.writes(name)]
 
 
-async def _external_notices(deps: ChatDeps, emit: Emit, known: set[str]) -> set[str]:
-    """One ``mcp_server_unavailable`` notice for each external MCP server that is unavailable and not in ``known``
-    (already told); returns all unavailable servers."""
+async def _external_notices(deps: ChatDeps, emit: Emit, known: set[str], language: str) -> set[str]:
+    """One ``mcp_server_unavailable`` notice (``server``: its name, ``reason``: why, as the server or its start
+    said it) for each external MCP server that is unavailable and not in ``known`` (already told), worded in
+    ``language`` (``mcpServerUnavailable`` of ``locales/<lang>/guardrails.json``); returns all unavailable
+    servers."""
     external = deps.tools.external
     unavailable = external.unavailable() if external else {}
+    patterns = load_patterns(deps.settings.locales_dir) if unavailable else None
     for server, reason in unavailable.items():
-        if server not in known:
-            await emit(events.notice("mcp_server_unavailable", EXTERNAL_UNAVAILABLE.format(server=server,
-                                                                                           reason=reason),
-                                     server=server))
+        if server not in known and patterns is not None:
+            message = patterns.notice("mcpServerUnavailable", language, server=server, reason=reason)
+            await emit(events.notice("mcp_server_unavailable", message, server=server, reason=reason))
     return set(unavailable)
 
 
@@ -689,7 +689,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     if deps.tools.mcp is not None:
         # The child starts in the background: the model is shown the tools it listed (none when it cannot start).
         await deps.tools.mcp.listed()
-    told = await _external_notices(deps, emit, set())
+    told = await _external_notices(deps, emit, set(), result.language or DEFAULT_LANGUAGE)
     offered = _offered(deps, tool_names)
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
@@ -706,7 +706,9 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
         try:
             pending = await run_agent(model, tools, messages, limits, emit, result, approval,
                                       tool_selector(offered, settings.tool_search_threshold),
-                                      guards=pii_middleware(settings.pii_types))
+                                      guards=pii_middleware(settings.pii_types),
+                                      condense=agent_summarisation(deps, model, messages[0] if messages else None,
+                                                                   offered))
         except Exception as exc:
             if result.answer or result.tools or system is None or not _tools_unsupported(exc):
                 raise
@@ -718,7 +720,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                 await events.relay_chunk(chunk, emit, result)
 
     await _with_model(deps, emit, agent_or_chat)
-    await _external_notices(deps, emit, told)  # a server that died during the run
+    # A server that died during the run.
+    await _external_notices(deps, emit, told, result.language or DEFAULT_LANGUAGE)
     if pending and approval is not None and deps.approvals is not None:
         saved = {"tools": offered, "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,

@@ -8,6 +8,10 @@ the agent) sends the same condensed history. A stored session's summary is kept 
 it outgrow the budget. A backlog larger than one summary request can hold is folded in several steps, each request
 within the budget.
 
+Within one agent turn the same middleware runs in the agent's middleware list (:class:`AgentSummarization`), with
+the same budget and counter: tool results piling up over many calls of one turn are folded before the model
+request that would outgrow the budget.
+
 Budget: ``AI_SIDEBAR_CONTEXT_TOKENS`` when set, else the model's profile (``max_input_tokens``, the LangChain model
 profiles), else :data:`PROVIDER_CONTEXT_TOKENS`. Counting: the OpenAI-family client's own tiktoken counter when
 tiktoken's encodings can be loaded (they are downloaded once; offline they are not), else LangChain's
@@ -24,7 +28,7 @@ from typing import Any
 
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 log = logging.getLogger(__name__)
@@ -124,6 +128,45 @@ def _tiktoken_ready() -> bool:
     return True
 
 
+def summarisation_options(room: int, counter: TokenCounter, budget: int) -> dict[str, Any]:
+    """``SummarizationMiddleware`` options for messages that may take ``room`` tokens of a ``budget``-token request:
+    summarise above the room, keep its newest third verbatim, and let a summary request carry at most the budget
+    less its own prompt and answer (:data:`SUMMARY_RESERVE`), never more than the room."""
+    room = max(room, 1)
+    return {"trigger": ("tokens", room), "keep": ("tokens", max(room // 3, 1)), "token_counter": counter,
+            "summary_prompt": SUMMARY_PROMPT, "trim_tokens_to_summarize": max(min(room, budget - SUMMARY_RESERVE), 1)}
+
+
+class AgentSummarization(SummarizationMiddleware):
+    """``SummarizationMiddleware`` in an agent run (before each model call of the loop), for a state whose first
+    message is the system prompt: that stays as it is and out of the count, since ``room`` is what the budget
+    leaves after it, the tool schemas and :data:`ANSWER_RESERVE`.
+
+    Args:
+        model: the run's chat model; it writes the summaries.
+        room: tokens the messages after the system prompt may take.
+        counter: the token counter (:func:`token_counter`).
+        budget: tokens one request may hold; a summary request is kept within it.
+    """
+
+    def __init__(self, model: BaseChatModel, room: int, counter: TokenCounter, budget: int):
+        super().__init__(model, **summarisation_options(room, counter, budget))
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        messages = state["messages"]
+        head = messages[:1] if messages and isinstance(messages[0], SystemMessage) else []
+        update = await super().abefore_model({**state, "messages": messages[len(head):]}, runtime)
+        if update is None or not head:
+            return update
+        remove_all, *rest = update["messages"]
+        return {"messages": [remove_all, *head, *rest]}
+
+    def _should_summarize_based_on_reported_tokens(self, messages: Any, threshold: float) -> bool:
+        # The provider's reported total counts the system prompt, the tool schemas and the answer, which the room
+        # already leaves out: compared with the room it would fold turns that fit. Our own count decides.
+        return False
+
+
 class Summariser:
     """Folds the oldest turns of a history into a summary so that it fits ``room`` tokens.
 
@@ -137,12 +180,7 @@ class Summariser:
     def __init__(self, model: BaseChatModel, room: int, counter: TokenCounter, budget: int):
         self.room = max(room, 1)
         self.counter = counter
-        # The newest third of the room stays verbatim; what the summary request may carry is the budget less its
-        # prompt and answer, and never more than the room (the trigger).
-        self._fold_limit = max(min(self.room, budget - SUMMARY_RESERVE), 1)
-        self._middleware = SummarizationMiddleware(
-            model, trigger=("tokens", self.room), keep=("tokens", max(self.room // 3, 1)), token_counter=counter,
-            summary_prompt=SUMMARY_PROMPT, trim_tokens_to_summarize=self._fold_limit)
+        self._middleware = SummarizationMiddleware(model, **summarisation_options(self.room, counter, budget))
 
     async def condense(self, summary: str | None, messages: Sequence[BaseMessage]) -> Condensed:
         """``summary`` plus ``messages`` (oldest first, each with an ``id``) within :attr:`room`: unchanged when they

@@ -10,15 +10,24 @@ it runs only through the approval machinery (see :mod:`service.chat.approvals`) 
 A server that fails to start, does not answer its start within ``startTimeout`` or dies is *unavailable*: its
 tools are not offered and :meth:`ExternalServers.unavailable` says why (the pipeline turns it into a ``notice``);
 its start is tried again at most every :data:`RETRY_SECONDS`.
+
+Servers a request names (an ``ai-config`` node's, sent with its provider settings) join the configured ones for
+that request only (:meth:`ExternalServers.with_servers`); their connections are kept in a pool keyed by the whole
+definition, secrets included, so that the next request with the same definition reuses the running connection
+instead of starting another. Which request servers the service accepts at all is the web layer's decision
+(:func:`service.web.routes.request_servers`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.client.streamable_http import streamablehttp_client
@@ -32,6 +41,8 @@ log = logging.getLogger(__name__)
 
 SEPARATOR = "__"
 RETRY_SECONDS = 60.0
+# Connections to request servers kept at once; the least recently requested one beyond it is closed.
+POOL_LIMIT = 16
 
 
 @dataclass
@@ -63,11 +74,66 @@ def _client(config: McpServerConfig) -> McpTools:
                     retry=False)
 
 
-class ExternalServers:
-    """The configured external servers: ``start()``, names and schemas of their tools, ``call``, ``close()``."""
+def definition_key(config: McpServerConfig) -> str:
+    """A digest of a server's whole definition, secret values included (they are part of what makes two
+    connections differ); only the digest is kept as a key, never the values."""
+    shown = config.model_dump(exclude={"env", "headers"})
+    shown["env"] = {key: value.get_secret_value() for key, value in sorted(config.env.items())}
+    shown["headers"] = {key: value.get_secret_value() for key, value in sorted(config.headers.items())}
+    return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
 
-    def __init__(self, configs: list[McpServerConfig]):
+
+@dataclass
+class ServerPool:
+    """Request servers by definition (:func:`definition_key`), least recently requested first; beyond ``limit``
+    the oldest is closed (a call still running on it fails, and its server is then reported unavailable)."""
+
+    limit: int = POOL_LIMIT
+    servers: OrderedDict[str, ExternalServer] = field(default_factory=OrderedDict)
+    closing: set[asyncio.Task] = field(default_factory=set)
+
+    def get(self, config: McpServerConfig) -> ExternalServer:
+        """The pooled server of ``config``'s definition, created (not started) when the pool has none."""
+        key = definition_key(config)
+        server = self.servers.pop(key, None) or ExternalServer(config, _client(config))
+        self.servers[key] = server
+        while len(self.servers) > self.limit:
+            _, oldest = self.servers.popitem(last=False)
+            task = asyncio.create_task(_close(oldest), name=f"mcp-close-{oldest.name}")
+            self.closing.add(task)
+            task.add_done_callback(self.closing.discard)
+        return server
+
+    async def close(self) -> None:
+        servers = list(self.servers.values())
+        self.servers.clear()
+        await asyncio.gather(*(_close(server) for server in servers), *list(self.closing))
+
+
+async def _close(server: ExternalServer) -> None:
+    if server.starting is not None and not server.starting.done():
+        server.starting.cancel()
+    await server.client.close()
+
+
+class ExternalServers:
+    """The configured external servers: ``start()``, names and schemas of their tools, ``call``, ``close()``.
+
+    Args:
+        configs: the service's own servers (``MCP_SERVERS``, the YAML file's ``mcpServers``).
+        pool: where the servers of requests live (:meth:`with_servers`); a new pool when not given.
+    """
+
+    def __init__(self, configs: list[McpServerConfig], pool: ServerPool | None = None):
         self.servers = {config.name: ExternalServer(config, _client(config)) for config in configs}
+        self.pool = ServerPool() if pool is None else pool
+
+    def with_servers(self, configs: list[McpServerConfig]) -> ExternalServers:
+        """These servers and ``configs`` (a request's, names not among these: the caller checks), the latter from
+        the pool. The result shares its servers: close this set, never the result."""
+        joined = ExternalServers([], self.pool)
+        joined.servers = {**self.servers, **{config.name: self.pool.get(config) for config in configs}}
+        return joined
 
     def __bool__(self) -> bool:
         return bool(self.servers)
@@ -155,7 +221,5 @@ class ExternalServers:
             raise
 
     async def close(self) -> None:
-        for server in self.servers.values():
-            if server.starting is not None and not server.starting.done():
-                server.starting.cancel()
-        await asyncio.gather(*(server.client.close() for server in self.servers.values()))
+        """Stop these servers and every pooled request server."""
+        await asyncio.gather(*(_close(server) for server in self.servers.values()), self.pool.close())

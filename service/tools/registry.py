@@ -78,6 +78,12 @@ class ToolRegistry:
         self.mcp = mcp
         self.external = external
 
+    def with_external(self, external: ExternalServers) -> ToolRegistry:
+        """The same tools with ``external`` as the external servers (one request's: see
+        :meth:`ExternalServers.with_servers`)."""
+        registry = ToolRegistry(self._local.values(), self.mcp, external)
+        return registry
+
     def names(self) -> list[str]:
         return sorted(set(self._local) | set(self.mcp.names if self.mcp else ()) | set(self.external_names()))
 

@@ -94,10 +94,10 @@ def openapi_document() -> dict[str, Any]:
         "/healthz": {"get": _operation("Liveness", _json("ok"), secured=False)},
         "/openapi.json": {"get": _operation("This description", _json("OpenAPI document"), secured=False)},
         "/ai-sidebar/stream-chat": {"post": _operation("Answer a message as an event stream", EVENT_STREAM,
-                                                       400, 401, 408, 413, 429, body=StreamChatRequest)},
+                                                       400, 401, 403, 408, 413, 429, body=StreamChatRequest)},
         "/ai-sidebar/assist": {"post": _operation(
             "A proposal for a node edit dialog (function code, JSONata, JSON) as an event stream: token events, one "
-            "proposal or error event, done", EVENT_STREAM, 400, 401, 408, 413, 429, body=AssistRequest)},
+            "proposal or error event, done", EVENT_STREAM, 400, 401, 403, 408, 413, 429, body=AssistRequest)},
         "/ai-sidebar/scenarios": {"get": _operation("Scenarios of a language (no system prompts)", _json("ok"),
                                                     401, parameters=[LANG])},
         "/ai-sidebar/execute-tool": {"post": _operation("Run a tool by name", _json("tool result"),

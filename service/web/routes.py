@@ -35,7 +35,7 @@ from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
 from service.settings import PROVIDERS
 from service.tools.context import ServiceToolContext
-from service.tools.registry import failure_status
+from service.tools.registry import ToolRegistry, failure_status
 from service.tracing.spans import describe_caller
 from service.web.keys import (
     APPROVALS,
@@ -240,11 +240,45 @@ def _counted(request: web.Request, deps: ChatDeps, result: ChatResult, work):
     return counted(work, report)
 
 
+def request_tools(request: web.Request, provider: ProviderOverride | None) -> ToolRegistry:
+    """The app's tools, plus the external MCP servers the ``ai-config`` node of ``provider`` names.
+
+    A stdio server of a request runs a program on the service's host: it is accepted only with
+    ``AI_SIDEBAR_MCP_REQUEST_STDIO=true`` (a service whose flow editors may run programs there anyway); otherwise
+    the service starts stdio servers only from its own configuration. A streamable HTTP server of a request is
+    accepted: the service connects to it as the node's author could from their own machine.
+
+    Raises:
+        ServiceError: 403 ``mcp_stdio_not_allowed`` (naming the server); 400 ``invalid_request`` for a server
+            named like one of the service's own (its tools' names would clash).
+    """
+    tools = request.app[TOOLS]
+    servers = provider.mcpServers if provider is not None else []
+    if not servers:
+        return tools
+    settings = request.app[SETTINGS]
+    for server in servers:
+        if server.command is not None and not settings.mcp_request_stdio:
+            raise ServiceError("mcp_stdio_not_allowed", status=403, params={"server": server.name})
+    own = {server.name for server in settings.mcp_servers}
+    for server in servers:
+        if server.name in own:
+            raise ServiceError("invalid_request", status=400, key="invalid_request.mcp_server_name",
+                               params={"server": server.name})
+    assert tools.external is not None  # the app factory always gives the registry its external servers
+    return tools.with_external(tools.external.with_servers(servers))
+
+
 def _chat_deps(request: web.Request, caller: Caller, provider: ProviderOverride | None) -> ChatDeps:
-    """What a chat run (or a resumed one) of ``caller`` uses, with the ``ai-config`` node's ``provider``."""
+    """What a chat run (or a resumed one) of ``caller`` uses, with the ``ai-config`` node's ``provider``.
+
+    Raises:
+        ServiceError: the node's MCP servers are refused (see :func:`request_tools`).
+    """
     remember = caller.memory and (provider is None or provider.memory)
     return ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(caller.token),
-                    models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS], tools=request.app[TOOLS],
+                    models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS],
+                    tools=request_tools(request, provider),
                     user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
                     granted_tools=caller.tools, provider=provider, knowledge=request.app[KNOWLEDGE],
                     memory=request.app[MEMORY].store if remember else None,
@@ -304,7 +338,7 @@ async def resume(request: web.Request) -> web.StreamResponse:
     async with request.app[LIMITER].slot(caller.identity.principal):
         deps = _chat_deps(request, caller, body.provider)
         await _refuse_over_budget(approvals, body.resumeToken, deps)
-        claimed = await claim(approvals, request.app[TOOLS], caller.identity, body)
+        claimed = await claim(approvals, deps.tools, caller.identity, body)
         result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
 
         async def finish() -> None:

@@ -10,7 +10,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
 
 from service.errors import ServiceError
-from service.settings import Provider
+from service.settings import McpServerConfig, Provider
 from service.web.keys import SETTINGS
 
 ID_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
@@ -111,6 +111,10 @@ class ProviderOverride(BaseModel):
     memory: bool = True
     tools: bool = True
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
+    mcpServers: list[McpServerConfig] = Field(default_factory=list, max_length=10, description=(
+        "the node's external MCP servers, for this request besides the service's own: streamable HTTP (url, "
+        "headers) always; stdio (command, args, env) only with AI_SIDEBAR_MCP_REQUEST_STDIO=true, else 403 "
+        "mcp_stdio_not_allowed; a name the service's own servers use is 400 invalid_request"))
 
 
 class StreamChatRequest(BaseModel):

@@ -1,7 +1,9 @@
-"""A stdio MCP server for tests (``python -m tests.support.many_tools_server [--hang | --few]``), built with the
-``mcp`` SDK's FastMCP: by default 150 tools (15 services × 10 actions, ``<service>_<action>``; the reading
-actions annotated ``readOnlyHint``); ``--few``: ``echo`` and ``explode`` (which kills the process mid-call, as a
-crashing server does); ``--hang``: never answers its start."""
+"""An MCP server for tests (``python -m tests.support.many_tools_server [--hang | --few] [--http PORT]``), built
+with the ``mcp`` SDK's FastMCP: by default 150 tools (15 services × 10 actions, ``<service>_<action>``; the reading
+actions annotated ``readOnlyHint``); ``--few``: ``echo``, ``explode`` (which kills the process mid-call, as a
+crashing server does), ``report`` (a long text: about 3,000 characters naming its ``part``) and ``whoami`` (over
+HTTP: the request's ``Authorization`` header and MCP session id); ``--hang``: never answers its start. Over stdio
+unless ``--http PORT`` serves streamable HTTP at ``http://127.0.0.1:PORT/mcp``."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import os
 import sys
 import time
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 
 SERVICES = {
@@ -46,8 +48,21 @@ def _runner(name: str):
     return run
 
 
-def build(few: bool) -> FastMCP:
-    server = FastMCP("test-tools")
+def whoami(ctx: Context) -> str:
+    """The ``Authorization`` header and ``mcp-session-id`` of the HTTP request that carried this call."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", {})
+    return f"authorization={headers.get('authorization')} session={headers.get('mcp-session-id')}"
+
+
+def report(part: int = 1) -> str:
+    """A long result, as a log export or a large query answer is: 40 lines naming ``part``."""
+    return "\n".join(f"part {part} line {line}: sensor reading within limits, no alarm raised, value {line * part}"
+                     for line in range(40))
+
+
+def build(few: bool, port: int = 8000) -> FastMCP:
+    server = FastMCP("test-tools", port=port)
     if few:
         def echo(text: str = "") -> str:
             return f"echo: {text}"
@@ -58,6 +73,10 @@ def build(few: bool) -> FastMCP:
         server.add_tool(echo, name="echo", description="Echo the text.",
                         annotations=ToolAnnotations(readOnlyHint=True))
         server.add_tool(explode, name="explode", description="Read the crash report.",
+                        annotations=ToolAnnotations(readOnlyHint=True))
+        server.add_tool(report, name="report", description="Export the sensor report, one part at a time.",
+                        annotations=ToolAnnotations(readOnlyHint=True))
+        server.add_tool(whoami, name="whoami", description="Tell who is calling.",
                         annotations=ToolAnnotations(readOnlyHint=True))
         return server
     for name in tool_names():
@@ -70,4 +89,7 @@ if __name__ == "__main__":
     if "--hang" in sys.argv:
         while True:
             time.sleep(3600)
-    build("--few" in sys.argv).run("stdio")
+    if "--http" in sys.argv:
+        build("--few" in sys.argv, int(sys.argv[sys.argv.index("--http") + 1])).run("streamable-http")
+    else:
+        build("--few" in sys.argv).run("stdio")

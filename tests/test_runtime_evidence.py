@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 
@@ -18,6 +19,9 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import SecretStr
 
 from mcp_server.server import NodeRedConfig, build_server
+from service.nodered.client import NodeRedClient
+from service.nodered.comms import CommsSubscriber
+from service.nodered.evidence import EvidenceBuffer
 from service.nodered.settings import NodeRedSettings
 from service.settings import Settings
 from service.web.app import create_app
@@ -266,3 +270,32 @@ async def test_evidence_flows_again_within_ten_seconds_after_node_red_restarts(e
             await press(evidence_nodered, INJECT_BOOM)  # 404 until the flows have started: pressed again
         await asyncio.sleep(0.2)
     assert buffer.connected and errors_of(buffer, THROWER)[0] == "boom 42"
+
+
+async def test_a_node_red_that_starts_after_the_service_is_waited_for_without_a_warning(tmp_path, caplog):
+    """``make run`` starts the service before Node-RED: until the subscriber has connected once, a Node-RED that
+    is not reachable is told once at info level; it connects when Node-RED comes."""
+    caplog.set_level(logging.INFO, logger="service.nodered.comms")
+    late = NodeRed(userdir=tmp_path / "late", port=free_port(), with_palette=False)
+    buffer = EvidenceBuffer()
+    async with aiohttp.ClientSession() as session:
+        subscriber = CommsSubscriber(NodeRedClient(late.url, session), session, buffer, backoff=(0.2, 0.5))
+        subscriber.start()
+        try:
+            for _ in range(600):
+                if buffer.last_error is not None:
+                    break
+                await asyncio.sleep(0.05)
+            assert buffer.last_error is not None and not buffer.connected
+            await asyncio.to_thread(late.start)
+            for _ in range(1200):
+                if buffer.connected:
+                    break
+                await asyncio.sleep(0.1)
+            assert buffer.connected
+        finally:
+            await subscriber.stop()
+            late.stop()
+    waiting = [r for r in caplog.records if "not reachable yet" in r.getMessage()]
+    assert waiting and all(r.levelno == logging.INFO for r in waiting)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -85,8 +85,10 @@ class CommsSubscriber:
         attempt = 0
         refusals = 0
         reported: str | None = None
+        ever_connected = False
         while True:
             refused = False
+            unreachable = False
             try:
                 await self._session_once(renew=refusals > 0)
                 reason = "Node-RED closed the comms websocket"
@@ -99,8 +101,10 @@ class CommsSubscriber:
             except NodeRedError as err:
                 reason = f"{err.code}: {err.message}"
                 refused = err.code in ("nodered_login_failed", "nodered_unauthorized")
+                unreachable = err.code == "nodered_unreachable"
             except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as err:
                 reason = f"Node-RED's comms websocket is not reachable ({type(err).__name__})"
+                unreachable = True
             except Exception:  # a bug here must not stop the service; it is logged with its stack
                 log.exception("runtime evidence: the comms subscriber failed")
                 reason = "internal error in the comms subscriber"
@@ -108,10 +112,15 @@ class CommsSubscriber:
             if self.buffer.connected and not refused:  # it had worked: the first retry comes soon
                 attempt = 0
                 reported = None
+                ever_connected = True
             self.buffer.connected = False
             self.buffer.last_error = reason
             if reason != reported:  # once per kind of failure, not on every retry
-                log.warning("runtime evidence: %s; reconnecting", reason)
+                if unreachable and not ever_connected:
+                    # `make run` starts the service before Node-RED: not reachable yet is expected, not a fault.
+                    log.info("runtime evidence: Node-RED is not reachable yet (%s); waiting for it", reason)
+                else:
+                    log.warning("runtime evidence: %s; reconnecting", reason)
                 reported = reason
             # A refusal is retried once at once with a fresh login (an expired session), then rarely: the
             # credentials must change first.

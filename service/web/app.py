@@ -174,6 +174,7 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
                   err.message if isinstance(err, MemoryUnavailable) else err)
         yield
         return
+    log.info("memory: %s", "PostgreSQL (DATABASE_URL)" if is_postgres_url(target) else f"SQLite at {where}")
     try:
         if settings.templates_path.exists():
             await slot.store.seed_templates(json.loads(settings.templates_path.read_text(encoding="utf-8")))

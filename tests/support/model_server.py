@@ -254,3 +254,45 @@ def _completion(reply: Reply, model: str, created: int) -> dict[str, Any]:
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def echo_reply(body: dict[str, Any]) -> Reply:
+    """What the stand-alone server (:func:`main`) answers: no model at all, only what it received, so that a
+    person trying the assistant without a provider sees the request go through (messages, tools offered)."""
+    messages = body.get("messages") or []
+    last = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+    content = last.get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    if len(text) > 300:
+        text = text[:300] + "…"
+    tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+    return Reply(text=(f"(Scripted test model, not a real LLM.) I received {len(messages)} messages"
+                       f"{' and ' + str(len(tools)) + ' tools' if tools else ''}; the last question was: {text}"))
+
+
+def main() -> None:
+    """``python -m tests.support.model_server [--port 11434]``: serve :func:`echo_reply` answers on 127.0.0.1
+    until Ctrl-C, to try the sidebar without a model (README, "No key at hand?")."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--port", type=int, default=11434)
+    port = parser.parse_args().port
+    server = ScriptedModelServer()
+
+    def answer(body: dict[str, Any]) -> Reply:
+        server.requests.clear()  # kept for tests; a long-running server needs none of them
+        server.headers.clear()
+        return echo_reply(body)
+
+    server.responder = answer
+    url = server.start(port)
+    print(f"scripted model server on {url} (Ctrl-C stops it)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -173,7 +173,7 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         lines += render_cost(results["cost"])
     prompt = results["prompt_size"]
     lines += ["", f"3. Prompt size: {prompt['measured']} of {prompt['tabs']} example tabs ({prompt['nodes']} nodes), "
-                  "\"explain the current flow\", cl100k_base tokens",
+                  f"\"explain the current flow\", {prompt.get('tokenizer', 'cl100k_base')} tokens",
               f"  raw JSON {prompt['raw_tokens']:,} · whole prompt {prompt['prompt_tokens']:,} "
               f"({_pct(prompt['prompt_ratio'])} %, median per tab {_pct(prompt['prompt_ratio_median'])} %, "
               f"{prompt['tabs_over_35_percent']} tabs over 35 %) · flow block only {prompt['flow_tokens']:,} "

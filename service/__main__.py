@@ -1,9 +1,11 @@
 """``ai-sidebar-service``: build the settings from the environment and run the aiohttp app, in one process or in
 ``AI_SIDEBAR_WORKERS`` processes sharing the port (:mod:`service.workers`)."""
 
+import asyncio
 import gc
 import logging
 import os
+import signal
 import sys
 from multiprocessing.synchronize import Event
 
@@ -13,6 +15,8 @@ from service.settings import Settings, SettingsError
 from service.tracing.setup import install_from_env, wanted_exporters
 from service.web.app import create_app
 from service.workers import supervise, worker_count
+
+log = logging.getLogger("service")
 
 
 def main() -> None:
@@ -47,8 +51,33 @@ def serve(settings: Settings, ready: Event | None, reuse_port: bool) -> None:
             ready.set()
         app.on_startup.append(started)
     tune_collector()
-    web.run_app(app, host=settings.host, port=settings.port, reuse_port=reuse_port,
-                print=lambda text: logging.getLogger("service").info(text.strip()))
+    asyncio.run(run(app, settings.host, settings.port, reuse_port))
+
+
+async def run(app: web.Application, host: str, port: int, reuse_port: bool) -> None:
+    """Start ``app``, listen on ``host``:``port`` until SIGINT or SIGTERM, then shut it down and clean it up.
+
+    A stop that comes while the app is starting waits for the start to end, then cleans up as after serving.
+    aiohttp's ``run_app`` raises ``GracefulExit`` into the start instead, and its runner's cleanup is skipped then
+    (``web._run_app`` calls ``runner.setup()`` before its ``try``): the cleanup contexts that had opened an
+    aiosqlite connection never closed it, and its thread (not a daemon) kept the process from exiting. With
+    several workers the second one is still starting when the first already answers, so a stop right after the
+    service came up left that worker hanging until the supervisor killed it (issue 23).
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    try:
+        if not stop.is_set():
+            site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
+            await site.start()
+            log.info("======== Running on %s ========", site.name)
+            await stop.wait()
+    finally:
+        await runner.cleanup()
 
 
 def tune_collector() -> None:

@@ -171,9 +171,9 @@ class Settings(EnvSettings):
     token_coalesce_ms: float = Field(15.0, ge=0, le=1000, validation_alias="AI_SIDEBAR_TOKEN_COALESCE_MS",
                                      description="milliseconds within which streamed tokens are joined into one "
                                                  "token event (0: one event per model chunk)")
-    # One by default: with several, a service stopped while streaming hung in the browser tests (not yet traced).
-    workers: int | None = Field(1, ge=1, le=256, validation_alias="AI_SIDEBAR_WORKERS",
-                                description="service processes sharing the port (e.g. the machine's CPU count)")
+    workers: int | None = Field(None, ge=1, le=256, validation_alias="AI_SIDEBAR_WORKERS",
+                                description="service processes sharing the port (default: the CPUs the service "
+                                            "may use; make run: 1)")
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")

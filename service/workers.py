@@ -55,6 +55,7 @@ def supervise(count: int, serve: Serve) -> int:
     started: the first worker's signal to start the others); returns the exit code for the supervisor.
 
     ``fork`` start method: the workers share the already imported code; the supervisor has started no thread yet.
+    A worker that has not stopped :data:`STOP_GRACE` seconds after the stop is killed, and the code is then 1.
     """
     context = multiprocessing.get_context("fork")
     ready = context.Event()
@@ -105,8 +106,11 @@ def supervise(count: int, serve: Serve) -> int:
         for worker in workers:
             worker.join(STOP_GRACE)
             if worker.is_alive():
+                log.error("worker %s (pid %s) did not stop within %s s; killed", worker.name, worker.pid,
+                          STOP_GRACE)
                 worker.kill()
                 worker.join(5)
+                code = code or 1
         if not stopping and workers and code == 0:
             code = workers[0].exitcode or 0
         return code

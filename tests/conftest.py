@@ -26,6 +26,10 @@ from tests.support.nodered import (
 )
 from tests.support.postgres import PostgresServer, postgres_bin
 
+# Every service a test starts as a process runs one worker, as under `make run`, so that per-process limits are the
+# tests' limits; a test that wants several sets AI_SIDEBAR_WORKERS in the environment it passes (tests/test_workers.py).
+os.environ.setdefault("AI_SIDEBAR_WORKERS", "1")
+
 
 def pytest_report_header(config) -> str:
     """Which Node-RED the run tests (``make test`` runs the suite once per supported version)."""

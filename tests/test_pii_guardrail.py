@@ -4,6 +4,7 @@ reach the model, on the keyword path and the agent path; the answer still works.
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -88,3 +89,22 @@ def test_the_setting_names_types_all_or_off():
     assert parse_types("phone, email") == ("email", "phone")
     with pytest.raises(ValueError, match="fax is not a PII type"):
         parse_types("email,fax")
+
+
+def test_the_email_and_ip_detectors_find_what_langchains_find_on_the_whole_text():
+    # They run LangChain's detectors only on the runs of text without whitespace that hold an "@" or a digit, a dot
+    # and a digit; the matches and their offsets must be those of the whole text.
+    from langchain.agents.middleware.pii import detect_email, detect_ip
+
+    from service.llm.pii import DETECTORS
+
+    alphabet = "0123456789 .@-_+%:/()aZé\n\t\u00a0"
+    generator = random.Random(23)
+    texts = ["".join(generator.choice(alphabet) for _ in range(generator.randint(0, 60))) for _ in range(20_000)]
+    texts += [CODE, QUESTION, "a@b.cc 1.2.3.4@x.de\t192.168.0.1 10.1.2.3.4 x@y", f"{EMAIL}{IP} {IP}.{EMAIL}"]
+    found = 0
+    for text in texts:
+        assert DETECTORS["email"](text) == detect_email(text), text
+        assert DETECTORS["ip"](text) == detect_ip(text), text
+        found += len(detect_email(text)) + len(detect_ip(text))
+    assert found > 5  # the texts hold matches, not only misses

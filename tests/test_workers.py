@@ -61,6 +61,56 @@ def test_two_workers_answer_on_one_port_from_two_pids_and_stop_on_sigterm(nodere
             process.wait(10)
 
 
+def children_of(pid: int) -> list[int]:
+    """The child pids of ``pid`` (``/proc/<pid>/task/<tid>/children``, proc(5))."""
+    found: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return found
+
+
+def times_open(pid: int, name: str) -> int:
+    """How many descriptors of process ``pid`` are open on a file named ``name`` (``/proc/<pid>/fd``)."""
+    try:
+        return sum(os.readlink(f"/proc/{pid}/fd/{fd}").endswith("/" + name) for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:  # it ended, or closed a descriptor while we looked
+        return 0
+
+
+def test_a_stop_while_the_second_worker_starts_ends_both_workers_and_the_supervisor_with_0(nodered, model, tmp_path):
+    # The hang of issue 23: the first worker answers while the second is still starting, and a SIGTERM then reached
+    # the second in the middle of its start. aiohttp's run_app skipped its cleanup, the memory database's
+    # connections (their threads are not daemons) were never closed, the worker never exited, and the supervisor
+    # waited for it until it killed it STOP_GRACE seconds later. The stop is sent as soon as the second worker has
+    # opened the memory database (its start has begun), in each of three runs.
+    env = {**os.environ, "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "AI_SIDEBAR_WORKERS": "2",
+           "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": TEST_API_KEY,
+           "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "MCP_TOOLS_ENABLED": "false"}
+    log_path = tmp_path / "service.log"
+    for run in range(3):
+        port = free_port()
+        with log_path.open("ab") as log:
+            process = subprocess.Popen([sys.executable, "-m", "service"], env={**env, "AI_SIDEBAR_PORT": str(port)},
+                                       stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            workers: list[int] = []
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and process.poll() is None:
+                workers = sorted(children_of(process.pid))  # the second is forked once the first has started
+                if len(workers) == 2 and times_open(workers[1], "memory.db"):
+                    break
+                time.sleep(0.002)
+            assert len(workers) == 2, log_path.read_text()[-3000:]
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(90) == 0, f"run {run}: " + log_path.read_text()[-3000:]
+            assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    assert "did not stop" not in log_path.read_text()
+
+
 def test_worker_count_is_the_setting_else_the_usable_cpus_and_one_on_port_zero():
     assert worker_count(3, 8765) == 3
     assert worker_count(None, 8765) == len(os.sched_getaffinity(0))

@@ -29,7 +29,12 @@ _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b
 # A phone number starts with a country code (+49), an area code in brackets ((030)) or a trunk prefix (0...), and
 # has 8 to 15 digits (ITU-T E.164), in groups that separators may part: dates (2024-01-15), versions, times, ids
 # and timestamps do not start that way. A group after a space never starts with 0 or +: that is the next number.
-_PHONE = re.compile(r"(?<![\w+\-./:])(?:\+\d{1,3}|\(0?\d{1,4}\)|0\d{1,4})"
+# The character before the first one is checked after the first one is read ("+" then "not after a word
+# character"), so that the regular expression starts with a literal: the engine then skips to the next "+", "(" or
+# "0" instead of trying its look-behind at every position of the text (about 2 ms per 10 KB before).
+_NOT_AFTER = r"[\w+\-./:]"
+_PHONE = re.compile(rf"(?:\+(?<!{_NOT_AFTER}\+)\d{{1,3}}|\((?<!{_NOT_AFTER}\()0?\d{{1,4}}\)"
+                    rf"|0(?<!{_NOT_AFTER}0)\d{{1,4}})"
                     r"(?:(?:[.\-/]|\ (?=[1-9(]))?\(?\d{1,5}\)?){1,6}(?![\w])")
 _PHONE_DIGITS = (8, 15)
 
@@ -57,8 +62,42 @@ def detect_phone(content: str) -> list[PIIMatch]:
             for m in _PHONE.finditer(content) if low <= sum(char.isdigit() for char in m.group()) <= high]
 
 
-DETECTORS: dict[str, Detector] = {"iban": detect_iban, "credit_card": detect_credit_card, "email": detect_email,
-                                  "ip": detect_ip, "phone": detect_phone}
+# ASCII whitespace: no e-mail address or IPv4 address holds one (their patterns' characters are letters, digits and
+# ``._%+-@``), and a word boundary (``\b``) next to it is one at either end of a run of text without it.
+_GAPS = frozenset(" \t\n\r\f\v")
+_RUN_END = re.compile(r"[^ \t\n\r\f\v]*")
+
+
+def _run_around(text: str, position: int) -> tuple[int, int]:
+    """Start and end of the run of ``text`` without ASCII whitespace that holds ``position`` (a run is a word or
+    a URL: the steps back are few)."""
+    start = position
+    while start and text[start - 1] not in _GAPS:
+        start -= 1
+    return start, _RUN_END.match(text, position).end()  # type: ignore[union-attr]  # * matches the empty run
+
+
+def within_runs(detector: Detector, marker: re.Pattern[str]) -> Detector:
+    """``detector`` (whose matches never hold ASCII whitespace) run only on the runs of text without whitespace that
+    hold a ``marker`` (e.g. the ``@`` of an e-mail address), with the same matches as on the whole text. LangChain's
+    e-mail and IP patterns begin with ``\b`` and try every position of a text (about 2.5 ms per 10 KB of prompt
+    together); a prompt has few such runs."""
+    def detect(content: str) -> list[PIIMatch]:
+        found: list[PIIMatch] = []
+        done = -1
+        for hit in marker.finditer(content):
+            if hit.start() < done:
+                continue
+            start, done = _run_around(content, hit.start())
+            found += [PIIMatch(type=match["type"], value=match["value"], start=match["start"] + start,
+                               end=match["end"] + start) for match in detector(content[start:done])]
+        return found
+    return detect
+
+
+DETECTORS: dict[str, Detector] = {"iban": detect_iban, "credit_card": detect_credit_card,
+                                  "email": within_runs(detect_email, re.compile("@")),
+                                  "ip": within_runs(detect_ip, re.compile(r"[0-9]\.[0-9]")), "phone": detect_phone}
 
 
 def parse_types(setting: str) -> tuple[str, ...]:

@@ -13,13 +13,13 @@ from typing import Any
 from . import client
 from .client import Sample, percentile
 from .latency import QUESTION, pure_chat_bodies
-from .stack import SERVICE_TOKEN, Stack, cpu_seconds, memory_kib, reset_peak_rss, settled
+from .stack import SERVICE_TOKEN, ServiceProcess, Stack, cpu_seconds, memory_kib, reset_peak_rss, settled
 
 
-async def _sample_rss(pid: int, peak: list[int], stop: asyncio.Event) -> None:
+async def _sample_rss(pids: list[int], peak: list[int], stop: asyncio.Event) -> None:
     while not stop.is_set():
         try:
-            peak[0] = max(peak[0], memory_kib(pid, "VmRSS"))
+            peak[0] = max(peak[0], sum(memory_kib(pid, "VmRSS") for pid in pids))
         except (OSError, KeyError):
             return
         try:
@@ -37,26 +37,31 @@ def listen_overflows() -> int:
     return 0
 
 
-async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[str, Any]:
-    """``streams`` chats at once; every one must stream ``words`` tokens and end with ``done``."""
-    service = stack.service
-    await settled(service.pid)
+async def level(stack: Stack, streams: int, words: int, timeout: float,
+                services: list[ServiceProcess] | None = None) -> dict[str, Any]:
+    """``streams`` chats at once; every one must stream ``words`` tokens and end with ``done``. With several
+    ``services`` (replicas; default the stack's one), chat ``i`` goes to ``services[i % len(services)]``, and their
+    CPU and memory are summed."""
+    services = services or [stack.service]
+    pids = [service.pid for service in services]
+    for pid in pids:
+        await settled(pid)
     body = pure_chat_bodies(stack).service
-    url = f"{service.url}/ai-sidebar/stream-chat"
-    hwm_reset = reset_peak_rss(service.pid)
-    peak_sampled = [memory_kib(service.pid, "VmRSS")]
+    hwm_reset = all([reset_peak_rss(pid) for pid in pids])
+    peak_sampled = [sum(memory_kib(pid, "VmRSS") for pid in pids)]
     model_pid = stack.model.process.pid
-    cpu_before = {"service": cpu_seconds(service.pid), "model": cpu_seconds(model_pid),
+    cpu_before = {"service": sum(cpu_seconds(pid) for pid in pids), "model": cpu_seconds(model_pid),
                   "bench client": time.process_time()}
     overflows = listen_overflows()
     gate = asyncio.Event()
     stop = asyncio.Event()
-    sampler = asyncio.create_task(_sample_rss(service.pid, peak_sampled, stop))
+    sampler = asyncio.create_task(_sample_rss(pids, peak_sampled, stop))
     async with client.session(timeout=timeout) as http:
         async def one(index: int) -> Sample:
             await gate.wait()
             headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": f"bench-user-{index}"}
             tag = f"c{streams}-{index}"
+            url = f"{services[index % len(services)].url}/ai-sidebar/stream-chat"
             return await client.stream_service(http, url, {"message": f"{QUESTION} [bench {tag}]", **body},
                                                headers, "service/chat", tag)
 
@@ -73,7 +78,7 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
         wall = time.monotonic() - started
     stop.set()
     await sampler
-    cpu = {"service": cpu_seconds(service.pid) - cpu_before["service"],
+    cpu = {"service": sum(cpu_seconds(pid) for pid in pids) - cpu_before["service"],
            "model": cpu_seconds(model_pid) - cpu_before["model"],
            "bench client": time.process_time() - cpu_before["bench client"]}
     completed = [s for s in samples if s.ok and len(s.arrivals) == words]
@@ -90,7 +95,8 @@ async def level(stack: Stack, streams: int, words: int, timeout: float) -> dict[
         "inter_token_gap_ms": {"p50": percentile(gaps, 50), "p99": percentile(gaps, 99), "max": max(gaps or [0])},
         "ttft_ms": {"p50": percentile(ttft, 50), "p99": percentile(ttft, 99)},
         "cpu_s": cpu, "service_cpu_percent_of_one_core": 100 * cpu["service"] / wall if wall else None,
-        "service_peak_rss_mb": (memory_kib(service.pid, "VmHWM") if hwm_reset else peak_sampled[0]) / 1024,
+        "service_peak_rss_mb": (sum(memory_kib(pid, "VmHWM") for pid in pids) if hwm_reset
+                                else peak_sampled[0]) / 1024,
         "peak_rss_source": "VmHWM (reset before the level)" if hwm_reset else "VmRSS sampled every 50 ms",
         "service_peak_rss_mb_sampled": peak_sampled[0] / 1024,
     }

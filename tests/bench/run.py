@@ -32,6 +32,7 @@ from . import (
     memory_search,
     profiling,
     prompt_size,
+    replicas,
     router,
     tracing,
 )
@@ -117,6 +118,15 @@ async def main() -> int:
         results["cost"] = await cost.run(stack, streams=5 if QUICK else 20, rounds=1 if QUICK else 3, words=40,
                                          token_delay=TOKEN_DELAY, profile_dir=cost_profiles, repo=str(REPO))
         phase_done("cost", started)
+
+        started = time.monotonic()
+        if left() >= 300:
+            print("bench: 2c. two replicas on PostgreSQL ...", file=sys.stderr, flush=True)
+            results["replicas"] = await replicas.run(stack, streams=10 if QUICK else 200, words=40,
+                                                     token_delay=TOKEN_DELAY, timeout=60)
+        else:
+            results["replicas"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("replicas", started)
 
         started = time.monotonic()
         print("bench: 3. prompt size ...", file=sys.stderr, flush=True)

@@ -20,8 +20,8 @@ from typing import Any
 
 from tests.support.nodered import REPO
 
-from . import concurrency, cost
-from .report import concurrency_targets, render_concurrency, render_cost
+from . import concurrency, cost, replicas
+from .report import concurrency_targets, render_concurrency, render_cost, render_replicas, replicas_targets
 from .run import QUICK, TOKEN_DELAY, machine
 from .stack import Stack
 
@@ -46,14 +46,19 @@ async def main() -> int:
         print("scale: concurrency ...", file=sys.stderr, flush=True)
         results["concurrency"] = await concurrency.run(stack, levels=levels, words=40, token_delay=TOKEN_DELAY,
                                                        timeout=60)
+        print("scale: two replicas on PostgreSQL ...", file=sys.stderr, flush=True)
+        results["replicas"] = await replicas.run(stack, streams=10 if QUICK else max(levels), words=40,
+                                                 token_delay=TOKEN_DELAY, timeout=60)
     finally:
         stack.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     path = out_dir / f"scale-{stamp}.json"
     path.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
-    print("\n".join(render_concurrency(results["concurrency"]) + render_cost(results["cost"])))
+    print("\n".join(render_concurrency(results["concurrency"]) + render_replicas(results["replicas"])
+                    + render_cost(results["cost"])))
     print("\nTargets:")
-    print("\n".join(t.line() for t in concurrency_targets(results["concurrency"])))
+    print("\n".join(t.line() for t in concurrency_targets(results["concurrency"])
+                    + replicas_targets(results["replicas"])))
     print(f"\nwritten: {path.relative_to(REPO)}")
     return 0
 

@@ -65,7 +65,10 @@ def children_of(pid: int) -> list[int]:
     """The child pids of ``pid`` (``/proc/<pid>/task/<tid>/children``, proc(5))."""
     found: list[int] = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        try:
+            found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:  # that thread ended while we looked (the supervisor's threads come and go)
+            continue
     return found
 
 

@@ -25,6 +25,7 @@ from tests.support.nodered import (
     project_flows,
 )
 from tests.support.postgres import PostgresServer, postgres_bin
+from tests.support.writable import writable_nodered  # noqa: F401  (a fixture: a Node-RED of a module's own)
 
 
 def pytest_report_header(config) -> str:

@@ -7,11 +7,15 @@ const { chromium } = require("playwright-core");
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
-/** Chromium and one browser context (one profile: pages share localStorage, hence the editor's login). */
-async function launch() {
+/**
+ * Chromium and one browser context (one profile: pages share localStorage, hence the editor's login).
+ * `viewport` is the window in CSS pixels ({width, height}, default 1400×900); another context of the same browser
+ * (a second profile) takes the same with `browser.newContext({ viewport })`.
+ */
+async function launch(viewport) {
     const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
                                             args: CHROMIUM_FLAGS });
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await browser.newContext({ viewport: viewport || { width: 1400, height: 900 } });
     return { browser, context };
 }
 

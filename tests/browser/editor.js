@@ -57,11 +57,16 @@ async function login(page, credentials) {
     await page.click("#node-dialog-login-submit");
 }
 
-/** Wait for the workspace and the sidebar, then answer the prompts a first visit may show. */
+/**
+ * Wait for the workspace and the sidebar, then answer the prompts a first visit may show. Node-RED (4.1 and 5,
+ * editor-client red.js) hides its loading bar, then 100 ms later asks about telemetry and starts the welcome tour
+ * (the test Node-REDs turn both off): the wait is for the hidden bar, then for that step to have run.
+ */
 async function editorReady(page) {
     await page.waitForFunction(() => window.RED && RED.workspaces && RED.workspaces.active() &&
-        document.querySelector(".ai-sidebar"), null, { timeout: 30000 });
-    await page.waitForTimeout(1500);
+        document.querySelector(".ai-sidebar") && !$("#red-ui-loading-progress").is(":visible"), null,
+        { timeout: 30000 });
+    await page.waitForTimeout(300);
     for (let i = 0; i < 3; i++) {
         const dialog = page.locator(".red-ui-popover.red-ui-dialog .red-ui-dialog-toolbar button");
         const tour = page.locator(".red-ui-tourGuide-popover");

@@ -50,9 +50,10 @@ test: test-deps $(CHROMIUM) $(POSTGRES_INITDB) $(NODERED5) ## run the Python and
 
 # On 5.x only the tests marked `nodered` (those that start a Node-RED, tests/conftest.py): the others cannot see which
 # Node-RED is installed and ran in the 4.1 pass. Browser tests are marked `browser` (tests/test_browser_*.py).
-# Part a is the files below, part b every other file (a new test file lands in b). Measured alone on 2 cores under
-# other load (2026-12-01): each part about 5 min of pytest on either version, the sidebar's browser file about 7 min,
-# the other browser files about 2.5, mocha about 2 on both versions.
+# Part a is the files below, part b every other file (a new test file lands in b). In one `make test` on 2 cores under
+# a load average of 7 to 13 (2026-12-01, 17 min 30 s in all): the sidebar's browser file 9 min per version, part a
+# 4 to 5 min, part b 4 min on 5.x and 9.5 on 4.1 (it runs beside both sidebar passes; alone its 4.1-only tests take
+# 1.3 min more than on 5.x), the other browser files 3 min each, mocha 3 min for both versions.
 PYTEST_PART_A := tests/test_faults.py tests/test_scenarios_languages.py tests/test_run_script.py \
 	tests/test_mcp_in_service.py tests/test_provider_errors.py tests/test_approvals.py tests/test_tracing.py
 NOT_PART_A := $(addprefix --ignore=,$(PYTEST_PART_A))

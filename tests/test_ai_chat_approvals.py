@@ -28,6 +28,7 @@ from service.nodered.write_tools import WRITE_TOOL_NAMES
 from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
+from tests.support.writable import deployed
 
 REPO = Path(__file__).resolve().parent.parent
 TAB, SCRATCH = "a18c0de0f19c00aa", "a18c0de0f19c00bb"
@@ -112,12 +113,6 @@ def stack(tmp_path_factory, model_server):
     service.terminate()
     service.wait(10)
     node_red.stop()
-
-
-def deployed(node_red: NodeRed) -> dict:
-    request = urllib.request.Request(f"{node_red.url}/flows", headers={"Node-RED-API-Version": "v2"})
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read())
 
 
 def on_scratch(flows: dict) -> list[dict]:

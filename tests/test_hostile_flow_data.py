@@ -73,12 +73,13 @@ async def test_healthz_answers_all_along_a_hostile_flow_data_request(service_pro
         elapsed = time.perf_counter() - started
 
     # The probe ran all along the hostile request, and never waited on it: a probe stuck behind the slicing would
-    # wait about as long as the request itself. Relative, not in milliseconds: on a loaded machine a correct service
-    # took 1 s for one probe (about 30 ms measured alone, 14 s before slicing was linear); a millisecond target
-    # belongs in `make bench`.
+    # wait about as long as the request itself (a ratio near 1). Relative, not in milliseconds: on a loaded machine
+    # a correct service took 1 s for one probe (about 30 ms measured alone, 14 s before slicing was linear); a
+    # millisecond target belongs in `make bench`. Half the request: a correct service stays under a tenth, but a
+    # refused tab is answered in 0.16 s, where one 47 ms hiccup of a loaded machine broke a quarter.
     print(f"/healthz during the hostile request: max {max(latencies) * 1000:.0f} ms over {len(latencies)} probes")
     assert len(latencies) >= 5, (elapsed, latencies)
-    assert max(latencies) < elapsed / 4, (elapsed, len(latencies), sorted(latencies)[-5:])
+    assert max(latencies) < elapsed / 2, (elapsed, len(latencies), sorted(latencies)[-5:])
     # A tab too large to send whole is refused (one error, then done); the other is answered.
     assert [e["code"] for e in events if e["type"] == "error"] == ([error] if error else [])
     assert events[-1]["type"] == "done"

@@ -10,7 +10,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import urllib.request
 from contextlib import asynccontextmanager
 
 import aiohttp
@@ -25,30 +24,13 @@ from mcp_server.settings import McpWriteSettings
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient
 from service.nodered.settings import SettingsError
-from tests.support.nodered import REPO, NodeRed, example_flows, free_port
+from tests.support.nodered import REPO
+from tests.support.writable import deployed
 
-EXAMPLES = ("common/inject/02 - Trigger a flow at regular intervals.json",
-            "function/function/02 - Send multiple messages.json")
 CLIENT = Implementation(name="approval-test-client", version="3.1.4")
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
 NEW_NODES = [{"id": "a", "type": "inject", "name": "tick", "x": 100, "y": 40, "wires": [["b"]]},
              {"id": "b", "type": "debug", "name": "show", "x": 300, "y": 40, "wires": []}]
-
-
-@pytest.fixture(scope="module")
-def writable(tmp_path_factory):
-    """A Node-RED of this module's own: these tests change its flows."""
-    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-mcp-writes"), port=free_port(),
-                       flows=example_flows(EXAMPLES), with_palette=False)
-    instance.start()
-    yield instance
-    instance.stop()
-
-
-def deployed(nodered) -> dict:
-    request = urllib.request.Request(f"{nodered.url}/flows", headers={"Node-RED-API-Version": "v2"})
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read())
 
 
 def node_of(flows, node_type) -> dict:
@@ -110,12 +92,12 @@ def test_write_tools_need_the_switch_and_an_audit_file():
     assert (on.enabled, on.audit_db) == (True, "/tmp/audit.db")
 
 
-async def test_write_tools_are_listed_only_when_enabled_with_honest_annotations(writable, tmp_path):
-    server = build_server(NodeRedConfig(url=writable.url), knowledge_db=None)
+async def test_write_tools_are_listed_only_when_enabled_with_honest_annotations(writable_nodered, tmp_path):
+    server = build_server(NodeRedConfig(url=writable_nodered.url), knowledge_db=None)
     async with create_connected_server_and_client_session(server._mcp_server) as session:
         default = {t.name for t in (await session.list_tools()).tools}
     assert default.isdisjoint(write_tools.WRITE_TOOL_NAMES) and "get_flow" in default
-    async with session_of(writable, tmp_path / "audit.db") as session:
+    async with session_of(writable_nodered, tmp_path / "audit.db") as session:
         listed = {t.name: t for t in (await session.list_tools()).tools}
         instructions = (await session.initialize()).instructions
     assert set(write_tools.WRITE_TOOL_NAMES) <= set(listed)
@@ -129,15 +111,15 @@ async def test_write_tools_are_listed_only_when_enabled_with_honest_annotations(
     assert "only when they approve" in instructions
 
 
-async def test_an_approved_change_is_deployed_as_previewed_and_audited(writable, tmp_path):
-    before = deployed(writable)
+async def test_an_approved_change_is_deployed_as_previewed_and_audited(writable_nodered, tmp_path):
+    before = deployed(writable_nodered)
     function = node_of(before["flows"], "function")
     code = f'const key = "{SECRET}";\nreturn msg;'
     seen: list = []
-    async with session_of(writable, tmp_path / "audit.db", answering(APPROVE, seen=seen)) as session:
+    async with session_of(writable_nodered, tmp_path / "audit.db", answering(APPROVE, seen=seen)) as session:
         result = await session.call_tool("update_node", {"node_id": function["id"], "properties": {"func": code}})
     assert not result.isError, text_of(result)
-    after = deployed(writable)
+    after = deployed(writable_nodered)
     assert result.structuredContent["status"] == "deployed" and result.structuredContent["rev"] == after["rev"]
     assert after["rev"] != before["rev"] and node_of(after["flows"], "function")["func"] == code
     # The user saw the service's preview: the summary and the property before → after, the secret redacted.
@@ -158,62 +140,63 @@ async def test_an_approved_change_is_deployed_as_previewed_and_audited(writable,
     (ElicitResult(action="accept", content={"approve": False}), "approval_declined", "decline"),
     (ElicitResult(action="accept", content={"approve": "maybe"}), "approval_unsupported", "refused"),
 ])
-async def test_anything_but_an_approval_writes_nothing_and_says_so(writable, tmp_path, answer, code, decision):
-    before = deployed(writable)
+async def test_anything_but_an_approval_writes_nothing_and_says_so(writable_nodered, tmp_path, answer, code, decision):
+    before = deployed(writable_nodered)
     calls = write_calls(before["flows"])
-    async with session_of(writable, tmp_path / "audit.db", answering(*[answer] * len(calls))) as session:
+    async with session_of(writable_nodered, tmp_path / "audit.db", answering(*[answer] * len(calls))) as session:
         results = {tool: await session.call_tool(tool, args) for tool, args in calls.items()}
     for tool, result in results.items():
         assert result.isError and result.meta[ERROR_META]["code"] == code, (tool, text_of(result))
         assert "nothing was changed" in text_of(result)
-    assert deployed(writable) == before
+    assert deployed(writable_nodered) == before
     assert [(r["tool"], r["decision"], r["outcome"]) for r in audit(tmp_path / "audit.db")] == \
         [(tool, decision, None) for tool in calls]
 
 
-async def test_a_client_without_elicitation_is_refused_for_every_write_tool(writable, tmp_path):
-    before = deployed(writable)
+async def test_a_client_without_elicitation_is_refused_for_every_write_tool(writable_nodered, tmp_path):
+    before = deployed(writable_nodered)
     calls = write_calls(before["flows"])
-    async with session_of(writable, tmp_path / "audit.db") as session:
+    async with session_of(writable_nodered, tmp_path / "audit.db") as session:
         for tool, args in calls.items():
             result = await session.call_tool(tool, args)
             assert result.isError and result.meta[ERROR_META]["code"] == "approval_unsupported", tool
             assert "does not support MCP elicitation" in text_of(result) and "Nothing was changed" in text_of(result)
-    assert deployed(writable) == before
+    assert deployed(writable_nodered) == before
     assert {(r["decision"], r["client_name"]) for r in audit(tmp_path / "audit.db")} == \
         {("refused", "approval-test-client")}
 
 
-async def test_a_deploy_while_the_user_decides_is_a_conflict_and_overwrites_nothing(writable, tmp_path):
+async def test_a_deploy_while_the_user_decides_is_a_conflict_and_overwrites_nothing(writable_nodered, tmp_path):
     async def someone_deploys():
         async with aiohttp.ClientSession() as http:
-            client = NodeRedClient(writable.url, http)
+            client = NodeRedClient(writable_nodered.url, http)
             current = await client.get_flows()
             await client.post_flows(write_tools.plan_create_tab(current["flows"], "Theirs").flows, current["rev"])
 
-    async with session_of(writable, tmp_path / "audit.db", answering(APPROVE, before=someone_deploys)) as session:
+    audit_path = tmp_path / "audit.db"
+    async with session_of(writable_nodered, audit_path, answering(APPROVE, before=someone_deploys)) as session:
         result = await session.call_tool("create_tab", {"label": "Mine"})
     assert result.isError and result.meta[ERROR_META]["code"] == "flows_conflict"
     assert "nothing was overwritten" in text_of(result)
-    labels = [n.get("label") for n in deployed(writable)["flows"] if n["type"] == "tab"]
+    labels = [n.get("label") for n in deployed(writable_nodered)["flows"] if n["type"] == "tab"]
     assert "Theirs" in labels and "Mine" not in labels
     [row] = audit(tmp_path / "audit.db")
     assert (row["decision"], row["outcome"]) == ("approve", "flows_conflict")
 
 
-async def test_an_approved_inject_is_triggered(writable, tmp_path):
-    inject = node_of(deployed(writable)["flows"], "inject")
-    before = deployed(writable)
-    async with session_of(writable, tmp_path / "audit.db", answering(APPROVE)) as session:
+async def test_an_approved_inject_is_triggered(writable_nodered, tmp_path):
+    inject = node_of(deployed(writable_nodered)["flows"], "inject")
+    before = deployed(writable_nodered)
+    async with session_of(writable_nodered, tmp_path / "audit.db", answering(APPROVE)) as session:
         result = await session.call_tool("trigger_inject", {"node_id": inject["id"]})
     assert not result.isError, text_of(result)
-    assert result.structuredContent["status"] == "triggered" and deployed(writable) == before
+    assert result.structuredContent["status"] == "triggered" and deployed(writable_nodered) == before
     assert [(r["decision"], r["outcome"]) for r in audit(tmp_path / "audit.db")] == [("approve", "triggered")]
 
 
-async def test_the_stdio_server_asks_through_elicitation_when_switched_on(writable, tmp_path):
+async def test_the_stdio_server_asks_through_elicitation_when_switched_on(writable_nodered, tmp_path):
     audit_path = tmp_path / "audit.db"
-    env = {"NODE_RED_URL": writable.url, "MCP_WRITE_TOOLS": "true", "MCP_AUDIT_DB": str(audit_path)}
+    env = {"NODE_RED_URL": writable_nodered.url, "MCP_WRITE_TOOLS": "true", "MCP_AUDIT_DB": str(audit_path)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], env=env, cwd=REPO)
     seen: list = []
     async with stdio_client(params) as (read, write), \
@@ -223,7 +206,7 @@ async def test_the_stdio_server_asks_through_elicitation_when_switched_on(writab
         result = await session.call_tool("create_tab", {"label": "Over stdio"})
     assert not result.isError, text_of(result)
     assert 'Create a new tab "Over stdio".' in seen[0].message
-    assert [n["label"] for n in deployed(writable)["flows"] if n.get("label") == "Over stdio"] == ["Over stdio"]
+    assert [n["label"] for n in deployed(writable_nodered)["flows"] if n.get("label") == "Over stdio"] == ["Over stdio"]
     assert [(r["client_name"], r["tool"], r["decision"]) for r in audit(audit_path)] == \
         [("approval-test-client", "create_tab", "approve")]
 

@@ -269,7 +269,9 @@ def test_redaction_of_function_code_is_fast_enough_for_large_tabs():
     redacted = redact_text(code, code=True)
     elapsed = time.perf_counter() - started
     assert redacted.count(REDACTED) == planted
-    assert elapsed < 0.5, f"{elapsed:.3f} s for {len(code)} characters"  # about 0.03 s on one idle core
+    # About 0.03 s on one idle core: the bound (16×) is what a quadratic scan breaks (seconds), not a benchmark
+    # (those are in `make bench`); five busy processes on 2 cores stay well under it.
+    assert elapsed < 0.5, f"{elapsed:.3f} s for {len(code)} characters"
 
 
 def _changed_values(before, after, path=()):

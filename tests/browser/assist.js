@@ -223,11 +223,7 @@ async function jsonSteps(page, result) {
 
 async function main() {
     const result = {};
-    const { chromium } = require("playwright-core");
-    const browser = await chromium.launch({ executablePath: env.CHROMIUM || "/usr/bin/chromium",
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
-    const context = await browser.newContext({ viewport: VIEWPORT });
+    const { browser, context } = await editor.launch(VIEWPORT);
     try {
         const page = await editor.openEditor(context, env.EDITOR_URL, result,
             { username: env.USERNAME, password: env.PASSWORD });

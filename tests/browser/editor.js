@@ -7,11 +7,15 @@ const { chromium } = require("playwright-core");
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
-/** Chromium and one browser context (one profile: pages share localStorage, hence the editor's login). */
-async function launch() {
+/**
+ * Chromium and one browser context (one profile: pages share localStorage, hence the editor's login).
+ * `viewport` is the window in CSS pixels ({width, height}, default 1400×900); another context of the same browser
+ * (a second profile) takes the same with `browser.newContext({ viewport })`.
+ */
+async function launch(viewport) {
     const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
                                             args: CHROMIUM_FLAGS });
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await browser.newContext({ viewport: viewport || { width: 1400, height: 900 } });
     return { browser, context };
 }
 
@@ -53,11 +57,16 @@ async function login(page, credentials) {
     await page.click("#node-dialog-login-submit");
 }
 
-/** Wait for the workspace and the sidebar, then answer the prompts a first visit may show. */
+/**
+ * Wait for the workspace and the sidebar, then answer the prompts a first visit may show. Node-RED (4.1 and 5,
+ * editor-client red.js) hides its loading bar, then 100 ms later asks about telemetry and starts the welcome tour
+ * (the test Node-REDs turn both off): the wait is for the hidden bar, then for that step to have run.
+ */
 async function editorReady(page) {
     await page.waitForFunction(() => window.RED && RED.workspaces && RED.workspaces.active() &&
-        document.querySelector(".ai-sidebar"), null, { timeout: 30000 });
-    await page.waitForTimeout(1500);
+        document.querySelector(".ai-sidebar") && !$("#red-ui-loading-progress").is(":visible"), null,
+        { timeout: 30000 });
+    await page.waitForTimeout(300);
     for (let i = 0; i < 3; i++) {
         const dialog = page.locator(".red-ui-popover.red-ui-dialog .red-ui-dialog-toolbar button");
         const tour = page.locator(".red-ui-tourGuide-popover");

@@ -171,11 +171,7 @@ async function secondMode(browser, context, result) {
 
 async function main() {
     const result = {};
-    const { chromium } = require("playwright-core");
-    const browser = await chromium.launch({ executablePath: env.CHROMIUM || "/usr/bin/chromium",
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
-    const context = await browser.newContext({ viewport: VIEWPORT });
+    const { browser, context } = await editor.launch(VIEWPORT);
     try {
         if (env.MODE === "approve") await approveMode(context, result);
         else if (env.MODE === "reject") await rejectMode(context, result);

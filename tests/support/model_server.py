@@ -46,6 +46,8 @@ class Reply:
         delay: seconds to wait before answering (to test timeouts); ``token_delay`` between chunks.
         drop_after: close the connection without a proper end after this many text pieces (0: before any
             answer), as a server or proxy that goes away does.
+        hold_after: after this many text pieces send nothing more and keep the stream open until the client goes
+            away (a model still thinking); the server then appends the number of pieces sent to ``went_away``.
     """
 
     text: str = ""
@@ -58,6 +60,7 @@ class Reply:
     chunks: list[str] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     drop_after: int | None = None
+    hold_after: int | None = None
 
     def pieces(self) -> list[str]:
         if self.chunks is not None:
@@ -99,6 +102,8 @@ class ScriptedModelServer:
         self.headers: list[dict[str, str]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.embedding_status = 200
+        # Per held stream (``Reply.hold_after``) whose client went away: the text pieces it had been sent.
+        self.went_away: list[int] = []
         self.default = DEFAULT_REPLY
         # When set and the queue is empty: a function of the request's body that answers it (a model whose reply
         # depends on what it was asked, e.g. a summary of the messages it received).
@@ -124,6 +129,7 @@ class ScriptedModelServer:
             self.headers.clear()
             self.embedding_requests.clear()
             self.embedding_status = 200
+            self.went_away.clear()
             self.default = DEFAULT_REPLY
             self.responder = None
 
@@ -218,6 +224,14 @@ class ScriptedModelServer:
         for index, piece in enumerate(reply.pieces() if reply.text else []):
             if index == reply.drop_after:
                 request.transport.abort()
+                return response
+            if index == reply.hold_after:
+                # aiohttp does not cancel a handler whose client left, nor signal it: the closed transport is the
+                # only sign, hence polled.
+                while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+                with self._lock:
+                    self.went_away.append(index)
                 return response
             if reply.token_delay:
                 await asyncio.sleep(reply.token_delay)

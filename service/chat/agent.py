@@ -189,7 +189,10 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
     # astream's input is typed list[AnyMessage] (the concrete message classes), narrower than the list[BaseMessage]
     # (or the Command that resumes a paused run) it accepts at run time; its answer is an async generator.
     agent_input: Any = approval.input(messages) if approval is not None else {"messages": messages}
-    options: dict[str, Any] = {"config": approval.config} if approval is not None else {}
+    # Checkpoints are written once, when the run ends or pauses for approval (LangGraph's durability "exit"): a
+    # paused run is all a resume needs, and one write per request instead of two per step (middleware nodes
+    # included) is cheaper and, on a locked database, fails once instead of once per step (40 s of lock waits).
+    options: dict[str, Any] = ({"config": approval.config, "durability": "exit"} if approval is not None else {})
     chunks: Any = agent.astream(agent_input, stream_mode="messages", **options)
     try:
         async with (asyncio.timeout_at(run_deadline) as deadline, contextlib.aclosing(chunks) as stream):

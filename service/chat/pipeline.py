@@ -56,6 +56,7 @@ from service.knowledge.router import Route
 from service.llm.pii import mask, pii_middleware
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.llm.usage import day_start
+from service.memory.db import MemoryUnavailable
 from service.memory.usage import UsageStore
 from service.nodered.client import NodeRedClient, NodeRedError
 from service.nodered.tooling import ToolFailure, ToolOutput
@@ -770,6 +771,11 @@ async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel]
         await work(model)
     except ConnectionResetError:
         raise
+    except sqlite3.Error as exc:
+        # The agent's checkpointer (approvals.open_approvals) writes through its own SQLite connection: a locked
+        # or broken memory database is the memory's fault, not the model's.
+        log.warning("agent checkpoint not written: %s", exc)
+        await emit(error_event(MemoryUnavailable(str(exc))))
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
         fault = provider_error(exc, timeout=config.timeout, secrets=_secrets(deps, config))
         log.warning("model request failed: %s (%s: %s)", fault.code, type(exc).__name__, fault.message)

@@ -207,7 +207,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
         await _until_client_leaves(request, _counted(request, deps, result, run_chat(body, deps, send, result)))
         saved = True
         fault = await asyncio.shield(save_turn(body, deps, result))
-        if fault is not None:
+        if fault is not None and fault.code not in result.errors:  # told once (the agent's checkpoint may have)
             await send(error_event(fault))
         await stream.send(_done(result))
     except ConnectionResetError:

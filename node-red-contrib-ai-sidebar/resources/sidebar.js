@@ -658,6 +658,35 @@
         this.pinnedToBottom = true;
     };
 
+    /**
+     * Scroll the message list just enough to show all of `element` (its top wins when it is taller than the list),
+     * then focus `field` without the browser scrolling again: a panel opened inside a message (an approval card's
+     * reason and its Reject / Cancel) may start below the list's visible end.
+     *
+     * @param {jQuery} element inside the message list
+     * @param {jQuery} [field] what gets the focus
+     */
+    AiSidebar.prototype.reveal = function (element, field) {
+        var list = this.messages[0];
+        var target = element[0];
+        if (target && list.clientHeight > 0) {
+            var margin = 8;
+            var box = list.getBoundingClientRect();
+            var rect = target.getBoundingClientRect();
+            if (rect.bottom + margin > box.bottom) {
+                list.scrollTop += rect.bottom + margin - box.bottom;
+                rect = target.getBoundingClientRect();
+            }
+            if (rect.top - margin < box.top) {
+                list.scrollTop -= box.top - (rect.top - margin);
+            }
+            this.pinnedToBottom = this.isScrolledToBottom();
+        }
+        if (field && field[0]) {
+            field[0].focus({ preventScroll: true });
+        }
+    };
+
     /** Run `change` on the message list, keeping it pinned to the bottom if the user had not scrolled up. */
     AiSidebar.prototype.withScroll = function (change) {
         var pinned = this.isScrolledToBottom();

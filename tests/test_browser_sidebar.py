@@ -131,6 +131,13 @@ class ServiceProcess:
             self.process.wait(10)
         self.process = None
 
+    def kill(self) -> None:
+        """End the service at once (SIGKILL), as a crash would: its streams are cut, nothing shuts down cleanly."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
+
 
 @pytest.fixture(scope="module")
 def auth_stack(tmp_path_factory, model_server: ScriptedModelServer):
@@ -643,6 +650,55 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     assert seen["statusVisibleAfter"] is False
     assert seen["scenarios"] >= 5
     assert answer in seen["recoveredAnswer"] and seen["errors"] == []
+
+
+def test_a_service_killed_while_streaming_shows_reconnecting_and_the_banner_goes_unasked_once_it_is_back(
+        auth_stack, model):
+    nodered, service = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text=" ".join(f"word{i}" for i in range(1, 200)), token_delay=0.1))
+    env = browser_env({"EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "MODE": "reconnect", "USERNAME": USERNAME,
+                       "PASSWORD": PASSWORD, "QUESTION": "tell me a long story"})
+    browser = subprocess.Popen(["node", str(REPO / "tests" / "browser" / "sidebar_features.js")], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        # The script says "streaming" once the answer's first words are shown: the service dies (as under
+        # `make run`, whose loop restarts it); on "reconnecting" it comes back, and nobody touches the page.
+        for line in browser.stdout:
+            lines.append(line)
+            stage = json.loads(line).get("stage")
+            if stage == "streaming":
+                service.kill()
+            elif stage == "reconnecting":
+                threading.Thread(target=service.start, daemon=True).start()
+                break
+        rest, errors = browser.communicate(timeout=240)
+    finally:
+        if browser.poll() is None:
+            browser.kill()
+        service.start()
+    assert browser.returncode == 0, errors
+    seen = json.loads((rest or lines[-1]).strip().splitlines()[-1])
+    assert "failure" not in seen, seen["failure"]
+    assert seen["pageErrors"] == []
+
+    # The answer says it was cut off and offers Retry; above the chat one quiet line, not the advice on starting
+    # a service that answered a moment ago.
+    assert "word3" in seen["cutOff"]["text"] and seen["cutOff"]["errors"] and seen["cutOff"]["retry"]
+    assert seen["reconnecting"] == {"text": "Reconnecting to the AI assistant service…", "role": "status",
+                                    "commands": 0, "reconnecting": True}
+    requests = seen["requests"]
+    # No second question: the banner went because the sidebar asked the plugin's service-status on its own, and
+    # the last of those found the service back.
+    assert [r for r in requests if r["path"] == "stream-chat"] == [
+        {"method": "POST", "path": "stream-chat", "status": 200}]
+    checks = [r for r in requests[seen["requestsWhileDown"]:] if r["path"] == "service-status"]
+    assert checks and checks[-1]["status"] == 200
+    # While it was down, each relayed route failed once (the answer's end reloads the list and the usage); the
+    # checks never go through the relay, so the console shows no 502 per check.
+    failed = [r["path"] for r in requests if r["status"] == 502]
+    assert len(failed) == len(set(failed)) and set(failed) <= {"sessions", "usage"}, failed
 
 
 def test_a_refused_question_stays_in_the_input_and_a_counter_shows_near_the_limit(auth_stack, model):

@@ -95,6 +95,9 @@
             check: function () {
                 self.checkService();
             },
+            onReconnecting: function () {
+                self.banner.reconnecting();
+            },
             onDown: function (err) {
                 self.banner.show(err.message);
             },
@@ -592,9 +595,31 @@
             });
     };
 
-    /** Ask the service again (Retry button, and every serviceWatch.RETRY_MS while it is down). */
+    /**
+     * Ask the service again (Retry button, and serviceWatch's checks while it is down) through the plugin's
+     * service-status route, which answers 200 either way (a relayed route would log a 502 in the console at each
+     * check); an older plugin without that route is asked for the scenarios instead.
+     */
     AiSidebar.prototype.checkService = function () {
-        return this.loadScenarios();
+        var self = this;
+        return lib.adminApi.requestJson("GET", "ai-sidebar/service-status").then(function (status) {
+            if (self.destroyed) {
+                return;
+            }
+            if (status && status.reachable) {
+                self.serviceOk();
+                return;
+            }
+            self.serviceError(new lib.adminApi.ApiError(502, {
+                code: "service_unreachable", serviceUrl: (status && status.serviceUrl) || ""
+            }));
+            self.banner.refresh(status);
+        }, function (err) {
+            if (self.destroyed) {
+                return undefined;
+            }
+            return err && err.status === 404 ? self.loadScenarios() : self.serviceError(err);
+        });
     };
 
     /** A request failed; when the service is down, the banner says so and the service is asked again. */

@@ -1088,6 +1088,36 @@ def test_the_ai_config_dialog_lists_the_services_providers_and_scenarios_and_kee
                                     {"key": "sales", "name": "sales", "checked": True}]
 
 
+def test_the_ai_config_dialog_offers_only_the_providers_the_service_answers_with_and_marks_a_saved_other_one(
+        auth_stack, model_server):
+    nodered, _ = auth_stack
+    token = admin_token(nodered)
+    original = admin_request(nodered, token, "GET", "/flows")
+    # Saved before this installation's service said it cannot answer with Anthropic (provider_not_configured).
+    config = {**ai_config("alpha", model_server.base_url), "provider": "anthropic"}
+    offered = admin_request(nodered, token, "GET", "/ai-sidebar/scenarios?lang=en-US")
+    env = {"EDITOR_URL": nodered.url, "CONFIG_ID": config["id"], "USERNAME": USERNAME, "PASSWORD": PASSWORD}
+    deploy(nodered, token, original + [config])
+    try:
+        seen = run_browser("node_dialogs.js", env)
+    finally:
+        deploy(nodered, token, original)
+    assert "failure" not in seen, seen["failure"]
+    assert seen["pageErrors"] == []
+
+    assert offered["providers"] == ["openai", "deepseek", "google", "openai-compatible"]
+    # The saved value stays chosen, after the offered ones and marked, so that nothing changes unseen.
+    assert seen["provider"] == "anthropic"
+    assert seen["providerOptions"] == [
+        {"value": "openai", "label": "OpenAI", "unavailable": False},
+        {"value": "deepseek", "label": "DeepSeek", "unavailable": False},
+        {"value": "google", "label": "Google Gemini", "unavailable": False},
+        {"value": "openai-compatible", "label": "OpenAI-compatible (Ollama, vLLM, LM Studio, ...)",
+         "unavailable": False},
+        {"value": "anthropic", "label": "Anthropic Claude (not available in this installation)", "unavailable": True},
+    ]
+
+
 def test_the_question_limit_is_the_one_the_service_states(auth_stack, model):
     nodered, _ = auth_stack
     tab = tab_named(nodered, "01 - Catch error")

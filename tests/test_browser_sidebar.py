@@ -667,12 +667,15 @@ def test_a_service_killed_while_streaming_shows_reconnecting_and_the_banner_goes
     # the last of those found the service back.
     assert [r for r in requests if r["path"] == "stream-chat"] == [
         {"method": "POST", "path": "stream-chat", "status": 200}]
-    checks = [r for r in requests[seen["requestsWhileDown"]:] if r["path"] == "service-status"]
+    checks = [r for r in requests[seen["requestsBeforeRestart"]:] if r["path"] == "service-status"]
     assert checks and checks[-1]["status"] == 200
     # While it was down, each relayed route failed once (the answer's end reloads the list and the usage); the
     # checks never go through the relay, so the console shows no 502 per check.
     failed = [r["path"] for r in requests if r["status"] == 502]
     assert len(failed) == len(set(failed)) and set(failed) <= {"sessions", "usage"}, failed
+    # Once it is back the session list is read again, though it had been read before the outage.
+    last_failure = max(i for i, r in enumerate(requests) if r["status"] == 502)
+    assert {"method": "GET", "path": "sessions", "status": 200} in requests[last_failure + 1:]
 
 
 def test_a_refused_question_stays_in_the_input_and_a_counter_shows_near_the_limit(auth_stack, model):

@@ -634,16 +634,23 @@
 
     /** The service is back: clear the banner and load what could not be loaded while it was down. */
     AiSidebar.prototype.onServiceBack = function () {
+        var self = this;
+        var sessionId = this.conversation.sessionId;
         this.banner.hide();
         if (!this.scenariosLoaded) {
             this.loadScenarios();
         }
-        if (!this.sessions.loaded) {
-            this.sessions.load();
-        }
         if (this.historyFailed && !this.controller) {
-            this.loadHistory(this.conversation.sessionId);
+            this.loadHistory(sessionId);
         }
+        // The list is read again even if it was read before the outage: an answer it cut off may have been saved,
+        // and the open conversation's totals (hidden when they could not be read) come back with it.
+        this.sessions.load().then(function () {
+            if (!self.destroyed && !self.historyRequest && self.conversation.sessionId === sessionId &&
+                    !self.conversation.isUnsaved()) {
+                self.sessionUsage.load(sessionId);
+            }
+        });
     };
 
     AiSidebar.prototype.showEmptyState = function () {

@@ -113,12 +113,20 @@ async function reconnectMode(page, result) {
     result.reconnecting = await bannerView(page);
     result.cutOff = await lastAnswer(page);
     await editor.screenshot(page, result, "sidebar-reconnecting.png");
-    result.requestsWhileDown = requests.length;
+    result.requestsBeforeRestart = requests.length;
     stage("reconnecting");
     await page.waitForSelector(".ai-sidebar-status", { state: "hidden", timeout: 120000 });
     await editor.screenshot(page, result, "sidebar-reconnected.png");
+    // The session list is read again once the service is back (the cut-off question may have been saved).
+    const readAgain = () => {
+        const failed = requests.map((r) => r.path === "sessions" && r.status === 502).lastIndexOf(true);
+        return requests.slice(failed + 1).some((r) => r.path === "sessions" && r.status === 200);
+    };
+    const deadline = Date.now() + 15000;
+    while (Date.now() < deadline && !readAgain()) {
+        await page.waitForTimeout(200);
+    }
     result.requests = requests;
-    result.input = await page.inputValue(".ai-sidebar-input");
 }
 
 module.exports = { MODES: { "retry": retryMode, "reconnect": reconnectMode } };

@@ -24,7 +24,8 @@ from service.nodered.write_tools import WRITE_TOOL_NAMES
 
 __all__ = ["ENV_FIELDS", "EvidenceSettings", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
 
-# The one list of providers: the ai-config node's editor reads it from GET /ai-sidebar/scenarios (``providers``).
+# The providers a setting may name; those this installation can answer with are
+# service.llm.providers.SUPPORTED_PROVIDERS (what the ai-config dialog offers, from GET /ai-sidebar/scenarios).
 Provider = Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 REPO_ROOT = Path(__file__).resolve().parent.parent

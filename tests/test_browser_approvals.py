@@ -78,13 +78,18 @@ def test_approve_puts_the_nodes_on_the_tab_undeployed_and_one_undo_removes_them(
     assert "not deployed" in tool_message["content"]
 
 
-def test_reject_with_a_reason_changes_nothing_and_the_model_reads_the_reason(auth_stack, model):  # noqa: F811 (the fixture)
+def test_reject_shows_its_reason_and_buttons_changes_nothing_and_the_model_reads_the_reason(auth_stack, model):  # noqa: F811 (the fixture)
     nodered, _ = auth_stack
     tab = tab_named(nodered, TAB)
     script_add_nodes(model, tab["id"], then="Understood, I will not add them.")
     flows_before = deployed_flows(nodered)
 
     seen = run_approvals(nodered, "reject", tab["id"], REASON="not on this tab, please")
+
+    # The card was the last thing in the list: after Reject, the reason field and its Reject / Cancel were scrolled
+    # into view and the field has the focus.
+    assert seen["rejectOpen"] == {"reasonInView": True, "confirmInView": True, "cancelInView": True,
+                                  "reasonFocused": True}
 
     assert seen["after"]["names"] == seen["before"]["names"]
     assert seen["after"]["historyDepth"] == seen["before"]["historyDepth"]

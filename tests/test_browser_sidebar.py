@@ -7,6 +7,7 @@ palette package, and the service as a process that the last test stops and start
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,13 @@ class ServiceProcess:
             self.process.wait(10)
         self.process = None
 
+    def kill(self) -> None:
+        """End the service at once (SIGKILL), as a crash would: its streams are cut, nothing shuts down cleanly."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
+
 
 @pytest.fixture(scope="module")
 def auth_stack(tmp_path_factory, model_server: ScriptedModelServer):
@@ -162,6 +170,11 @@ def run_feature(nodered: NodeRed, mode: str, tab_id: str, **env: str) -> dict[st
     for screenshot in result.get("screenshots", []):
         assert os.path.getsize(screenshot) > 10_000, screenshot
     return result
+
+
+def restart_in_background(service: ServiceProcess) -> Callable[[], None]:
+    """Start the service again without waiting for it: the page goes on meanwhile, as a user's would."""
+    return lambda: threading.Thread(target=service.start, daemon=True).start()
 
 
 def tab_named(nodered: NodeRed, label: str) -> dict[str, Any]:
@@ -593,27 +606,12 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     answer = "The service is back and answering."
     model.script(Reply(text=answer))
     service.stop()
-    env = browser_env({"EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "MODE": "offline", "USERNAME": USERNAME,
-                       "PASSWORD": PASSWORD, "QUESTION": "are you back?"})
-    browser = subprocess.Popen(["node", str(REPO / "tests" / "browser" / "sidebar_features.js")], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
     try:
         # The script says "offline" once it has seen the warning; then the service comes back.
-        for line in browser.stdout:
-            lines.append(line)
-            if json.loads(line).get("stage") == "offline":
-                threading.Thread(target=service.start, daemon=True).start()
-                break
-        rest, errors = browser.communicate(timeout=120)
+        seen = run_feature_in_stages(nodered, "offline", tab["id"], {"offline": restart_in_background(service)},
+                                     QUESTION="are you back?")
     finally:
-        if browser.poll() is None:
-            browser.kill()
         service.start()
-    assert browser.returncode == 0, errors
-    seen = json.loads((rest or lines[-1]).strip().splitlines()[-1])
-    assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
 
     assert "not reachable" in seen["offlineStatus"] and f":{service.port}" in seen["offlineStatus"]
     # The banner gives the commands for this Node-RED: the service on the port AI_SIDEBAR_SERVICE_URL names, its
@@ -643,6 +641,41 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     assert seen["statusVisibleAfter"] is False
     assert seen["scenarios"] >= 5
     assert answer in seen["recoveredAnswer"] and seen["errors"] == []
+
+
+def test_a_service_killed_while_streaming_shows_reconnecting_and_the_banner_goes_unasked_once_it_is_back(
+        auth_stack, model):
+    nodered, service = auth_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    model.script(Reply(text=" ".join(f"word{i}" for i in range(1, 200)), token_delay=0.1))
+    try:
+        # The script says "streaming" once the answer's first words are shown: the service dies (as under
+        # `make run`, whose loop restarts it); on "reconnecting" it comes back, and nobody touches the page.
+        seen = run_feature_in_stages(nodered, "reconnect", tab["id"],
+                                     {"streaming": service.kill, "reconnecting": restart_in_background(service)},
+                                     QUESTION="tell me a long story")
+    finally:
+        service.start()
+
+    # The answer says it was cut off and offers Retry; above the chat one quiet line, not the advice on starting
+    # a service that answered a moment ago.
+    assert "word3" in seen["cutOff"]["text"] and seen["cutOff"]["errors"] and seen["cutOff"]["retry"]
+    assert seen["reconnecting"] == {"text": "Reconnecting to the AI assistant service…", "role": "status",
+                                    "commands": 0, "reconnecting": True}
+    requests = seen["requests"]
+    # No second question: the banner went because the sidebar asked the plugin's service-status on its own, and
+    # the last of those found the service back.
+    assert [r for r in requests if r["path"] == "stream-chat"] == [
+        {"method": "POST", "path": "stream-chat", "status": 200}]
+    checks = [r for r in requests[seen["requestsBeforeRestart"]:] if r["path"] == "service-status"]
+    assert checks and checks[-1]["status"] == 200
+    # While it was down, each relayed route failed once (the answer's end reloads the list and the usage); the
+    # checks never go through the relay, so the console shows no 502 per check.
+    failed = [r["path"] for r in requests if r["status"] == 502]
+    assert len(failed) == len(set(failed)) and set(failed) <= {"sessions", "usage"}, failed
+    # Once it is back the session list is read again, though it had been read before the outage.
+    last_failure = max(i for i, r in enumerate(requests) if r["status"] == 502)
+    assert {"method": "GET", "path": "sessions", "status": 200} in requests[last_failure + 1:]
 
 
 def test_a_refused_question_stays_in_the_input_and_a_counter_shows_near_the_limit(auth_stack, model):
@@ -998,25 +1031,39 @@ def test_tool_cards_say_who_started_each_tool_and_why_one_failed(auth_stack):
     assert seen["cards"][1]["originTooltip"] == "The assistant chose to run this tool to answer your question."
 
 
+@contextlib.contextmanager
+def config_dialog(nodered: NodeRed, config: dict[str, Any]) -> Iterator[Callable[[], dict[str, Any]]]:
+    """`config` deployed with the flows through the Admin API (the original flows deployed again after); yields
+    a function that opens its edit dialog in the browser (node_dialogs.js) and returns what it shows."""
+    token = admin_token(nodered)
+    original = admin_request(nodered, token, "GET", "/flows")
+    env = {"EDITOR_URL": nodered.url, "CONFIG_ID": config["id"], "USERNAME": USERNAME, "PASSWORD": PASSWORD}
+
+    def open_dialog() -> dict[str, Any]:
+        seen = run_browser("node_dialogs.js", env)
+        assert "failure" not in seen, seen["failure"]
+        assert seen["pageErrors"] == []
+        return seen
+
+    deploy(nodered, token, original + [config])
+    try:
+        yield open_dialog
+    finally:
+        deploy(nodered, token, original)
+
+
 def test_the_ai_config_dialog_lists_the_services_providers_and_scenarios_and_keeps_saved_ones_when_it_is_down(
         auth_stack, model_server):
     nodered, service = auth_stack
-    token = admin_token(nodered)
-    original = admin_request(nodered, token, "GET", "/flows")
+    offered = admin_request(nodered, admin_token(nodered), "GET", "/ai-sidebar/scenarios?lang=en-US")
     config = {**ai_config("alpha", model_server.base_url), "scenarios": "learning,sales"}
-    offered = admin_request(nodered, token, "GET", "/ai-sidebar/scenarios?lang=en-US")
-    env = {"EDITOR_URL": nodered.url, "CONFIG_ID": config["id"], "USERNAME": USERNAME, "PASSWORD": PASSWORD}
-    deploy(nodered, token, original + [config])
-    try:
-        online = run_browser("node_dialogs.js", env)
+    with config_dialog(nodered, config) as open_dialog:
+        online = open_dialog()
         service.stop()
-        offline = run_browser("node_dialogs.js", env)
-    finally:
-        service.start()
-        deploy(nodered, token, original)
-    for seen in (online, offline):
-        assert "failure" not in seen, seen["failure"]
-        assert seen["pageErrors"] == []
+        try:
+            offline = open_dialog()
+        finally:
+            service.start()
 
     assert online["unavailableShown"] is False
     assert online["providers"] == offered["providers"] and online["provider"] == "openai-compatible"
@@ -1030,6 +1077,27 @@ def test_the_ai_config_dialog_lists_the_services_providers_and_scenarios_and_kee
     assert offline["providers"] == ["openai-compatible"] and offline["provider"] == "openai-compatible"
     assert offline["scenarios"] == [{"key": "learning", "name": "learning", "checked": True},
                                     {"key": "sales", "name": "sales", "checked": True}]
+
+
+def test_the_ai_config_dialog_offers_only_the_providers_the_service_answers_with_and_marks_a_saved_other_one(
+        auth_stack, model_server):
+    nodered, _ = auth_stack
+    offered = admin_request(nodered, admin_token(nodered), "GET", "/ai-sidebar/scenarios?lang=en-US")
+    # Saved before this installation's service said it cannot answer with Anthropic (provider_not_configured).
+    with config_dialog(nodered, {**ai_config("alpha", model_server.base_url), "provider": "anthropic"}) as open_dialog:
+        seen = open_dialog()
+
+    assert offered["providers"] == ["openai", "deepseek", "google", "openai-compatible"]
+    # The saved value stays chosen, after the offered ones and marked, so that nothing changes unseen.
+    assert seen["provider"] == "anthropic"
+    assert seen["providerOptions"] == [
+        {"value": "openai", "label": "OpenAI", "unavailable": False},
+        {"value": "deepseek", "label": "DeepSeek", "unavailable": False},
+        {"value": "google", "label": "Google Gemini", "unavailable": False},
+        {"value": "openai-compatible", "label": "OpenAI-compatible (Ollama, vLLM, LM Studio, ...)",
+         "unavailable": False},
+        {"value": "anthropic", "label": "Anthropic Claude (not available in this installation)", "unavailable": True},
+    ]
 
 
 def test_the_question_limit_is_the_one_the_service_states(auth_stack, model):

@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from pydantic import SecretStr
 
 from service.chat.scenarios import (
     STRUCTURAL_KEYS,
@@ -16,8 +17,9 @@ from service.chat.scenarios import (
     load_base,
     load_language,
 )
-from service.llm.providers import DEFAULT_MODELS
-from service.settings import REPO_ROOT
+from service.errors import ServiceError
+from service.llm.providers import DEFAULT_MODELS, SUPPORTED_PROVIDERS, ChatModelFactory, ProviderConfig
+from service.settings import PROVIDERS, REPO_ROOT
 from service.web.app import create_app
 
 LOCALES = REPO_ROOT / "locales"
@@ -268,7 +270,9 @@ async def test_scenarios_route_gives_the_editor_view_in_the_asked_language(aioht
 
 async def test_scenarios_route_gives_the_palette_the_providers_and_the_message_limit_of_the_service(client, settings):
     body = await (await client.get("/ai-sidebar/scenarios", params={"lang": "de"})).json()
-    assert body["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+    # Only the providers this installation answers with: anthropic is reserved (the dialog offered it, and the
+    # service then refused every question with provider_not_configured).
+    assert body["providers"] == ["openai", "deepseek", "google", "openai-compatible"]
     assert body["maxMessageChars"] == settings.max_message_chars == 10_000
     assert list(body["scenarios"]) == list(load_base(BASE).scenarios)
     # The model that answers without an ai-config node: the sidebar's header names it.
@@ -287,3 +291,19 @@ async def test_a_scenario_the_service_lacks_in_an_ai_config_is_ignored(client, m
     assert "error" not in text, text
     system = model.requests[-1]["messages"][0]["content"]
     assert system.startswith(catalog.get("en-US").data.scenarios[answered_in].systemPrompt[:40])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_provider_is_offered_exactly_when_the_service_can_build_its_model(provider):
+    """The dialog's list (GET /ai-sidebar/scenarios ``providers``) and the factory agree for every provider a
+    setting may name: an offered one builds a model from a key, base URL and model; another is refused as
+    unsupported, naming the offered ones."""
+    config = ProviderConfig(provider, "some-model", api_key=SecretStr("sk-test-key-0001"),
+                            base_url="http://127.0.0.1:1/v1")
+    if provider in SUPPORTED_PROVIDERS:
+        assert ChatModelFactory().get(config) is not None
+    else:
+        with pytest.raises(ServiceError) as info:
+            ChatModelFactory().get(config)
+        assert info.value.code == "provider_not_configured"
+        assert info.value.params["supported"] == ", ".join(SUPPORTED_PROVIDERS)

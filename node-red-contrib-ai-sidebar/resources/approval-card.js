@@ -115,7 +115,7 @@
      * The sidebar's approval cards.
      *
      * @param {object} sidebar the AiSidebar: `storage`, `controller`, `setBusy`, `withScroll`, `configPicker`,
-     *     `refreshSessions`, `appendMessage`, `conversation`
+     *     `refreshSessions`, `appendMessage`, `conversation`, `reveal`
      * @param {{username: (string|undefined)}} options
      */
     function ApprovalCards(sidebar, options) {
@@ -254,7 +254,7 @@
                 rejectPanel.hide();
                 editPanel.toggle();
                 if (editPanel.is(":visible")) {
-                    editPanel.find("textarea").trigger("focus");
+                    self.sidebar.reveal(editPanel, editPanel.find("textarea"));
                 }
             }).appendTo(buttons);
         button("reject", "fa-times", t("approval.reject"), t("approval.rejectTooltip"))
@@ -263,7 +263,8 @@
                 editPanel.hide();
                 rejectPanel.toggle();
                 if (rejectPanel.is(":visible")) {
-                    rejectPanel.find("input").trigger("focus");
+                    // The reason field and its Reject / Cancel open below the buttons, often below the list's end.
+                    self.sidebar.reveal(rejectPanel, rejectPanel.find("input"));
                 }
             }).appendTo(buttons);
 

@@ -76,8 +76,10 @@
         const self = this;
         this.options = options;
         this.request = null;
+        // The help last rendered (JSON of `describe`'s view), or null.
+        this.rendered = null;
         this.element = $('<div class="ai-sidebar-status" role="alert"></div>').hide();
-        $('<i class="fa fa-plug"></i>').appendTo(this.element);
+        this.icon = $('<i class="fa fa-plug"></i>').appendTo(this.element);
         this.text = $("<span></span>").appendTo(this.element);
         $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-retry"></button>')
             .append($('<i class="fa fa-refresh"></i>'))
@@ -97,9 +99,10 @@
      */
     ServiceBanner.prototype.show = function (message) {
         const self = this;
-        const wasShown = this.element.is(":visible") || this.request;
+        const wasShown = (this.element.is(":visible") && !this.isReconnecting()) || this.request;
         this.text.text(message);
-        this.element.show();
+        this.element.removeClass("ai-sidebar-status-reconnecting").attr("role", "alert").show();
+        this.icon.attr("class", "fa fa-plug");
         if (wasShown) {
             return;
         }
@@ -116,13 +119,50 @@
         });
     };
 
+    /**
+     * A one-line "reconnecting…" instead of the advice: for a service that answered a moment ago and is probably
+     * being restarted (service-watch.js gives the advice if it stays down).
+     */
+    ServiceBanner.prototype.reconnecting = function () {
+        this.request = null;
+        this.help.empty();
+        this.rendered = null;
+        this.text.text(t("service.reconnecting"));
+        this.icon.attr("class", "fa fa-spinner fa-spin");
+        this.element.addClass("ai-sidebar-status-reconnecting").attr("role", "status").show();
+    };
+
+    /** @returns {boolean} whether the banner shows the "reconnecting…" line */
+    ServiceBanner.prototype.isReconnecting = function () {
+        return this.element.hasClass("ai-sidebar-status-reconnecting");
+    };
+
+    /**
+     * A later service-status answer (the sidebar's checks while the service is down): the advice follows it, e.g.
+     * the supervisor's state and output. Nothing changes while the banner is hidden or says it reconnects, nor
+     * when the answer says what is shown already (a command being selected or copied stays where it is).
+     *
+     * @param {*} status as for `describe`
+     */
+    ServiceBanner.prototype.refresh = function (status) {
+        if (!this.element.is(":visible") || this.isReconnecting() || this.request) {
+            return;
+        }
+        const view = describe(status, t);
+        if (JSON.stringify(view) !== this.rendered) {
+            this.renderHelp(view);
+        }
+    };
+
     ServiceBanner.prototype.hide = function () {
         this.request = null;
-        this.element.hide();
+        this.element.hide().removeClass("ai-sidebar-status-reconnecting");
         this.help.empty();
+        this.rendered = null;
     };
 
     ServiceBanner.prototype.renderHelp = function (view) {
+        this.rendered = JSON.stringify(view);
         const help = this.help.empty();
         if (view.supervisor) {
             $('<div class="ai-sidebar-status-supervisor"></div>').text(view.supervisor.text).appendTo(help);

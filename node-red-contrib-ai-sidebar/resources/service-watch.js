@@ -1,7 +1,12 @@
 /**
- * Whether the assistant service is reachable, as the sidebar's requests find out: the first request that finds
- * it down (an error whose `serviceUnreachable()` is true, admin-api.js) turns the banner on and starts asking
- * again every `retryMs`; the first that reaches it turns the banner off and lets the sidebar load what it missed.
+ * Whether the assistant service is reachable, as the sidebar's requests find out, and asking it again while it is
+ * not. The first request that finds it down (an error whose `serviceUnreachable()` is true, admin-api.js) starts
+ * the checks, after RETRY_DELAYS_MS (2, 4, 8, 16 s, then every 30 s); the first that reaches it ends them and lets
+ * the sidebar load what it missed.
+ *
+ * A service that answered a moment ago is usually being restarted (a supervisor, `make run`): the sidebar first
+ * says it reconnects (`onReconnecting`) and gives the full advice on starting it (`onDown`) only when it is still
+ * down ADVICE_AFTER_MS later. A service that has not answered since the sidebar opened gets the advice at once.
  *
  * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.serviceWatch`) and in Node.js by the
  * package's tests (`require`). Nothing here touches the DOM or `RED`; timers are passed in.
@@ -17,30 +22,54 @@
 }(typeof self !== "undefined" ? self : this, function () {
     "use strict";
 
-    // How often the sidebar asks again while the service is down (milliseconds).
-    const RETRY_MS = 30000;
+    // The waits before each check while the service is down (milliseconds); the last one repeats.
+    const RETRY_DELAYS_MS = [2000, 4000, 8000, 16000, 30000];
+    // How long a service that answered before may stay down before the sidebar says how to start it (ms).
+    const ADVICE_AFTER_MS = 15000;
+
+    /**
+     * The wait before check number `attempt`.
+     *
+     * @param {number} attempt 0 for the first check after the service was found down
+     * @returns {number} milliseconds: 2000, 4000, 8000, 16000, then 30000 for every later attempt
+     */
+    function retryDelay(attempt) {
+        return RETRY_DELAYS_MS[Math.min(Math.max(attempt, 0), RETRY_DELAYS_MS.length - 1)];
+    }
 
     /**
      * @param {object} options
-     * @param {function()} options.check ask the service again (the Retry button does the same)
-     * @param {function(Error)} options.onDown the service was found down (again): show the banner
+     * @param {function()} options.check ask the service again (the Retry button does the same); its answer comes
+     *     back as `failed` or `reached`
+     * @param {function(Error)} options.onDown the service is down and did not come back within ADVICE_AFTER_MS (or
+     *     never answered): show the banner with the advice; called again with each later error, for its message
+     * @param {function(Error)} [options.onReconnecting] a service that answered before is down: say it reconnects
+     *     (`onDown` when not given)
      * @param {function()} options.onUp it answers again: hide the banner, load what could not be loaded
-     * @param {number} [options.retryMs=RETRY_MS]
-     * @param {{setInterval: function, clearInterval: function}} [options.timers] the global ones by default
+     * @param {number} [options.adviceAfterMs=ADVICE_AFTER_MS]
+     * @param {{setTimeout: function, clearTimeout: function}} [options.timers] the global ones by default
      */
     function ServiceWatch(options) {
         this.options = options;
-        // Wrapped: a browser refuses window.setInterval called as a method of another object (Illegal invocation).
+        // Wrapped: a browser refuses window.setTimeout called as a method of another object (Illegal invocation).
         this.timers = options.timers || {
-            setInterval: function (fn, ms) {
-                return setInterval(fn, ms);
+            setTimeout: function (fn, ms) {
+                return setTimeout(fn, ms);
             },
-            clearInterval: function (id) {
-                clearInterval(id);
+            clearTimeout: function (id) {
+                clearTimeout(id);
             }
         };
         this.down = false;
+        // Whether onDown was called for this outage (else it is still "reconnecting").
+        this.advised = false;
+        // Whether a request has reached the service since the sidebar opened.
+        this.answeredBefore = false;
+        this.attempt = 0;
         this.timer = null;
+        this.adviceTimer = null;
+        this.lastError = null;
+        this.closed = false;
     }
 
     /**
@@ -53,15 +82,54 @@
         if (!err || typeof err.serviceUnreachable !== "function" || !err.serviceUnreachable()) {
             return false;
         }
-        this.down = true;
-        this.options.onDown(err);
-        if (!this.timer) {
-            const check = this.options.check;
-            this.timer = this.timers.setInterval(function () {
-                check();
-            }, this.options.retryMs || RETRY_MS);
+        if (this.closed) {
+            return true;
         }
+        this.lastError = err;
+        if (!this.down) {
+            this.down = true;
+            this.attempt = 0;
+            if (this.answeredBefore) {
+                this.startAdviceTimer();
+                (this.options.onReconnecting || this.options.onDown)(err);
+            } else {
+                this.advise();
+            }
+        } else if (this.advised) {
+            this.options.onDown(err);
+        }
+        this.schedule();
         return true;
+    };
+
+    ServiceWatch.prototype.advise = function () {
+        this.advised = true;
+        this.options.onDown(this.lastError);
+    };
+
+    ServiceWatch.prototype.startAdviceTimer = function () {
+        const self = this;
+        this.adviceTimer = this.timers.setTimeout(function () {
+            self.adviceTimer = null;
+            if (self.down && !self.advised) {
+                self.advise();
+            }
+        }, this.options.adviceAfterMs || ADVICE_AFTER_MS);
+    };
+
+    /** Check again after the next delay, unless a check is waiting already; each check plans the next one. */
+    ServiceWatch.prototype.schedule = function () {
+        const self = this;
+        if (this.timer || this.closed) {
+            return;
+        }
+        const delay = retryDelay(this.attempt);
+        this.attempt += 1;
+        this.timer = this.timers.setTimeout(function () {
+            self.timer = null;
+            self.schedule();
+            self.options.check();
+        }, delay);
     };
 
     /**
@@ -70,22 +138,41 @@
      * @returns {boolean} whether it had been down until now
      */
     ServiceWatch.prototype.reached = function () {
-        this.stop();
+        this.answeredBefore = true;
+        this.clearTimers();
         if (!this.down) {
             return false;
         }
         this.down = false;
-        this.options.onUp();
+        this.advised = false;
+        this.attempt = 0;
+        if (!this.closed) {
+            this.options.onUp();
+        }
         return true;
     };
 
-    /** Stop asking again (the sidebar closes, or the service answered). */
-    ServiceWatch.prototype.stop = function () {
+    ServiceWatch.prototype.clearTimers = function () {
         if (this.timer) {
-            this.timers.clearInterval(this.timer);
+            this.timers.clearTimeout(this.timer);
             this.timer = null;
+        }
+        if (this.adviceTimer) {
+            this.timers.clearTimeout(this.adviceTimer);
+            this.adviceTimer = null;
         }
     };
 
-    return { RETRY_MS: RETRY_MS, ServiceWatch: ServiceWatch };
+    /** The sidebar closes: stop asking, now and after any answer still on its way. */
+    ServiceWatch.prototype.stop = function () {
+        this.closed = true;
+        this.clearTimers();
+    };
+
+    return {
+        ADVICE_AFTER_MS: ADVICE_AFTER_MS,
+        RETRY_DELAYS_MS: RETRY_DELAYS_MS,
+        retryDelay: retryDelay,
+        ServiceWatch: ServiceWatch
+    };
 }));

@@ -95,6 +95,9 @@
             check: function () {
                 self.checkService();
             },
+            onReconnecting: function () {
+                self.banner.reconnecting();
+            },
             onDown: function (err) {
                 self.banner.show(err.message);
             },
@@ -592,9 +595,31 @@
             });
     };
 
-    /** Ask the service again (Retry button, and every serviceWatch.RETRY_MS while it is down). */
+    /**
+     * Ask the service again (Retry button, and serviceWatch's checks while it is down) through the plugin's
+     * service-status route, which answers 200 either way (a relayed route would log a 502 in the console at each
+     * check); an older plugin without that route is asked for the scenarios instead.
+     */
     AiSidebar.prototype.checkService = function () {
-        return this.loadScenarios();
+        var self = this;
+        return lib.adminApi.requestJson("GET", "ai-sidebar/service-status").then(function (status) {
+            if (self.destroyed) {
+                return;
+            }
+            if (status && status.reachable) {
+                self.serviceOk();
+                return;
+            }
+            self.serviceError(new lib.adminApi.ApiError(502, {
+                code: "service_unreachable", serviceUrl: (status && status.serviceUrl) || ""
+            }));
+            self.banner.refresh(status);
+        }, function (err) {
+            if (self.destroyed) {
+                return undefined;
+            }
+            return err && err.status === 404 ? self.loadScenarios() : self.serviceError(err);
+        });
     };
 
     /** A request failed; when the service is down, the banner says so and the service is asked again. */
@@ -609,16 +634,23 @@
 
     /** The service is back: clear the banner and load what could not be loaded while it was down. */
     AiSidebar.prototype.onServiceBack = function () {
+        var self = this;
+        var sessionId = this.conversation.sessionId;
         this.banner.hide();
         if (!this.scenariosLoaded) {
             this.loadScenarios();
         }
-        if (!this.sessions.loaded) {
-            this.sessions.load();
-        }
         if (this.historyFailed && !this.controller) {
-            this.loadHistory(this.conversation.sessionId);
+            this.loadHistory(sessionId);
         }
+        // The list is read again even if it was read before the outage: an answer it cut off may have been saved,
+        // and the open conversation's totals (hidden when they could not be read) come back with it.
+        this.sessions.load().then(function () {
+            if (!self.destroyed && !self.historyRequest && self.conversation.sessionId === sessionId &&
+                    !self.conversation.isUnsaved()) {
+                self.sessionUsage.load(sessionId);
+            }
+        });
     };
 
     AiSidebar.prototype.showEmptyState = function () {
@@ -656,6 +688,35 @@
         var el = this.messages[0];
         el.scrollTop = el.scrollHeight;
         this.pinnedToBottom = true;
+    };
+
+    /**
+     * Scroll the message list just enough to show all of `element` (its top wins when it is taller than the list),
+     * then focus `field` without the browser scrolling again: a panel opened inside a message (an approval card's
+     * reason and its Reject / Cancel) may start below the list's visible end.
+     *
+     * @param {jQuery} element inside the message list
+     * @param {jQuery} [field] what gets the focus
+     */
+    AiSidebar.prototype.reveal = function (element, field) {
+        var list = this.messages[0];
+        var target = element[0];
+        if (target && list.clientHeight > 0) {
+            var margin = 8;
+            var box = list.getBoundingClientRect();
+            var rect = target.getBoundingClientRect();
+            if (rect.bottom + margin > box.bottom) {
+                list.scrollTop += rect.bottom + margin - box.bottom;
+                rect = target.getBoundingClientRect();
+            }
+            if (rect.top - margin < box.top) {
+                list.scrollTop -= box.top - (rect.top - margin);
+            }
+            this.pinnedToBottom = this.isScrolledToBottom();
+        }
+        if (field && field[0]) {
+            field[0].focus({ preventScroll: true });
+        }
     };
 
     /** Run `change` on the message list, keeping it pinned to the bottom if the user had not scrolled up. */

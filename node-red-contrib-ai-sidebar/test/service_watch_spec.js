@@ -3,19 +3,25 @@
 const assert = require("assert");
 const serviceWatch = require("../resources/service-watch");
 
-/** Timers of the test's own: intervals are recorded and fired by the test. */
+/** Timers of the test's own: timeouts are recorded, and the test fires the next one due (in order of time). */
 function manualTimers() {
-    const timers = { active: new Map(), next: 1 };
-    timers.setInterval = function (fn, ms) {
+    const timers = { active: new Map(), next: 1, now: 0, fired: [] };
+    timers.setTimeout = function (fn, ms) {
         const id = timers.next++;
-        timers.active.set(id, { fn: fn, ms: ms });
+        timers.active.set(id, { fn: fn, ms: ms, due: timers.now + ms });
         return id;
     };
-    timers.clearInterval = function (id) {
+    timers.clearTimeout = function (id) {
         timers.active.delete(id);
     };
-    timers.fire = function () {
-        Array.from(timers.active.values()).forEach(function (timer) { timer.fn(); });
+    /** Fire the timer due first; returns its delay. */
+    timers.fireNext = function () {
+        const [id, timer] = Array.from(timers.active.entries()).sort(function (a, b) { return a[1].due - b[1].due; })[0];
+        timers.active.delete(id);
+        timers.now = timer.due;
+        timers.fired.push(timer.ms);
+        timer.fn();
+        return timer.ms;
     };
     return timers;
 }
@@ -24,64 +30,128 @@ function unreachable(message) {
     return { message: message, serviceUnreachable: function () { return true; } };
 }
 
+/** A watch whose checks find the service down until `service.up` is set, as the sidebar's would. */
 function watch(timers, seen) {
-    return new serviceWatch.ServiceWatch({
-        check: function () { seen.push("check"); },
+    const service = { up: false };
+    service.watch = new serviceWatch.ServiceWatch({
+        check: function () {
+            seen.push("check at " + timers.now);
+            if (service.up) {
+                service.watch.reached();
+            } else {
+                service.watch.failed(unreachable("down at " + timers.now));
+            }
+        },
+        onReconnecting: function (err) { seen.push("reconnecting: " + err.message); },
         onDown: function (err) { seen.push("down: " + err.message); },
         onUp: function () { seen.push("up"); },
         timers: timers
     });
+    return service;
 }
 
 describe("watching the service", function () {
-    it("shows the banner when the service is down and asks again every 30 s until it answers", function () {
+    it("waits 2, 4, 8 and 16 s between checks, then 30 s for every later one", function () {
+        assert.deepStrictEqual([0, 1, 2, 3, 4, 5, 9].map(serviceWatch.retryDelay),
+            [2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    });
+
+    it("gives the advice at once for a service that has not answered since the sidebar opened", function () {
         const timers = manualTimers();
         const seen = [];
         const service = watch(timers, seen);
-        assert.strictEqual(service.failed(unreachable("not reachable")), true);
-        assert.strictEqual(service.failed(unreachable("still not reachable")), true);
+        assert.strictEqual(service.watch.failed(unreachable("not reachable")), true);
+        assert.strictEqual(service.watch.failed(unreachable("still not reachable")), true);
+        // One check waits, however many requests failed.
         assert.strictEqual(timers.active.size, 1);
-        assert.strictEqual(Array.from(timers.active.values())[0].ms, 30000);
-        timers.fire();
-        assert.strictEqual(service.reached(), true);
-        assert.deepStrictEqual(seen, ["down: not reachable", "down: still not reachable", "check", "up"]);
+        timers.fireNext();
+        timers.fireNext();
+        service.up = true;
+        timers.fireNext();
+        assert.deepStrictEqual(seen, ["down: not reachable", "down: still not reachable",
+            "check at 2000", "down: down at 2000", "check at 6000", "down: down at 6000", "check at 14000", "up"]);
+        assert.deepStrictEqual(timers.fired, [2000, 4000, 8000]);
         assert.strictEqual(timers.active.size, 0);
-        assert.strictEqual(service.reached(), false);
-        assert.deepStrictEqual(seen.slice(4), []);
+        assert.strictEqual(service.watch.reached(), false);
+        assert.strictEqual(seen.length, 8);
+    });
+
+    it("says it reconnects to a service that answered before, and hides it when a check reaches it, unasked",
+        function () {
+            const timers = manualTimers();
+            const seen = [];
+            const service = watch(timers, seen);
+            service.watch.reached();
+            service.watch.failed(unreachable("restarting"));
+            service.watch.failed(unreachable("the usage could not be read either"));
+            timers.fireNext();
+            service.up = true;
+            timers.fireNext();
+            assert.deepStrictEqual(seen, ["reconnecting: restarting", "check at 2000", "check at 6000", "up"]);
+            // The advice that was due later is not given.
+            assert.strictEqual(timers.active.size, 0);
+        });
+
+    it("gives the advice when a service that answered before stays down for 15 s, and keeps checking", function () {
+        const timers = manualTimers();
+        const seen = [];
+        const service = watch(timers, seen);
+        service.watch.reached();
+        service.watch.failed(unreachable("restarting"));
+        while (timers.now < 30000) {
+            timers.fireNext();
+        }
+        assert.deepStrictEqual(seen, ["reconnecting: restarting", "check at 2000", "check at 6000",
+            "check at 14000", "down: down at 14000", "check at 30000", "down: down at 30000"]);
+        service.up = true;
+        timers.fireNext();
+        assert.strictEqual(timers.now, 60000);
+        assert.deepStrictEqual(seen.slice(-2), ["check at 60000", "up"]);
+        // Down again later: it reconnects first again, from the first delay on.
+        service.up = false;
+        service.watch.failed(unreachable("restarting again"));
+        assert.deepStrictEqual(seen.slice(-1), ["reconnecting: restarting again"]);
+        assert.strictEqual(timers.fireNext(), 2000);
     });
 
     it("ignores failures that are not the service being down", function () {
         const timers = manualTimers();
         const seen = [];
         const service = watch(timers, seen);
-        assert.strictEqual(service.failed({ message: "401", serviceUnreachable: function () { return false; } }), false);
-        assert.strictEqual(service.failed(new Error("network")), false);
-        assert.strictEqual(service.failed(null), false);
+        assert.strictEqual(service.watch.failed({ message: "401", serviceUnreachable: function () { return false; } }),
+            false);
+        assert.strictEqual(service.watch.failed(new Error("network")), false);
+        assert.strictEqual(service.watch.failed(null), false);
         assert.deepStrictEqual(seen, []);
         assert.strictEqual(timers.active.size, 0);
     });
 
-    it("stops asking when the sidebar closes", function () {
+    it("stops asking when the sidebar closes, also after an answer that was on its way", function () {
         const timers = manualTimers();
-        const service = watch(timers, []);
-        service.failed(unreachable("down"));
-        service.stop();
+        const seen = [];
+        const service = watch(timers, seen);
+        service.watch.reached();
+        service.watch.failed(unreachable("down"));
+        service.watch.stop();
         assert.strictEqual(timers.active.size, 0);
+        assert.strictEqual(service.watch.failed(unreachable("the check's late answer")), true);
+        service.watch.reached();
+        assert.strictEqual(timers.active.size, 0);
+        assert.deepStrictEqual(seen, ["reconnecting: down"]);
     });
 });
 
 describe("watching the service with the global timers", function () {
-    it("calls setInterval and clearInterval as plain functions, as browsers require", function () {
+    it("calls setTimeout and clearTimeout as plain functions, as browsers require", function () {
         const seen = [];
         const service = new serviceWatch.ServiceWatch({
             check: function () {},
             onDown: function () { seen.push("down"); },
-            onUp: function () { seen.push("up"); },
-            retryMs: 60000
+            onUp: function () { seen.push("up"); }
         });
-        const original = global.setInterval;
-        global.setInterval = function (fn, ms) {
-            // Like window.setInterval: refuses to run as a method of another object.
+        const original = global.setTimeout;
+        global.setTimeout = function (fn, ms) {
+            // Like window.setTimeout: refuses to run as a method of another object.
             if (this !== undefined && this !== global) {
                 throw new TypeError("Illegal invocation");
             }
@@ -90,7 +160,7 @@ describe("watching the service with the global timers", function () {
         try {
             service.failed(unreachable("down"));
         } finally {
-            global.setInterval = original;
+            global.setTimeout = original;
         }
         service.reached();
         assert.deepStrictEqual(seen, ["down", "up"]);

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from service.errors import ServiceError
 from service.nodered.flows import REDACTED, redact_text
-from service.settings import Settings
+from service.settings import PROVIDERS, Settings
 
 if TYPE_CHECKING:
     from service.web.schemas import ProviderOverride
@@ -37,6 +37,10 @@ DEFAULT_MODELS = {
 # The LangChain package of each provider's chat model, imported when its first model is built.
 PROVIDER_PACKAGES = {"openai": "langchain_openai", "openai-compatible": "langchain_openai",
                      "deepseek": "langchain_deepseek", "google": "langchain_google_genai"}
+# The providers this installation can answer with (those with a chat model above), in the order of
+# service.settings.PROVIDERS: the ai-config dialog offers these (GET /ai-sidebar/scenarios ``providers``), and a
+# request for another one is ``provider_not_configured.unsupported`` naming them. ``anthropic`` is reserved.
+SUPPORTED_PROVIDERS: tuple[str, ...] = tuple(p for p in PROVIDERS if p in PROVIDER_PACKAGES)
 
 
 async def preload(provider: str) -> None:
@@ -193,7 +197,7 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
         return ChatGoogleGenerativeAI(model=config.model, google_api_key=config.api_key, timeout=config.timeout,
                                       max_retries=2, **common)
     raise ServiceError("provider_not_configured", status=400, key="provider_not_configured.unsupported",
-                       params={"provider": provider, "supported": "openai, deepseek, google, openai-compatible"})
+                       params={"provider": provider, "supported": ", ".join(SUPPORTED_PROVIDERS)})
 
 
 M = TypeVar("M", bound=BaseChatModel)

@@ -29,11 +29,10 @@ from service.chat.pipeline import (
 from service.chat.resume import claim, continue_run, save_continuation
 from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
 from service.identity import Caller, request_caller
-from service.llm.providers import DEFAULT_MODELS, ProviderConfig
+from service.llm.providers import DEFAULT_MODELS, SUPPORTED_PROVIDERS, ProviderConfig
 from service.llm.usage import counted, turn_usage
 from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
-from service.settings import PROVIDERS
 from service.tools.context import ServiceToolContext
 from service.tools.registry import ToolRegistry, failure_status
 from service.tracing.spans import describe_caller
@@ -85,12 +84,13 @@ async def openapi(request: web.Request) -> web.Response:
 @routes.get("/ai-sidebar/scenarios")
 async def scenarios(request: web.Request) -> web.Response:
     """``?lang=xx-YY`` → the editor's view of that language's scenarios (no system prompts), with the lists the
-    palette nodes' dialogs and checks need from the service: ``providers`` and ``maxMessageChars``, and the model
+    palette nodes' dialogs and checks need from the service: ``providers`` (those this installation can answer
+    with, :data:`service.llm.providers.SUPPORTED_PROVIDERS`) and ``maxMessageChars``, and the model
     that answers when no ``ai-config`` node is chosen (``model``: ``{provider, model}``, ``model`` null when the
     provider has no default and AI_MODEL is unset)."""
     catalog = request.app[SCENARIOS].get(request.query.get("lang"))
     settings = request.app[SETTINGS]
-    return web.json_response({**catalog.public(), "providers": list(PROVIDERS),
+    return web.json_response({**catalog.public(), "providers": list(SUPPORTED_PROVIDERS),
                               "maxMessageChars": settings.max_message_chars,
                               "model": {"provider": settings.provider,
                                         "model": settings.model or DEFAULT_MODELS.get(settings.provider)}})

@@ -100,6 +100,24 @@ async function rejectMode(context, result) {
     await askForCard(page);
     result.before = await canvasState(page, env.TAB_ID);
     await page.locator(".ai-sidebar-approval").last().locator(".ai-sidebar-approval-reject").click();
+    // What the user sees right after the click, before anything else scrolls: the reason field and its buttons
+    // inside the message list's visible part, the field focused.
+    result.rejectOpen = await page.evaluate(() => {
+        const list = document.querySelector(".ai-sidebar-messages").getBoundingClientRect();
+        const cards = document.querySelectorAll(".ai-sidebar-approval");
+        const card = cards[cards.length - 1];
+        function inView(selector) {
+            const box = card.querySelector(selector).getBoundingClientRect();
+            return box.height > 0 && box.top >= list.top - 1 && box.bottom <= list.bottom + 1;
+        }
+        return {
+            reasonInView: inView(".ai-sidebar-approval-reason"),
+            confirmInView: inView(".ai-sidebar-approval-confirm-reject"),
+            cancelInView: inView(".ai-sidebar-approval-cancel-reject"),
+            reasonFocused: document.activeElement === card.querySelector(".ai-sidebar-approval-reason")
+        };
+    });
+    await editor.screenshot(page, result, "sidebar-approval-reject-open.png");
     await page.fill(".ai-sidebar-approval-reason", env.REASON);
     await editor.detailScreenshot(page.locator(".ai-sidebar-approval").last(), result, "sidebar-approval-reject.png");
     await decideAndWait(page, ".ai-sidebar-approval-confirm-reject");

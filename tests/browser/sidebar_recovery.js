@@ -1,6 +1,7 @@
 // Recovery, driven by sidebar_features.js (MODE=retry): a failed answer puts the question back and offers Retry,
 // which resends the same request; a cut-off answer offers Retry too; a reload shows the faults as sentences.
-// Input (env): TAB_ID, QUESTIONS (JSON: [failing question, question whose answer is cut off]).
+// MODE=reconnect: the service goes away while an answer streams and comes back (see reconnectMode).
+// Input (env): TAB_ID, QUESTIONS (JSON: [failing question, question whose answer is cut off]) or QUESTION.
 "use strict";
 const editor = require("./editor");
 
@@ -62,4 +63,70 @@ async function retryMode(page, result, context, record) {
     await editor.screenshot(again, result, "sidebar-retry-reloaded.png");
 }
 
-module.exports = { MODES: { "retry": retryMode } };
+function stage(name) {
+    process.stdout.write(JSON.stringify({ stage: name }) + "\n");
+}
+
+/** The banner as shown: its line, its role, how many start commands it lists, whether it says it reconnects. */
+async function bannerView(page) {
+    return page.evaluate(() => {
+        const banner = document.querySelector(".ai-sidebar-status");
+        return {
+            text: banner.querySelector(":scope > span").innerText.trim(),
+            role: banner.getAttribute("role"),
+            commands: banner.querySelectorAll(".ai-sidebar-status-command").length,
+            reconnecting: banner.classList.contains("ai-sidebar-status-reconnecting")
+        };
+    });
+}
+
+// The service goes away while an answer streams (the test kills it on "streaming", as a crash would; a supervisor
+// restarts it): the answer says it ended early, the tab says it reconnects (no advice on starting the service yet),
+// asks GET ai-sidebar/service-status on its own, and drops the line once the service is back (the test starts it
+// on "reconnecting"), with no Send and no click. Every admin request is recorded with its status.
+async function reconnectMode(page, result) {
+    const requests = [];
+    page.on("response", (response) => {
+        const url = new URL(response.url());
+        const at = url.pathname.indexOf("/ai-sidebar/");
+        if (at !== -1) {
+            requests.push({ method: response.request().method(), path: url.pathname.slice(at + 12),
+                status: response.status() });
+        }
+    });
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await page.waitForSelector(".ai-sidebar-scenario", { state: "visible", timeout: 20000 });
+    await editor.newChat(page);
+    await editor.waitIdle(page);
+    await page.fill(".ai-sidebar-input", env.QUESTION);
+    await page.click(".ai-sidebar-send");
+    await page.waitForFunction(() => {
+        const answers = document.querySelectorAll(".ai-sidebar-message-assistant");
+        return answers.length && answers[answers.length - 1].innerText.indexOf("word3 ") !== -1;
+    }, null, { timeout: 30000 });
+    await editor.screenshot(page, result, "sidebar-reconnect-streaming.png");
+    stage("streaming");
+    await page.waitForSelector(".ai-sidebar-status.ai-sidebar-status-reconnecting", { state: "visible",
+        timeout: 30000 });
+    await editor.waitIdle(page);
+    result.reconnecting = await bannerView(page);
+    result.cutOff = await lastAnswer(page);
+    await editor.screenshot(page, result, "sidebar-reconnecting.png");
+    result.requestsBeforeRestart = requests.length;
+    stage("reconnecting");
+    await page.waitForSelector(".ai-sidebar-status", { state: "hidden", timeout: 120000 });
+    await editor.screenshot(page, result, "sidebar-reconnected.png");
+    // The session list is read again once the service is back (the cut-off question may have been saved).
+    const readAgain = () => {
+        const failed = requests.map((r) => r.path === "sessions" && r.status === 502).lastIndexOf(true);
+        return requests.slice(failed + 1).some((r) => r.path === "sessions" && r.status === 200);
+    };
+    const deadline = Date.now() + 15000;
+    while (Date.now() < deadline && !readAgain()) {
+        await page.waitForTimeout(200);
+    }
+    result.requests = requests;
+}
+
+module.exports = { MODES: { "retry": retryMode, "reconnect": reconnectMode } };

@@ -41,56 +41,41 @@ async function state(page) {
     return { rows: await rows(page), retypeShown: await page.locator("#node-config-ai-config-mcp-retype").isVisible() };
 }
 
-async function main() {
-    const { browser, context } = await editor.launch();
-    const result = {};
-    const record = {};
-    try {
-        const page = await editor.openEditor(context, env.EDITOR_URL, record,
-            { username: env.USERNAME, password: env.PASSWORD });
-        await openDialog(page);
-        result.opened = await state(page);
-        await editor.screenshot(page, result, "ai-config-mcp-opened.png");
+editor.runEditorScript(async (page, result) => {
+    await openDialog(page);
+    result.opened = await state(page);
+    await editor.screenshot(page, result, "ai-config-mcp-opened.png");
 
-        // A new stdio server with one secret environment variable.
-        await page.click(".node-config-ai-config-mcp-row .red-ui-editableList-addButton");
-        const added = page.locator(LIST + " .ai-config-mcp-server").last();
-        await added.locator(".ai-config-mcp-name").fill("tracker");
-        await added.locator(".ai-config-mcp-transport").selectOption("http");
-        result.addedAsHttp = { urlShown: await added.locator(".ai-config-mcp-http").isVisible(),
-            commandShown: await added.locator(".ai-config-mcp-stdio").isVisible() };
-        await added.locator(".ai-config-mcp-transport").selectOption("stdio");
-        await added.locator(".ai-config-mcp-command").fill("npx");
-        await added.locator(".ai-config-mcp-args").fill("-y tracker-mcp --board \"Line 3\"");
-        await added.locator(".ai-config-mcp-add-secret").click();
-        await added.locator(".ai-config-mcp-secret-name").fill("TRACKER_TOKEN");
-        await added.locator(".ai-config-mcp-secret-value").fill(env.ENV_VALUE);
-        result.afterTyping = await state(page);
-        // The saved header must be typed again, since the credential is written anew.
-        await page.locator(LIST + " .ai-config-mcp-server").first().locator(".ai-config-mcp-secret-value")
-            .fill(env.HEADER_VALUE);
-        result.afterRetyping = await state(page);
-        await editor.screenshot(page, result, "ai-config-mcp-edited.png");
-        await page.click("#node-config-dialog-ok");
-        await page.waitForSelector(LIST, { state: "detached", timeout: 15000 });
+    // A new stdio server with one secret environment variable.
+    await page.click(".node-config-ai-config-mcp-row .red-ui-editableList-addButton");
+    const added = page.locator(LIST + " .ai-config-mcp-server").last();
+    await added.locator(".ai-config-mcp-name").fill("tracker");
+    await added.locator(".ai-config-mcp-transport").selectOption("http");
+    result.addedAsHttp = { urlShown: await added.locator(".ai-config-mcp-http").isVisible(),
+        commandShown: await added.locator(".ai-config-mcp-stdio").isVisible() };
+    await added.locator(".ai-config-mcp-transport").selectOption("stdio");
+    await added.locator(".ai-config-mcp-command").fill("npx");
+    await added.locator(".ai-config-mcp-args").fill("-y tracker-mcp --board \"Line 3\"");
+    await added.locator(".ai-config-mcp-add-secret").click();
+    await added.locator(".ai-config-mcp-secret-name").fill("TRACKER_TOKEN");
+    await added.locator(".ai-config-mcp-secret-value").fill(env.ENV_VALUE);
+    result.afterTyping = await state(page);
+    // The saved header must be typed again, since the credential is written anew.
+    await page.locator(LIST + " .ai-config-mcp-server").first().locator(".ai-config-mcp-secret-value")
+        .fill(env.HEADER_VALUE);
+    result.afterRetyping = await state(page);
+    await editor.screenshot(page, result, "ai-config-mcp-edited.png");
+    await page.click("#node-config-dialog-ok");
+    await page.waitForSelector(LIST, { state: "detached", timeout: 15000 });
 
-        await page.click("#red-ui-header-button-deploy");
-        await page.waitForFunction(() => !RED.nodes.dirty(), null, { timeout: 20000 });
-        // Node-RED answers the deploy before the new flows have started.
-        await page.waitForTimeout(1500);
+    await page.click("#red-ui-header-button-deploy");
+    await page.waitForFunction(() => !RED.nodes.dirty(), null, { timeout: 20000 });
+    // Node-RED answers the deploy before the new flows have started.
+    await page.waitForTimeout(1500);
 
-        await page.reload({ waitUntil: "domcontentloaded" });
-        await editor.editorReady(page);
-        await openDialog(page);
-        result.reopened = await state(page);
-        await page.click("#node-config-dialog-cancel");
-    } catch (err) {
-        result.failure = String(err && err.stack || err);
-    } finally {
-        result.pageErrors = record.pageErrors || [];
-        await browser.close();
-    }
-    process.stdout.write(JSON.stringify(result) + "\n");
-}
-
-main().catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await editor.editorReady(page);
+    await openDialog(page);
+    result.reopened = await state(page);
+    await page.click("#node-config-dialog-cancel");
+}).catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });

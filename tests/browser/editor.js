@@ -20,6 +20,30 @@ async function launch(viewport) {
 }
 
 /**
+ * The frame of a one-page browser script: launch Chromium, open the editor at `env.EDITOR_URL` logged in as
+ * `env.USERNAME`/`env.PASSWORD`, run `body(page, result)`, then print `result` as one JSON line with `failure` (an
+ * exception's stack) and `pageErrors` (what openEditor recorded), the browser closed in every case.
+ *
+ * @param {function(object, object): Promise<void>} body the checks, filling `result`
+ */
+async function runEditorScript(body) {
+    const env = process.env;
+    const { browser, context } = await launch();
+    const result = {};
+    const record = {};
+    try {
+        const page = await openEditor(context, env.EDITOR_URL, record, { username: env.USERNAME, password: env.PASSWORD });
+        await body(page, result);
+    } catch (err) {
+        result.failure = String(err && err.stack || err);
+    } finally {
+        result.pageErrors = record.pageErrors || [];
+        await browser.close();
+    }
+    process.stdout.write(JSON.stringify(result) + "\n");
+}
+
+/**
  * A new page on the editor, ready to use: logged in (when `credentials` are given and the profile has no
  * token yet), workspace loaded, the AI sidebar built. Page errors, console errors (`{text, url}`: a failed
  * request is logged with its URL as `url`) and JavaScript dialogs (alert, confirm) are recorded in `record`.
@@ -189,5 +213,5 @@ async function resizeSidebar(page, width) {
     return sidebarWidth(page);
 }
 
-module.exports = { launch, openEditor, login, editorReady, showTab, tabButton, tabButtonRow, sidebarLayout, newChat,
+module.exports = { launch, runEditorScript, openEditor, login, editorReady, showTab, tabButton, tabButtonRow, sidebarLayout, newChat,
     waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot, sidebarWidth, resizeSidebar };

@@ -24,21 +24,6 @@ async function configDialog(page, result) {
     await editor.screenshot(page, result, "ai-config-dialog-" + (result.unavailableShown ? "offline" : "online") + ".png");
 }
 
-async function main() {
-    const { browser, context } = await editor.launch();
-    const result = {};
-    const record = {};
-    try {
-        const page = await editor.openEditor(context, env.EDITOR_URL, record,
-            { username: env.USERNAME, password: env.PASSWORD });
-        await configDialog(page, result);
-    } catch (err) {
-        result.failure = String(err && err.stack || err);
-    } finally {
-        result.pageErrors = record.pageErrors || [];
-        await browser.close();
-    }
-    process.stdout.write(JSON.stringify(result) + "\n");
-}
-
-main().catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });
+editor.runEditorScript(async (page, result) => {
+    await configDialog(page, result);
+}).catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });

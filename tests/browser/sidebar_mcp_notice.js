@@ -7,37 +7,22 @@ const editor = require("./editor");
 
 const env = process.env;
 
-async function main() {
-    const { browser, context } = await editor.launch();
-    const result = {};
-    const record = {};
-    try {
-        const page = await editor.openEditor(context, env.EDITOR_URL, record,
-            { username: env.USERNAME, password: env.PASSWORD });
-        await editor.showTab(page, env.TAB_ID);
-        await editor.newChat(page);
-        await page.waitForSelector(`.ai-sidebar-config option[value='${env.CONFIG_ID}']`,
-            { state: "attached", timeout: 15000 });
-        await page.selectOption(".ai-sidebar-config", env.CONFIG_ID);
-        result.answer = await editor.ask(page, env.QUESTION);
-        result.notices = await page.evaluate(() => {
-            const answer = Array.from(document.querySelectorAll(".ai-sidebar-message-assistant")).pop();
-            return Array.from(answer.querySelectorAll(".ai-sidebar-notice")).map((notice) => ({
-                code: notice.getAttribute("data-code"),
-                server: notice.getAttribute("data-server"),
-                shownFirst: (notice.querySelector(".ai-sidebar-notice-server") || {}).textContent || null,
-                text: notice.querySelector(".ai-sidebar-notice-text").innerText.trim(),
-                icon: notice.querySelector(".fa").className
-            }));
-        });
-        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-mcp-notice.png");
-    } catch (err) {
-        result.failure = String(err && err.stack || err);
-    } finally {
-        result.pageErrors = record.pageErrors || [];
-        await browser.close();
-    }
-    process.stdout.write(JSON.stringify(result) + "\n");
-}
-
-main().catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });
+editor.runEditorScript(async (page, result) => {
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await page.waitForSelector(`.ai-sidebar-config option[value='${env.CONFIG_ID}']`,
+        { state: "attached", timeout: 15000 });
+    await page.selectOption(".ai-sidebar-config", env.CONFIG_ID);
+    result.answer = await editor.ask(page, env.QUESTION);
+    result.notices = await page.evaluate(() => {
+        const answer = Array.from(document.querySelectorAll(".ai-sidebar-message-assistant")).pop();
+        return Array.from(answer.querySelectorAll(".ai-sidebar-notice")).map((notice) => ({
+            code: notice.getAttribute("data-code"),
+            server: notice.getAttribute("data-server"),
+            shownFirst: (notice.querySelector(".ai-sidebar-notice-server") || {}).textContent || null,
+            text: notice.querySelector(".ai-sidebar-notice-text").innerText.trim(),
+            icon: notice.querySelector(".fa").className
+        }));
+    });
+    await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "sidebar-mcp-notice.png");
+}).catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });

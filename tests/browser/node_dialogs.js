@@ -10,9 +10,10 @@ const env = process.env;
 async function configDialog(page, result) {
     await page.evaluate((id) => RED.editor.editConfig("", "ai-config", id, "node-input"), env.CONFIG_ID);
     await page.waitForSelector("#node-config-input-provider option", { state: "attached", timeout: 15000 });
-    // Loaded (the service's scenarios listed) or not (the dialog says so): either ends the wait.
+    // Loaded (the service's providers listed: the saved one alone is shown until then; the saved scenarios are
+    // listed at once, so they cannot tell) or not (the dialog says so): either ends the wait.
     await page.waitForFunction(() => $("#node-config-ai-config-lists-unavailable").is(":visible") ||
-        $("#node-config-ai-config-scenario-list label").length > 1, null, { timeout: 15000 });
+        $("#node-config-input-provider option").length > 1, null, { timeout: 15000 });
     result.unavailableShown = await page.locator("#node-config-ai-config-lists-unavailable").isVisible();
     result.providers = await page.$$eval("#node-config-input-provider option", (options) => options.map((o) => o.value));
     result.provider = await page.inputValue("#node-config-input-provider");

@@ -34,7 +34,9 @@ def main() -> None:
     if count == 1:
         serve(settings, None, reuse_port=False)
         return
-    raise SystemExit(supervise(count, lambda ready: serve(settings, ready, reuse_port=True)))
+    # Each worker knows there are several: the per-user stream limit then counts in the database (web/app.py).
+    several = settings.model_copy(update={"workers": count})
+    raise SystemExit(supervise(count, lambda ready: serve(several, ready, reuse_port=True)))
 
 
 def serve(settings: Settings, ready: Event | None, reuse_port: bool) -> None:

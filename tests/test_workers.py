@@ -8,12 +8,15 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from service.workers import worker_count
 from tests.conftest import TEST_API_KEY
 from tests.support.health import wait_healthy
+from tests.support.model_server import Reply
 from tests.support.nodered import REPO, free_port
 
 SERVICE_TOKEN = "workers-test-token-0123456789abcdef"
@@ -78,6 +81,49 @@ def times_open(pid: int, name: str) -> int:
         return sum(os.readlink(f"/proc/{pid}/fd/{fd}").endswith("/" + name) for fd in os.listdir(f"/proc/{pid}/fd"))
     except OSError:  # it ended, or closed a descriptor while we looked
         return 0
+
+
+def test_with_two_workers_on_sqlite_the_per_user_stream_limit_counts_the_streams_of_both(nodered, model, tmp_path):
+    """AI_SIDEBAR_MAX_STREAMS_PER_USER=1 and ten questions of one user at once, each on its own connection (the
+    kernel spreads them over both workers): exactly one is answered, nine get 429. Counted in each process alone,
+    each worker would answer one."""
+    port = free_port()
+    env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "AI_SIDEBAR_WORKERS": "2",
+           "AI_SIDEBAR_MAX_STREAMS_PER_USER": "1", "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model.base_url,
+           "OPENAI_API_KEY": TEST_API_KEY, "MEMORY_DB_PATH": str(tmp_path / "memory.db"),
+           "MCP_TOOLS_ENABLED": "false"}
+    model.default = Reply(text="one two three four five six", token_delay=0.5)
+    log_path = tmp_path / "service.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=REPO)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, 90, 0.2)
+        pids: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(pids) < 2 and time.monotonic() < deadline and process.poll() is None:
+            pids.add(health(port)["pid"])
+        assert len(pids) == 2, log_path.read_text()[-2000:]
+
+        def ask(_: int) -> int:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/ai-sidebar/stream-chat", method="POST",
+                data=json.dumps({"message": "hello"}).encode(),
+                headers={"Authorization": f"Bearer {SERVICE_TOKEN}", "Content-Type": "application/json",
+                         "Connection": "close"})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as answer:
+                    answer.read()
+                    return answer.status
+            except urllib.error.HTTPError as err:
+                return err.code
+
+        with ThreadPoolExecutor(10) as pool:
+            statuses = sorted(pool.map(ask, range(10)))
+        assert statuses == [200] + [429] * 9, statuses
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
 
 
 def test_a_stop_while_the_second_worker_starts_ends_both_workers_and_the_supervisor_with_0(nodered, model, tmp_path):

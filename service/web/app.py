@@ -157,8 +157,8 @@ async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
 
 async def _memory(app: web.Application) -> AsyncIterator[None]:
     """Open the memory store (PostgreSQL at ``DATABASE_URL``, else SQLite at ``MEMORY_DB_PATH``), seed shared flow
-    templates, apply retention at start and daily; on PostgreSQL count open streams there (with this replica's
-    heartbeat); close it after.
+    templates, apply retention at start and daily; on PostgreSQL or with several workers count open streams in the
+    database (with this process's heartbeat); close it after.
 
     A database that cannot be opened (read-only, corrupt, locked, unreachable) leaves the service answering without
     memory.
@@ -182,7 +182,10 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
         log.warning("flow templates not seeded from %s: %s", settings.templates_path, err)
     tasks = [asyncio.create_task(_periodically(RETENTION_INTERVAL, _retention(slot.store,
                                                                          settings.memory_retention_days)))]
-    streams = OpenStreams(slot.store.db) if is_postgres_url(target) else None
+    # Replicas on PostgreSQL, or several workers on one SQLite file: the per-user stream limit counts the streams
+    # of every process through the database (one process alone counts in memory, cheaper).
+    shared = is_postgres_url(target) or (settings.workers or 1) > 1
+    streams = OpenStreams(slot.store.db) if shared else None
     if streams is not None:
         app[LIMITER].share(streams)
         tasks.append(asyncio.create_task(_periodically(HEARTBEAT, _heartbeat(streams), at_start=False)))

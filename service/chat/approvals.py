@@ -32,6 +32,7 @@ from service.chat.events import Emit
 from service.errors import ServiceError
 from service.identity import Identity
 from service.memory.approvals import ApprovalStore
+from service.memory.db import BUSY_TIMEOUT_MS
 from service.nodered.redaction import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.write_tools import approval_key
@@ -158,7 +159,7 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     connection = await aiosqlite.connect(db.path)  # type: ignore[attr-defined]  # an SqliteDatabase
-    await connection.execute("PRAGMA busy_timeout=2000")
+    await connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     saver = _without_errors(AsyncSqliteSaver)(connection)
     await saver.setup()
     return Approvals(store, saver, settings), connection.close

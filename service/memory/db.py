@@ -26,6 +26,9 @@ Row: TypeAlias = sqlite3.Row | dict[str, Any]
 Statement = tuple[str, Sequence[Any]]
 
 
+BUSY_TIMEOUT_MS = 5000  # how long a SQLite statement waits for another connection's lock
+
+
 class MemoryUnavailable(ServiceError):
     """The database cannot be written or read (locked, read-only, disk full, server unreachable): 503
     ``memory_unavailable``."""
@@ -154,7 +157,10 @@ class SqliteDatabase:
 
         await self._conn.execute("PRAGMA journal_mode=WAL")
         await self._conn.execute("PRAGMA foreign_keys=ON")
-        await self._conn.execute("PRAGMA busy_timeout=2000")
+        # Several workers share the file (AI_SIDEBAR_WORKERS defaults to the CPU count): a write waits up to 5 s for
+        # another process's (under 200 streams on a loaded 2-core machine 2 s ran out once in 200), then fails
+        # as memory_unavailable.
+        await self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # Memory-mapped reads: FTS5 ranking touches many pages (make bench: search p50 11.5 ms → 8.2 ms).
         await self._conn.execute("PRAGMA mmap_size=268435456")
         version = await self.schema_version()

@@ -212,6 +212,11 @@
         $(document).off(".aiSidebarSessions");
         this.button.removeClass("selected");
         this.drawer.hide();
+        // Closing the list cancels a delete it was asking to confirm; a reload deferred for it is drawn now.
+        this.list.find(".ai-sidebar-session-confirm").remove();
+        if (this.renderDeferred) {
+            this.render();
+        }
     };
 
     /** The current session as the service lists it, or null while it is not saved yet. */
@@ -263,6 +268,13 @@
             // The search's rows stay until the query changes.
             return;
         }
+        if (this.list.find(".ai-sidebar-session-confirm, .ai-sidebar-session-editing").length) {
+            // A reload in the background (after an answer, or when the service is back) must not wipe a delete
+            // confirmation or a rename the user is in: the list is redrawn when that closes.
+            this.renderDeferred = true;
+            return;
+        }
+        this.renderDeferred = false;
         this.list.empty();
         var currentId = this.options.currentId();
         if (!this.current()) {
@@ -357,6 +369,7 @@
                 return;
             }
             finished = true;
+            row.removeClass("ai-sidebar-session-editing");
             var name = String(input.val()).trim();
             if (save && name && name !== session.name) {
                 self.update(session, { name: name });
@@ -391,6 +404,9 @@
             .on("click", function (event) {
                 event.preventDefault();
                 confirm.remove();
+                if (self.renderDeferred) {
+                    self.render();
+                }
             })
             .appendTo(confirm);
         $('<button type="button" class="red-ui-button red-ui-button-small primary ai-sidebar-session-confirm-delete">' +
@@ -398,6 +414,7 @@
             .text(t("session.delete"))
             .on("click", function (event) {
                 event.preventDefault();
+                confirm.remove();
                 self.remove(session);
             })
             .appendTo(confirm)

@@ -35,12 +35,11 @@ def health(port: int) -> dict:
         return json.loads(answer.read())
 
 
-def test_two_workers_answer_on_one_port_from_two_pids_and_stop_on_sigterm(nodered, model_server, tmp_path):
-    port = free_port()
-    env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "AI_SIDEBAR_WORKERS": "2",
-           "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
-           "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "MCP_TOOLS_ENABLED": "false"}
-    log_path = tmp_path / "service.log"
+def start_two_workers(env: dict[str, str], log_path: Path) -> tuple[subprocess.Popen, set[int]]:
+    """Start the service with ``env`` (AI_SIDEBAR_WORKERS=2, AI_SIDEBAR_PORT set), its output in ``log_path``, and
+    wait until both workers have answered ``/healthz``; returns the supervisor and the workers' pids. The caller
+    stops the supervisor."""
+    port = int(env["AI_SIDEBAR_PORT"])
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)
@@ -52,6 +51,21 @@ def test_two_workers_answer_on_one_port_from_two_pids_and_stop_on_sigterm(nodere
         while len(pids) < 2 and time.monotonic() < deadline and process.poll() is None:
             pids.add(health(port)["pid"])
         assert len(pids) == 2, f"one pid only within 60 s: {pids}\n{log_path.read_text()[-2000:]}"
+    except BaseException:
+        process.kill()
+        process.wait(10)
+        raise
+    return process, pids
+
+
+def test_two_workers_answer_on_one_port_from_two_pids_and_stop_on_sigterm(nodered, model_server, tmp_path):
+    port = free_port()
+    env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "AI_SIDEBAR_WORKERS": "2",
+           "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
+           "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "MCP_TOOLS_ENABLED": "false"}
+    log_path = tmp_path / "service.log"
+    process, pids = start_two_workers(env, log_path)
+    try:
         assert process.pid not in pids
         assert all(parent_of(pid) == process.pid for pid in pids)
 
@@ -93,18 +107,8 @@ def test_with_two_workers_on_sqlite_the_per_user_stream_limit_counts_the_streams
            "OPENAI_API_KEY": TEST_API_KEY, "MEMORY_DB_PATH": str(tmp_path / "memory.db"),
            "MCP_TOOLS_ENABLED": "false"}
     model.default = Reply(text="one two three four five six", token_delay=0.5)
-    log_path = tmp_path / "service.log"
-    with log_path.open("ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=REPO)
+    process, _ = start_two_workers(env, tmp_path / "service.log")
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, 90, 0.2)
-        pids: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(pids) < 2 and time.monotonic() < deadline and process.poll() is None:
-            pids.add(health(port)["pid"])
-        assert len(pids) == 2, log_path.read_text()[-2000:]
-
         def ask(_: int) -> int:
             request = urllib.request.Request(
                 f"http://127.0.0.1:{port}/ai-sidebar/stream-chat", method="POST",

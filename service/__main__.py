@@ -64,14 +64,21 @@ async def run(app: web.Application, host: str, port: int, reuse_port: bool) -> N
     (``web._run_app`` calls ``runner.setup()`` before its ``try``): the cleanup contexts that had opened an
     aiosqlite connection never closed it, and its thread (not a daemon) kept the process from exiting. With
     several workers the second one is still starting when the first already answers, so a stop right after the
-    service came up left that worker hanging until the supervisor killed it (issue 23).
+    service came up left that worker hanging until the supervisor killed it (issue 23). A start that raises cleans
+    up what had started, then raises.
     """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
+    try:
+        await runner.setup()
+    except BaseException:
+        # A start that fails midway: the cleanup contexts that had started are left (aiohttp's cleanup runs them
+        # even without a server); an open aiosqlite connection would otherwise keep the process from exiting.
+        await runner.cleanup()
+        raise
     try:
         if not stop.is_set():
             site = web.TCPSite(runner, host, port, reuse_port=reuse_port)

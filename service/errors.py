@@ -14,7 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
-from service.nodered.messages import CodedError, MessageCatalog, english_catalog
+from service.chat.events import ApprovalRequired, FailedToolResult
+from service.nodered.messages import CodedError, MessageCatalog, Sentence, english_catalog
 from service.web.keys import MESSAGES
 
 log = logging.getLogger(__name__)
@@ -71,13 +72,32 @@ def error_event(error: CodedError) -> ErrorEvent:
 
 
 def localized(emit: Emit, catalog: MessageCatalog, language: str) -> Emit:
-    """``emit`` with every :class:`ErrorEvent` worded in ``language`` (code unchanged); other events pass as
-    they are. Every ``error`` event of a stream leaves through this function."""
+    """``emit`` with every :class:`ErrorEvent`, the ``message`` of every failed ``tool_result``
+    (:class:`service.chat.events.FailedToolResult`) and the action summaries of every ``approval_required``
+    (:class:`service.chat.events.ApprovalRequired`) worded in ``language`` (codes unchanged); other events pass as
+    they are. Every event of a stream leaves through this function."""
     async def send(event: dict[str, Any]) -> None:
-        if isinstance(event, ErrorEvent):
-            event = {**event, "message": event.error.translated(catalog, language)}
-        await emit(event)
+        await emit(localized_event(event, catalog, language))
     return send
+
+
+def localized_event(event: dict[str, Any], catalog: MessageCatalog, language: str) -> dict[str, Any]:
+    """One event as :func:`localized` sends it (also for an event answered outside a stream: execute-tool's)."""
+    if isinstance(event, ErrorEvent):
+        return {**event, "message": event.error.translated(catalog, language)}
+    if isinstance(event, FailedToolResult):
+        return {**event, "message": event.failure.translated(catalog, language)}
+    if isinstance(event, ApprovalRequired):
+        return {**event, "actions": localized_summaries(event["actions"], event.sentences, catalog, language)}
+    return event
+
+
+def localized_summaries(actions: list[dict[str, Any]], sentences: list[Any], catalog: MessageCatalog,
+                        language: str) -> list[dict[str, Any]]:
+    """``actions`` (``[{..., summary}]``) with each ``summary`` worded in ``language`` from its sentence
+    (``sentences``, in the same order; ``None``: kept in English)."""
+    return [{**action, "summary": Sentence.translated(sentence, catalog, language, action["summary"])}
+            for action, sentence in zip(actions, sentences, strict=True)]
 
 
 _HTTP_CODES = {

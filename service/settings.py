@@ -97,6 +97,10 @@ class Settings(EnvSettings):
     deepseek_api_base: str | None = Field(None, validation_alias="DEEPSEEK_API_BASE")
     google_api_key: SecretStr | None = Field(None, validation_alias="GOOGLE_API_KEY")
     anthropic_api_key: SecretStr | None = Field(None, validation_alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(None, validation_alias="ANTHROPIC_BASE_URL",
+                                           description="a proxy or gateway in front of the Anthropic API (unset: "
+                                                       "https://api.anthropic.com); the variable the anthropic SDK "
+                                                       "reads itself")
     llm_timeout: float = Field(60.0, gt=0, validation_alias="AI_LLM_TIMEOUT",
                                description="seconds a model call may take to start answering, its client's retries "
                                            "included")

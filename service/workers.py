@@ -9,10 +9,12 @@ exits on its own stops the others and the supervisor exits with its code (a proc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
 from multiprocessing.synchronize import Event
@@ -40,10 +42,13 @@ def worker_count(configured: int | None, port: int) -> int:
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
-def _child(serve: Serve, ready: Event | None) -> None:
+def _child(serve: Serve, ready: Event | None, supervisors: tuple[int, ...]) -> None:
     # The supervisor's handlers are not the worker's: aiohttp installs its own for SIGINT and SIGTERM. The signals
     # were blocked across the fork (see ``start``): one sent meanwhile is delivered now, to the default handler, and
-    # ends the worker, instead of reaching the supervisor's handler copied into the child and being lost.
+    # ends the worker, instead of reaching the supervisor's handler copied into the child and being lost. The
+    # supervisor's own descriptors (``supervisors``, its wake-up pipe) are closed.
+    for fd in supervisors:
+        os.close(fd)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
@@ -61,16 +66,27 @@ def supervise(count: int, serve: Serve) -> int:
     ready = context.Event()
     workers: list[Any] = []
     stopping = False
+    deadline = 0.0  # once stopping: time.monotonic() by which every worker must have stopped, else it is killed
+    # Written by ``stop``: a signal handler runs while ``wait`` below waits, and that wait is then retried with its
+    # original timeout (PEP 475), None before the stop; this pipe in the waited-on list ends it, so that the
+    # grace period runs from the stop.
+    wakeup_r, wakeup_w = os.pipe()
+    os.set_blocking(wakeup_w, False)
 
     def stop(signum: int, frame: Any) -> None:
-        nonlocal stopping
+        nonlocal stopping, deadline
+        if not stopping:
+            deadline = time.monotonic() + STOP_GRACE
         stopping = True
         for worker in workers:
             if worker.is_alive() and worker.pid is not None:
                 os.kill(worker.pid, signal.SIGTERM)
+        with contextlib.suppress(BlockingIOError):  # full: a wake-up is already pending
+            os.write(wakeup_w, b"\0")
 
     def start(event: Event | None, number: int) -> Any:
-        worker = context.Process(target=_child, args=(serve, event), name=f"ai-sidebar-worker-{number}")
+        worker = context.Process(target=_child, args=(serve, event, (wakeup_r, wakeup_w)),
+                                 name=f"ai-sidebar-worker-{number}")
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             worker.start()
@@ -92,19 +108,28 @@ def supervise(count: int, serve: Serve) -> int:
                 start(None, number)
             log.info("%d workers on one port: pids %s", count, ", ".join(str(w.pid) for w in workers))
         code = 0
-        while any(w.is_alive() for w in workers):
-            # Once stopping, a worker gets STOP_GRACE seconds in all; then it is killed below.
-            if not wait([w.sentinel for w in workers if w.is_alive()], STOP_GRACE if stopping else None):
+        while True:
+            # Which workers live is read once per pass: asked again for the wait, a worker reaped in between was
+            # left out of it, and a wait on no worker at all lasted its whole timeout (a stop took STOP_GRACE).
+            alive = [w for w in workers if w.is_alive()]
+            if not alive or (stopping and time.monotonic() >= deadline):
                 break
-            ended = [w for w in workers if not w.is_alive() and w.exitcode not in (None,)]
-            if not stopping and ended:
-                failed = ended[0]
-                code = failed.exitcode if failed.exitcode and failed.exitcode > 0 else 1
+            timeout = max(0.0, deadline - time.monotonic()) if stopping else None
+            ended = wait([w.sentinel for w in alive] + [wakeup_r], timeout)
+            if wakeup_r in ended:
+                os.read(wakeup_r, 512)
+            for worker in alive:
+                if worker.sentinel in ended:
+                    # Its descriptors are closed, so it is exiting: wait until it has (until then the sentinel
+                    # stays readable and each pass would find it alive again at once).
+                    worker.join()
+            failed = next((w for w in alive if w.exitcode is not None), None)
+            if failed is not None and not stopping:
+                code = failed.exitcode if failed.exitcode > 0 else 1
                 log.error("worker %s (pid %s) exited with %s; stopping the others", failed.name, failed.pid,
                           failed.exitcode)
                 stop(signal.SIGTERM, None)
         for worker in workers:
-            worker.join(STOP_GRACE)
             if worker.is_alive():
                 log.error("worker %s (pid %s) did not stop within %s s; killed", worker.name, worker.pid,
                           STOP_GRACE)
@@ -117,3 +142,5 @@ def supervise(count: int, serve: Serve) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        os.close(wakeup_r)
+        os.close(wakeup_w)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import time
 
@@ -15,11 +16,13 @@ from mcp.types import ElicitResult
 
 from mcp_server.server import NodeRedConfig, build_server
 from mcp_server.settings import McpWriteSettings
+from service.chat.approvals import open_approvals
 from service.identity import Identity
 from service.memory.approvals import EXPIRED_TOKENS_KEPT, ApprovalStore
 from service.memory.store import MemoryStore
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient, NodeRedError
+from service.nodered.messages import MessageCatalog, Sentence, english
 from service.nodered.tooling import ToolFailure
 from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
 from service.settings import NodeRedSettings, Settings
@@ -27,6 +30,7 @@ from service.web.app import create_app
 from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
+from tests.support.threads import aiosqlite_threads, threads_left
 from tests.support.writable import deployed
 
 
@@ -110,6 +114,62 @@ def test_a_generated_flow_gets_new_ids_its_wires_follow_and_previews_hide_secret
     with pytest.raises(ToolFailure) as not_inject:
         write_tools.plan_trigger_inject(flows, "f1")
     assert "not an inject node" in not_inject.value.message
+
+
+def test_every_planners_summary_is_worded_in_each_language_from_its_sentence():
+    flows = [{"id": "t1", "type": "tab", "label": "Sensors"},
+             {"id": "i1", "type": "inject", "z": "t1", "name": "tick", "wires": []},
+             {"id": "b1", "type": "mqtt-broker", "name": "local"}]
+    changes = [write_tools.plan_add_nodes(flows, NEW_NODES, "t1"),
+               write_tools.plan_add_nodes(flows, NEW_NODES[:1], None, "Scratch"),
+               write_tools.plan_update_node(flows, "i1", {"repeat": "5"}),
+               write_tools.plan_update_node(flows, "b1", {"name": "local"}),
+               write_tools.plan_delete_nodes(flows, ["i1"]),
+               write_tools.plan_create_tab(flows, "Scratch"),
+               write_tools.plan_trigger_inject(flows, "i1")]
+    catalog = MessageCatalog()
+    assert len(catalog.languages) == 10
+    for change in changes:
+        preview = change.preview()
+        assert preview["summary"] == change.summary == english(change.sentence["key"], change.sentence["params"])
+        assert json.loads(json.dumps(preview["sentence"])) == change.sentence  # stored with the action as JSON
+        worded = {language: Sentence.translated(preview["sentence"], catalog, language, "") for language in
+                  catalog.languages}
+        assert worded["en-US"] == "" and all(worded[language] for language in catalog.languages if language != "en-US")
+        assert len(set(worded.values())) == 10, worded  # each language its own sentence
+        for value in change.sentence["params"].values():
+            assert all(str(value) in text for text in worded.values() if text)
+    assert changes[0].summary == 'Add 2 nodes (debug, inject) to tab "Sensors" [t1].'
+    assert Sentence.translated(changes[0].sentence, catalog, "de", "") == \
+        '2 Nodes (debug, inject) zum Tab „Sensors“ [t1] hinzufügen.'
+    assert Sentence.translated(changes[1].sentence, catalog, "ja", "") == \
+        "新しいタブ「Scratch」にノードを 1 個（inject）追加します。"
+    assert changes[3].summary == "Change nothing (the values are already set) of mqtt-broker \"local\" [b1]."
+
+
+async def test_a_german_conversation_shows_the_approval_summary_in_german_while_the_model_reads_english(
+        service, writable_nodered, model):
+    tab = first_tab(writable_nodered)
+    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": NEW_NODES}}]),
+                 Reply(text="Erledigt."))
+    events = await chat(service, "Füge einen Inject mit einem Debug-Node hinzu", sessionId="de1", language="de")
+    approval = events[0]
+    german = f'2 Nodes (debug, inject) zum Tab „{tab["label"]}“ [{tab["id"]}] hinzufügen.'
+    assert approval["type"] == "approval_required" and approval["actions"][0]["summary"] == german
+    assert set(approval["actions"][0]) == {"tool", "args", "summary", "diff"}
+    # The waiting card, restored by another browser: in the language it asks for.
+    for accept, expected in (("de-DE,de;q=0.9", german), ("en-US", "Add 2 nodes (debug, inject) to tab")):
+        pending = (await (await service.get("/ai-sidebar/approvals", headers={**ALICE, "Accept-Language": accept}))
+                   .json())["pending"]
+        assert pending[0]["actions"][0]["summary"].startswith(expected)
+    resumed = await events_of(await resume(service, approval, {"type": "approve"}))
+    assert resumed[1]["ok"] is True and resumed[1]["result"].startswith("Deployed: Add 2 nodes (debug, inject)")
+    tool_messages = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "Deployed: Add 2 nodes (debug, inject) to tab" in tool_messages[-1]["content"]
+    # execute-tool's 202 answer follows Accept-Language.
+    executed = await (await service.post("/ai-sidebar/execute-tool", json={
+        "tool": "create_tab", "params": {"label": "Nouvel onglet"}}, headers={**ALICE, "Accept-Language": "fr"})).json()
+    assert executed["actions"][0]["summary"] == "Créer un nouvel onglet « Nouvel onglet »."
 
 
 async def test_an_agent_write_waits_for_approval_then_deploys_with_the_revision_checked(
@@ -238,6 +298,235 @@ async def test_an_approved_change_from_the_editor_is_handed_to_it_and_not_deploy
     assert "not deployed" in result["result"]
     assert "not deployed" in [m for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert deployed(writable_nodered) == before
+
+
+async def test_the_history_shows_each_approval_decided_with_its_reason_and_what_the_editor_applied(
+        service, writable_nodered, model):
+    tab = first_tab(writable_nodered)
+    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"nodes": NEW_NODES}}]),
+                 Reply(text="Look at your editor."),
+                 Reply(tool_calls=[{"name": "create_tab", "arguments": {"label": "Not wanted"}}]),
+                 Reply(text="I left it."),
+                 Reply(tool_calls=[{"name": "create_tab", "arguments": {"label": "Later"}}]))
+    first = (await chat(service, "add nodes here", sessionId="r1", selectedFlow={"id": tab["id"]},
+                        apply="editor"))[0]
+    continued = await events_of(await resume(service, first, {"type": "approve"}))
+    applied = {"tool": "add_nodes", "outcome": {"added": 2, "tabs": 0, "changed": 0, "removed": 0}}
+    url = f"/ai-sidebar/approvals/{first['runId']}/applied"
+    assert (await service.post(url, json=applied, headers={"X-Node-RED-User": "bob"})).status == 404
+    assert (await service.post(url, json=applied, headers={**ALICE, "X-AI-Sidebar-Permission": "read"})).status == 403
+    wrong = await service.post(url, json={"tool": "add_nodes", "outcome": {"problem": {"reason": "lost"}}},
+                               headers=ALICE)
+    assert wrong.status == 400 and (await wrong.json())["error"]["code"] == "invalid_request"
+    reported = await service.post(url, json=applied, headers=ALICE)
+    assert reported.status == 200 and await reported.json() == {"runId": first["runId"], "recorded": True}
+    second = (await chat(service, "make a tab", sessionId="r1"))[0]
+    await events_of(await resume(service, second, {"type": "reject", "message": "keep my timer"}))
+    third = (await chat(service, "make another tab", sessionId="r1"))[0]
+
+    history = await (await service.get("/ai-sidebar/history/r1", headers=ALICE)).json()
+    messages = history["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "add nodes here"), ("assistant", ""), ("assistant", "Look at your editor."),
+        ("user", "make a tab"), ("assistant", ""), ("assistant", "I left it."),
+        ("user", "make another tab"), ("assistant", "")]
+    cards = [e for m in messages for e in m.get("events", []) if e["type"] == "approval_required"]
+    assert [c["runId"] for c in cards] == [first["runId"], second["runId"], third["runId"]]
+    assert [c["actions"][0]["summary"] for c in cards] == [a["actions"][0]["summary"] for a in (first, second, third)]
+    assert not any("resumeToken" in c for c in cards)
+    # The continued answer: its metadata names the run, its events are what streamed, the change itself left out.
+    stored = messages[2]
+    assert stored["metadata"]["resumed"] == first["runId"]
+    shown = [e for e in continued if e["type"] not in ("token", "done")]
+    assert [e["type"] for e in stored["events"]] == [e["type"] for e in shown] + ["done"]
+    assert [e["type"] for e in shown] == ["tool_call", "tool_result", "flow_change"]
+    assert stored["events"][2] == {"type": "flow_change", "tool": "add_nodes", "at": 0}
+    assert stored["events"][-1]["usage"] == continued[-1]["usage"]
+    assert stored["events"][-1]["at"] == len("Look at your editor.")
+    for entries in history["approvals"].values():
+        for entry in entries:
+            assert entry.pop("createdAt") > 0
+    assert history["approvals"] == {
+        first["runId"]: [{"status": "answered", "decisions": [{"type": "approve"}], "applied": [applied]}],
+        second["runId"]: [{"status": "answered", "decisions": [{"type": "reject", "message": "keep my timer"}],
+                           "applied": []}],
+        third["runId"]: [{"status": "pending", "decisions": [], "applied": []}]}
+    # The answers that only showed a card never reach the model.
+    sent = model.requests[-1]["messages"]
+    assert not any(m["role"] == "assistant" and not m.get("content") and not m.get("tool_calls") for m in sent)
+    other = await service.get("/ai-sidebar/history/r1", headers={"X-Node-RED-User": "bob"})
+    assert other.status == 404
+
+
+async def test_what_an_answer_showed_is_stored_without_the_secrets_its_tool_arguments_held(
+        service, writable_nodered, model, write_settings):
+    tab = first_tab(writable_nodered)
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    request_node = {"id": "h", "type": "http request", "name": "api", "method": "GET", "url": "https://example.com",
+                    "headers": [{"keyType": "other", "keyValue": "Authorization", "valueType": "other",
+                                 "valueValue": f"Bearer {token}"}], "x": 100, "y": 100, "wires": [[]]}
+    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"],
+                                                                       "nodes": [request_node]}}]),
+                 Reply(text="Added."))
+    approval = (await chat(service, "call the api", sessionId="sec"))[0]
+    await events_of(await resume(service, approval, {"type": "edit", "args": {
+        "flow_id": tab["id"], "nodes": [{**request_node, "name": "api2"}]}}))
+    history = await (await service.get("/ai-sidebar/history/sec", headers=ALICE)).json()
+    assert token not in json.dumps(history)
+    stored = next(e for m in history["messages"] for e in m.get("events", []) if e["type"] == "approval_required")
+    node = stored["actions"][0]["args"]["nodes"][0]
+    assert node["id"] == "h" and node["headers"][0]["keyValue"] == "Authorization"
+    with sqlite3.connect(write_settings.memory_db_path) as raw:
+        kept = " ".join(row[0] or "" for row in raw.execute("SELECT events FROM short_term_memory"))
+    assert kept and token not in kept
+
+
+def test_nothing_on_a_locked_tab_is_planned_except_unlocking_it_and_triggering_its_inject():
+    flows = [{"id": "t1", "type": "tab", "label": "Plant", "locked": True},
+             {"id": "t2", "type": "tab", "label": "Free"},
+             {"id": "i1", "type": "inject", "z": "t1", "wires": [["f1"]]},
+             {"id": "f1", "type": "function", "z": "t1", "func": "return msg;", "wires": [[]]},
+             {"id": "f2", "type": "function", "z": "t2", "func": "return msg;", "wires": [[]]}]
+    refused = [lambda: write_tools.plan_add_nodes(flows, NEW_NODES, "t1"),
+               lambda: write_tools.plan_update_node(flows, "f1", {"func": "return null;"}),
+               lambda: write_tools.plan_delete_nodes(flows, ["f2", "f1"]),
+               lambda: write_tools.plan_update_node(flows, "t1", {"label": "Renamed", "locked": False})]
+    for plan in refused:
+        with pytest.raises(ToolFailure) as locked:
+            plan()
+        assert locked.value.code == "flow_locked" and locked.value.message.startswith('"Plant" [t1] is locked')
+    assert write_tools.plan_update_node(flows, "t1", {"locked": False}).diff["changed"][0]["properties"] == {
+        "locked": {"before": True, "after": False}}
+    assert write_tools.plan_trigger_inject(flows, "i1").inject == "i1"
+    assert write_tools.plan_delete_nodes(flows, ["f2"]).diff["removed"] == ["f2"]
+    assert len(write_tools.plan_add_nodes(flows, NEW_NODES, "t2").diff["added"]) == 2
+    # The editor's state wins: locked or unlocked there and not yet deployed.
+    editor = write_tools.editor_locks([{"id": "t1", "type": "tab", "locked": False}, {"id": "t2", "type": "tab",
+                                                                                    "locked": True}, {"id": "f1"}])
+    assert editor == {"t1": False, "t2": True}
+    assert write_tools.plan_update_node(flows, "f1", {"func": "return null;"}, editor).diff["changed"]
+    with pytest.raises(ToolFailure) as locked_there:
+        write_tools.plan_delete_nodes(flows, ["f2"], editor)
+    assert locked_there.value.code == "flow_locked" and '"Free" [t2]' in locked_there.value.message
+
+
+async def test_writes_to_a_locked_tab_are_refused_on_every_entry_point_and_change_nothing(
+        service, writable_nodered, model, write_settings, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="service.chat.router_graph")
+
+    def logged_tools() -> str:
+        """The tools the last answer's log line names (an operator's view of the turn)."""
+        line = [r.getMessage() for r in caplog.records if r.getMessage().startswith("routed ")][-1]
+        return line.split(" tools=")[1].split(" chars=")[0]
+
+    async with aiohttp.ClientSession() as http:
+        client = NodeRedClient(writable_nodered.url, http)
+        original = await client.get_flows()
+        locked = {"id": "lockedtab1", "type": "tab", "label": "Plant", "locked": True, "disabled": False, "info": ""}
+        function = {"id": "lockedfn1", "type": "function", "z": "lockedtab1", "name": "scale", "x": 200, "y": 80,
+                    "func": "return msg;", "outputs": 1, "wires": [[]]}
+        await client.post_flows([*original["flows"], locked, function], original["rev"])
+        try:
+            before = deployed(writable_nodered)
+            calls = [{"name": "update_node", "arguments": {"node_id": "lockedfn1", "properties": {"func": "x"}}},
+                     {"name": "delete_nodes", "arguments": {"node_ids": ["lockedfn1"]}},
+                     {"name": "add_nodes", "arguments": {"flow_id": "lockedtab1", "nodes": NEW_NODES}}]
+            model.script(Reply(tool_calls=calls), Reply(text="That tab is locked."))
+            events = await chat(service, "change the scale function")
+            results = [e for e in events if e["type"] == "tool_result"]
+            assert "approval_required" not in [e["type"] for e in events] and events[-1]["type"] == "done"
+            assert len(results) == 3 and all(not r["ok"] and '"Plant" [lockedtab1] is locked' in r["result"]
+                                             for r in results)
+            assert logged_tools() == "['update_node', 'delete_nodes', 'add_nodes']"  # refused, yet called
+            told = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"]
+            assert len(told) == 3 and all("unlock it first" in t for t in told)
+            assert all(r["code"] == "flow_locked" and r["message"].startswith('"Plant" [lockedtab1] is locked')
+                       for r in results)
+            # The card's sentence in the user's language; the model still reads English.
+            model.script(Reply(tool_calls=calls[1:2]), Reply(text="Gesperrt."))
+            german = await chat(service, "lösche die Funktion", language="de")
+            [result] = [e for e in german if e["type"] == "tool_result"]
+            assert result["message"] == ('"Plant" [lockedtab1] ist im Node-RED-Editor gesperrt, daher wurde nichts '
+                                         "geändert: entsperren Sie es zuerst (Menü des Tabs → „Unlock flow“) und "
+                                         "fragen Sie erneut.")
+            assert "is locked in the Node-RED editor" in result["result"]
+            direct = await chat(service, '@tools:delete_nodes|{"node_ids": ["lockedfn1"]}', language="de")
+            assert [e["type"] for e in direct] == ["tool_call", "tool_result", "error", "done"]
+            assert direct[1]["message"] == direct[2]["message"] == result["message"]
+            # Unlocked in the editor, not yet deployed: the editor's state counts, the card is shown.
+            model.script(Reply(tool_calls=calls[:1]))
+            unlocked = await chat(service, "change the scale function", selectedFlow={"id": "lockedtab1"},
+                                  flowData=[{**locked, "locked": False}, function], apply="editor")
+            assert [e["type"] for e in unlocked] == ["approval_required", "done"]
+            assert logged_tools() == "['update_node']"  # waiting for the user
+            # Approved: handed to the editor, which checks its own lock when it applies it (the resume carries no
+            # flowData; the deployed tab is still locked).
+            model.script(Reply(text="Changed in the editor."))
+            approved = await events_of(await resume(service, unlocked[0], {"type": "approve"}))
+            assert [e["type"] for e in approved][:3] == ["tool_call", "tool_result", "flow_change"], approved
+            assert approved[1]["ok"] is True and approved[2]["changes"]["changed"][0]["id"] == "lockedfn1"
+            executed = await service.post("/ai-sidebar/execute-tool", headers={**ALICE, "Accept-Language": "de"},
+                                          json={"tool": "delete_nodes", "params": {"node_ids": ["lockedfn1"]}})
+            refused = (await executed.json())["error"]
+            assert executed.status == 409 and refused["code"] == "flow_locked"
+            assert refused["message"] == result["message"]  # in the caller's language, as the stream words it
+            server = build_server(NodeRedConfig(url=writable_nodered.url), knowledge_db=None,
+                                  writes=McpWriteSettings(enabled=True, audit_db=str(tmp_path / "audit.db")))
+            async with create_connected_server_and_client_session(server._mcp_server) as session:
+                called = await session.call_tool("delete_nodes", {"node_ids": ["lockedfn1"]})
+            assert called.isError and "is locked" in called.content[0].text
+            assert deployed(writable_nodered) == before
+            assert [(r["tool"], r["decision"]) for r in audit(write_settings)] == [("update_node", "approve")]
+        finally:
+            now = await client.get_flows()
+            await client.post_flows(original["flows"], now["rev"])
+
+
+async def test_the_editors_locks_of_tabs_that_are_not_open_decide_what_is_planned(service, writable_nodered, model):
+    """The sidebar sends ``lockedFlows`` (every tab and subflow locked in the editor now): a tab unlocked there but
+    still locked when deployed gets its card, and one locked there but not yet deployed is refused, although
+    neither is the open tab (whose state flowData would carry)."""
+    async with aiohttp.ClientSession() as http:
+        client = NodeRedClient(writable_nodered.url, http)
+        original = await client.get_flows()
+        tabs = [{"id": "deployedlocked", "type": "tab", "label": "Plant", "locked": True, "disabled": False},
+                {"id": "deployedopen", "type": "tab", "label": "Office", "disabled": False},
+                {"id": "openedtab", "type": "tab", "label": "Open one", "disabled": False}]
+        nodes = [{"id": "plantfn", "type": "function", "z": "deployedlocked", "name": "scale", "x": 200, "y": 80,
+                  "func": "return msg;", "outputs": 1, "wires": [[]]},
+                 {"id": "officefn", "type": "function", "z": "deployedopen", "name": "round", "x": 200, "y": 80,
+                  "func": "return msg;", "outputs": 1, "wires": [[]]}]
+        await client.post_flows([*original["flows"], *tabs, *nodes], original["rev"])
+        try:
+            before = deployed(writable_nodered)
+            editor = {"selectedFlow": {"id": "openedtab"}, "flowData": [tabs[2]], "apply": "editor"}
+            calls = [{"name": "update_node", "arguments": {"node_id": "plantfn", "properties": {"func": "x"}}},
+                     {"name": "update_node", "arguments": {"node_id": "officefn", "properties": {"func": "y"}}}]
+            # Without lockedFlows (an older sidebar): the deployed state decides.
+            model.script(Reply(tool_calls=calls[:1]), Reply(text="Locked."))
+            older = await chat(service, "change scale", **editor)
+            assert [e.get("code") for e in older if e["type"] == "tool_result"] == ["flow_locked"]
+            # Plant unlocked and Office locked in the editor, neither deployed.
+            model.script(Reply(tool_calls=calls), Reply(text="One of them is locked."))
+            events = await chat(service, "change both", lockedFlows=["deployedopen"], **editor)
+            [card] = [e for e in events if e["type"] == "approval_required"]
+            assert [a["args"]["node_id"] for a in card["actions"]] == ["plantfn"]  # Office's is not offered
+            approved = await events_of(await resume(service, card, {"type": "approve"}))
+            results = [(e["ok"], e.get("code"), e["result"]) for e in approved if e["type"] == "tool_result"]
+            assert sorted(r[:2] for r in results) == [(False, "flow_locked"), (True, None)], approved
+            assert '"Office" [deployedopen]' in next(r[2] for r in results if not r[0])
+            [change] = [e for e in approved if e["type"] == "flow_change"]
+            assert [c["id"] for c in change["changes"]["changed"]] == ["plantfn"]
+            assert deployed(writable_nodered) == before  # the editor applies it, nothing deployed
+        finally:
+            now = await client.get_flows()
+            await client.post_flows(original["flows"], now["rev"])
+
+
+async def test_a_locked_flows_list_that_is_not_ids_is_refused(service):
+    answer = await service.post("/ai-sidebar/stream-chat", headers=ALICE,
+                                json={"message": "hi", "lockedFlows": ["ok", "not an id!"]})
+    assert answer.status == 400 and (await answer.json())["error"]["code"] == "invalid_request"
 
 
 async def test_a_deploy_over_a_changed_revision_is_a_conflict_and_overwrites_nothing(writable_nodered):
@@ -470,6 +759,21 @@ async def test_only_expired_pending_approvals_are_purged_and_their_token_hash_is
     await approvals.remove_expired(now + 10 + EXPIRED_TOKENS_KEPT)
     assert not await approvals.expired_token("h1")
     await store.close()
+
+
+async def test_a_checkpointer_that_cannot_be_set_up_closes_its_connection(tmp_path, settings):
+    store = await MemoryStore.open(tmp_path / "memory.db")
+    holder = sqlite3.connect(tmp_path / "memory.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock longer than the 5 s busy timeout
+    before = aiosqlite_threads()
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await open_approvals(ApprovalStore(store), settings)
+        assert await threads_left(before) == set()
+    finally:
+        holder.rollback()
+        holder.close()
+        await store.close()
 
 
 async def test_a_resume_token_works_once_against_two_claims_at_the_same_moment(memory_target):

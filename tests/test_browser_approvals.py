@@ -17,12 +17,14 @@ from tests.test_browser_sidebar import (  # noqa: F401  (auth_stack and browser_
     admin_token,
     auth_stack,
     browser_installed,
+    knowledge_indexed,
     pytestmark,
     run_browser,
     tab_named,
 )
 
 TAB = "01 - Catch error"
+OTHER_TAB = "02 - Trigger a flow at regular intervals"
 QUESTION = "Add an inject node that ticks, wired to a debug node"
 NEW_NODES = [
     {"id": "a", "type": "inject", "name": "ai-tick", "x": 500, "y": 300, "wires": [["b"]]},
@@ -76,6 +78,37 @@ def test_approve_puts_the_nodes_on_the_tab_undeployed_and_one_undo_removes_them(
     # The model was told the change waits in the editor.
     tool_message = next(m for m in model.requests[-1]["messages"] if m["role"] == "tool")
     assert "not deployed" in tool_message["content"]
+
+
+def test_a_change_approved_after_its_tab_was_locked_in_the_editor_is_not_applied_and_its_card_says_why(
+        auth_stack, model):  # noqa: F811 (the fixture)
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, TAB)
+    script_add_nodes(model, tab["id"], then="Done.")
+    flows_before = deployed_flows(nodered)
+
+    seen = run_approvals(nodered, "locked", tab["id"])
+
+    assert seen["locked"] is True
+    assert seen["applied"] == [f'Not applied: the tab "{TAB}" is locked.']
+    assert seen["toolCard"] == {"failed": True, "label": "add_nodes failed"}
+    assert seen["after"]["names"] == seen["before"]["names"] and not seen["errors"]
+    assert deployed_flows(nodered) == flows_before
+
+
+def test_a_change_to_a_tab_locked_in_the_editor_but_not_open_is_refused_before_any_card(auth_stack, model):  # noqa: F811 (the fixture)
+    nodered, _ = auth_stack
+    tab, other = tab_named(nodered, TAB), tab_named(nodered, OTHER_TAB)
+    script_add_nodes(model, other["id"], then="That tab is locked.")
+    flows_before = deployed_flows(nodered)
+
+    seen = run_approvals(nodered, "locked-elsewhere", tab["id"], OTHER_TAB_ID=other["id"])
+
+    assert seen["otherLocked"] is True and seen["cards"] == 0
+    assert seen["toolCard"]["failed"] and seen["toolCard"]["label"] == "add_nodes failed"
+    assert f'"{OTHER_TAB}" [{other["id"]}] is locked' in seen["toolCard"]["text"]
+    assert "That tab is locked." in seen["answer"]
+    assert deployed_flows(nodered) == flows_before  # the lock itself is not deployed either
 
 
 def test_reject_shows_its_reason_and_buttons_changes_nothing_and_the_model_reads_the_reason(auth_stack, model):  # noqa: F811 (the fixture)
@@ -139,3 +172,55 @@ def test_another_browser_of_the_same_user_can_approve(auth_stack, model):  # noq
     assert seen["errors"] == [] and "I added an inject node" in seen["answer"]
     # The first browser's token stopped working when the second got its own; the run is answered already.
     assert seen["firstAfterSecond"]["errors"] == ["This approval was already answered: a resume token works only once."]
+
+
+def test_a_reopened_conversation_shows_its_cards_decisions_sources_and_links_and_a_waiting_change_can_be_approved(
+        nodered, service_process, model):
+    # The stack without adminAuth: there the service indexes the node help, so the docs question has sources.
+    knowledge_indexed(nodered)
+    tab = tab_named(nodered, TAB)
+    celsius = "3b66265b19190dfa"
+    later = [{**NEW_NODES[0], "name": "ai-later-tick"}, {**NEW_NODES[1], "name": "ai-later-show"}]
+    model.script(
+        Reply(text=f"Use the **csv** node; `to Celsius + validate` ({celsius}) converts readings."),
+        Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": NEW_NODES}}]),
+        Reply(text="I added an inject node wired to a debug node."),
+        Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": NEW_NODES}}]),
+        Reply(text="Understood, I left them out."),
+        Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": later}}]),
+        Reply(text="Added them after your reload."))
+    questions = ["which node can I use to parse CSV?", QUESTION, "Add the same pair again", "Add a later pair"]
+
+    seen = run_browser("sidebar_approvals.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "MODE": "restore",
+                                                "USERNAME": "", "PASSWORD": "", "QUESTIONS": json.dumps(questions),
+                                                "REASON": "not on this tab, please"})
+    assert "failure" not in seen, seen["failure"]
+    assert seen["pageErrors"] == []
+    for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
+        assert os.path.getsize(screenshot) > 3_000, screenshot
+
+    live = seen["live"]
+    docs, approved, rejected, waiting = live
+    assert docs["sources"][0] == "Help: csv" and ["to Celsius + validate", celsius] in docs["links"]
+    assert [card["pressed"] for card in approved["cards"]] == [["Approve"]]
+    assert approved["cards"][0]["decided"] == ["Approved"] and approved["cards"][0]["status"] == "Decision sent."
+    assert approved["applied"] == ["Applied in the editor, not deployed: new nodes: 2. Ctrl-Z undoes it."]
+    assert approved["tools"] == [{"label": "add_nodes finished", "failed": False}]
+    assert "I added an inject node" in approved["text"]
+    assert rejected["cards"][0]["decided"] == ["Rejected: not on this tab, please"]
+    assert not rejected["cards"][0]["answerable"] and "Understood, I left them out." in rejected["text"]
+    assert waiting["cards"][0]["answerable"] and waiting["cards"][0]["decided"] == []
+    # Reloaded and opened from the session list, the conversation shows what it showed, but for the applied line:
+    # after a reload "not deployed, Ctrl-Z undoes it" may no longer hold, so it says only what was applied.
+    shown_again = [{**answer, "applied": [line.replace(", not deployed", "").replace(" Ctrl-Z undoes it.", "")
+                                          for line in answer["applied"]]} for answer in live]
+    assert seen["restored"][1]["applied"] == ["Applied in the editor: new nodes: 2."]
+    assert seen["restored"] == shown_again
+    # Also as the editor loads, before it has its flows: the node names still become links once it has them.
+    assert seen["restoredOnLoad"] == shown_again
+    assert seen["waitingNote"].startswith("Waiting for your approval since ")
+    # The change that waited is approved after the reload, and lands in the editor.
+    assert seen["after"]["names"] == sorted(seen["before"]["names"] + ["ai-later-show", "ai-later-tick"])
+    assert seen["afterApprove"][-1]["cards"][0]["decided"] == ["Approved"]
+    assert seen["waitingAfterApprove"] == 0  # the "waiting since" note went with the decision
+    assert "Added them after your reload." in seen["afterApprove"][-1]["text"]

@@ -130,7 +130,8 @@ def test_the_function_dialogs_button_streams_code_into_a_diff_with_the_problems_
     first = seen["first"]
     # The text grew while the model streamed, and all of it arrived.
     assert any(0 < len(text) < len(WITH_REQUIRE.strip()) for text in seen["partials"])
-    assert "This reads the file first." in first["stream"]
+    # Above the proposal the answer's words stay; its code shows in the diff only, not again as a raw block.
+    assert first["stream"].strip() == "This reads the file first."
     assert [part["part"] for part in first["parts"]] == ["onMessage"]
     assert first["parts"][0]["label"].startswith("On Message")
     assert first["parts"][0]["added"] == ["+ const fs = require('fs');",

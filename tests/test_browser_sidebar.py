@@ -242,8 +242,9 @@ def test_switching_sessions_shows_the_other_conversation_and_the_editor_reopens_
     assert seen["afterNewChat"] == []
     assert seen["listed"][:2] == [second, first]
     assert seen["switched"] == [
-        {"role": "user", "text": first, "badges": []},
-        {"role": "assistant", "text": first_answer, "badges": ["get_flow"]},
+        {"role": "user", "text": first, "badges": [], "tools": []},
+        # As it was shown live: the tool's card (rows stored before answers kept their events show a chip).
+        {"role": "assistant", "text": first_answer, "badges": [], "tools": ["get_flow finished"]},
     ]
     assert not seen["drawerOpenAfterSwitch"]
     assert seen["confirmText"] == "Delete this conversation?"
@@ -343,7 +344,7 @@ def test_the_shortcuts_open_the_tab_and_explain_the_selected_nodes(auth_stack, m
     assert seen["sharedKeys"] == []
     assert (seen["visibleBefore"], seen["visibleAfterOpen"], seen["visibleAfterExplain"]) == (False, True, True)
     assert seen["actionLabels"] == ["Open AI assistant", "Explain selection with the AI assistant"]
-    assert seen["transcript"][0] == {"role": "user", "text": "Explain the selected nodes", "badges": []}
+    assert seen["transcript"][0] == {"role": "user", "text": "Explain the selected nodes", "badges": [], "tools": []}
     assert seen["toolCards"] == ["get_node_info finished"]
     prompt = json.dumps(model.requests[-1]["messages"])
     assert len(seen["selected"]) == 2 and all(node_id in prompt for node_id in seen["selected"])
@@ -635,7 +636,8 @@ def test_the_tab_says_when_the_service_is_down_and_recovers_when_it_is_back(auth
     assert all(c["copyButton"] and c["label"] for c in seen["commands"])
     assert seen["copiedCommand"] == commands["run"]
     assert not seen["scenarioVisibleOffline"]
-    assert "not reachable" in seen["offlineAnswer"]
+    # The banner shows the commands for this installation; the answer does not send an npm user to `make run`.
+    assert "not reachable" in seen["offlineAnswer"] and "make run" not in seen["offlineAnswer"]
     # The question that could not be sent is still in the input.
     assert seen["inputAfterOfflineAnswer"] == "is anyone there?"
     assert seen["statusVisibleAfter"] is False
@@ -735,9 +737,10 @@ def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_s
     assert (user_one["role"], user_one["text"]) == ("user", first)
     assert answer_one["role"] == "assistant" and answer_one["text"].startswith("word0 word1")
     assert (user_two["role"], user_two["text"]) == ("user", second)
-    # The stored code (llm_error) reads as a sentence, not as the code.
-    assert answer_two == {"role": "assistant", "stopped": 0, "text": "", "badges": ["get_flow"], "errors": [
-        "No answer. The model could not answer: it failed, took too long or could not be reached."]}
+    # As shown live: the tool's card and the error in the words the stream used.
+    assert answer_two == {"role": "assistant", "stopped": 0, "text": "", "badges": [], "tools": ["get_flow finished"],
+                          "errors": seen["failedErrors"]}
+    assert seen["failedErrors"] == ["The model provider answered with an error: scripted bad request"]
     # The mark comes back when the service stored the flag (optional in the history's metadata).
     stored_answer = next(m for m in seen["storedMessages"] if m["role"] == "assistant")
     assert answer_one["stopped"] == (1 if stored_answer["metadata"].get("stopped") is True else 0)
@@ -765,11 +768,12 @@ def test_retry_resends_the_same_question_and_context_after_a_failed_or_cut_off_a
     assert seen["retried"]["input"] == "" and answer in seen["retried"]["text"]
     assert seen["retried"]["retry"] == []
     assert seen["cutOff"]["retry"] == ["Retry"] and seen["cutOff"]["errors"]
-    # After a reload the failed turn and the cut-off answer say what happened, in sentences.
+    # After a reload the failed turn and the cut-off answer say what happened, in sentences: the failed one as the
+    # stream said it.
     no_answer, cut_off = seen["reloaded"]
-    assert no_answer == "No answer. The model could not answer: it failed, took too long or could not be reached."
-    assert cut_off == ("This answer ran into a problem. The model could not answer: it failed, took too long or "
-                       "could not be reached.")
+    assert [no_answer] == failed["errors"] == ["The model provider answered with an error: scripted bad request"]
+    assert [cut_off] == seen["cutOff"]["errors"]
+    assert cut_off.startswith("The connection to the model server was lost before the answer was complete")
 
 
 STREAMED_SENTENCES = [f"Sentence number {i} explains one more node of this flow." for i in range(40)]
@@ -1004,6 +1008,11 @@ CONTRACT_EVENTS = [
     # Arguments that failed validation come raw, then the failure (contracts.md "Stream event additions").
     {"type": "tool_call", "tool": "search_memory", "params": "{\"quer", "origin": "agent"},
     {"type": "tool_result", "tool": "search_memory", "result": VALIDATION_FAILURE, "ok": False},
+    # A coded failure: its sentence in the user's language on the card, what the model read under Result.
+    {"type": "tool_call", "tool": "delete_nodes", "params": {"node_ids": ["n1"]}, "origin": "agent"},
+    {"type": "tool_result", "tool": "delete_nodes", "ok": False, "code": "flow_locked",
+     "result": 'The tool delete_nodes did not run: "Plant" [t1] is locked in the Node-RED editor.',
+     "message": '"Plant" [t1] ist im Node-RED-Editor gesperrt.'},
     {"type": "token", "content": "Here is what I found."},
     {"type": "done", "sessionId": "contract-events"},
 ]
@@ -1024,6 +1033,8 @@ def test_tool_cards_say_who_started_each_tool_and_why_one_failed(auth_stack):
         ("get_settings finished", "asked by you", "direct", None, ["Result"]),
         ("get_flows finished", None, None, None, ["Result"]),
         ("search_memory failed", "chosen by the assistant", "agent", VALIDATION_FAILURE[:300] + "…",
+         ["Parameters", "Result"]),
+        ("delete_nodes failed", "chosen by the assistant", "agent", '"Plant" [t1] ist im Node-RED-Editor gesperrt.',
          ["Parameters", "Result"]),
     ]
     failed = [c for c in seen["cards"] if c["failure"]]
@@ -1079,25 +1090,31 @@ def test_the_ai_config_dialog_lists_the_services_providers_and_scenarios_and_kee
                                     {"key": "sales", "name": "sales", "checked": True}]
 
 
-def test_the_ai_config_dialog_offers_only_the_providers_the_service_answers_with_and_marks_a_saved_other_one(
+def test_the_ai_config_dialog_offers_anthropic_with_its_base_url_hint_and_marks_a_saved_provider_it_lacks(
         auth_stack, model_server):
     nodered, _ = auth_stack
     offered = admin_request(nodered, admin_token(nodered), "GET", "/ai-sidebar/scenarios?lang=en-US")
-    # Saved before this installation's service said it cannot answer with Anthropic (provider_not_configured).
+    assert offered["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
     with config_dialog(nodered, {**ai_config("alpha", model_server.base_url), "provider": "anthropic"}) as open_dialog:
-        seen = open_dialog()
+        claude = open_dialog()
+    # Saved with a provider of another service version that this one does not answer with.
+    with config_dialog(nodered, {**ai_config("beta", model_server.base_url), "provider": "mistral"}) as open_dialog:
+        other = open_dialog()
 
-    assert offered["providers"] == ["openai", "deepseek", "google", "openai-compatible"]
-    # The saved value stays chosen, after the offered ones and marked, so that nothing changes unseen.
-    assert seen["provider"] == "anthropic"
-    assert seen["providerOptions"] == [
+    offered_options = [
         {"value": "openai", "label": "OpenAI", "unavailable": False},
         {"value": "deepseek", "label": "DeepSeek", "unavailable": False},
         {"value": "google", "label": "Google Gemini", "unavailable": False},
+        {"value": "anthropic", "label": "Anthropic Claude", "unavailable": False},
         {"value": "openai-compatible", "label": "OpenAI-compatible (Ollama, vLLM, LM Studio, ...)",
          "unavailable": False},
-        {"value": "anthropic", "label": "Anthropic Claude (not available in this installation)", "unavailable": True},
     ]
+    assert claude["provider"] == "anthropic" and claude["providerOptions"] == offered_options
+    assert claude["baseUrlHint"] == "Optional: a proxy or gateway in front of the Anthropic API."
+    # The saved value stays chosen, after the offered ones and marked, so that nothing changes unseen.
+    assert other["provider"] == "mistral"
+    assert other["providerOptions"] == offered_options + [
+        {"value": "mistral", "label": "mistral (not available in this installation)", "unavailable": True}]
 
 
 def test_the_question_limit_is_the_one_the_service_states(auth_stack, model):

@@ -61,6 +61,27 @@ def test_every_sentence_exists_in_each_language_with_the_same_placeholders(langu
             assert sentences[key] != english, (language, key)  # written, not copied
 
 
+APPROVALS = json.loads((LOCALES / "en-US" / "approvals.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("language", SHIPPED)
+def test_every_change_summary_exists_in_each_language_with_the_same_placeholders(language):
+    sentences = json.loads((LOCALES / language / "approvals.json").read_text(encoding="utf-8"))
+    assert set(sentences) == set(APPROVALS) and all(key.startswith("change.") for key in sentences)
+    for key, english in APPROVALS.items():
+        assert placeholders(sentences[key]) == placeholders(english), (language, key)
+        if language != "en-US":
+            assert sentences[key] != english, (language, key)  # written, not copied
+
+
+def test_a_sentence_key_in_both_errors_and_approvals_is_refused(tmp_path):
+    (tmp_path / "de").mkdir()
+    (tmp_path / "de" / "errors.json").write_text('{"change.create_tab": "x"}', encoding="utf-8")
+    (tmp_path / "de" / "approvals.json").write_text('{"change.create_tab": "y"}', encoding="utf-8")
+    with pytest.raises(ValueError, match="approvals.json"):
+        MessageCatalog(tmp_path)
+
+
 @pytest.mark.parametrize("header, expected", [
     ("de-CH, fr;q=0.8, *;q=0.1", ["de-CH", "fr"]),
     ("fr;q=0.5, ja", ["ja", "fr"]),

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import sqlite3
+from collections.abc import Iterator
 
 import aiohttp
+import psycopg
 import pytest
 from aiohttp import web
 
 from service.identity import ANONYMOUS
+from service.memory.db import BUSY_TIMEOUT_MS
 from service.nodered.settings import NodeRedSettings
 from service.web.app import create_app
 from service.web.keys import LIMITER, STREAMS
 from tests.conftest import SERVICE_TOKEN
 from tests.support.health import wait_healthy
 from tests.support.model_server import Reply
-from tests.support.sse import read_events
+from tests.support.sse import iter_events, read_events
 
 
 async def chat(client, **body):
@@ -52,22 +56,84 @@ async def test_slow_node_red_times_out_with_one_error_and_the_model_still_answer
     assert "token" in kinds(events) and kinds(events)[-1] == "done"
 
 
-async def test_locked_database_gives_one_memory_error_before_done(aiohttp_client, settings, model):
-    client = await aiohttp_client(create_app(settings))
+@contextlib.contextmanager
+def write_lock(settings) -> Iterator[None]:
+    """Hold, from a connection of the test's own, the lock a turn's save needs: SQLite's database write lock (an
+    exclusive transaction), or on PostgreSQL an EXCLUSIVE lock on ``short_term_memory``, which lets reads through as
+    SQLite's WAL does and makes writes wait (https://www.postgresql.org/docs/current/explicit-locking.html)."""
+    target = settings.memory_target()
+    if isinstance(target, str):  # DATABASE_URL: PostgreSQL
+        with psycopg.connect(target, options=f"-c lock_timeout={BUSY_TIMEOUT_MS}") as conn:  # never a hang
+            conn.execute("LOCK TABLE short_term_memory IN EXCLUSIVE MODE")  # a transaction open until rollback
+            try:
+                yield
+            finally:
+                conn.rollback()
+    else:
+        with contextlib.closing(sqlite3.connect(target, timeout=0.1)) as conn:
+            conn.execute("BEGIN EXCLUSIVE")
+            try:
+                yield
+            finally:
+                conn.rollback()
+
+
+async def test_locked_database_gives_one_memory_error_before_done(aiohttp_client, backend_settings, model):
+    """A write waits at most BUSY_TIMEOUT_MS for a lock another connection holds (SQLite's busy_timeout,
+    PostgreSQL's lock_timeout), then the turn ends with the answer, one memory_unavailable and done."""
+    client = await aiohttp_client(create_app(backend_settings))
     await chat(client, message="first", sessionId="lock")  # creates the database
-    holder = sqlite3.connect(settings.memory_db_path, timeout=0.1)
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
+    with write_lock(backend_settings):
         events = await chat(client, message="second", sessionId="lock")
-    finally:
-        holder.rollback()
-        holder.close()
     assert kinds(events)[-2:] == ["error", "done"] and events[-2]["code"] == "memory_unavailable"
     # One error, the memory's: the agent's checkpointer failing on the lock is not the model's fault (llm_error).
     assert [e["code"] for e in events if e["type"] == "error"] == ["memory_unavailable"]
-    assert "token" in kinds(events)
-    # the service keeps serving once the lock is gone
-    assert kinds(await chat(client, message="third", sessionId="lock"))[-1] == "done"
+    assert "token" in kinds(events) and kinds(events).index("token") < kinds(events).index("error")
+    # the service keeps serving once the lock is gone, and saves the turn
+    third = await chat(client, message="third", sessionId="lock")
+    assert "error" not in kinds(third) and kinds(third)[-1] == "done"
+    history = await (await client.get("/ai-sidebar/history/lock")).json()
+    questions = [m["content"] for m in history["messages"] if m["role"] == "user"]
+    assert questions == ["first", "third"]
+
+
+def rename_table(settings, old: str, new: str) -> None:
+    """Rename a table of the service's memory database from a connection of the test's own. The connection is
+    synchronous on purpose: the service shares the test's event loop and waits until the rename is done."""
+    target = settings.memory_target()
+    if isinstance(target, str):  # DATABASE_URL: PostgreSQL
+        # lock_timeout: never a hang
+        with psycopg.connect(target, autocommit=True, options=f"-c lock_timeout={BUSY_TIMEOUT_MS}") as conn:
+            conn.execute(f"ALTER TABLE {old} RENAME TO {new}")
+    else:
+        with contextlib.closing(sqlite3.connect(target, timeout=5)) as conn:
+            conn.execute(f"ALTER TABLE {old} RENAME TO {new}")
+
+
+async def test_a_checkpointer_failing_mid_turn_gives_one_memory_error_after_the_answer(aiohttp_client, backend_settings,
+                                                                                     model):
+    """The agent's LangGraph checkpointer (AsyncSqliteSaver, or AsyncPostgresSaver on the psycopg pool) writes the
+    run's checkpoint when the run ends; its table gone by then, the driver's error is the memory's fault, not the
+    model's, on both backends."""
+    client = await aiohttp_client(create_app(backend_settings))
+    await chat(client, message="first", sessionId="ckpt")  # opens the database and the checkpointer's tables
+    model.default = Reply(text=" ".join(["word"] * 12), token_delay=0.02)
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": "second", "sessionId": "ckpt"})
+    assert response.status == 200, await response.text()
+    events: list[dict] = []
+    try:
+        async for event in iter_events(response):
+            if event["type"] == "token" and "token" not in kinds(events):
+                rename_table(backend_settings, "checkpoints", "checkpoints_away")  # while the model still answers
+            events.append(event)
+    finally:
+        rename_table(backend_settings, "checkpoints_away", "checkpoints")
+    assert kinds(events)[-2:] == ["error", "done"] and events[-2]["code"] == "memory_unavailable"
+    assert [e["code"] for e in events if e["type"] == "error"] == ["memory_unavailable"]  # no llm_error
+    assert "".join(e["content"] for e in events if e["type"] == "token").split() == ["word"] * 12  # the whole answer
+    # the table back, the next turn is checkpointed again
+    again = await chat(client, message="third", sessionId="ckpt")
+    assert "error" not in kinds(again) and kinds(again)[-1] == "done"
 
 
 async def test_a_hundred_faulted_streams_leave_no_task_stream_or_slot_behind(aiohttp_client, settings, model):

@@ -15,17 +15,21 @@ import aiohttp
 import pytest
 
 from service.knowledge.base import Knowledge
+from service.knowledge.grading import relevance
 from service.knowledge.index import COMMON_SHARE, Chunk, KnowledgeIndex
 from service.knowledge.index import MIGRATIONS as INDEX_MIGRATIONS
 from service.knowledge.lexicon import Lexicons
 from service.knowledge.refresher import KnowledgeRefresher
 from service.knowledge.router import Route, Router
 from service.knowledge.terms import FEW_ROWS
+from service.knowledge.text import query_terms
+from service.knowledge.workspace import WorkspaceStore
 from service.memory.store import MIGRATIONS, MemoryStore
 from service.nodered.client import NodeRedClient
 from tests.support.knowledge_questions import DOCS_QUESTIONS
 from tests.support.nodered import NODERED_VERSION, REPO, NodeRed, example_flows, free_port
 from tests.support.router_messages import ROUTER_MESSAGES
+from tests.support.threads import aiosqlite_threads, threads_left
 from tests.support.workspaces import CRED_VALUE, SUBFLOW_CRED_VALUE, workspace
 
 LOCALES = REPO / "locales"
@@ -119,6 +123,25 @@ async def test_the_summary_states_exact_counts_and_where_used_facts_of_the_gener
     assert "summary#counts" in [hit.key for hit in counting]
     brokers = await knowledge.workspace.search("which tabs use the broker local broker?", "en-US", 3)
     assert any("store-mqtt" in hit.text for hit in brokers)
+
+
+# Counting questions as people write them, each finding the summary's counts by its counting word alone (the node
+# type is left out: every function node's chunk holds "function"). いくつ and 幾つ are (partly) Hiragana, which a
+# query leaves out as grammar unless the lexicon keeps the word; 几个 / 多少個 are the other Chinese counting words.
+COUNTING_WORDS = [("ja", "フローにノードはいくつありますか"), ("ja", "ノードは幾つありますか？"),
+                  ("ja", "ノードは何個ありますか？"), ("zh-CN", "我有几个节点？"), ("zh-CN", "我有多少个节点？"),
+                  ("zh-TW", "我有多少個節點？"), ("zh-TW", "我有幾個節點？"), ("ko", "노드가 몇개 있나요?"),
+                  ("ko", "노드가 몇 개 있나요?")]
+
+
+async def test_a_counting_question_in_japanese_chinese_and_korean_finds_the_summarys_counts_by_its_counting_word(
+        knowledge):
+    await knowledge.workspace.refresh({"rev": "1", "flows": workspace()}, [])
+    missed = [(language, question) for language, question in COUNTING_WORDS
+              if "summary#counts" not in [hit.key for hit in await knowledge.workspace.search(question, language, 3)]]
+    assert missed == []
+    assert {"いく", "くつ"} <= set(query_terms("いくつありますか", kept=Lexicons(LOCALES).get("ja").kept))
+    assert query_terms("いくつありますか") == []  # without the lexicon, Hiragana is grammar
 
 
 async def test_no_env_cred_value_or_secret_reaches_the_index(admin, knowledge, tmp_path):
@@ -215,6 +238,18 @@ def test_the_router_routes_the_labelled_messages():
     assert 1 - len(wrong) / len(ROUTER_MESSAGES) >= 0.95, wrong
 
 
+def test_a_message_naming_a_tab_or_subflow_of_the_workspace_is_routed_to_it_too():
+    router = Router(Lexicons(LOCALES))
+    names = ("Flow 1", "Flow 2", "Scale reading", "フロー 3", "x")
+    assert router.classify("What does Flow 2 do?", "en-US") is Route.DOCS  # "what does" alone: the node help
+    assert router.classify("What does Flow 2 do?", "en-US", names) is Route.BOTH
+    assert router.classify("Was macht flow 2?", "de", names) is Route.BOTH
+    assert router.classify("explain scale reading", "en-US", names) is Route.WORKSPACE
+    assert router.classify("フロー3は何をしますか", "ja", names) is Route.WORKSPACE  # width and spaces of Kana
+    assert router.classify("What does Flow 20 do?", "en-US", names) is Route.DOCS  # whole words only
+    assert router.classify("explain x", "en-US", names) is None  # a one-character label names nothing
+
+
 async def test_the_router_reads_one_message_and_asks_the_fallback_only_when_undecided():
     asked: list[object] = []
 
@@ -277,6 +312,50 @@ async def test_terms_in_most_rows_are_left_out_and_every_term_of_a_chunk_ranks_i
         assert [hit.key for hit in hits] == ["join", "sequence"]
         # A question of common terms only is still answered (all its terms ANDed).
         assert len(await index.search("payload value", "docs", "en-US", 3)) == 3
+    finally:
+        await index.close()
+
+
+async def test_a_file_that_is_not_a_database_is_refused_and_its_connection_closed(tmp_path):
+    damaged = tmp_path / "memory.db"
+    damaged.write_bytes(b"not a database, " * 512)
+    before = aiosqlite_threads()
+    with pytest.raises(sqlite3.DatabaseError):
+        await KnowledgeIndex.open(damaged)
+    assert await threads_left(before) == set()
+
+
+def test_numbers_of_two_digits_or_more_are_query_terms_and_a_single_digit_only_after_a_word():
+    assert query_terms("mqtt broker on port 1883", ["on"]) == ["mqtt", "broker", "port", "1883"]
+    assert query_terms("Flow 12, flow 2") == ["flow", "12", "flow 2"]
+    assert query_terms("the node 2") == ["the", "node", "node 2"]
+    assert query_terms("the node 2", ["the", "node"]) == ["node 2"]  # a stopword still names the thing after it
+
+
+async def test_a_tab_or_node_named_as_the_editor_names_them_is_found_by_its_number(tmp_path):
+    """The editor names new tabs "Flow 1", "Flow 2" … and debug nodes "debug 1" …: the number after the word decides
+    which one is meant (a digit alone would match nearly every chunk and is not searched for)."""
+    flows = []
+    for number, (first, second) in enumerate([("inject", "debug"), ("mqtt in", "function"),
+                                              ("http in", "http response"), ("change", "switch")], start=1):
+        flows.append({"id": f"t{number}", "type": "tab", "label": f"Flow {number}"})
+        flows += [{"id": f"t{number}-{k}", "type": first if k % 2 else second, "z": f"t{number}",
+                   "name": f"{second} {k + 1}", "x": 100 * k, "y": 40, "wires": [[]]} for k in range(6)]
+    flows += [{"id": "t5", "type": "tab", "label": "フロー 5"},  # the Japanese editor's name for a new tab
+              {"id": "t5-1", "type": "debug", "z": "t5", "name": "debug 1", "x": 100, "y": 40, "wires": []}]
+    index = await KnowledgeIndex.open(tmp_path / "memory.db")
+    lexicons = Lexicons(LOCALES)
+    try:
+        store = WorkspaceStore(index, lexicons)
+        await store.refresh({"rev": "1", "flows": flows}, [])
+        await index.terms.settled()
+        for number in range(1, 5):
+            hits = await store.search(f"What does Flow {number} do?", "en-US", 3)
+            assert hits[0].key == f"t{number}#overview", [hit.key for hit in hits]
+            assert relevance(f"What does Flow {number} do?", hits[0], lexicons.get("en-US").stopwords) == 1.0
+        other = next(hit for hit in await store.search("Flow 1", "en-US", 10) if hit.key == "t2#overview")
+        assert relevance("what does Flow 1 do", other, lexicons.get("en-US").stopwords) == 0.5  # "flow", not "flow 1"
+        assert [hit.key for hit in await store.search("フロー 5 は何をしますか？", "ja", 1)] == ["t5#overview"]
     finally:
         await index.close()
 

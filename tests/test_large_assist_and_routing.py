@@ -175,17 +175,31 @@ async def test_workspace_questions_on_the_large_workspace_are_answered_from_the_
             assert 'mqtt out "announce" (store-mqtt) on tab "Storage"' in model.requests[-1]["messages"][-1]["content"]
         if node_id == "store":
             assert 'http request "post record" (store-http)' in model.requests[-1]["messages"][-1]["content"]
+    # Five tabs "Area 1" … "Area 5" hold the same kinds of nodes: the digit after the word picks the tab. Naming
+    # a tab is enough to search the workspace, also beside a docs phrase ("what does").
+    for message in ("What is in my flow Area 3?", "What does Area 3 do?"):
+        model.script(Reply(text="There."))
+        sources = workspace_result(await ask(routed_client, message))["sources"]
+        assert len(sources) >= 3 and {source["tab"] for source in sources} == {"Area 3"}, (message, sources)
+    # The node help finds nothing relevant for "Storage", the workspace does: its answer stands, the query is not
+    # rewritten for the node help (a model call that pulled unrelated help in).
+    model.script(Reply(text="There."), Reply(text="There."))
+    before = len(model.requests)
+    events = await ask(routed_client, "What does Storage do?")
+    assert "Storage" in {source["tab"] for source in workspace_result(events)["sources"]}
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["search_workspace"]
+    assert len(model.requests) - before == 1
 
 
-# A counting question per shipped language and the node type it counts. Japanese asks with 何個: a query's
-# Hiragana (いくつ) is left out as grammar (service/knowledge/text.py), so "いくつありますか" finds no counting word.
+# A counting question per shipped language and the node type it counts. Japanese asks with いくつ, written in Hiragana,
+# which queries otherwise leave out as grammar (ja/knowledge.json keptWords, service/knowledge/text.py).
 COUNTING = [("en-US", "How many function nodes do I have?", "function"),
             ("de", "Wie viele Debug-Nodes habe ich?", "debug"),
             ("fr", "Combien de nœuds function y a-t-il ?", "function"),
             ("es-ES", "¿Cuántos nodos inject hay en mis flujos?", "inject"),
             ("pt-BR", "Quantos nós function existem no meu fluxo?", "function"),
             ("ru", "Сколько узлов function в моём потоке?", "function"),
-            ("ja", "functionノードは何個ありますか？", "function"),
+            ("ja", "functionノードはいくつありますか？", "function"),
             ("zh-CN", "我有多少个function节点？", "function"),
             ("zh-TW", "我的流程裡有幾個debug節點？", "debug"),
             ("ko", "function 노드가 몇 개 있나요?", "function")]

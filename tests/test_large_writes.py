@@ -167,17 +167,18 @@ async def test_sixty_approved_new_nodes_get_new_ids_and_nothing_else_changes(ser
 
 async def test_an_approved_delete_removes_the_nodes_and_only_the_references_to_them(service, large_writable, model):
     before = deployed(large_writable)
-    # Area 4's link in (the target of Area 3's link out) and its grouped inject node.
-    approval = await ask_to_write(service, model, "delete_nodes", {"node_ids": ["w4-li", "w4-n000"]})
-    assert approval["actions"][0]["diff"]["removed"] == ["w4-li", "w4-n000"]
+    # Area 5's link in (the target of Area 4's link out) and its grouped inject node. Area 5: even areas are locked;
+    # the link out on locked Area 4 loses its link to the deleted node, as the editor keeps links consistent.
+    approval = await ask_to_write(service, model, "delete_nodes", {"node_ids": ["w5-li", "w5-n000"]})
+    assert approval["actions"][0]["diff"]["removed"] == ["w5-li", "w5-n000"]
 
     resumed = await approve(service, approval)
     assert next(e for e in resumed if e["type"] == "tool_result")["ok"] is True
     after = deployed(large_writable)
-    assert assert_untouched(before["flows"], after["flows"], changed={"w3-lo", "w4-g"},
-                            removed={"w4-li", "w4-n000"}) == []
+    assert assert_untouched(before["flows"], after["flows"], changed={"w4-lo", "w5-g"},
+                            removed={"w5-li", "w5-n000"}) == []
     now = {n["id"]: n for n in after["flows"]}
-    assert now["w3-lo"]["links"] == [] and now["w4-g"]["nodes"] == []
+    assert now["w4-lo"]["links"] == [] and now["w5-g"]["nodes"] == []
     assert_credentials_kept(large_writable)
 
 
@@ -361,28 +362,28 @@ async def test_mcp_writes_plan_and_commit_leave_every_untouched_node_byte_identi
     before = deployed(large_writable)
     code = function_code(120, 2)
     async with mcp_writer(large_writable, tmp_path) as (session, state):
-        changed = await session.call_tool("update_node", {"node_id": "w2-n011", "properties": {"func": code}})
+        changed = await session.call_tool("update_node", {"node_id": "w3-n011", "properties": {"func": code}})
         assert not changed.isError, changed.content
         middle = deployed(large_writable)
         assert changed.structuredContent["rev"] == middle["rev"]
-        assert assert_untouched(before["flows"], middle["flows"], changed={"w2-n011"}) == []
+        assert assert_untouched(before["flows"], middle["flows"], changed={"w3-n011"}) == []
 
         # A subflow instance wired both ways: the link in's wire to it goes with it.
-        removed = await session.call_tool("delete_nodes", {"node_ids": ["w2-sfB"]})
+        removed = await session.call_tool("delete_nodes", {"node_ids": ["w3-sfB"]})
         assert not removed.isError, removed.content
         after = deployed(large_writable)
-        assert assert_untouched(middle["flows"], after["flows"], changed={"w2-li"}, removed={"w2-sfB"}) == []
-        assert next(n for n in after["flows"] if n["id"] == "w2-li")["wires"] == [[]]
+        assert assert_untouched(middle["flows"], after["flows"], changed={"w3-li"}, removed={"w3-sfB"}) == []
+        assert next(n for n in after["flows"] if n["id"] == "w3-li")["wires"] == [[]]
 
-        added = await session.call_tool("add_nodes", {"flow_id": "sfA", "nodes": [
+        added = await session.call_tool("add_nodes", {"flow_id": "sfB", "nodes": [  # sfA is locked
             {"id": "a", "type": "debug", "name": "inside the subflow", "x": 400, "y": 90, "wires": []}]})
         assert not added.isError, added.content
     final = deployed(large_writable)
     [new] = assert_untouched(after["flows"], final["flows"])
-    assert (new["z"], new["name"]) == ("sfA", "inside the subflow")
+    assert (new["z"], new["name"]) == ("sfB", "inside the subflow")
     # Each approval request showed the change, not the workspace: within the MCP preview bound.
     assert len(state["asked"]) == 3 and all(len(message) <= 20_000 for message in state["asked"])
-    assert 'Change func of function "function 11" [w2-n011]' in state["asked"][0]
+    assert 'Change func of function "function 11" [w3-n011]' in state["asked"][0]
     assert_credentials_kept(large_writable)
 
 

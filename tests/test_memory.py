@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from service.identity import Identity
+from service.memory.migrations import SQLITE, render
 from service.memory.store import HISTORY_WINDOW, MIGRATIONS, MemoryStore, SessionNotFound
 from service.web.app import create_app
 from tests.support.model_server import Reply
@@ -47,12 +48,12 @@ async def chat(client, headers=None, **body):
 async def test_store_uses_wal_and_migrates_once(tmp_path):
     path = tmp_path / "sub" / "memory.db"
     first = await MemoryStore.open(path)
-    assert await first.schema_version() == len(MIGRATIONS) == 7
+    assert await first.schema_version() == len(MIGRATIONS) == 8
     await first.save_turn("s1", alice, "q", "a", {})
     await first.close()
     await first.close()  # idempotent
     again = await MemoryStore.open(path)
-    assert await again.schema_version() == 7
+    assert await again.schema_version() == 8
     assert [t.content for t in await again.history(alice, "s1")] == ["q", "a"]
     await again.close()
     with sqlite3.connect(path) as raw:
@@ -106,6 +107,69 @@ async def test_history_gives_the_newest_messages_oldest_first(store):
     turns = await store.history(alice, "s1", limit=3)
     assert [t.content for t in turns] == ["answer 3", "question 4", "answer 4"]
     assert turns[0].metadata == {"scenario": "general"}
+
+
+async def test_an_answer_keeps_what_was_shown_and_the_model_never_reads_one_without_text(store):
+    error = {"type": "error", "code": "provider_not_configured", "message": "No provider.", "at": 0}
+    await store.save_turn("s1", alice, "hello", "", {"errors": ["provider_not_configured"]}, events=[error])
+    card = {"type": "approval_required", "runId": "r1", "actions": [], "at": 6}
+    await store.save_turn("s1", alice, "add nodes", "Sure: ", {}, events=[card])
+    await store.save_turn("s1", alice, "thanks", "You're welcome.", {})
+    turns = await store.history(alice, "s1")
+    assert [(t.role, t.content, t.events) for t in turns] == [
+        ("user", "hello", None), ("assistant", "", [error]), ("user", "add nodes", None),
+        ("assistant", "Sure: ", [card]), ("user", "thanks", None), ("assistant", "You're welcome.", None)]
+    assert turns[1].as_dict()["events"] == [error] and "events" not in turns[0].as_dict()
+    # The model gets the questions and the answers that said something; the list counts what the sidebar shows.
+    assert [t.content for t in await store.window(alice, "s1")] == [
+        "hello", "add nodes", "Sure: ", "thanks", "You're welcome."]
+    assert [t.content for t in (await store.conversation(alice, "s1"))[1]] == [
+        "hello", "add nodes", "Sure: ", "thanks", "You're welcome."]
+    assert [s["messages"] for s in await store.sessions(alice)] == [6]
+    await store.append_answer("s1", alice, "", {"resumed": "r1"}, [{"type": "tool_call", "tool": "x", "at": 0}])
+    assert (await store.history(alice, "s1"))[-1].metadata == {"resumed": "r1"}
+    assert not await store.append_answer("s1", alice, "", {"resumed": "r1"}, [])
+
+
+async def test_messages_stored_before_answers_kept_their_events_restore_as_they_were(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as raw:  # a database of the schema before (version 7) with one turn
+        for number, step in enumerate(MIGRATIONS[:7], start=1):
+            raw.executescript(f"BEGIN; {render(step, SQLITE)}; PRAGMA user_version={number}; COMMIT;")
+        raw.execute("INSERT INTO sessions(owner_kind, owner, conversation, id, name, created_at, updated_at) "
+                    "VALUES ('user', 'alice', '', 'old', 'old', 1, 1)")
+        for role, content in (("user", "what is a flow?"), ("assistant", "A flow is a tab of nodes.")):
+            raw.execute("INSERT INTO short_term_memory(session_key, message_type, content, metadata, created_at) "
+                        "VALUES (1, ?, ?, '{\"tools\": [\"get_flow\"]}', 1)", (role, content))
+    store = await MemoryStore.open(path)
+    try:
+        assert await store.schema_version() == len(MIGRATIONS)
+        turns = await store.history(alice, "old")
+        assert [t.as_dict() for t in turns] == [
+            {"id": 1, "role": "user", "content": "what is a flow?", "metadata": {"tools": ["get_flow"]},
+             "createdAt": 1},
+            {"id": 2, "role": "assistant", "content": "A flow is a tab of nodes.", "metadata": {"tools": ["get_flow"]},
+             "createdAt": 1}]
+        await store.save_turn("old", alice, "and now?", "Now with events.", {}, events=[{"type": "done", "at": 0}])
+        assert (await store.history(alice, "old"))[-1].events == [{"type": "done", "at": 0}]
+    finally:
+        await store.close()
+
+
+async def test_a_failed_answer_is_stored_with_its_error_worded_as_it_was_streamed(aiohttp_client, settings):
+    no_model = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None})
+    client = await aiohttp_client(create_app(no_model))
+    events = await read_events(await client.post("/ai-sidebar/stream-chat", headers=ALICE, json={
+        "message": "hello there", "sessionId": "nokey", "language": "de"}))
+    assert [e["type"] for e in events] == ["error", "done"] and events[0]["code"] == "provider_not_configured"
+    history = await (await client.get("/ai-sidebar/history/nokey", headers=ALICE)).json()
+    question, answer = history["messages"]
+    assert answer["role"] == "assistant" and answer["content"] == ""
+    assert answer["events"] == [{"type": "error", "code": "provider_not_configured", "message": events[0]["message"],
+                                 "at": 0}]
+    assert "events" not in question and history["approvals"] == {}
+    listed = await (await client.get("/ai-sidebar/sessions", headers=ALICE)).json()
+    assert [s["messages"] for s in listed["sessions"] if s["id"] == "nokey"] == [2]
 
 
 async def test_window_is_bounded_by_count_and_size_and_starts_with_a_question(store):

@@ -80,9 +80,14 @@ async def test_a_tool_declared_once_is_offered_to_the_agent_which_calls_it(setti
         offered = registry.offered(["count-flows", "search_memory"], permission="read", memory=False)
         assert offered == ["count_flows"]  # alias read, memory tool left out without memory
         tools = agent_tools(registry, offered, context, emit, result)
-        chat_model = ChatModelFactory().get(ProviderConfig.from_settings(settings))
-        await run_agent(chat_model, tools, [SystemMessage("You help."), HumanMessage("How many tabs?")],
-                        AgentLimits(), emit, result)
+        # Closed at the end: its HTTP client's aiohttp session would otherwise be collected open later, and
+        # asyncio logs "Unclosed client session" as an error in whichever test is running then.
+        factory = ChatModelFactory()
+        try:
+            await run_agent(factory.get(ProviderConfig.from_settings(settings)), tools,
+                            [SystemMessage("You help."), HumanMessage("How many tabs?")], AgentLimits(), emit, result)
+        finally:
+            await factory.aclose()
 
     shown = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
     assert shown["count_flows"]["description"] == COUNT_FLOWS.description

@@ -270,15 +270,27 @@ async def test_scenarios_route_gives_the_editor_view_in_the_asked_language(aioht
 
 async def test_scenarios_route_gives_the_palette_the_providers_and_the_message_limit_of_the_service(client, settings):
     body = await (await client.get("/ai-sidebar/scenarios", params={"lang": "de"})).json()
-    # Only the providers this installation answers with: anthropic is reserved (the dialog offered it, and the
-    # service then refused every question with provider_not_configured).
-    assert body["providers"] == ["openai", "deepseek", "google", "openai-compatible"]
+    # The providers this installation answers with: every one a setting may name, Anthropic included.
+    assert body["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
     assert body["maxMessageChars"] == settings.max_message_chars == 10_000
     assert list(body["scenarios"]) == list(load_base(BASE).scenarios)
     # The model that answers without an ai-config node: the sidebar's header names it.
     assert body["model"] == {"provider": settings.provider,
                              "model": settings.model or DEFAULT_MODELS[settings.provider]}
     assert body["model"]["model"]
+    # The model an ai-config node naming none gets, per provider: the service's own for its provider (AI_MODEL).
+    assert body["defaultModels"] == {**DEFAULT_MODELS, settings.provider: body["model"]["model"]}
+    assert body["defaultModels"]["anthropic"] == "claude-sonnet-4-5"
+
+
+async def test_an_ai_config_node_naming_no_model_is_answered_by_the_default_the_scenarios_route_names(
+        client, model, settings):
+    """What the sidebar's header shows for such a node is what answers (the scripted server reports the model)."""
+    names = (await (await client.get("/ai-sidebar/scenarios")).json())["defaultModels"]
+    provider = {"provider": "openai", "baseUrl": model.base_url, "apiKey": "sk-test-key-0002"}
+    response = await client.post("/ai-sidebar/stream-chat", json={"message": "hi", "provider": provider})
+    assert response.status == 200 and "error" not in await response.text()
+    assert model.requests[-1]["model"] == names["openai"]
 
 
 @pytest.mark.parametrize("allowed,answered_in", [(["sales", "learning"], "learning"), (["sales"], "general")])

@@ -20,9 +20,13 @@ import re
 
 import pytest
 
+from service.chat.prompts import describe_flow, describe_nodes
 from service.chat.scenarios import PLACEHOLDER, ScenarioCatalog, load_base, load_language, normalize
+from service.nodered.settings import NodeRedSettings
 from service.settings import REPO_ROOT
-from tests.support.nodered import NODERED_HOME
+from service.web.app import create_app
+from service.web.schemas import SelectedNode
+from tests.support.nodered import NODERED_HOME, free_port
 from tests.support.sse import read_events
 
 LOCALES = REPO_ROOT / "locales"
@@ -528,3 +532,29 @@ async def test_every_system_prompt_placeholder_is_filled_with_readable_text(clie
         assert NODERED_VERSION in system
     if "language" in used:
         assert ANSWER_LANGUAGE[language][0] in system
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_with_nothing_selected_and_no_version_the_system_prompt_says_so_in_its_own_language(
+        aiohttp_client, settings, model, language):
+    unreachable = settings.model_copy(update={"nodered": NodeRedSettings(url=f"http://127.0.0.1:{free_port()}")})
+    client = await aiohttp_client(create_app(unreachable))
+    await chat(client, message=ORDINARY[language][1], language=language, scenario="general")
+
+    system = model.requests[-1]["messages"][0]["content"]
+    words = ScenarioCatalog(LOCALES).get(language).data.placeholderWords
+    assert system.count(words["none"]) >= 2 and f"Node-RED {words['unknown']}" in system
+    if language != "en-US":
+        assert not re.search(r"\b(none|unknown)\b", system), system
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_long_selection_is_listed_and_shortened_in_the_prompts_language(language):
+    words = ScenarioCatalog(LOCALES).get(language).data.placeholderWords
+    nodes = [SelectedNode(id=f"n{i}", type="debug") for i in range(23)]
+    listed = describe_nodes(nodes, words)
+    assert listed.startswith(f"debug ({words['id']} n0){words['separator']}debug ({words['id']} n1)")
+    assert "n19" in listed and "n20" not in listed and "3" in listed.split("n19)")[1]
+    assert listed == words["more"].format(list=describe_nodes(nodes[:20], words), count=3)
+    assert describe_flow("t1", "Main", words) == f'"Main" ({words["id"]} t1)'
+    assert describe_flow(None, None, words) == words["none"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import openai
 import pytest
+from langchain_anthropic import ChatAnthropic
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -62,6 +63,8 @@ def test_each_provider_builds_its_langchain_chat_model():
     assert type(deepseek).__name__ == "ChatDeepSeek"
     google = factory.get(ProviderConfig("google", "gemini-2.5-flash", api_key=key))
     assert type(google).__name__ == "ChatGoogleGenerativeAI"
+    claude = factory.get(ProviderConfig("anthropic", "claude-sonnet-4-5", api_key=key))
+    assert isinstance(claude, ChatAnthropic) and claude.streaming
 
 
 async def test_openai_style_streams_hand_over_chunks_as_dicts_and_the_rest_as_models(model):
@@ -91,7 +94,7 @@ async def test_openai_style_streams_hand_over_chunks_as_dicts_and_the_rest_as_mo
     (ProviderConfig("openai-compatible", None, base_url="http://127.0.0.1:1/v1"), "AI_MODEL"),
     (ProviderConfig("deepseek", "deepseek-chat"), "DEEPSEEK_API_KEY"),
     (ProviderConfig("google", "gemini-2.5-flash"), "GOOGLE_API_KEY"),
-    (ProviderConfig("anthropic", "claude", api_key=SecretStr("k")), "not available"),
+    (ProviderConfig("anthropic", "claude-sonnet-4-5"), "ANTHROPIC_API_KEY"),
 ])
 def test_missing_configuration_is_provider_not_configured(config, missing):
     with pytest.raises(ServiceError) as info:

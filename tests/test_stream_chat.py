@@ -196,6 +196,26 @@ async def test_editor_version_with_undeployed_edits_is_used_and_the_difference_i
     assert "undeployed0001" in model.requests[-1]["messages"][-1]["content"]
 
 
+async def test_node_info_describes_the_editors_version_of_the_nodes_it_sent_and_says_what_is_undeployed(
+        client, nodered):
+    tab = tab_with_most_wires(nodered)
+    nodes = [dict(n) for n in nodered.nodes_of(tab["id"])]
+    renamed, kept = nodes[0], nodes[1]
+    renamed["name"] = "renamed in the editor"
+    added = {"id": "undeployed0002", "type": "debug", "z": tab["id"], "name": "new one", "x": 9, "y": 9, "wires": []}
+    events = await chat(client, message=f'@tools:get_node_info|["{renamed["id"]}", "{kept["id"]}", "undeployed0002"]',
+                        selectedFlow={"id": tab["id"]}, flowData=[dict(tab)] + nodes + [added])
+    result = events[1]["result"]
+    assert events[1]["ok"] is True and "renamed in the editor" in result and "new one" in result
+    [line] = [line for line in result.splitlines() if "not deployed yet" in line]
+    assert renamed["id"] in line and "undeployed0002" in line and kept["id"] not in line
+    assert "Not found" not in result
+    # Without the editor's copy: the deployed nodes, the new one not found.
+    deployed = await chat(client, message=f'@tools:get_node_info|["{renamed["id"]}", "undeployed0002"]')
+    assert "renamed in the editor" not in deployed[1]["result"] and "Not found (maybe not deployed): undeployed0002" \
+        in deployed[1]["result"]
+
+
 async def test_editor_version_answers_even_when_node_red_is_down(aiohttp_client, settings, nodered, model):
     down = settings.model_copy(update={"nodered": NodeRedSettings(url=f"http://127.0.0.1:{free_port()}")})
     client = await aiohttp_client(create_app(down))

@@ -3,61 +3,13 @@ the test runs; without them it installs nothing."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import sys
-
-import aiohttp
 import pytest
 
 from service.tracing.setup import install_from_env, wanted_exporters
-from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
 from tests.support.model_server import Reply
-from tests.support.nodered import REPO, free_port
-from tests.support.otlp import OtlpReceiver
-from tests.support.sse import read_events
+from tests.support.otlp import OtlpReceiver, traced_chat, traced_service
 
 SECRET_QUESTION = "What does my open tab do, zebra-marker-4711?"
-
-
-@contextlib.asynccontextmanager
-async def traced_service(nodered, model, tmp_path, **otel: str):
-    """The service as its console script runs it, with ``otel`` variables added; yields its base URL."""
-    port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
-           "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "NODE_RED_URL": nodered.url,
-           "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": TEST_API_KEY, "MCP_TOOLS_ENABLED": "false",
-           "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "AI_SIDEBAR_KNOWLEDGE_REFRESH": "0", **otel}
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "service", env=env, cwd=REPO,
-                                                   stderr=asyncio.subprocess.PIPE)
-    assert process.stderr is not None
-    log: list[str] = []
-    async with asyncio.timeout(30):
-        while not any("Running on" in line for line in log):
-            line = (await process.stderr.readline()).decode()
-            assert line, "".join(log)
-            log.append(line)
-
-    async def drain() -> None:
-        assert process.stderr is not None
-        async for line in process.stderr:
-            log.append(line.decode())
-    draining = asyncio.create_task(drain())
-    try:
-        yield f"http://127.0.0.1:{port}", log
-    finally:
-        process.terminate()
-        await process.wait()  # the SDK flushes its batch at exit
-        await draining
-
-
-async def chat(base: str, **body) -> list[dict]:
-    headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "alice"}
-    async with aiohttp.ClientSession() as session, \
-            session.post(f"{base}/ai-sidebar/stream-chat", json=body, headers=headers) as response:
-        assert response.status == 200, await response.text()
-        return await read_events(response)
 
 
 @pytest.fixture
@@ -75,7 +27,7 @@ async def test_a_chat_with_a_tool_call_exports_request_model_and_tool_spans(node
     async with traced_service(nodered, model, tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
                               OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_SERVICE_NAME="sidebar-under-test",
                               OTEL_BSP_SCHEDULE_DELAY="50") as (base, _log):
-        events = await chat(base, message=SECRET_QUESTION, selectedFlow={"id": tab["id"]}, sessionId="s-trace-1")
+        events = await traced_chat(base, message=SECRET_QUESTION, selectedFlow={"id": tab["id"]}, sessionId="s-trace-1")
         assert [e["type"] for e in events][:2] == ["tool_call", "tool_result"] and events[-1]["type"] == "done"
         await receiver.wait_for(lambda spans: any(s.name == "POST /ai-sidebar/stream-chat" for s in spans))
 
@@ -111,7 +63,7 @@ async def test_content_capture_records_message_text_and_a_knowledge_search_gets_
     async with traced_service(nodered, model, tmp_path, OTEL_TRACES_EXPORTER="otlp",
                               OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY="50",
                               OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true") as (base, _log):
-        await chat(base, message="How do I use the inject node? beta-marker-42")
+        await traced_chat(base, message="How do I use the inject node? beta-marker-42")
         await receiver.wait_for(lambda spans: any(s.name == "POST /ai-sidebar/stream-chat" for s in spans))
     request = next(s for s in receiver.spans if s.name == "POST /ai-sidebar/stream-chat")
     search = next(s for s in receiver.spans if s.attributes.get("gen_ai.operation.name") == "retrieval")
@@ -138,5 +90,5 @@ def test_tracing_is_off_unless_an_exporter_or_endpoint_is_named():
 async def test_a_service_without_otel_variables_installs_no_tracing(nodered, model, tmp_path):
     model.script(Reply(text="Hello."))
     async with traced_service(nodered, model, tmp_path) as (base, log):
-        events = await chat(base, message="hello", scenario="general")
+        events = await traced_chat(base, message="hello", scenario="general")
     assert events[-1]["type"] == "done" and not any("tracing on" in line for line in log)

@@ -13,6 +13,10 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+from aiohttp import web
+
+from service.__main__ import run as run_service
 from service.workers import worker_count
 from tests.conftest import TEST_API_KEY
 from tests.support.health import wait_healthy
@@ -164,7 +168,95 @@ def test_a_stop_while_the_second_worker_starts_ends_both_workers_and_the_supervi
     assert "did not stop" not in log_path.read_text()
 
 
+# Two workers that ignore SIGTERM, under the service's supervisor with a grace period of 1 s (instead of 30).
+STUCK_WORKERS = """
+import logging, signal, sys, time
+from service import workers
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+workers.STOP_GRACE = 1.0
+
+def serve(ready):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if ready is not None:
+        ready.set()
+    while True:
+        time.sleep(3600)
+
+sys.exit(workers.supervise(2, serve))
+"""
+
+
+def ignores_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGTERM (the ``SigIgn`` mask of ``/proc/<pid>/status``, proc(5))."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(line.split()[1] for line in text.splitlines() if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def state_of(pid: int) -> str:
+    """The state letter of process ``pid`` (``/proc/<pid>/stat`` field 3, proc(5)): ``S`` while it sleeps."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rfind(")") + 2]
+
+
+def test_workers_that_ignore_the_stop_are_killed_after_the_grace_period_and_the_supervisor_exits_with_1(tmp_path):
+    # A signal handler that runs while a wait waits does not end the wait: Python retries it with its original
+    # timeout (PEP 475). The supervisor waited for its workers without a timeout until the stop, so a SIGTERM that
+    # came during that wait (where the supervisor spends its life) left it waiting for ever for workers that did not
+    # stop: the grace period never began, and nothing was killed. The stop is sent once the supervisor sleeps in
+    # that wait, both workers ignoring SIGTERM.
+    log_path = tmp_path / "supervisor.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-c", STUCK_WORKERS], stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=REPO)
+    try:
+        workers: list[int] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            workers = children_of(process.pid)
+            if ("2 workers on one port" in log_path.read_text() and len(workers) == 2
+                    and all(ignores_sigterm(pid) for pid in workers) and state_of(process.pid) == "S"):
+                break
+            time.sleep(0.01)
+        assert len(workers) == 2 and all(ignores_sigterm(pid) for pid in workers), log_path.read_text()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 1, log_path.read_text()
+        assert log_path.read_text().count("did not stop within 1.0 s; killed") == 2, log_path.read_text()
+        assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        for pid in workers:  # the workers of a supervisor killed here
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_worker_count_is_the_setting_else_the_usable_cpus_and_one_on_port_zero():
     assert worker_count(3, 8765) == 3
     assert worker_count(None, 8765) == len(os.sched_getaffinity(0))
     assert worker_count(4, 0) == 1
+
+
+async def test_a_start_that_fails_midway_still_cleans_up_what_it_had_opened():
+    # A worker whose start raised after its memory database was open never closed it: the connection's thread (not
+    # a daemon) kept the worker alive after asyncio.run ended, and the supervisor, waiting for it to be ready,
+    # waited for ever. Here a cleanup context raises after an earlier one has started.
+    app = web.Application()
+    closed = []
+
+    async def opened(app: web.Application):
+        yield
+        closed.append("opened")
+
+    async def broken(app: web.Application):
+        raise RuntimeError("cannot start")
+        yield
+
+    app.cleanup_ctx.extend([opened, broken])
+    with pytest.raises(RuntimeError, match="cannot start"):
+        await run_service(app, "127.0.0.1", free_port(), False)
+    assert closed == ["opened"]

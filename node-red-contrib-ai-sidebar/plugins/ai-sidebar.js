@@ -256,6 +256,10 @@ module.exports = function (RED) {
         guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/resume", { stream: true }));
     RED.httpAdmin.get("/ai-sidebar/approvals", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/approvals"));
+    RED.httpAdmin.post("/ai-sidebar/approvals/:runId/applied", RED.auth.needsPermission("ai-sidebar.write"),
+        realSegment("runId"), requireJsonBody, forwardTo(function (req) {
+            return "/ai-sidebar/approvals/" + encodeURIComponent(req.params.runId) + "/applied";
+        }));
     RED.httpAdmin.post("/ai-sidebar/approvals/:runId/token", RED.auth.needsPermission("ai-sidebar.write"),
         realSegment("runId"), requireJsonBody, forwardTo(function (req) {
             return "/ai-sidebar/approvals/" + encodeURIComponent(req.params.runId) + "/token";

@@ -104,7 +104,7 @@
             return;
         }
         var found = nodeLinks().targets(workspaceItems(), isNodeType);
-        if (!found.pattern) {
+        if (!found.pattern && !found.quotedPattern) {
             return;
         }
         blocks.each(function () {

@@ -1,7 +1,8 @@
 /**
  * Assistant answers in the sidebar: one streamed answer (`Answer`), a stored answer from a session's history
- * (`renderStoredAnswer`) or the line for a stored question that has none (`renderMissingAnswer`), and the request
- * that streams an answer (`streamChat`).
+ * (`replayStoredAnswer`, through the same Answer; `renderStoredAnswer` for answers stored before the service kept
+ * their events) or the line for a stored question that has none (`renderMissingAnswer`), and the request that
+ * streams an answer (`streamChat`).
  *
  * Editor-only script: registers those four on `NodeRedAiSidebar`, with `errorLine`. Answer text is markdown from
  * a language model and is only ever inserted after the sidebar's renderer has sanitised it (resources/markdown.js:
@@ -267,14 +268,17 @@
             (ok ? "fa-check" : "fa-exclamation-triangle"));
         card.find(".ai-sidebar-tool-label").text(t(ok ? "tool.finished" : "tool.failed", { tool: tool }));
         var result = event.result;
-        var failure = !ok && typeof result === "string" ? result.trim() : "";
+        var said = typeof result === "string" ? result.trim() : "";
+        // A coded failure's sentence in the user's language (`message`); the model read `result`, in English.
+        var failure = ok ? "" : (typeof event.message === "string" && event.message.trim()) || said;
         if (failure) {
             // Why the tool failed is what the user needs, so it shows without opening the card.
             var shown = failure.length > FAILURE_SUMMARY_CHARS ?
                 failure.slice(0, FAILURE_SUMMARY_CHARS) + "\u2026" : failure;
             $('<span class="ai-sidebar-tool-failure"></span>').text(shown).appendTo(card.children("summary"));
         }
-        if (result !== undefined && result !== null && (!failure || failure.length > FAILURE_SUMMARY_CHARS)) {
+        if (result !== undefined && result !== null &&
+            (!failure || failure.length > FAILURE_SUMMARY_CHARS || failure !== said)) {
             appendSection(card, t("tool.result"), result);
         }
         // What a knowledge tool read, as links under its card (shown without opening it).
@@ -498,6 +502,54 @@
     }
 
     /**
+     * Fill a message element with a stored answer that kept what the sidebar showed besides its text
+     * (`message.events`, service/chat/view.py): the events go through the live stream's own Answer, in their order,
+     * the text cut at each event's `at` (the characters sent before it), so the tool cards with their sources, the
+     * approval cards, notices, errors and usage look as they did, and finish() links node names and adds flow
+     * buttons as it did. Nothing is applied to the editor again (a stored flow_change has no changes) and nothing
+     * is read out to screen readers.
+     *
+     * @param {object} sidebar the AiSidebar: `renderMarkdown`, `approvals`
+     * @param {jQuery} element the message element (that of the run's card for an answer that continued a run)
+     * @param {{content: string, metadata: object, events: object[]}} message from `GET ai-sidebar/history/{id}`
+     * @param {object} restoring the approval cards' restoring context (ApprovalCards.restoring)
+     * @returns {Answer}
+     */
+    function replayStoredAnswer(sidebar, element, message, restoring) {
+        var metadata = (message.metadata && typeof message.metadata === "object") ? message.metadata : {};
+        var answer = new Answer({
+            renderMarkdown: sidebar.renderMarkdown,
+            approvals: sidebar.approvals,
+            withScroll: function (change) {
+                change();
+            }
+        }, element);
+        answer.restoring = restoring;
+        answer.runId = typeof metadata.resumed === "string" ? metadata.resumed : null;
+        var text = typeof message.content === "string" ? message.content : "";
+        var sent = 0;
+        function textUpTo(at) {
+            var end = Math.min(Math.max(sent, at), text.length);
+            if (end > sent) {
+                answer.handleEvent({ type: "token", content: text.slice(sent, end) });
+                sent = end;
+            }
+        }
+        message.events.forEach(function (event) {
+            if (event && typeof event === "object") {
+                textUpTo(typeof event.at === "number" ? event.at : 0);
+                answer.handleEvent(event);
+            }
+        });
+        textUpTo(text.length);
+        if (metadata.stopped === true) {
+            answer.stopped();
+        }
+        answer.finish();
+        return answer;
+    }
+
+    /**
      * The badges of the tools a stored turn used (`metadata.tools`, names in order), appended to `element`.
      *
      * @param {jQuery} element the message element
@@ -607,6 +659,7 @@
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
     window.NodeRedAiSidebar.Answer = Answer;
     window.NodeRedAiSidebar.renderStoredAnswer = renderStoredAnswer;
+    window.NodeRedAiSidebar.replayStoredAnswer = replayStoredAnswer;
     window.NodeRedAiSidebar.renderMissingAnswer = renderMissingAnswer;
     window.NodeRedAiSidebar.streamChat = streamChat;
     window.NodeRedAiSidebar.errorLine = errorLine;

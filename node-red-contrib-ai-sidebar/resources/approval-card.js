@@ -124,7 +124,11 @@
         this.restoreRequest = null;
     }
 
-    /** Events the answer itself does not know: `approval_required` and `flow_change`. */
+    /**
+     * Events the answer itself does not know: `approval_required` and `flow_change`. In a reopened conversation
+     * (`answer.restoring`, see restoring()) they come from the stored answer: the card shows what was decided, and
+     * a stored flow_change (which has no changes: the editor applied them once) only what the editor reported.
+     */
     ApprovalCards.prototype.handleEvent = function (answer, event) {
         if (event.type === "approval_required" && typeof event.runId === "string" && Array.isArray(event.actions)) {
             answer.received = true;
@@ -134,14 +138,27 @@
             answer.render();
             answer.readOut(true);
             answer.textElement = null;
-            this.renderCard(answer.element, event);
+            var card = this.renderCard(answer.element, event);
+            if (answer.restoring) {
+                answer.restoring.shown(event.runId, answer.element, card);
+            }
         } else if (event.type === "flow_change") {
             answer.received = true;
-            this.applyFlowChange(answer, event);
+            if (event.changes) {
+                this.applyFlowChange(answer, event);
+            } else if (answer.restoring) {
+                var outcome = answer.restoring.applied(answer.runId, event.tool);
+                if (outcome) {
+                    this.showOutcome(answer, event.tool, outcome, true);
+                }
+            }
         }
     };
 
-    /** Apply a flow_change in the editor and say on the write's tool card what was applied. */
+    /**
+     * Apply a flow_change in the editor and say on the write's tool card what was applied; the outcome is kept by
+     * the service with the approval of the answer's run (`answer.runId`), for the reopened conversation.
+     */
     ApprovalCards.prototype.applyFlowChange = function (answer, event) {
         var outcome;
         try {
@@ -150,11 +167,42 @@
             console.warn("[ai-sidebar] could not apply the change in the editor:", err);
             outcome = { problem: { reason: "failed", message: (err && err.message) || String(err) } };
         }
+        this.showOutcome(answer, event.tool, outcome);
+        if (answer.runId) {
+            this.reportOutcome(answer.runId, event.tool, outcome);
+        }
+    };
+
+    /**
+     * Tell the service what the editor made of an approved change (`POST ai-sidebar/approvals/<runId>/applied`),
+     * one report after the other (an agent's batch applies several); a failure is logged: the change stands.
+     */
+    ApprovalCards.prototype.reportOutcome = function (runId, tool, outcome) {
+        var body = { tool: tool, outcome: lib().approvalDiff.reportedOutcome(outcome) };
+        var route = "ai-sidebar/approvals/" + encodeURIComponent(runId) + "/applied";
+        this.reporting = (this.reporting || Promise.resolve()).then(function () {
+            return lib().adminApi.requestJson("POST", route, body);
+        }).catch(function (err) {
+            console.warn("[ai-sidebar] could not keep what the editor applied:", err && err.message);
+        });
+        return this.reporting;
+    };
+
+    /**
+     * Say on the write's tool card what the editor applied (`outcome`: flowChange.applyChange's), or why not.
+     * `restored`: told again in a reopened conversation, where "not deployed, Ctrl-Z undoes it" may no longer hold.
+     */
+    ApprovalCards.prototype.showOutcome = function (answer, tool, outcome, restored) {
         var text;
         if (outcome.problem) {
             var problem = outcome.problem;
-            text = t("approval.notApplied." + problem.reason, { ids: (problem.ids || []).join(", "),
-                message: problem.message || "" });
+            // A tab or subflow by its label, as the editor shows it; a node by its id.
+            var named = (problem.ids || []).map(function (id) {
+                var container = RED.nodes.workspace(id) || RED.nodes.subflow(id);
+                var label = container && (container.label || container.name);
+                return label ? "\"" + label + "\"" : id;
+            });
+            text = t("approval.notApplied." + problem.reason, { ids: named.join(", "), message: problem.message || "" });
         } else {
             var parts = [];
             [["added", "nodes"], ["tabs", "tabs"], ["changed", "changed"], ["removed", "removed"]]
@@ -163,11 +211,12 @@
                         parts.push(t("approval.appliedParts." + pair[1], { count: outcome[pair[0]] }));
                     }
                 });
-            text = parts.length ? t("approval.applied", { parts: parts.join(", ") }) : t("approval.appliedNothing");
+            text = parts.length ? t(restored ? "approval.appliedEarlier" : "approval.applied",
+                { parts: parts.join(", ") }) : t("approval.appliedNothing");
         }
         var entry = null;
         for (var i = answer.toolCards.length - 1; i >= 0; i--) {
-            if (answer.toolCards[i].tool === event.tool) {
+            if (answer.toolCards[i].tool === tool) {
                 entry = answer.toolCards[i];
                 break;
             }
@@ -177,6 +226,12 @@
             .append($('<i aria-hidden="true"></i>').addClass("fa " +
                 (outcome.problem ? "fa-exclamation-triangle" : "fa-pencil-square-o")))
             .append(document.createTextNode(" " + text));
+        if (entry && outcome.problem) {
+            // The tool ran (it handed the change over), but nothing changed: the card says failed, not finished.
+            entry.card.addClass("ai-sidebar-tool-failed");
+            entry.card.find(".ai-sidebar-tool-icon").attr("class", "ai-sidebar-tool-icon fa fa-exclamation-triangle");
+            entry.card.find(".ai-sidebar-tool-label").text(t("tool.failed", { tool: tool }));
+        }
         this.sidebar.withScroll(function () {
             if (entry) {
                 line.appendTo(entry.card.children("summary"));
@@ -216,6 +271,84 @@
         return card;
     };
 
+    /** Mark a decision on an action's block: its button pressed and the decision (a rejection's reason) said. */
+    function markDecided(block, decision) {
+        var buttons = block.children(".ai-sidebar-approval-buttons");
+        block.children(".ai-sidebar-approval-edit-panel, .ai-sidebar-approval-reject-panel").hide();
+        buttons.find("button").removeClass("selected").attr("aria-pressed", "false");
+        buttons.find(".ai-sidebar-approval-" + decision.type).addClass("selected").attr("aria-pressed", "true");
+        block.children(".ai-sidebar-approval-decided").text(t("approval.decided." + decision.type) +
+            (decision.type === "reject" && decision.message ? ": " + decision.message : "")).show();
+    }
+
+    /** The note above a card brought back while it still waits: since when (`createdAt`, seconds since 1970). */
+    function waitingNote(createdAt) {
+        return $('<div class="ai-sidebar-note ai-sidebar-approval-waiting"></div>').text(t("approval.restored", {
+            time: new Date(createdAt * 1000).toLocaleString(RED.i18n.lang())
+        }));
+    }
+
+    /**
+     * A card of a reopened conversation whose decisions were sent: each action's decision marked, the card closed
+     * as it was once sent (`decisions`: the service's, one per action, in order).
+     */
+    function showAnswered(card, decisions) {
+        card.children(".ai-sidebar-approval-action").each(function (index) {
+            if (decisions[index]) {
+                markDecided($(this), decisions[index]);
+            }
+        });
+        card.addClass("ai-sidebar-approval-sent").find("button, textarea, input").prop("disabled", true);
+        card.children(".ai-sidebar-approval-status").text(t("approval.sent"));
+    }
+
+    /**
+     * What a reopened conversation needs to show its approval cards as they were: `outcomes` is the history's
+     * `approvals` (per run id, the run's approvals in order: `{status, decisions, applied}`). Its answers
+     * (answer.js replayStoredAnswer) call `shown` for each card (the run's next approval) and `applied` for each
+     * stored flow_change of a continued run; `elementOf` is where a run's continued answer goes (under its card,
+     * as it streamed there).
+     *
+     * @param {object} outcomes
+     */
+    ApprovalCards.prototype.restoring = function (outcomes) {
+        outcomes = outcomes && typeof outcomes === "object" ? outcomes : {};
+        var seen = {};
+        var latest = {};
+        var elements = {};
+        return {
+            shown: function (runId, element, card) {
+                var runs = Array.isArray(outcomes[runId]) ? outcomes[runId] : [];
+                var index = seen[runId] || 0;
+                seen[runId] = index + 1;
+                var entry = runs[index] || null;
+                latest[runId] = { entry: entry, applied: 0 };
+                elements[runId] = element;
+                if (entry && entry.status === "answered") {
+                    showAnswered(card, Array.isArray(entry.decisions) ? entry.decisions : []);
+                } else if (entry && entry.status === "pending" && entry.createdAt) {
+                    // As a card restore() brings back: it still waits, and since when.
+                    waitingNote(entry.createdAt).insertBefore(card);
+                }
+            },
+            applied: function (runId, tool) {
+                var current = runId && latest[runId];
+                var applied = current && current.entry && Array.isArray(current.entry.applied) ?
+                    current.entry.applied : [];
+                while (current && current.applied < applied.length) {
+                    var report = applied[current.applied++];
+                    if (report && report.tool === tool && report.outcome) {
+                        return report.outcome;
+                    }
+                }
+                return null;
+            },
+            elementOf: function (runId) {
+                return elements[runId] || null;
+            }
+        };
+    };
+
     ApprovalCards.prototype.renderAction = function (state, action, index, Diff) {
         var self = this;
         var block = $('<div class="ai-sidebar-approval-action"></div>').attr("data-tool", action.tool);
@@ -225,16 +358,11 @@
         var buttons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(block);
         var editPanel = $('<div class="ai-sidebar-approval-edit-panel"></div>').hide().appendTo(block);
         var rejectPanel = $('<div class="ai-sidebar-approval-reject-panel"></div>').hide().appendTo(block);
-        var decided = $('<div class="ai-sidebar-approval-decided"></div>').hide().appendTo(block);
+        $('<div class="ai-sidebar-approval-decided"></div>').hide().appendTo(block);
 
         function decide(decision) {
             state.chosen[index] = decision;
-            editPanel.hide();
-            rejectPanel.hide();
-            buttons.find("button").removeClass("selected").attr("aria-pressed", "false");
-            buttons.find(".ai-sidebar-approval-" + decision.type).addClass("selected").attr("aria-pressed", "true");
-            decided.text(t("approval.decided." + decision.type) +
-                (decision.type === "reject" && decision.message ? ": " + decision.message : "")).show();
+            markDecided(block, decision);
             var decisions = lib().approvalDiff.decisionsToSend(state.chosen);
             if (decisions) {
                 self.send(state, decisions);
@@ -316,6 +444,7 @@
     /** Let the user decide again (the decisions were not taken: busy, refused edit, network fault). */
     function reopen(state, message) {
         state.card.removeClass("ai-sidebar-approval-sent").find("button, textarea, input").prop("disabled", false);
+        state.card.prev(".ai-sidebar-approval-waiting").show();
         state.chosen = state.chosen.map(function () { return null; });
         state.card.find(".ai-sidebar-approval-decided").hide();
         state.card.find(".ai-sidebar-approval-buttons button").removeClass("selected").attr("aria-pressed", "false");
@@ -330,6 +459,8 @@
             return;
         }
         state.card.addClass("ai-sidebar-approval-sent").find("button, textarea, input").prop("disabled", true);
+        // A restored card's "waiting since" note is no longer true once decided (back if the decision fails).
+        state.card.prev(".ai-sidebar-approval-waiting").hide();
         state.status.text(t("approval.sending"));
         var runId = state.approval.runId;
         var key = lib().approvalDiff.tokenKey(runId, this.username);
@@ -342,6 +473,8 @@
         sidebar.controller = controller;
         sidebar.setBusy(true);
         var answer = new (lib().Answer)(sidebar, state.element);
+        // What the editor applies of this run's approved changes is reported under its run id.
+        answer.runId = runId;
 
         function freshToken() {
             return lib().adminApi.requestJson("POST", "ai-sidebar/approvals/" + encodeURIComponent(runId) + "/token",
@@ -453,9 +586,7 @@
             pending.reverse().forEach(function (run) {
                 var message = sidebar.appendMessage("assistant");
                 if (run.createdAt) {
-                    $('<div class="ai-sidebar-note"></div>').text(t("approval.restored", {
-                        time: new Date(run.createdAt * 1000).toLocaleString(RED.i18n.lang())
-                    })).appendTo(message);
+                    waitingNote(run.createdAt).appendTo(message);
                 }
                 self.renderCard(message, run);
             });

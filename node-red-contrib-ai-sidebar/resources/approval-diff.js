@@ -185,6 +185,37 @@
         });
     }
 
+    /**
+     * What the service keeps of an approved change the editor applied (`POST ai-sidebar/approvals/<runId>/applied`,
+     * the body's `outcome`): the counts, or the problem with at most 100 ids and a message of 500 characters.
+     *
+     * @param {object} outcome flowChange.applyChange's: `{added, tabs, changed, removed, tab}` or `{problem:
+     *     {reason, ids?, message?}}`
+     * @returns {object}
+     */
+    function reportedOutcome(outcome) {
+        if (outcome && outcome.problem) {
+            const problem = { reason: String(outcome.problem.reason) };
+            if (Array.isArray(outcome.problem.ids)) {
+                problem.ids = outcome.problem.ids.slice(0, 100).map(function (id) {
+                    return String(id).slice(0, 128);
+                });
+            }
+            if (outcome.problem.message) {
+                problem.message = String(outcome.problem.message).slice(0, 500);
+            }
+            return { problem: problem };
+        }
+        const counts = {};
+        ["added", "tabs", "changed", "removed"].forEach(function (key) {
+            counts[key] = Math.max(0, Number((outcome || {})[key]) || 0);
+        });
+        if (outcome && typeof outcome.tab === "string") {
+            counts.tab = outcome.tab.slice(0, 128);
+        }
+        return counts;
+    }
+
     return {
         MAX_VALUE_CHARS: MAX_VALUE_CHARS,
         MAX_DIFF_LINES: MAX_DIFF_LINES,
@@ -193,6 +224,7 @@
         describeAction: describeAction,
         parseEditedArgs: parseEditedArgs,
         tokenKey: tokenKey,
-        decisionsToSend: decisionsToSend
+        decisionsToSend: decisionsToSend,
+        reportedOutcome: reportedOutcome
     };
 }));

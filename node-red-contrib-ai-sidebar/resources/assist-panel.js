@@ -228,8 +228,9 @@
         };
         lib().streamChat(body, controller.signal, sink, ROUTE).then(function () {
             if (proposal) {
-                // The proposal below says what the text said, with its diff: the text keeps a few lines.
-                self.stream.addClass("ai-assist-stream-done").scrollTop(0);
+                // The proposal below shows the code, with its diff: the text keeps what the answer said besides.
+                var prose = lib().assistRequest.proseOf(text);
+                self.stream.text(prose).toggle(Boolean(prose)).addClass("ai-assist-stream-done").scrollTop(0);
                 return Promise.resolve(self.options.onProposal(proposal, self)).catch(function (err) {
                     self.showStatus(String(err && err.message || err), true);
                 });

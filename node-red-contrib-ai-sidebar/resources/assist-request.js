@@ -66,6 +66,33 @@
     }
 
     /**
+     * What an assist answer says besides its code: the text without its fenced code blocks (``` or ~~~, CommonMark;
+     * an unclosed fence runs to the end), runs of blank lines made one, trimmed. Shown above a proposal, whose own
+     * view (diff, result) already shows the code.
+     *
+     * @param {string} answer the streamed Markdown
+     * @returns {string} "" when the answer was code only
+     */
+    function proseOf(answer) {
+        const kept = [];
+        let fence = null;
+        String(answer || "").split("\n").forEach(function (line) {
+            const opening = /^ {0,3}(`{3,}|~{3,})/.exec(line);
+            if (fence === null) {
+                if (opening) {
+                    fence = opening[1];
+                } else {
+                    kept.push(line);
+                }
+            } else if (opening && opening[1].charAt(0) === fence.charAt(0) && opening[1].length >= fence.length &&
+                       line.trim() === opening[1]) {
+                fence = null;
+            }
+        });
+        return kept.join("\n").replace(/\n\s*\n(\s*\n)+/g, "\n\n").trim();
+    }
+
+    /**
      * The code the dialog would hold after Accept: the proposal's parts replace the current ones, parts it leaves
      * out stay as they are.
      *
@@ -272,6 +299,7 @@
         PARTS: PARTS,
         MAX_DIFF_LINES: MAX_DIFF_LINES,
         requestBody: requestBody,
+        proseOf: proseOf,
         mergedCode: mergedCode,
         lineDiff: lineDiff,
         changedParts: changedParts,

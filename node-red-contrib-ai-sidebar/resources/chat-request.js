@@ -74,6 +74,9 @@
      *     tab's nodes as the editor has them (flow-blocks.js exportActiveTab), or its size when too large to send;
      *     may throw
      * @param {function(string, Error)} [question.warn] told when the export failed (the question goes out anyway)
+     * @param {function(): string[]} [question.lockedFlows] the ids of the tabs and subflows locked in the editor
+     *     (editorContext.lockedFlows); sent even when the context chip was removed: it decides which changes the
+     *     assistant may propose, not what it is told
      * @returns {{body: object, flowDataBytes: (number|undefined)}} `flowDataBytes` is set when the tab was too
      *     large to send
      */
@@ -97,6 +100,9 @@
         }
         if (question.debugMessages && question.debugMessages.length) {
             body.debugMessages = question.debugMessages.slice();
+        }
+        if (question.lockedFlows) {
+            body.lockedFlows = question.lockedFlows();
         }
         if (question.contextRemoved) {
             return result;

@@ -87,16 +87,31 @@
     }
 
     /**
+     * Whether an editor "runtime-state" event (Node-RED's `notification/runtime-state`: `{state: "start"|"stop"|
+     * "safe", deploy?, error?}`, or nothing when a warning was cleared; @node-red/runtime lib/flows/index.js) is
+     * a moment to read the deployed configurations again. Every deploy sends "stop" and then "start": while stopped
+     * no node runs, the list would be empty and a remembered choice would be dropped as no longer deployed.
+     *
+     * @param {?object} event the event's payload
+     * @returns {boolean}
+     */
+    function refreshesConfigs(event) {
+        return !event || !event.state || event.state === "start";
+    }
+
+    /**
      * Which model answers the next question: the chosen ai-config node's, or the service's own.
      *
      * @param {string} configId the chosen node ("" for the service default)
      * @param {{id: string, provider: string, model: string}[]} configs the deployed configurations
      * @param {?{provider: string, model: ?string}} serviceModel the `model` of GET ai-sidebar/scenarios (null
      *     until the service answered, or from an older service)
+     * @param {?Object<string, ?string>} [defaultModels] the `defaultModels` of GET ai-sidebar/scenarios: the model
+     *     a node naming none gets, per provider
      * @returns {?{provider: string, model: string, text: string}} `text` is "provider/model" (or the provider
      *     alone); null while it is not known
      */
-    function answeringModel(configId, configs, serviceModel) {
+    function answeringModel(configId, configs, serviceModel, defaultModels) {
         let source = null;
         if (configId) {
             source = configs.filter(function (config) {
@@ -109,7 +124,8 @@
         if (!provider) {
             return null;
         }
-        const model = text(source.model);
+        const model = text(source.model) ||
+            (configId && defaultModels && typeof defaultModels === "object" ? text(defaultModels[provider]) : "");
         return { provider: provider, model: model, text: model ? provider + "/" + model : provider };
     }
 
@@ -119,6 +135,7 @@
         storageKey: storageKey,
         normaliseConfigs: normaliseConfigs,
         configLabel: configLabel,
-        resolveChoice: resolveChoice
+        resolveChoice: resolveChoice,
+        refreshesConfigs: refreshesConfigs
     };
 }));

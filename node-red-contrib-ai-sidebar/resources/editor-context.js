@@ -41,6 +41,25 @@
     }
 
     /**
+     * The ids of the tabs and subflows locked in the editor now, deployed or not (Node-RED 3.1+ `locked`; the tab's
+     * menu → Lock), as sent to the service (`lockedFlows`): it plans a change by these, not by the deployed flows.
+     *
+     * @param {object} RED the editor API (`nodes.eachWorkspace`, `nodes.eachSubflow`)
+     * @returns {string[]}
+     */
+    function lockedFlows(RED) {
+        const ids = [];
+        function note(flow) {
+            if (flow.locked) {
+                ids.push(flow.id);
+            }
+        }
+        RED.nodes.eachWorkspace(note);
+        RED.nodes.eachSubflow(note);
+        return ids;
+    }
+
+    /**
      * The selected nodes as sent to the service.
      *
      * @param {object} RED the editor API (`view.selection`)
@@ -173,6 +192,6 @@
     }
 
     return { MAX_DEBUG_MESSAGES: MAX_DEBUG_MESSAGES, DEBUG_MSG_CHARS: DEBUG_MSG_CHARS, selectedFlow: selectedFlow,
-        selectedNodes: selectedNodes, chip: chip, sentView: sentView, debugAttachment: debugAttachment,
+        lockedFlows: lockedFlows, selectedNodes: selectedNodes, chip: chip, sentView: sentView, debugAttachment: debugAttachment,
         attachDebug: attachDebug };
 }));

@@ -70,10 +70,12 @@
      * Why a planned change cannot land in this editor as it is now, or null.
      *
      * @param {object} plan from planChange
-     * @param {{exists: function(string): boolean, container: function(string): ?{locked: boolean}}} editor
-     *     whether a node id is in the workspace; the tab or subflow of an id (null when the editor has none)
+     * @param {{exists: function(string): boolean, container: function(string): ?{locked: boolean},
+     *     zOf: function(string): ?string}} editor whether a node id is in the workspace; the tab or subflow of an
+     *     id (null when the editor has none); the tab or subflow a node is on (null for a tab or a config node)
      * @returns {?{reason: ("missing"|"locked"|"applied"), ids: string[]}} `missing`: nodes to change or delete,
-     *     or the tab to add to, are not in the editor (changed since the plan); `locked`: the tab is locked;
+     *     or the tab to add to, are not in the editor (changed since the plan); `locked`: a tab or subflow to add
+     *     to, or holding a node to change or delete, is locked in the editor (it refuses the edit; Node-RED 3.1+);
      *     `applied`: the new nodes are there already
      */
     function problemWith(plan, editor) {
@@ -98,6 +100,12 @@
         if (missing.length) {
             return { reason: "missing", ids: missing };
         }
+        targets.forEach(function (id) {
+            const z = editor.zOf(id);
+            if (z && tabs.indexOf(z) === -1) {
+                tabs.push(z);
+            }
+        });
         const locked = tabs.filter(function (id) {
             const container = editor.container(id);
             return container && container.locked;
@@ -218,6 +226,10 @@
             },
             container: function (id) {
                 return RED.nodes.workspace(id) || RED.nodes.subflow(id) || null;
+            },
+            zOf: function (id) {
+                const node = RED.nodes.node(id) || RED.nodes.group(id);
+                return (node && node.z) || null;
             }
         });
         if (problem) {

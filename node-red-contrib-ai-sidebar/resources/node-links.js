@@ -4,8 +4,10 @@
  * An answer may name nodes by id ("the function node 8f3a…") or by name ("Parse reading"). Both become links that
  * reveal the node: an id of a node, tab, subflow or group that exists, and a name that exactly one of them has
  * (case as written; at least MIN_NAME_CHARS characters; never a name that is also a node type's, which prose uses
- * for the type). A match must stand alone: no letter, digit or `_` right before or after it, and not be part of a
- * property path (`msg.error`, `error.message`).
+ * for the type). A name that reads as an ordinary word (one word of lower-case letters: "error", "start") is
+ * linked only where the answer quotes it ("error", 'error', “error”, «error», 「error」, or an inline code span): prose
+ * uses such words for themselves. A match must stand alone: no letter, digit or `_` right before or after it, and
+ * not be part of a property path (`msg.error`, `error.message`).
  *
  * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.nodeLinks`) and in Node.js by the package's
  * tests (`require`). The workspace is passed in as plain objects; nothing here touches `RED` or the DOM.
@@ -30,17 +32,31 @@
         return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     }
 
+    // One word of lower-case letters (and their marks): a name that prose would also use as a word.
+    const WORD_LIKE = /^\p{Ll}[\p{Ll}\p{M}]*$/u;
+    const OPENING_QUOTES = "\"'\u201c\u2018\u00ab\u201e\u300c";
+    const CLOSING_QUOTES = "\"'\u201d\u2019\u00bb\u201c\u300d";
+
+    function alternation(texts) {
+        return texts.slice().sort(function (a, b) {
+            return b.length - a.length;
+        }).map(escapeRegExp).join("|");
+    }
+
     /**
      * What an answer's words can link to.
      *
      * @param {{id: string, name: (string|undefined), type: string}[]} items the workspace's flow nodes, tabs
      *     (`name`: the tab's label), subflows and groups
      * @param {function(string): boolean} [isNodeType] whether a word is a registered node type ("debug", "change")
-     * @returns {{byText: Map<string, {id: string, name: string, type: string}>, pattern: ?RegExp}} `pattern`
-     *     finds any of the texts (global, longest first), null when there is none
+     * @returns {{byText: Map<string, {id: string, name: string, type: string}>, pattern: ?RegExp,
+     *     quoted: Map<string, {id: string, name: string, type: string}>, quotedPattern: ?RegExp}} `pattern` finds
+     *     any text of `byText` (global, longest first), null when there is none; `quoted`: the word-like names,
+     *     which `quotedPattern` finds between quotes (the name is its group 1)
      */
     function targets(items, isNodeType) {
         const byText = new Map();
+        const quoted = new Map();
         const names = new Map();
         (items || []).forEach(function (item) {
             if (!item || typeof item.id !== "string" || !item.id) {
@@ -57,20 +73,19 @@
             names.forEach(function (entry, name) {
                 // A name two things have, or another one's id, names nothing for sure.
                 if (entry && !byText.has(name)) {
-                    byText.set(name, entry);
+                    (WORD_LIKE.test(name) ? quoted : byText).set(name, entry);
                 }
             });
         }
+        const quotedPattern = quoted.size ? new RegExp("[" + OPENING_QUOTES + "](" +
+            alternation(Array.from(quoted.keys())) + ")[" + CLOSING_QUOTES + "]", "gu") : null;
         if (!byText.size) {
-            return { byText: byText, pattern: null };
+            return { byText: byText, pattern: null, quoted: quoted, quotedPattern: quotedPattern };
         }
-        const texts = Array.from(byText.keys()).sort(function (a, b) {
-            return b.length - a.length;
-        });
         // Not part of a property path either: "msg.error" names no node called "error".
-        const pattern = new RegExp("(?<![\\p{L}\\p{N}_.$])(?:" + texts.map(escapeRegExp).join("|") +
+        const pattern = new RegExp("(?<![\\p{L}\\p{N}_.$])(?:" + alternation(Array.from(byText.keys())) +
             ")(?![\\p{L}\\p{N}_]|\\.[\\p{L}\\p{N}_$])", "gu");
-        return { byText: byText, pattern: pattern };
+        return { byText: byText, pattern: pattern, quoted: quoted, quotedPattern: quotedPattern };
     }
 
     /**
@@ -83,15 +98,29 @@
      */
     function findLinks(text, found) {
         const links = [];
-        if (!found || !found.pattern || !text) {
+        if (!found || !text) {
             return links;
         }
-        found.pattern.lastIndex = 0;
         let match;
-        while ((match = found.pattern.exec(text)) !== null) {
-            const entry = found.byText.get(match[0]);
-            links.push({ start: match.index, end: match.index + match[0].length, text: match[0], id: entry.id,
-                name: entry.name, type: entry.type });
+        if (found.pattern) {
+            found.pattern.lastIndex = 0;
+            while ((match = found.pattern.exec(text)) !== null) {
+                const entry = found.byText.get(match[0]);
+                links.push({ start: match.index, end: match.index + match[0].length, text: match[0], id: entry.id,
+                    name: entry.name, type: entry.type });
+            }
+        }
+        if (found.quotedPattern) {
+            found.quotedPattern.lastIndex = 0;
+            while ((match = found.quotedPattern.exec(text)) !== null) {
+                const entry = found.quoted.get(match[1]);
+                const start = match.index + 1;
+                if (!links.some(function (link) { return link.start < start + match[1].length && start < link.end; })) {
+                    links.push({ start: start, end: start + match[1].length, text: match[1], id: entry.id,
+                        name: entry.name, type: entry.type });
+                }
+            }
+            links.sort(function (a, b) { return a.start - b.start; });
         }
         return links;
     }
@@ -105,7 +134,8 @@
      * @returns {?{id: string, name: string, type: string}}
      */
     function codeTarget(text, found) {
-        return (found && found.byText.get(String(text).trim())) || null;
+        const key = String(text).trim();
+        return (found && (found.byText.get(key) || (found.quoted && found.quoted.get(key)))) || null;
     }
 
     /**

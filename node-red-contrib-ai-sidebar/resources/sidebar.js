@@ -82,6 +82,7 @@
         this.maxMessageChars = lib.chatRequest.MAX_MESSAGE_CHARS;
         // The model that answers without an ai-config node, as the service's scenarios answer names it.
         this.serviceModel = null;
+        this.defaultModels = null;
         this.contextRemoved = false;
         // Debug sidebar messages attached to the next question (editorContext.debugAttachment).
         this.debugAttached = [];
@@ -169,6 +170,10 @@
         this.refreshConfigs = this.refreshConfigs.bind(this);
         RED.events.on("deploy", this.refreshConfigs);
         RED.events.on("runtime-state", this.refreshConfigs);
+        // A conversation restored while the editor loads is shown before the editor has its flows ("flows:loaded",
+        // editor-client red.js, Node-RED 2+): its node names could not become links then.
+        this.linkAnswers = this.linkAnswers.bind(this);
+        RED.events.on("flows:loaded", this.linkAnswers);
         this.refreshContext();
         this.loadScenarios();
         this.sessions.load();
@@ -223,8 +228,17 @@
         }
     };
 
-    AiSidebar.prototype.refreshConfigs = function () {
-        this.configPicker.load();
+    /** Link the node names in every answer shown (those already linked stay as they are). */
+    AiSidebar.prototype.linkAnswers = function () {
+        this.messages.children(".ai-sidebar-message-assistant").each(function () {
+            lib.answerLinks.decorate($(this));
+        });
+    };
+
+    AiSidebar.prototype.refreshConfigs = function (event) {
+        if (lib.configChoice.refreshesConfigs(event)) {
+            this.configPicker.load();
+        }
     };
 
     AiSidebar.prototype.buildDom = function () {
@@ -352,7 +366,7 @@
             return;
         }
         var model = lib.configChoice.answeringModel(this.configPicker.configId(), this.configPicker.configs,
-            this.serviceModel);
+            this.serviceModel, this.defaultModels);
         if (!model) {
             this.modelLine.hide();
         } else {
@@ -557,6 +571,9 @@
             exportTab: function () {
                 return lib.flowBlocks.exportActiveTab();
             },
+            lockedFlows: function () {
+                return lib.editorContext.lockedFlows(RED);
+            },
             warn: function (text, err) {
                 console.warn(text, err);
             }
@@ -572,6 +589,7 @@
                 self.maxMessageChars = lib.chatRequest.messageLimit(body);
                 self.updateCounter();
                 self.serviceModel = body && body.model;
+                self.defaultModels = body && body.defaultModels;
                 self.showModel();
                 var scenarios = body && body.scenarios;
                 var choice = lib.scenarioChoice.options(scenarios,
@@ -768,7 +786,8 @@
             }
             self.historyRequest = null;
             self.serviceOk();
-            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : [], hit, body && body.summary);
+            self.renderHistory(Array.isArray(body && body.messages) ? body.messages : [], hit, body && body.summary,
+                body && body.approvals);
             self.sessionUsage.load(sessionId);
             self.approvals.restore(sessionId);
         }).catch(function (err) {
@@ -795,10 +814,13 @@
     /**
      * Show a session's stored messages, at the latest one, or at the one a search `hit` (searchHits.rows) found;
      * with `summary` ({throughId}: the service summarised the messages up to that id for the model) a one-line
-     * note after the last of them (before the first shown message when all are newer).
+     * note after the last of them (before the first shown message when all are newer). `approvals` (the
+     * history's: per run id what became of its approvals) lets the approval cards show what was decided; an
+     * answer that continued a run (`metadata.resumed`) goes under its card, as it streamed.
      */
-    AiSidebar.prototype.renderHistory = function (messages, hit, summary) {
+    AiSidebar.prototype.renderHistory = function (messages, hit, summary, approvals) {
         var self = this;
+        var restoring = this.approvals.restoring(approvals);
         var found = hit ? lib.searchHits.messageIndex(messages, hit) : -1;
         var foundElement = null;
         if (!messages.length) {
@@ -836,8 +858,14 @@
                     }
                 }
             } else if (message.role === "assistant") {
-                var element = self.appendMessage("assistant");
-                lib.renderStoredAnswer(self.renderMarkdown, element, message);
+                var resumed = message.metadata && message.metadata.resumed;
+                var element = (typeof resumed === "string" && restoring.elementOf(resumed)) ||
+                    self.appendMessage("assistant");
+                if (Array.isArray(message.events)) {
+                    lib.replayStoredAnswer(self, element, message, restoring);
+                } else {
+                    lib.renderStoredAnswer(self.renderMarkdown, element, message);
+                }
                 if (index === found) {
                     foundElement = element;
                 }
@@ -1067,6 +1095,7 @@
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("deploy", this.refreshConfigs);
         RED.events.off("runtime-state", this.refreshConfigs);
+        RED.events.off("flows:loaded", this.linkAnswers);
         if (this.resizeObserver) {
             this.resizeObserver.disconnect();
         }

@@ -99,6 +99,19 @@ describe("the user's decisions", function () {
             { type: "edit", args: { label: "B" } }]);
     });
 
+    it("reports what the editor applied as counts, or its problem within the service's limits", function () {
+        assert.deepStrictEqual(approvalDiff.reportedOutcome({ added: 2, tabs: 0, changed: 1, removed: 0, tab: "t1" }),
+            { added: 2, tabs: 0, changed: 1, removed: 0, tab: "t1" });
+        const ids = Array.from({ length: 150 }, function (_, i) { return "n" + i; });
+        const problem = approvalDiff.reportedOutcome({ problem: { reason: "missing", ids: ids,
+            message: "x".repeat(600) } }).problem;
+        assert.strictEqual(problem.reason, "missing");
+        assert.strictEqual(problem.ids.length, 100);
+        assert.strictEqual(problem.message.length, 500);
+        assert.deepStrictEqual(approvalDiff.reportedOutcome({ problem: { reason: "locked", ids: ["t1"] } }),
+            { problem: { reason: "locked", ids: ["t1"] } });
+    });
+
     it("keeps resume tokens per Node-RED user and run", function () {
         assert.notStrictEqual(approvalDiff.tokenKey("r1", "alice"), approvalDiff.tokenKey("r1", "bob"));
         assert.notStrictEqual(approvalDiff.tokenKey("r1"), approvalDiff.tokenKey("r2"));

@@ -25,6 +25,17 @@ describe("the assist request of a node edit dialog", function () {
     });
 });
 
+describe("the text shown above a proposal", function () {
+    it("keeps what the answer says besides its code blocks, and nothing for an answer that is code only", function () {
+        const answer = "Converts the reading.\n\n```javascript on-message\nreturn msg;\n```\n\n\n" +
+            "~~~js\nlet a = '```';\n~~~\nThe On Start part resets the count.\n````\n```\nstill code\n````\nEnd.";
+        assert.strictEqual(assist.proseOf(answer), "Converts the reading.\n\nThe On Start part resets the count.\nEnd.");
+        assert.strictEqual(assist.proseOf("```jsonata\n$sum(x)\n```"), "");
+        assert.strictEqual(assist.proseOf("Here:\n```js\nreturn msg;"), "Here:");
+        assert.strictEqual(assist.proseOf("No code at all."), "No code at all.");
+    });
+});
+
 describe("a function proposal against the dialog's code", function () {
     it("lists only the parts it changes, in the dialog's tab order, each as a line diff", function () {
         const proposed = { onMessage: "msg.ts = Date.now();\nreturn msg;", onStop: "", onStart: "let n = 0;" };

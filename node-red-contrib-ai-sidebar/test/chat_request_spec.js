@@ -47,6 +47,13 @@ describe("a question's request", function () {
         assert.strictEqual("debugMessages" in chatRequest.build(question({ debugMessages: [] })).body, false);
     });
 
+    it("sends the tabs and subflows locked in the editor, also with the flow context removed", function () {
+        const locked = function () { return ["tab2", "sf1"]; };
+        assert.deepStrictEqual(chatRequest.build(question({ lockedFlows: locked })).body.lockedFlows, ["tab2", "sf1"]);
+        assert.deepStrictEqual(chatRequest.build(question({ lockedFlows: locked, contextRemoved: true })).body
+            .lockedFlows, ["tab2", "sf1"]);
+    });
+
     it("says how large a tab too large to send is, and sends the question without it", function () {
         const request = chatRequest.build(question({ exportTab: function () { return { bytes: 6291456 }; } }));
         assert.strictEqual(request.flowDataBytes, 6291456);

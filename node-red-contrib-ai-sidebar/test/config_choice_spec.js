@@ -54,6 +54,17 @@ describe("the sidebar's choice of AI configuration", function () {
     });
 });
 
+describe("when the sidebar reads the deployed configurations again", function () {
+    it("reads them once the flows started, not while a deploy has them stopped", function () {
+        assert.strictEqual(configChoice.refreshesConfigs({ state: "start", deploy: true }), true);
+        assert.strictEqual(configChoice.refreshesConfigs(undefined), true); // the editor's own "deploy" event
+        assert.strictEqual(configChoice.refreshesConfigs({}), true);
+        assert.strictEqual(configChoice.refreshesConfigs({ state: "stop", deploy: true }), false);
+        assert.strictEqual(configChoice.refreshesConfigs({ state: "stop", error: "missing-types" }), false);
+        assert.strictEqual(configChoice.refreshesConfigs({ state: "safe", error: "safe-mode" }), false);
+    });
+});
+
 describe("the model named in the header", function () {
     const configs = [{ id: "c1", name: "Local", provider: "openai-compatible", model: "llama3" },
         { id: "c2", name: "", provider: "anthropic", model: "" }];
@@ -64,6 +75,14 @@ describe("the model named in the header", function () {
         assert.deepStrictEqual(configChoice.answeringModel("", configs, { provider: "openai", model: "gpt-4o-mini" }),
             { provider: "openai", model: "gpt-4o-mini", text: "openai/gpt-4o-mini" });
         assert.strictEqual(configChoice.answeringModel("c2", configs, null).text, "anthropic");
+    });
+
+    it("names the service's default for a node that names no model, once the service said it", function () {
+        const defaults = { anthropic: "claude-sonnet-4-5", "openai-compatible": null };
+        assert.deepStrictEqual(configChoice.answeringModel("c2", configs, null, defaults),
+            { provider: "anthropic", model: "claude-sonnet-4-5", text: "anthropic/claude-sonnet-4-5" });
+        assert.strictEqual(configChoice.answeringModel("c1", configs, null, defaults).text, "openai-compatible/llama3");
+        assert.strictEqual(configChoice.answeringModel("c2", configs, null, {}).text, "anthropic");
     });
 
     it("is unknown until the service said it, or for a node that is not listed", function () {

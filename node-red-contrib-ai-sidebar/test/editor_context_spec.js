@@ -29,6 +29,19 @@ describe("the editor context of a question", function () {
         assert.strictEqual(editorContext.selectedFlow(editor("gone")), null);
     });
 
+    it("lists the tabs and subflows locked in the editor, whichever is open", function () {
+        const flows = { tabs: [{ id: "tab1", locked: true }, { id: "tab2" }, { id: "tab3", locked: false }],
+            subflows: [{ id: "sf1", locked: true }, { id: "sf2" }] };
+        const RED = { nodes: {
+            eachWorkspace: function (visit) { flows.tabs.forEach(visit); },
+            eachSubflow: function (visit) { flows.subflows.forEach(visit); }
+        } };
+        assert.deepStrictEqual(editorContext.lockedFlows(RED), ["tab1", "sf1"]);
+        flows.tabs[0].locked = false;
+        flows.subflows = [];
+        assert.deepStrictEqual(editorContext.lockedFlows(RED), []);
+    });
+
     it("sends each selected node's id, type and name only", function () {
         const nodes = editorContext.selectedNodes(editor("tab1", { nodes: [
             { id: "n1", type: "mqtt in", name: "sensor", topic: "a/b", credentials: { password: "x" } },

@@ -18,10 +18,11 @@ const UPDATE_AND_DELETE = {
     wires: { added: [], removed: [["a2", 0, "a3"]] }
 };
 
-function editor(nodes, containers) {
+function editor(nodes, containers, zs) {
     return {
         exists: function (id) { return nodes.indexOf(id) !== -1 || id in containers; },
-        container: function (id) { return containers[id] || null; }
+        container: function (id) { return containers[id] || null; },
+        zOf: function (id) { return (zs || {})[id] || null; }
     };
 }
 
@@ -60,6 +61,11 @@ describe("an approved change for the editor", function () {
         const update = flowChange.planChange(UPDATE_AND_DELETE);
         assert.deepStrictEqual(flowChange.problemWith(update, editor(["a2"], {})), { reason: "missing", ids: ["a3"] });
         assert.strictEqual(flowChange.problemWith(update, editor(["a2", "a3"], {})), null);
+        // A node to change or delete on a tab locked in the editor since the plan: the editor would refuse the edit.
+        assert.deepStrictEqual(flowChange.problemWith(update, editor(["a2", "a3"], { t2: { locked: true } },
+            { a2: "t2", a3: "t2" })), { reason: "locked", ids: ["t2"] });
+        assert.strictEqual(flowChange.problemWith(update, editor(["a2", "a3"], { t2: { locked: false } },
+            { a2: "t2", a3: "t2" })), null);
         // A new tab's own nodes need no existing tab.
         assert.strictEqual(flowChange.problemWith(flowChange.planChange(ADD_ON_NEW_TAB), editor([], {})), null);
     });

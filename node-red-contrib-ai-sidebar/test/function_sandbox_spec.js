@@ -10,7 +10,7 @@
 const assert = require("assert");
 const helpers = require("./helpers");
 const { runSandbox } = require("../plugins/lib/function-sandbox");
-const { startNodeRed } = require("./nodered");
+const { startNodeRed, START_TIMEOUT } = require("./nodered");
 
 describe("function sandbox", function () {
     this.timeout(20000);
@@ -85,7 +85,7 @@ describe("function sandbox", function () {
         let service;
 
         before(async function () {
-            this.timeout(60000);
+            this.timeout(START_TIMEOUT + 30000);
             service = await helpers.fakeService();
             // bcrypt hash of "password123", cost 8.
             const hash = "$2b$08$csiBv0OuTq/UfZKBKMGbZuSpnadzvqMh939k1ErqcB41dXLq/cl3q";

@@ -10,7 +10,8 @@ const WORKSPACE = [
     { id: "9999888877776666", name: "debug", type: "debug" },
     { id: "tab1.abc", name: "Sensors", type: "tab" },
     { id: "5555666677778888", name: "", type: "inject" },
-    { id: "ab", name: "OK", type: "inject" }
+    { id: "ab", name: "OK", type: "inject" },
+    { id: "e1e2e3e4e5e6e7e8", name: "error", type: "http response" }
 ];
 
 function isNodeType(word) {
@@ -44,6 +45,18 @@ describe("node links in answers", function () {
         assert.deepStrictEqual(linked("xa1b2c3d4e5f60718 a1b2c3d4e5f607189 Parse readings Parse reading_2"), []);
         assert.deepStrictEqual(linked("(Parse reading)"), [["Parse reading", "a1b2c3d4e5f60718"]]);
         assert.deepStrictEqual(linked("msg.Sensors and Sensors.topic but Sensors."), [["Sensors", "tab1.abc"]]);
+    });
+
+    it("links a name that reads as an ordinary word only where the answer quotes it", function () {
+        assert.deepStrictEqual(linked("On error the report error node logs the error."), []);
+        assert.deepStrictEqual(linked("The \"error\" node answers; so does \u201cerror\u201d, 'error' and \u300cerror\u300d."), [
+            ["error", "e1e2e3e4e5e6e7e8"], ["error", "e1e2e3e4e5e6e7e8"], ["error", "e1e2e3e4e5e6e7e8"],
+            ["error", "e1e2e3e4e5e6e7e8"]]);
+        // In order with the other links, and as an inline code span.
+        assert.deepStrictEqual(linked("\"error\" after Parse reading"), [["error", "e1e2e3e4e5e6e7e8"],
+            ["Parse reading", "a1b2c3d4e5f60718"]]);
+        assert.strictEqual(nodeLinks.codeTarget("error", nodeLinks.targets(WORKSPACE, isNodeType)).id,
+            "e1e2e3e4e5e6e7e8");
     });
 
     it("finds nothing in an empty workspace", function () {

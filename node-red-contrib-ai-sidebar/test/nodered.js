@@ -13,6 +13,12 @@ const { spawn } = require("child_process");
 const helpers = require("./helpers");
 
 const packageRoot = path.join(__dirname, "..");
+// How long Node-RED may take to start its flows; a `before` hook that starts one allows START_TIMEOUT + 30 s.
+// About 3 s on a quiet machine; over 30 s was seen for Node-RED 5 while `make test` ran its three parallel passes.
+const START_TIMEOUT = 60000;
+// Every Node-RED started and not yet stopped: a child left running (its start abandoned by a hook's timeout)
+// would keep mocha from ever exiting, so the root hook (test/root-hooks.js) stops them after the run.
+const running = new Set();
 
 function nodeRedHome() {
     if (process.env.NODE_RED_HOME) {
@@ -34,6 +40,8 @@ function nodeRedMain() {
  * @param {object} [options.settings] user settings written to settings.js
  * @param {object} [options.env] extra environment variables
  * @param {object[]} [options.flows] the flow file's content
+ * @param {number} [options.startTimeout=START_TIMEOUT] milliseconds to wait for "Started flows"; then the child is
+ *     killed and the promise rejects with Node-RED's log
  * @returns {Promise<{url: string, userDir: string, log: function(): string,
  *     waitForLog: function(RegExp, number=): Promise<void>, stop: function(): Promise<void>}>}
  */
@@ -94,7 +102,40 @@ async function startNodeRed(options) {
         });
     }
 
-    await waitForLog(/Server now running[\s\S]*Started flows/);
+    /**
+     * Stop Node-RED, wait for its exit and remove its user directory.
+     *
+     * @param {string} [signal="SIGTERM"]
+     * @param {function(): Promise<void>} [beforeRemoving] awaited after the exit, before the user directory goes: a
+     *     process Node-RED started (the supervised service) may still be writing there while it shuts down
+     */
+    async function stop(signal, beforeRemoving) {
+        running.delete(stop);
+        child.kill(signal);
+        await exited;
+        if (beforeRemoving) {
+            await beforeRemoving();
+        }
+        // Retried: a file appearing while the tree is removed (ENOTEMPTY) is not worth a failed test.
+        fs.rmSync(userDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    }
+    running.add(stop);
+
+    const startTimeout = options.startTimeout || START_TIMEOUT;
+    let timer;
+    const late = new Promise(function (resolve, reject) {
+        timer = setTimeout(function () {
+            reject(new Error("Node-RED did not start its flows within " + startTimeout / 1000 + " s:\n" + output));
+        }, startTimeout);
+    });
+    try {
+        await Promise.race([waitForLog(/Server now running[\s\S]*Started flows/), late]);
+    } catch (err) {
+        await stop("SIGKILL");
+        throw err;
+    } finally {
+        clearTimeout(timer);
+    }
     const root = settings.httpAdminRoot ? settings.httpAdminRoot.replace(/\/?$/, "/") : "/";
     return {
         url: "http://127.0.0.1:" + port + root,
@@ -103,12 +144,21 @@ async function startNodeRed(options) {
             return output;
         },
         waitForLog: waitForLog,
-        stop: async function () {
-            child.kill();
-            await exited;
-            fs.rmSync(userDir, { recursive: true, force: true });
+        /**
+         * @param {function(): Promise<void>} [beforeRemoving] see `stop` above
+         * @returns {Promise<void>}
+         */
+        stop: function (beforeRemoving) {
+            return stop(undefined, beforeRemoving);
         }
     };
+}
+
+/** Stop every Node-RED still running (test/root-hooks.js calls it after the whole run). */
+async function stopAll() {
+    await Promise.all(Array.from(running, function (stop) {
+        return stop("SIGKILL");
+    }));
 }
 
 /**
@@ -130,4 +180,4 @@ function filesBelow(dir) {
     return found;
 }
 
-module.exports = { startNodeRed, nodeRedMain, filesBelow };
+module.exports = { startNodeRed, stopAll, nodeRedMain, filesBelow, START_TIMEOUT };

@@ -11,7 +11,7 @@ const http = require("http");
 const path = require("path");
 const helpers = require("./helpers");
 const relayLib = require("../plugins/lib/relay");
-const { startNodeRed: sharedStartNodeRed } = require("./nodered");
+const { startNodeRed: sharedStartNodeRed, START_TIMEOUT } = require("./nodered");
 
 const REPOSITORY_FLOWS = path.join(__dirname, "..", "..", "examples", "flows.json");
 
@@ -164,6 +164,7 @@ describe("ai-sidebar plugin in Node-RED", function () {
         let nodeRed;
 
         before(async function () {
+            this.timeout(START_TIMEOUT + 30000);
             service = await helpers.fakeService();
             // A flow endpoint that takes JSON, as a user might build one: POST /ask-json → a function node that
             // keeps the parsed body in msg.body and asks msg.req.query.q → ai-chat → answer.
@@ -557,6 +558,7 @@ describe("ai-sidebar plugin in Node-RED", function () {
         }
 
         before(async function () {
+            this.timeout(START_TIMEOUT + 30000);
             service = await helpers.fakeService();
             service.handler = sseAnswer;
             // bcrypt hash of "password123", cost 8.

@@ -8,7 +8,7 @@
 const assert = require("assert");
 const providerLib = require("../plugins/lib/provider");
 const helpers = require("./helpers");
-const { startNodeRed, filesBelow } = require("./nodered");
+const { startNodeRed, filesBelow, START_TIMEOUT } = require("./nodered");
 
 const KEY = "sk-sidebar-config-key-never-in-the-browser-0007";
 // The value of the ai-config node's MCP server header: a secret like the key.
@@ -102,6 +102,7 @@ describe("ai-config choice in a real Node-RED", function () {
     }
 
     before(async function () {
+        this.timeout(START_TIMEOUT + 30000);
         service = await helpers.fakeService();
         service.handler = function (req, res) {
             res.writeHead(200, { "Content-Type": "text/event-stream" });
@@ -186,6 +187,7 @@ describe("ai-config picker route with adminAuth", function () {
     let nodeRed;
 
     before(async function () {
+        this.timeout(START_TIMEOUT + 30000);
         // bcrypt hash of "password123", cost 8.
         const hash = "$2b$08$csiBv0OuTq/UfZKBKMGbZuSpnadzvqMh939k1ErqcB41dXLq/cl3q";
         nodeRed = await startNodeRed({

@@ -408,12 +408,53 @@ describe("relay to the AI service", function () {
             assert.match(res.headers["content-type"], /^application\/json/);
             assert.strictEqual(body.error.code, "service_unreachable");
             assert.strictEqual(body.error.message, "The AI assistant service at " + downUrl +
-                " is not reachable. Start it (make run) or check AI_SIDEBAR_SERVICE_URL.");
+                " is not reachable. Start it (the AI sidebar in the editor shows how) or check AI_SIDEBAR_SERVICE_URL.");
             assert.strictEqual(body.error.serviceUrl, downUrl);
             assert.strictEqual(warnings.length, 1);
             const everything = text + warnings.join("\n");
             assert.ok(everything.indexOf(SERVICE_TOKEN) === -1 && everything.indexOf(EDITOR_TOKEN) === -1);
             assert.ok(!/\n\s+at /.test(everything), "no stack trace");
+        });
+
+        it("warns once per outage, not per request, and says when the service answers again", async function () {
+            // Node-RED shows every warning in the Debug sidebar, and the editor asks every few seconds while down.
+            const downUrl = await helpers.unusedUrl();
+            const debugs = [];
+            const infos = [];
+            const relay = makeRelay({ serviceUrl: downUrl, log: {
+                warn: function (text) { warnings.push(text); },
+                debug: function (text) { debugs.push(text); },
+                info: function (text) { infos.push(text); }
+            } });
+            async function ask() {
+                try {
+                    (await relay.request({ path: "/healthz", method: "GET" })).resume();
+                    return "answered";
+                } catch (err) {
+                    return err.code;
+                }
+            }
+            assert.deepStrictEqual([await ask(), await ask(), await ask()],
+                ["service_unreachable", "service_unreachable", "service_unreachable"]);
+            assert.strictEqual(warnings.length, 1);
+            assert.match(warnings[0], /GET \/healthz failed: ECONNREFUSED \(said once until the service answers again\)/);
+            assert.strictEqual(debugs.length, 2);
+            // The service comes back on its port.
+            const back = require("http").createServer(function (req, res) {
+                res.writeHead(200, { "Content-Type": "application/json" });
+                res.end("{}");
+            });
+            await new Promise(function (resolve) { back.listen(Number(new URL(downUrl).port), "127.0.0.1", resolve); });
+            try {
+                assert.strictEqual(await ask(), "answered");
+                assert.strictEqual(await ask(), "answered");
+                assert.deepStrictEqual(infos, ["[ai-sidebar] the service at " + downUrl.replace(/\/$/, "") +
+                    " answers again"]);
+            } finally {
+                await helpers.close(back);
+            }
+            assert.strictEqual(await ask(), "service_unreachable");
+            assert.strictEqual(warnings.length, 2, "a new outage is warned of again");
         });
 
         it("does not show credentials embedded in the service URL", async function () {

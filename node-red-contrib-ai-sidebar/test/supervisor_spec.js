@@ -218,9 +218,15 @@ describe("the plugin's supervised service (aiSidebar.startService)", function ()
             }
         });
         let stopped = false;
+        let pid = null;
+        // The service ends after Node-RED (SIGTERM as Node-RED exits) and may still write its database files in the
+        // user directory meanwhile: remove that only once it is gone.
+        function serviceGone() {
+            return pid ? untilGone(pid) : Promise.resolve();
+        }
         try {
             await nodeRed.waitForLog(/\[ai-sidebar\] service: .*Running on http:\/\/127\.0\.0\.1:/);
-            const pid = Number(/\[ai-sidebar\] the service runs as process (\d+)/.exec(nodeRed.log())[1]);
+            pid = Number(/\[ai-sidebar\] the service runs as process (\d+)/.exec(nodeRed.log())[1]);
             assert.ok(fs.existsSync(path.join(nodeRed.userDir, "ai-sidebar", "memory.db")));
             assert.ok(!nodeRed.log().includes(token), "the token must not reach the Node-RED log");
 
@@ -236,12 +242,11 @@ describe("the plugin's supervised service (aiSidebar.startService)", function ()
             assert.deepStrictEqual(events.map(function (e) { return e.type; }), ["error", "done"]);
             assert.strictEqual(events[0].code, "provider_not_configured");
 
-            await nodeRed.stop();
+            await nodeRed.stop(serviceGone);
             stopped = true;
-            await untilGone(pid);
         } finally {
             if (!stopped) {
-                await nodeRed.stop();
+                await nodeRed.stop(serviceGone);
             }
         }
     });

@@ -88,7 +88,7 @@ def _runner(registry: ToolRegistry, name: str, context: ToolContext, emit: Emit,
         try:
             output = await registry.run(name, await registry.parse(name, shown), context, permission)
         except ToolFailure as failure:
-            await emit(events.tool_result(name, failure.message, ok=False))
+            await emit(events.tool_result(name, failure.message, ok=False, failure=failure))
             return f"The tool {name} failed: {failure.message}"
         await emit(events.tool_result(name, output.text, ok=True, sources=output.sources))
         await announce_change(registry, name, output.data, emit)

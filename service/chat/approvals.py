@@ -14,14 +14,18 @@ decisions in the audit and continues the same thread with ``Command(resume={"dec
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import secrets
+import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
+import aiosqlite
+import psycopg
 from langchain.agents.middleware import AgentMiddleware, AgentState, HumanInTheLoopMiddleware
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, ToolMessage
@@ -32,7 +36,7 @@ from service.chat.events import Emit
 from service.errors import ServiceError
 from service.identity import Identity
 from service.memory.approvals import ApprovalStore
-from service.memory.db import BUSY_TIMEOUT_MS
+from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable
 from service.nodered.redaction import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.write_tools import approval_key
@@ -103,8 +107,8 @@ class Approvals:
         keep getting 410 ``approval_expired``); returns how many were deleted.
 
         Raises:
-            MemoryUnavailable: the memory database cannot be written.
-            sqlite3.Error, psycopg.Error: the checkpoints cannot be deleted (the approvals are gone already).
+            MemoryUnavailable: the memory database cannot be written (when it is the checkpoints that cannot be
+                deleted, the approvals are gone already).
         """
         purged = await self.store.remove_expired(time.time() if now is None else now)
         for approval in purged:
@@ -146,7 +150,10 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
 
         saver = _without_errors(AsyncPostgresSaver)(db.pool)
         async with db.pool.connection() as conn:
-            await conn.execute("SELECT pg_advisory_lock(%s)", (CHECKPOINT_LOCK,))
+            async with conn.transaction():  # a session's advisory lock outlives the transaction, SET LOCAL does not
+                # Replicas starting together: the others wait for the one setting up, however long it takes.
+                await conn.execute("SET LOCAL lock_timeout = 0", prepare=False)
+                await conn.execute("SELECT pg_advisory_lock(%s)", (CHECKPOINT_LOCK,))
             try:
                 await saver.setup()
             finally:
@@ -155,13 +162,17 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
         async def nothing() -> None:  # the pool is the store's to close
             return None
         return Approvals(store, saver, settings), nothing
-    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     connection = await aiosqlite.connect(db.path)  # type: ignore[attr-defined]  # an SqliteDatabase
-    await connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    saver = _without_errors(AsyncSqliteSaver)(connection)
-    await saver.setup()
+    try:
+        await connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        saver = _without_errors(AsyncSqliteSaver)(connection)
+        await saver.setup()
+    except BaseException:
+        # Left open, its worker thread (not a daemon) would keep the process from exiting.
+        await connection.close()
+        raise
     return Approvals(store, saver, settings), connection.close
 
 
@@ -175,15 +186,59 @@ _ERROR_CHANNEL = "__error__"
 
 
 def _without_errors(saver_class: type) -> type:
-    """``saver_class`` whose ``aput_writes`` stores a failed task's exception as a bare sentence: a provider's
-    exception text may echo the request's API key (``received Authorization: Bearer ...``), and nothing may keep a
-    secret in the database. The run's own error handling got the original exception already."""
+    """``saver_class`` (LangGraph's ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``) with two changes:
+
+    - ``aput_writes`` stores a failed task's exception as a bare sentence: a provider's exception text may echo the
+      request's API key (``received Authorization: Bearer ...``), and nothing may keep a secret in the database.
+      The run's own error handling got the original exception already.
+    - the driver's errors (``sqlite3.Error``, ``psycopg.Error``, the pool's included) from its reads and writes
+      (``aget_tuple``, ``alist``, ``aput``, ``aput_writes``, ``adelete_thread``, ``aget_delta_channel_history``:
+      langgraph-checkpoint 4.x, langgraph-checkpoint-sqlite 3.x, -postgres 3.x) raise
+      :class:`MemoryUnavailable` instead: a locked, broken or unreachable memory database is the memory's fault,
+      whoever called (the agent's run, the purge, a resume). On SQLite the transaction the failed statement left
+      open on the saver's connection (``aput`` begins one before its cached statement fails) is rolled back first:
+      it would keep the database's write lock, and every other write would wait and fail.
+    """
 
     class WithoutErrors(saver_class):
         async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
             kept = [(channel, RuntimeError("the step failed; its error is not stored") if channel == _ERROR_CHANNEL
                      else value) for channel, value in writes]
-            await super().aput_writes(config, kept, task_id, task_path)
+            async with self._memory_faults():
+                await super().aput_writes(config, kept, task_id, task_path)
+
+        async def aput(self, *args: Any, **kwargs: Any) -> Any:
+            async with self._memory_faults():
+                return await super().aput(*args, **kwargs)
+
+        async def aget_tuple(self, *args: Any, **kwargs: Any) -> Any:
+            async with self._memory_faults():
+                return await super().aget_tuple(*args, **kwargs)
+
+        async def alist(self, *args: Any, **kwargs: Any) -> Any:
+            async with self._memory_faults():
+                async for item in super().alist(*args, **kwargs):
+                    yield item
+
+        async def adelete_thread(self, *args: Any, **kwargs: Any) -> None:
+            async with self._memory_faults():
+                await super().adelete_thread(*args, **kwargs)
+
+        async def aget_delta_channel_history(self, *args: Any, **kwargs: Any) -> Any:
+            async with self._memory_faults():
+                return await super().aget_delta_channel_history(*args, **kwargs)
+
+        @contextlib.asynccontextmanager
+        async def _memory_faults(self) -> AsyncIterator[None]:
+            try:
+                yield
+            except (sqlite3.Error, psycopg.Error) as err:
+                if isinstance(self.conn, aiosqlite.Connection):  # PostgreSQL: the pool rolls back what it gets back
+                    async with self.lock:
+                        if self.conn.in_transaction:
+                            with contextlib.suppress(sqlite3.Error):
+                                await self.conn.rollback()
+                raise MemoryUnavailable(str(err)) from None
 
     return WithoutErrors
 
@@ -203,15 +258,23 @@ def audit_entry(run_id: str, action: dict[str, Any], decision: str, decided_by: 
 
 async def plan_action(registry: ToolRegistry, approvals: Approvals, context: ToolContext, tool: str,
                       args: Any) -> dict[str, Any]:
-    """One write call planned: ``{tool, args, plannedAt, summary, diff, ask}`` (``ask``: its policy wants a
-    card), or ``{tool, args, plannedAt, refused, code}`` with the failure's sentence and code when its arguments
-    or its target are wrong (it will not run)."""
+    """One write call planned: ``{tool, args, plannedAt, summary, sentence, diff, ask}`` (``ask``: its policy wants
+    a card; ``sentence``: the summary's ``{key, params}``, to word it in another language), or ``{tool, args,
+    plannedAt, refused, code, sentence}`` with the failure's sentence, code and ``{key, params}``
+    (:meth:`CodedError.sentence_args`, to word it in another language) when its arguments or its target are wrong
+    (it will not run)."""
     action: dict[str, Any] = {"tool": tool, "args": args, "plannedAt": time.time()}
     try:
         shown = await registry.preview(tool, await registry.parse(tool, args), context)
     except ToolFailure as failure:
-        return {**action, "refused": failure.message, "code": failure.code}
-    return {**action, "summary": shown["summary"], "diff": shown["diff"], "ask": approvals.asks(tool, shown)}
+        return {**action, "refused": failure.message, "code": failure.code, "sentence": failure.sentence_args()}
+    return {**action, "summary": shown["summary"], "sentence": shown.get("sentence"), "diff": shown["diff"],
+            "ask": approvals.asks(tool, shown)}
+
+
+def refusal(action: dict[str, Any]) -> ToolFailure:
+    """The failure of a refused :func:`plan_action`, worded again from its key and parameters when it has them."""
+    return ToolFailure(action["code"], **(action.get("sentence") or {"message": action["refused"]}))
 
 
 async def approved_as_shown(registry: ToolRegistry, context: ToolContext, action: dict[str, Any], args: Any) -> None:
@@ -231,7 +294,8 @@ class _PlanState(AgentState):
 @dataclass
 class AgentApproval:
     """What an agent run with write tools needs: the machinery, the run id (LangGraph thread id), who runs it, the
-    tools' context and the stream; ``resume`` is the decisions to continue with (``None``: a new run)."""
+    tools' context and the stream; ``resume`` is the decisions to continue with (``None``: a new run); ``called``
+    gets the name of each write call refused here (the turn's tool list: ``ChatResult.tools``)."""
 
     approvals: Approvals
     run_id: str
@@ -241,6 +305,7 @@ class AgentApproval:
     emit: Emit
     writes: list[str] = field(default_factory=list)
     resume: list[dict[str, Any]] | None = None
+    called: list[str] = field(default_factory=list)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -312,10 +377,12 @@ class ApprovalGate(AgentMiddleware):
             return await handler(request)
         planned = (request.state.get(PLAN_KEY) or {}).get(call.get("id") or "")
         problem = None
+        failure = None
         if planned is None:
             problem = "it was not planned"
         elif planned.get("refused"):
             problem = planned["refused"]
+            failure = refusal(planned)
         elif await run.approvals.store.decision(run.run_id, call["id"], planned["plannedAt"]) is None:
             problem = "nobody approved it"
         if problem is None:
@@ -323,8 +390,9 @@ class ApprovalGate(AgentMiddleware):
             await approved_as_shown(run.registry, run.context, planned, call["args"])
             return await handler(request)
         message = f"The tool {call['name']} did not run: {problem}"
+        run.called.append(call["name"])
         await run.emit(events.tool_call(call["name"], call["args"], "agent"))
-        await run.emit(events.tool_result(call["name"], message, ok=False))
+        await run.emit(events.tool_result(call["name"], message, ok=False, failure=failure))
         return ToolMessage(content=message, name=call["name"], tool_call_id=call["id"], status="error")
 
 

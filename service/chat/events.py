@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 from service.nodered.compact import bounded
+from service.nodered.messages import CodedError
 
 Event = dict[str, Any]
 Emit = Callable[[Event], Awaitable[None]]
@@ -37,16 +38,28 @@ def tool_call(tool: str, params: Any, origin: Origin) -> Event:
     return {"type": "tool_call", "tool": tool, "params": params, "origin": origin}
 
 
-def tool_result(tool: str, text: str, ok: bool, sources: list[dict[str, Any]] | None = None) -> Event:
+class FailedToolResult(dict):
+    """A ``tool_result`` event of a tool that failed with a coded error, keeping the error so that the stream can
+    word its ``message`` in the request's language (:func:`service.errors.localized`, as for ``error`` events)."""
+
+    def __init__(self, event: Event, failure: CodedError):
+        super().__init__(event, code=failure.code, message=failure.message)
+        self.failure = failure
+
+
+def tool_result(tool: str, text: str, ok: bool, sources: list[dict[str, Any]] | None = None,
+                failure: CodedError | None = None) -> Event:
     """After a tool ran: its text (or failure sentence) bounded to :data:`PREVIEW_LIMIT` characters.
 
+    ``result`` is what the model reads (English); a tool that failed with a coded error (``failure``) also carries
+    its ``code`` and the sentence as ``message``, in the request's language once the stream sends it.
     ``sources`` (the knowledge tools only; see :func:`service.knowledge.retrieval.sources`): where the result came
     from, at most :data:`SOURCES_LIMIT`, for the sidebar's links; the key is absent when ``None``.
     """
-    event = {"type": "tool_result", "tool": tool, "result": bounded(text, PREVIEW_LIMIT), "ok": ok}
+    event: Event = {"type": "tool_result", "tool": tool, "result": bounded(text, PREVIEW_LIMIT), "ok": ok}
     if sources is not None:
         event["sources"] = sources[:SOURCES_LIMIT]
-    return event
+    return FailedToolResult(event, failure) if failure is not None else event
 
 
 async def relay_chunk(chunk: Any, emit: Emit, answer: Answer) -> None:
@@ -65,12 +78,23 @@ def notice(code: str, message: str, **fields: Any) -> Event:
     return {"type": "notice", "code": code, "message": message, **fields}
 
 
+class ApprovalRequired(dict):
+    """An ``approval_required`` event that keeps each action's summary sentence (``{key, params}`` or ``None``), so
+    that the stream can word the summaries in the request's language (:func:`service.errors.localized`, as for
+    ``error`` events)."""
+
+    def __init__(self, event: Event, sentences: list[Any]):
+        super().__init__(event)
+        self.sentences = sentences
+
+
 def approval_required(run_id: str, resume_token: str, actions: list[dict[str, Any]]) -> Event:
     """A write waits for the user: ``actions`` ``[{tool, args, summary, diff}]`` in the order the decisions are
     expected; ``resumeToken`` answers them (``POST /ai-sidebar/resume``). ``done`` follows with ``status:
-    "awaiting_approval"``."""
+    "awaiting_approval"``. ``summary`` is English here and in the request's language once the stream sends it."""
     shown = [{"tool": a["tool"], "args": a["args"], "summary": a["summary"], "diff": a["diff"]} for a in actions]
-    return {"type": "approval_required", "runId": run_id, "resumeToken": resume_token, "actions": shown}
+    return ApprovalRequired({"type": "approval_required", "runId": run_id, "resumeToken": resume_token,
+                             "actions": shown}, [a.get("sentence") for a in actions])
 
 
 def flow_change(tool: str, changes: dict[str, Any]) -> Event:

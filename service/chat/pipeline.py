@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
-from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action
+from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action, refusal
 from service.chat.events import Emit, Origin
 from service.chat.history import agent_summarisation, fitted_history
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
@@ -58,7 +58,7 @@ from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_
 from service.llm.usage import day_start
 from service.memory.db import MemoryUnavailable
 from service.memory.usage import UsageStore
-from service.nodered.client import NodeRedClient, NodeRedError
+from service.nodered.client import UNKNOWN_VERSION, NodeRedClient, NodeRedError
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import Settings
 from service.tools.context import ServiceToolContext
@@ -158,6 +158,14 @@ class ChatResult:
     stopped: bool = False  # the client went away (Stop, tab closed, service shutting down) before the end
     session_existed: bool = False  # the session was already stored when the request came in
     status: str | None = None  # "awaiting_approval": the run waits for the user's decisions on writes
+    view: list[dict[str, Any]] = field(default_factory=list)  # the events shown besides text (service.chat.view)
+
+    def shown(self) -> list[dict[str, Any]]:
+        """What the sidebar showed of the answer besides its text, to store with it: the recorded events, then the
+        turn's usage as the ``done`` event carried it (``[]``: nothing but text)."""
+        if self.usage is None:
+            return list(self.view)
+        return [*self.view, {"type": "done", "usage": self.usage.event(), "at": len(self.answer)}]
 
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
         """What is stored with the turn: scenario, selected flow id, tools used, language, error codes, and the
@@ -187,7 +195,7 @@ async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResu
     try:
         await deps.memory.save_turn(result.session_id, deps.identity, request.message, result.answer,
                                     result.metadata(request), result.scenario, create=not result.session_existed,
-                                    usage=result.usage)
+                                    usage=result.usage, events=result.shown())
     except ServiceError as err:
         log.warning("turn of session %s not saved: %s", result.session_id, err.code)
         return err
@@ -311,6 +319,8 @@ def _choose_scenario(request: StreamChatRequest, deps: ChatDeps, result: ChatRes
                                            or ([request.nodeId] if request.nodeId else [])),
                                  user_token=deps.user_token, identity=deps.identity, memory=deps.memory,
                                  flow_data=request.flowData, knowledge=deps.knowledge, language=catalog.language,
+                                 locked_flows=(frozenset(request.lockedFlows) if request.lockedFlows is not None
+                                               else None),
                                  apply=request.apply, evidence=deps.evidence)
     return Turn(catalog, scenario_key, scenario, context)
 
@@ -371,10 +381,12 @@ def _read_error_source(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -
 async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult) -> list[BaseMessage]:
     """System prompt, history, then the user's message, or after a tool the answer prompt with its result."""
     flow_label = request.selectedFlow.label if request.selectedFlow else None
-    values = {"selectedFlow": describe_flow(request.flow_id, flow_label),
-              "selectedNodes": describe_nodes(request.selectedNodes)}
+    words = turn.catalog.data.placeholderWords  # the values in the prompt's language
+    values = {"selectedFlow": describe_flow(request.flow_id, flow_label, words),
+              "selectedNodes": describe_nodes(request.selectedNodes, words)}
     if "nodeRedVersion" in turn.scenario.systemPrompt:
-        values["nodeRedVersion"] = await deps.nodered.version()
+        version = await deps.nodered.version()
+        values["nodeRedVersion"] = words["unknown"] if version == UNKNOWN_VERSION else version
     messages: list[BaseMessage] = [system_message(turn.catalog, turn.scenario, values)]
     if turn.history is None:
         turn.history = await _history(request, deps, result, turn)
@@ -442,7 +454,8 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
     if slot is None or slot.knowledge is None or slot.router is None or slot.refresher is None:
         return
     fallback = _route_by_model(deps) if deps.settings.router_model else None
-    route = await slot.router.route(request.message, turn.catalog.language, fallback)
+    route = await slot.router.route(request.message, turn.catalog.language, fallback,
+                                    names=slot.knowledge.workspace.names)
     if route is Route.NEITHER:
         return
     if not deps.tools_enabled:
@@ -462,9 +475,12 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
             traced(sum(len(store.hits) for store in found))
         for store in found:
             store.hits = grade(store.hits, query, lexicon, threshold)
-        # An index that holds nothing yet (never refreshed) has nothing a rewrite could find.
-        retry = [store for store in found if not store.hits and await slot.knowledge.index.holds(
-            "docs" if store.tool == DOCS_TOOL else "workspace", language if store.tool == DOCS_TOOL else "")]
+        # Rewritten only when no store found anything relevant: with both routed, one store's relevant chunks answer
+        # (a named tab found in the workspace needs no node help for the words around it). An index that holds
+        # nothing yet (never refreshed) has nothing a rewrite could find.
+        retry = [] if any(store.hits for store in found) else [
+            store for store in found if await slot.knowledge.index.holds(
+                "docs" if store.tool == DOCS_TOOL else "workspace", language if store.tool == DOCS_TOOL else "")]
         rewritten = await rewrite(query, lexicon, _rewrite_by_model(deps)) if retry else None
         retried = []
         if rewritten is not None:
@@ -634,7 +650,7 @@ async def _run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, e
         run.output = await deps.tools.run(run.name, run.params, context, deps.permission)
     except ToolFailure as failure:
         run.failure = failure
-        await emit(events.tool_result(run.name, failure.message, ok=False))
+        await emit(events.tool_result(run.name, failure.message, ok=False, failure=failure))
         # The node behind a caught error may be gone or inside a subflow instance (an id no flow holds): the error
         # is still worth explaining, so that failure is no fault of the request.
         if run.origin != "error":
@@ -656,9 +672,9 @@ async def _ask_before_write(request: StreamChatRequest, deps: ChatDeps, turn: Tu
     run_id = uuid.uuid4().hex
     action = await plan_action(deps.tools, deps.approvals, turn.context, run.name, run.params)
     if "refused" in action:
-        failure = ToolFailure(action["code"], action["refused"])
+        failure = refusal(action)
         await emit(events.tool_call(run.name, run.params, run.origin))
-        await emit(events.tool_result(run.name, action["refused"], ok=False))
+        await emit(events.tool_result(run.name, action["refused"], ok=False, failure=failure))
         await emit(error_event(failure))
         result.tools.append(run.name)
         return True
@@ -695,7 +711,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
     approval = AgentApproval(deps.approvals, resume.run_id if resume else uuid.uuid4().hex, deps.identity,
-                             deps.tools, context, emit, writes, resume.decisions if resume else None) \
+                             deps.tools, context, emit, writes, resume.decisions if resume else None,
+                             called=result.tools) \
         if writes and deps.approvals is not None else None
     system = messages[0] if messages else None
     if system is not None:
@@ -729,6 +746,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
                  "remember": deps.memory is not None}
         await emit(await deps.approvals.open(approval.run_id, deps.identity, "agent", result.session_id, pending,
                                              saved))
+        result.tools.extend(action["tool"] for action in pending)  # waiting for the user, named like the others
         result.status = AWAITING
 
 
@@ -771,11 +789,11 @@ async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel]
         await work(model)
     except ConnectionResetError:
         raise
-    except sqlite3.Error as exc:
-        # The agent's checkpointer (approvals.open_approvals) writes through its own SQLite connection: a locked
-        # or broken memory database is the memory's fault, not the model's.
-        log.warning("agent checkpoint not written: %s", exc)
-        await emit(error_event(MemoryUnavailable(str(exc))))
+    except MemoryUnavailable as exc:
+        # The agent's checkpointer (approvals._without_errors) or an approval record on a locked, broken or
+        # unreachable memory database, SQLite or PostgreSQL: the memory's fault, not the model's.
+        log.warning("memory failed during the run (agent checkpoint or approval record): %s", exc.message)
+        await emit(error_event(exc))
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
         fault = provider_error(exc, timeout=config.timeout, secrets=_secrets(deps, config))
         log.warning("model request failed: %s (%s: %s)", fault.code, type(exc).__name__, fault.message)

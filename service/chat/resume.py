@@ -138,6 +138,6 @@ async def save_continuation(claimed: Claimed, deps: ChatDeps, result: ChatResult
     if result.errors:
         metadata["errors"] = result.errors
     try:
-        await deps.memory.append_answer(session_id, deps.identity, result.answer, metadata)
+        await deps.memory.append_answer(session_id, deps.identity, result.answer, metadata, result.shown())
     except ServiceError as err:
         log.warning("continued answer of session %s not saved: %s", session_id, err.code)

@@ -103,6 +103,29 @@ class ScenarioWords(BaseModel):
         return value
 
 
+class PlaceholderWords(BaseModel):
+    """The words the values of a system prompt's placeholders are written with, in one language (a German prompt
+    says "Ausgewählte Nodes: keine", not "none"); a missing one falls back to en-US.
+
+    ``none``: nothing selected; ``unknown``: stands for the Node-RED version when it could not be read; ``id``: the
+    word before an id (``"Flow 1" (id 1a2b)``); ``more``: a shortened list, with ``{list}`` and ``{count}``;
+    ``separator``: between the items of a list."""
+
+    model_config = ConfigDict(extra="forbid")
+    none: str | None = Field(None, min_length=1)
+    unknown: str | None = Field(None, min_length=1)
+    id: str | None = Field(None, min_length=1)
+    more: str | None = None
+    separator: str | None = Field(None, min_length=1)
+
+    @field_validator("more")
+    @classmethod
+    def _a_list_and_a_count(cls, value: str | None) -> str | None:
+        if value is not None and not ("{list}" in value and "{count}" in value):
+            raise ValueError("must hold {list} and {count}")
+        return value
+
+
 class LanguageFile(BaseModel):
     """``locales/<lang>/scenarios.json``. ``languageName`` and ``answerInstruction`` are required: an English
     fallback would silently make the model answer in English."""
@@ -110,6 +133,7 @@ class LanguageFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     languageName: str = Field(min_length=1)
     answerInstruction: str = Field(min_length=1)
+    placeholderWords: PlaceholderWords = Field(default_factory=PlaceholderWords)
     scenarios: dict[str, ScenarioWords] = Field(default_factory=dict)
     keywords: dict[str, KeywordWords] = Field(default_factory=dict)
 
@@ -145,6 +169,7 @@ class ScenarioFile(BaseModel):
     answerInstruction: str
     defaultScenario: str
     scenarios: dict[str, Scenario]
+    placeholderWords: dict[str, str] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -323,9 +348,21 @@ def merge(language: str, base: BaseFile, words: LanguageFile, fallback: Language
                       tools=structure.tools, keywords=groups[key])
         for key, structure in base.scenarios.items()
     }
+    placeholder_words = {}
+    for name in PlaceholderWords.model_fields:
+        for source in (words, fallback):
+            value = getattr(source.placeholderWords, name) if source is not None else None
+            if value is not None:
+                if source is not words:
+                    fell_back.append(f"placeholderWords.{name}")
+                placeholder_words[name] = value
+                break
+        else:
+            raise CatalogError(f"{path}: placeholderWords.{name}: missing, and {DEFAULT_LANGUAGE} (the fallback of "
+                               f"every language) has no word for it either")
     data = ScenarioFile(language=language, languageName=words.languageName,
                         answerInstruction=words.answerInstruction, defaultScenario=base.defaultScenario,
-                        scenarios=scenarios)
+                        scenarios=scenarios, placeholderWords=placeholder_words)
     _check_claims(path, data)
     return data, fell_back
 
@@ -409,6 +446,7 @@ class ScenarioCatalog:
         return self.catalogs[self.resolve(lang)]
 
 
-def fill_placeholders(template: str, values: dict[str, str]) -> str:
-    """Replace ``{{name}}`` with readable text; unknown names were rejected at load, missing values read "none"."""
-    return PLACEHOLDER.sub(lambda m: values.get(m.group(1)) or "none", template)
+def fill_placeholders(template: str, values: dict[str, str], none: str = "none") -> str:
+    """Replace ``{{name}}`` with readable text; unknown names were rejected at load, missing values read ``none``
+    (the prompt language's word, :class:`PlaceholderWords`)."""
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1)) or none, template)

@@ -103,8 +103,10 @@ class DocsStore:
 
     async def search(self, query: str, language: str = "en-US", limit: int = 5) -> list[Hit]:
         """The help chunks best matching ``query`` in ``language``, best first."""
-        stopwords = self.lexicons.get(language).stopwords if self.lexicons else frozenset()
-        return await self.index.search(query, STORE, language, limit, stopwords)
+        if self.lexicons is None:
+            return await self.index.search(query, STORE, language, limit)
+        lexicon = self.lexicons.get(language)
+        return await self.index.search(query, STORE, language, limit, lexicon.stopwords, lexicon.kept)
 
 
 def _first_sentence(text: str, limit: int = 200) -> str:

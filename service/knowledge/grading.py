@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from service.knowledge.index import Hit
 from service.knowledge.lexicon import Lexicon
-from service.knowledge.text import PREFIX_CHARS, query_terms, search_text
+from service.knowledge.text import PREFIX_CHARS, is_phrase, query_terms, search_text
 
 DEFAULT_THRESHOLD = 0.25
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -39,14 +39,23 @@ def _vocabulary(title: str, text: str) -> tuple[frozenset[str], frozenset[str]]:
     return words, prefixes
 
 
-def relevance(query: str, hit: Hit, stopwords: Iterable[str] = ()) -> float:
-    """The share (0..1) of ``query``'s terms found in ``hit``'s title or text; 0 for a query of stopwords only."""
-    terms = query_terms(query, stopwords)
+@functools.lru_cache(maxsize=4096)
+def _holds_phrase(title: str, text: str, phrase: str) -> bool:
+    """Whether the chunk's title or text holds the words of ``phrase`` in a row (as FTS5 matches a phrase)."""
+    pattern = r"(?<!\w)" + r"\W+".join(re.escape(word) for word in phrase.split()) + r"(?!\w)"
+    return re.search(pattern, search_text(f"{title}\n{text}").casefold()) is not None
+
+
+def relevance(query: str, hit: Hit, stopwords: Iterable[str] = (), kept: Iterable[str] = ()) -> float:
+    """The share (0..1) of ``query``'s terms found in ``hit``'s title or text; 0 for a query of stopwords only
+    (``kept``: words kept though written in Hiragana, see :func:`query_terms`)."""
+    terms = query_terms(query, stopwords, kept)
     if not terms:
         return 0.0
     words, prefixes = _vocabulary(hit.title, hit.text)
     # A word's stem is one of its prefixes, so "the stem of a word equals the term's" is covered by the prefix test.
-    found = sum(1 for term in terms if term in words or _stem(term) in prefixes)
+    found = sum(1 for term in terms if (_holds_phrase(hit.title, hit.text, term) if is_phrase(term)
+                                        else term in words or _stem(term) in prefixes))
     return found / len(terms)
 
 
@@ -54,7 +63,7 @@ def grade(hits: list[Hit], query: str, lexicon: Lexicon, threshold: float = DEFA
     """The hits whose :func:`relevance` to ``query`` is at least ``threshold``, in their order."""
     if threshold <= 0:
         return hits
-    return [hit for hit in hits if relevance(query, hit, lexicon.stopwords) >= threshold]
+    return [hit for hit in hits if relevance(query, hit, lexicon.stopwords, lexicon.kept) >= threshold]
 
 
 def synonym_rewrite(query: str, lexicon: Lexicon) -> str | None:

@@ -153,20 +153,29 @@ class KnowledgeIndex:
     async def open(cls, path: str | Path, embedder: Embedder | None = None,
                    embedding_model: str | None = None) -> KnowledgeIndex:
         """Open (creating the tables of a new or older schema) the knowledge tables in the database at ``path``;
-        with an ``embedder`` (and its ``embedding_model`` name), vector similarity is fused into the ranking."""
+        with an ``embedder`` (and its ``embedding_model`` name), vector similarity is fused into the ranking.
+
+        Raises:
+            sqlite3.Error: the file is not a database, is damaged, locked or read-only (the connection is closed).
+        """
         path = str(path)
         if path != ":memory:":
             Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = await aiosqlite.connect(path)
         db.row_factory = aiosqlite.Row
         index = cls(db, path=path)
-        await index._setup()
-        index.terms.changed()
-        if embedder is not None:
-            vectors = EmbeddingIndex(db, embedder, embedding_model or "default", index._write_lock)
-            await vectors.setup()
-            index.vectors = vectors
-            vectors.changed()  # chunks indexed before the model was configured get their vectors
+        try:
+            await index._setup()
+            index.terms.changed()
+            if embedder is not None:
+                vectors = EmbeddingIndex(db, embedder, embedding_model or "default", index._write_lock)
+                await vectors.setup()
+                index.vectors = vectors
+                vectors.changed()  # chunks indexed before the model was configured get their vectors
+        except BaseException:
+            # An unclosed connection's worker thread outlives the event loop and calls into it when collected.
+            await index.close()
+            raise
         return index
 
     async def _setup(self) -> None:
@@ -278,7 +287,7 @@ class KnowledgeIndex:
     # -- reading -------------------------------------------------------------------------------------
 
     async def search(self, query: str, store: str, language: str = "", limit: int = 5,
-                     stopwords: Iterable[str] = ()) -> list[Hit]:
+                     stopwords: Iterable[str] = (), kept: Iterable[str] = ()) -> list[Hit]:
         """The chunks of ``store`` in ``language`` best matching ``query`` (free text), best first.
 
         Args:
@@ -287,8 +296,9 @@ class KnowledgeIndex:
             language: the chunks' language (``""`` for the workspace).
             limit: at most this many hits.
             stopwords: words left out of the query.
+            kept: words the query keeps though written in Hiragana (:func:`query_terms`).
         """
-        terms = query_terms(query, stopwords)
+        terms = query_terms(query, stopwords, kept)
         if not terms:
             return []
         pool = limit * 4 if self.vectors is not None else limit

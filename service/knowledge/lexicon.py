@@ -1,10 +1,11 @@
 """The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword
 phrases (``router.docs``, ``router.workspace``), the stopwords left out of search queries, the ``synonyms`` a
 query that found nothing is retried with (a word → the words node help uses for it; optional), ``countsTitle``
-(what the workspace summary's counts answer, in the language's words, so that a counting question finds them), the
-``noModelNotice`` sentence shown when no model is configured and the ``unknownNodeTypes`` sentences of a generated
-flow's check (``message`` with ``{types}``, and per type ``closest``, ``module``, ``unknown``) (optional; English
-otherwise)."""
+(what the workspace summary's counts answer, in the language's words, so that a counting question finds them),
+``keptWords`` (words a query keeps although its rules would leave them out: Japanese content words written in
+Hiragana, such as いくつ "how many"; optional), the ``noModelNotice`` sentence shown when no model is configured and
+the ``unknownNodeTypes`` sentences of a generated flow's check (``message`` with ``{types}``, and per type
+``closest``, ``module``, ``unknown``) (optional; English otherwise)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ def bundled_locales() -> Path:
 @dataclass(frozen=True)
 class Lexicon:
     """One language's words: router phrases for each store, the search stopwords, synonyms for a retry
-    (casefolded), the title of the workspace summary's counts, the no-model notice (``""``: none in this language)
-    and the unknown node types' sentences (``{}``: none in this language)."""
+    (casefolded), the title of the workspace summary's counts, the no-model notice (``""``: none in this language),
+    the unknown node types' sentences (``{}``: none in this language) and the words queries keep
+    (:func:`service.knowledge.text.query_terms`)."""
 
     language: str
     docs: tuple[str, ...]
@@ -36,6 +38,7 @@ class Lexicon:
     no_model_notice: str = ""
     unknown_node_types: dict[str, str] = field(default_factory=dict)
     counts_title: str = ""
+    kept: frozenset[str] = frozenset()
 
 
 class Lexicons:
@@ -60,11 +63,15 @@ class Lexicons:
             unknown = data.get("unknownNodeTypes", {})
             if not isinstance(unknown, dict) or not all(isinstance(v, str) for v in unknown.values()):
                 raise ValueError(f"{path}: expected unknownNodeTypes as {{message, closest, module, unknown}}")
+            kept = data.get("keptWords", [])
+            if not isinstance(kept, list) or not all(isinstance(word, str) for word in kept):
+                raise ValueError(f"{path}: expected keptWords as a list of words")
             self._by_language[language] = Lexicon(
                 language, tuple(router.get("docs", ())), tuple(router.get("workspace", ())),
                 frozenset(word.casefold() for word in data["stopwords"]),
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
-                str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")))
+                str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")),
+                frozenset(word.casefold() for word in kept))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
 

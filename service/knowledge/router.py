@@ -2,15 +2,18 @@
 
 It reads ONE message, the latest user message, never the conversation: a follow-up is contextualised into a
 standalone question before it gets here. Deterministic first: the keyword phrases of the message's language and of
-English (node type names and "how many" are often written in English) from ``locales/<lang>/knowledge.json``; when
-no phrase decides, an optional model fallback may, else ``neither``.
+English (node type names and "how many" are often written in English) from ``locales/<lang>/knowledge.json``, and
+the labels of the workspace's tabs and subflows (a message that names one is about the workspace, whatever else it
+asks: "What does Flow 2 do?" holds the docs phrase "what does"); when nothing decides, an optional model fallback
+may, else ``neither``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from enum import StrEnum
 
 from service.knowledge.lexicon import DEFAULT_LANGUAGE, Lexicons
@@ -50,6 +53,19 @@ def _compile(phrases: Iterable[str]) -> re.Pattern | None:
     return re.compile("|".join(parts)) if parts else None
 
 
+@functools.lru_cache(maxsize=8)
+def _names(names: tuple[str, ...]) -> re.Pattern | None:
+    """The workspace's labels as one pattern, any run of spaces in a label matching any run in the message (none
+    needed next to Han or Kana: "フロー 3" is also written "フロー3"); a label of one character would match too much
+    and is left out."""
+    parts = []
+    for name in names:
+        if len(name.strip()) > 1:
+            pattern = phrase_pattern(" ".join(name.split()))
+            parts.append(pattern.replace(r"\ ", r"\s+" if pattern.startswith("(?<!") else r"\s*"))
+    return re.compile("|".join(parts)) if parts else None
+
+
 class Router:
     """Classifies the latest user message.
 
@@ -72,9 +88,12 @@ class Router:
                                         _compile(p for lex in lexicons for p in lex.workspace))
         return self._patterns[language]
 
-    def classify(self, message: str, language: str | None = None) -> Route | None:
+    def classify(self, message: str, language: str | None = None, names: Collection[str] = ()) -> Route | None:
         """The keyword decision for ``message`` (a string: the latest user message alone), ``None`` when no phrase
-        matched.
+        matched. ``names``: the labels of the workspace's tabs and subflows
+        (:attr:`~service.knowledge.workspace.WorkspaceStore.names`: one sorted tuple per refresh, so its pattern is
+        compiled once); one named in the message (a whole word or words, case and width ignored) makes it a
+        workspace question too.
 
         Raises:
             TypeError: ``message`` is not a string (a history must never be passed).
@@ -83,8 +102,9 @@ class Router:
             raise TypeError("the router reads the latest user message only, as a string")
         docs, workspace = self._for(self._lexicons.resolve(language))
         text = normalize(message)
+        named = _names(tuple(names)) if names else None
         is_docs = bool(docs and docs.search(text))
-        is_workspace = bool(workspace and workspace.search(text))
+        is_workspace = bool(workspace and workspace.search(text) or named and named.search(text))
         if is_docs and is_workspace:
             return Route.BOTH
         if is_docs:
@@ -93,10 +113,12 @@ class Router:
             return Route.WORKSPACE
         return None
 
-    async def route(self, message: str, language: str | None = None, fallback: Fallback | None = None) -> Route:
-        """:meth:`classify`, then the fallback when undecided (``fallback``, e.g. the request's model, else the
-        router's own), then ``neither``. The fallback gets ``message`` alone."""
-        decided = self.classify(message, language)
+    async def route(self, message: str, language: str | None = None, fallback: Fallback | None = None,
+                    names: Collection[str] = ()) -> Route:
+        """:meth:`classify` (with the workspace's tab and subflow labels ``names``), then the fallback when
+        undecided (``fallback``, e.g. the request's model, else the router's own), then ``neither``. The fallback
+        gets ``message`` alone."""
+        decided = self.classify(message, language, names)
         fallback = fallback or self._fallback
         if decided is None and fallback is not None:
             decided = await fallback(message)

@@ -26,7 +26,8 @@ PREFIX_CHARS = 5
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
                       r"\u1100-\u11ff\u3130-\u318f]+")
 # Japanese writes content words in Kanji and Katakana; a query bigram with Hiragana in it is grammar (には, ます,
-# する) or straddles a particle (のノ): left out of queries (still indexed).
+# する) or straddles a particle (のノ): left out of queries (still indexed), except the bigrams of the few content
+# words written in Hiragana that a lexicon keeps (``keptWords``: いくつ, "how many").
 _HIRAGANA = re.compile(r"[\u3040-\u309f]+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 48
@@ -45,24 +46,42 @@ def search_text(text: str) -> str:
     return _CJK_RUN.sub(lambda match: f" {_bigrams(match.group(0))} ", text)
 
 
-def query_terms(text: str, stopwords: Iterable[str] = ()) -> list[str]:
+def query_terms(text: str, stopwords: Iterable[str] = (), kept: Iterable[str] = ()) -> list[str]:
     """The distinct terms of a free-text query after :func:`search_text`, without ``stopwords`` (casefolded), at
-    most :data:`MAX_QUERY_TERMS` of them, in order."""
+    most :data:`MAX_QUERY_TERMS` of them, in order. Bigrams with Hiragana are left out as grammar, except those of
+    the words in ``kept`` (:attr:`service.knowledge.lexicon.Lexicon.kept`: いくつ keeps いく and くつ).
+
+    A single digit alone would match nearly everything and is left out, but after a word it is kept as a phrase of
+    the two (``"flow 2"``, see :func:`is_phrase`): the editor names new tabs "Flow 1", "Flow 2" … and debug nodes
+    "debug 1" …, so "what does Flow 2 do?" must find that tab and not every tab."""
     # A CJK stopword is skipped as the bigrams it is indexed as.
     skip = {term.casefold() for word in stopwords for term in _WORD.findall(search_text(word))}
+    keep = {term.casefold() for word in kept for term in _WORD.findall(search_text(word))}
     terms: list[str] = []
+    previous = ""
     for word in _WORD.findall(search_text(text)):
         folded = word.casefold()
-        if folded in skip or folded in terms or folded.isdigit() and len(folded) < 2 or _HIRAGANA.search(folded):
-            continue
-        terms.append(folded)
+        grammar = bool(_HIRAGANA.search(folded)) and folded not in keep
+        if folded.isdigit() and len(folded) < 2:
+            term = f"{previous} {folded}" if previous else ""
+        else:
+            term = "" if folded in skip or grammar else folded
+        previous = "" if folded.isdigit() or grammar else folded  # a stopword may still name a thing: "node 2"
+        if term and term not in terms:
+            terms.append(term)
     return terms[:MAX_QUERY_TERMS]
 
 
-def fts_query(text: str, stopwords: Iterable[str] = ()) -> str | None:
+def is_phrase(term: str) -> bool:
+    """Whether a query term is a phrase (a word and the digit after it, see :func:`query_terms`): matched as those
+    two words in a row, never as a prefix."""
+    return " " in term
+
+
+def fts_query(text: str, stopwords: Iterable[str] = (), kept: Iterable[str] = ()) -> str | None:
     """An FTS5 ``MATCH`` expression: every term of ``text`` quoted (FTS5 operators in a question stay inert) and
     joined with ``OR``, so BM25 ranks by how many rare terms a chunk holds. ``None`` when no term is left."""
-    terms = query_terms(text, stopwords)
+    terms = query_terms(text, stopwords, kept)
     if not terms:
         return None
     return " OR ".join(fts_term(term) for term in terms)
@@ -70,7 +89,7 @@ def fts_query(text: str, stopwords: Iterable[str] = ()) -> str | None:
 
 def is_prefix(term: str) -> bool:
     """Whether a query term is matched as a prefix (a word of 4 or more characters, not CJK)."""
-    return not _CJK_RUN.match(term) and len(term) >= 4
+    return not _CJK_RUN.match(term) and len(term) >= 4 and not is_phrase(term)
 
 
 def term_key(term: str) -> str:
@@ -79,7 +98,8 @@ def term_key(term: str) -> str:
 
 
 def fts_term(term: str) -> str:
-    """One query term as an FTS5 string (quoted: operators inert), with ``*`` when it is a prefix."""
+    """One query term as an FTS5 string (quoted: operators inert; a quoted phrase matches its words in a row,
+    https://sqlite.org/fts5.html#fts5_phrases), with ``*`` when it is a prefix."""
     quoted = '"' + term_key(term).replace('"', '""') + '"'
     return quoted + "*" if is_prefix(term) else quoted
 

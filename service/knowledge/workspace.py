@@ -103,6 +103,8 @@ class WorkspaceStore:
     def __init__(self, index: KnowledgeIndex, lexicons: Lexicons | None = None):
         self.index = index
         self.lexicons = lexicons
+        # The labels of the tabs and subflows of the last refresh (the router's workspace names); none before it.
+        self.names: tuple[str, ...] = ()
 
     async def refresh(self, flows_answer: dict[str, Any], node_sets: list[dict[str, Any]]) -> RefreshReport:
         """Bring the store up to the given flows (``GET /flows`` v2 answer ``{rev, flows}``) and node sets.
@@ -111,6 +113,9 @@ class WorkspaceStore:
             What was reindexed and removed; nothing when the revision and the node sets are those indexed.
         """
         report = RefreshReport(STORE)
+        self.names = tuple(sorted({str(node.get("label") or node.get("name") or "").strip()
+                                   for node in flows_answer.get("flows") or []
+                                   if node.get("type") in ("tab", "subflow")} - {""}))
         state = {"rev": flows_answer.get("rev"),
                  "modules": fingerprint({m: i["fingerprint"] for m, i in module_fingerprints(node_sets).items()})}
         indexed = await self.index.sources(STORE, LANGUAGE)
@@ -142,8 +147,10 @@ class WorkspaceStore:
 
     async def search(self, query: str, language: str | None = None, limit: int = 5) -> list[Hit]:
         """The workspace chunks best matching ``query``, best first (``language`` picks the stopwords)."""
-        stopwords = self.lexicons.get(language).stopwords if self.lexicons else frozenset()
-        return await self.index.search(query, STORE, LANGUAGE, limit, stopwords)
+        if self.lexicons is None:
+            return await self.index.search(query, STORE, LANGUAGE, limit)
+        lexicon = self.lexicons.get(language)
+        return await self.index.search(query, STORE, LANGUAGE, limit, lexicon.stopwords, lexicon.kept)
 
     async def summary(self) -> list[Hit]:
         """The summary's chunks (counts, tabs, subflows, config nodes, modules, environment names)."""

@@ -19,6 +19,8 @@ from service.memory.store import _OWNED, MemoryStore
 # Seconds the hash of a purged approval's token is kept (its token answers approval_expired meanwhile, then
 # approval_not_found).
 EXPIRED_TOKENS_KEPT = 30 * 86_400.0
+# Outcomes kept per approval: one per write it approved (an agent's batch), with room for a few reports again.
+MAX_APPLIED = 20
 
 
 class ApprovalStore:
@@ -150,6 +152,61 @@ class ApprovalStore:
         rows = await self._db.fetchall(f"SELECT * FROM approval_audit WHERE {_OWNED} ORDER BY id DESC LIMIT ?",
                                        (*_approval_scope(owner), limit))
         return [_audit_dict(row) for row in rows]
+
+    async def outcomes(self, owner: Identity, run_ids: list[str], now: float | None = None
+                       ) -> dict[str, list[dict[str, Any]]]:
+        """What became of the owner's approvals of runs ``run_ids`` (another owner's are left out), per run id the
+        approvals in the order the run asked them (a run may ask again after a resume): ``{status: "pending" |
+        "answered" | "expired", createdAt, decisions: [{type, message?}] (the person's, one per action, in order;
+        empty while pending), applied: [{tool, outcome}] (what the editor reported of the changes it applied, see
+        :meth:`record_applied`)}``. A run whose approvals were purged after they expired is missing."""
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" for _ in run_ids)
+        scope = _approval_scope(owner)
+        runs = await self._db.fetchall(
+            "SELECT run_id, actions, status, created_at, expires_at, applied FROM approval_runs "
+            f"WHERE run_id IN ({marks}) AND {_OWNED} ORDER BY created_at, approval_id", (*run_ids, *scope))
+        audit = await self._db.fetchall(
+            f"SELECT run_id, decision, message FROM approval_audit WHERE run_id IN ({marks}) AND {_OWNED} AND "
+            "decided_by = 'user' ORDER BY id", (*run_ids, *scope))
+        decided: dict[str, list[dict[str, Any]]] = {}
+        for row in audit:
+            decided.setdefault(row["run_id"], []).append(
+                {"type": row["decision"], **({"message": row["message"]} if row["message"] else {})})
+        shown: dict[str, list[dict[str, Any]]] = {}
+        now = time.time() if now is None else now
+        for row in runs:
+            entry: dict[str, Any] = {"decisions": [], "applied": json.loads(row["applied"] or "[]"),
+                                     "createdAt": row["created_at"]}
+            if row["status"] == "resumed":
+                # The audit holds the decisions of each answered approval of the run, in the order they were made.
+                count = len(json.loads(row["actions"]))
+                taken = decided.get(row["run_id"], [])
+                entry["decisions"], decided[row["run_id"]] = taken[:count], taken[count:]
+                entry["status"] = "answered"
+            else:
+                entry["status"] = "pending" if row["expires_at"] > now else "expired"
+            shown.setdefault(row["run_id"], []).append(entry)
+        return shown
+
+    async def record_applied(self, run_id: str, owner: Identity, tool: str, outcome: dict[str, Any]) -> bool:
+        """Keep what the editor made of an approved change it applied (``outcome``: flow-change.js's counts, or its
+        ``problem``) with the owner's newest answered approval of run ``run_id``; ``False`` when the owner has none.
+
+        Raises:
+            MemoryUnavailable: the database cannot be written.
+        """
+        async with self._db.transaction() as tx:
+            rows = await tx.fetchall(
+                f"SELECT approval_id, applied FROM approval_runs WHERE run_id = ? AND {_OWNED} AND "
+                "status = 'resumed' ORDER BY created_at DESC LIMIT 1", (run_id, *_approval_scope(owner)))
+            if not rows:
+                return False
+            applied = [*json.loads(rows[0]["applied"] or "[]"), {"tool": tool, "outcome": outcome}][-MAX_APPLIED:]
+            await tx.execute("UPDATE approval_runs SET applied = ? WHERE approval_id = ?",
+                             (json.dumps(applied, ensure_ascii=False), rows[0]["approval_id"]))
+        return True
 
     async def pending_approvals(self, owner: Identity, now: float | None = None) -> list[dict[str, Any]]:
         """The owner's runs still waiting for a decision and not expired, newest first (without tokens)."""

@@ -26,7 +26,9 @@ Row: TypeAlias = sqlite3.Row | dict[str, Any]
 Statement = tuple[str, Sequence[Any]]
 
 
-BUSY_TIMEOUT_MS = 5000  # how long a SQLite statement waits for another connection's lock
+# How long a statement waits for a lock another connection holds, in milliseconds, before the memory is unavailable:
+# SQLite's busy_timeout, PostgreSQL's lock_timeout (service.memory.postgres).
+BUSY_TIMEOUT_MS = 5000
 
 
 class MemoryUnavailable(ServiceError):
@@ -121,7 +123,18 @@ class _SqliteTransaction:
         return (await self._conn.execute(sql, tuple(params))).rowcount
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        return list(await (await self._conn.execute(sql, tuple(params))).fetchall())
+        return await _read(self._conn, sql, params)
+
+
+async def _read(conn: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[Row]:
+    """Every row of ``sql``, run and read in one call on the connection's thread.
+
+    Not ``execute`` and then ``fetchall``: between the two another task's statement runs on the same connection, and
+    a ``BEGIN IMMEDIATE`` then finds this SELECT's read snapshot open; when another process has written since, it
+    fails at once with "database is locked" (SQLITE_BUSY_SNAPSHOT, https://sqlite.org/rescode.html#busy_snapshot:
+    no busy wait helps). Seen with two workers on one file under load.
+    """
+    return list(await conn.execute_fetchall(sql, tuple(params)))
 
 
 class SqliteDatabase:
@@ -157,9 +170,12 @@ class SqliteDatabase:
 
         await self._conn.execute("PRAGMA journal_mode=WAL")
         await self._conn.execute("PRAGMA foreign_keys=ON")
+        # WAL with synchronous=NORMAL: a commit is not flushed to disk at once (a power cut may lose the last turns,
+        # a crash of the service loses none; https://sqlite.org/pragma.html#pragma_synchronous): no fsync per
+        # request for its open-stream row and its turn while several workers take turns at the write lock.
+        await self._conn.execute("PRAGMA synchronous=NORMAL")
         # Several workers share the file (AI_SIDEBAR_WORKERS defaults to the CPU count): a write waits up to 5 s for
-        # another process's (under 200 streams on a loaded 2-core machine 2 s ran out once in 200), then fails
-        # as memory_unavailable.
+        # another process's lock, then fails as memory_unavailable.
         await self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # Memory-mapped reads: FTS5 ranking touches many pages (make bench: search p50 11.5 ms → 8.2 ms).
         await self._conn.execute("PRAGMA mmap_size=268435456")
@@ -169,15 +185,13 @@ class SqliteDatabase:
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         try:
-            return list(await (await self._conn.execute(sql, tuple(params))).fetchall())
+            return await _read(self._conn, sql, params)
         except sqlite3.Error as err:
             raise MemoryUnavailable(str(err)) from None
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        try:
-            return await (await self._conn.execute(sql, tuple(params))).fetchone()
-        except sqlite3.Error as err:
-            raise MemoryUnavailable(str(err)) from None
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
     async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = await self.fetchone(sql, params)

@@ -315,4 +315,12 @@ MIGRATIONS: tuple[str | Dialects, ...] = (
     CREATE INDEX open_streams_owner ON open_streams(owner_kind, owner, expires_at);
     CREATE INDEX open_streams_replica ON open_streams(replica);
     """,
+    # 8: what the sidebar showed of an answer, so that a reopened conversation shows it again: ``events`` of an
+    # assistant message is the stream's events that are not text, secrets redacted (service/chat/view.py; NULL for
+    # messages stored before, which restore as before); ``applied`` of an approval is what the editor reported of
+    # the approved change it applied (flow-change.js's outcome), NULL until it does.
+    """
+    ALTER TABLE short_term_memory ADD COLUMN events TEXT;
+    ALTER TABLE approval_runs ADD COLUMN applied TEXT;
+    """,
 )

@@ -4,6 +4,12 @@
 The pool's connections are those LangGraph's ``AsyncPostgresSaver`` requires (autocommit, dict rows, no prepared
 statements: langgraph/checkpoint/postgres/aio.py ``from_conn_string``), so the approval checkpointer shares it.
 Several replicas may open the same database at once: migrations run under a transaction-scoped advisory lock.
+
+Every connection's ``lock_timeout`` is :data:`~service.memory.db.BUSY_TIMEOUT_MS`, SQLite's busy timeout: a statement
+that waits longer for a lock another session holds (a migration, an operator's ``LOCK TABLE``, a stuck transaction)
+fails with ``LockNotAvailable``, which becomes :class:`MemoryUnavailable` like every driver error
+(https://www.postgresql.org/docs/current/runtime-config-client.html#GUC-LOCK-TIMEOUT). No ``statement_timeout``: a
+statement that runs long without waiting for a lock (a full-text search over a large memory) is work, not a fault.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from service.memory.db import MemoryUnavailable, Row, Statement, Transaction, write_all
+from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable, Row, Statement, Transaction, write_all
 from service.memory.migrations import POSTGRESQL, render
 
 # pg_advisory_xact_lock key of the memory schema's migrations (any constant no other application of the database
@@ -25,6 +31,14 @@ from service.memory.migrations import POSTGRESQL, render
 MIGRATION_LOCK = 0x616973646D696772
 POOL_SIZE = (1, 10)  # connections per replica: at least, at most
 CONNECT_TIMEOUT = 10.0  # seconds to wait for the first connection at start
+
+
+async def configure(conn: psycopg.AsyncConnection) -> None:
+    """Set up one new connection of the pool (psycopg_pool's ``configure`` callback): ``lock_timeout`` to
+    :data:`BUSY_TIMEOUT_MS`. A ``SET`` rather than ``options=-c lock_timeout=...`` in the pool's ``kwargs``: those
+    would replace the ``options`` an operator may give in ``DATABASE_URL`` (psycopg's ``make_conninfo``: keyword
+    arguments override the connection string's)."""
+    await conn.execute(f"SET lock_timeout = {BUSY_TIMEOUT_MS}", prepare=False)
 
 
 @functools.lru_cache(maxsize=512)
@@ -64,7 +78,8 @@ class PostgresDatabase:
         """
         low, high = POOL_SIZE
         pool = AsyncConnectionPool(url, min_size=low, max_size=high, open=False, name="memory",
-                                   kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0})
+                                   kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0},
+                                   configure=configure)
         try:
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
             db = cls(pool)
@@ -81,8 +96,11 @@ class PostgresDatabase:
         from service.memory.migrations import MIGRATIONS
 
         async with self.pool.connection() as conn, conn.transaction():
-            # Replicas starting together: one migrates, the others wait here and find the work done.
+            # Replicas starting together: one migrates, the others wait here, however long it takes, and find the
+            # work done. The migration's own statements wait for locks as long as any other.
+            await conn.execute("SET LOCAL lock_timeout = 0", prepare=False)
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute(f"SET LOCAL lock_timeout = {BUSY_TIMEOUT_MS}", prepare=False)
             await conn.execute("CREATE TABLE IF NOT EXISTS memory_schema (version INTEGER NOT NULL)")
             row = await (await conn.execute("SELECT version FROM memory_schema")).fetchone()
             if row is None:

@@ -62,10 +62,16 @@ class Turn:
     content: str
     metadata: dict[str, Any]
     created_at: float
+    # What the sidebar showed of an answer besides its text (service.chat.view); None: not read, or stored before
+    # answers kept it.
+    events: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "role": self.role, "content": self.content, "metadata": self.metadata,
-                "createdAt": self.created_at}
+        shown = {"id": self.id, "role": self.role, "content": self.content, "metadata": self.metadata,
+                 "createdAt": self.created_at}
+        if self.events is not None:
+            shown["events"] = self.events
+        return shown
 
 
 @dataclass(frozen=True)
@@ -101,12 +107,16 @@ def fts_query(text: str) -> str | None:
     return " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-# The columns of a message read back as a :class:`Turn` (not PostgreSQL's search vector).
+# The columns of a message read back as a :class:`Turn` (not PostgreSQL's search vector); the model's reads leave
+# out ``events`` (only the sidebar shows them) and the answers that had no text (a fault, a run that waits).
 _TURN = "id, message_type, content, metadata, created_at"
+_SAID = "(message_type = 'user' OR content <> '')"
 
 
 def _turn(row: Row) -> Turn:
-    return Turn(row["id"], row["message_type"], row["content"], json.loads(row["metadata"]), row["created_at"])
+    events = row["events"] if "events" in row.keys() else None
+    return Turn(row["id"], row["message_type"], row["content"], json.loads(row["metadata"]), row["created_at"],
+                json.loads(events) if events else None)
 
 
 # Full-text search per dialect: ``messages`` takes (query, owner scope, limit); ``knowledge`` (query, owner scope),
@@ -187,11 +197,15 @@ class MemoryStore:
 
     async def save_turn(self, session_id: str, owner: Identity, question: str, answer: str,
                         metadata: dict[str, Any], scenario: str | None = None, create: bool = True,
-                        usage: TurnUsage | None = None) -> bool:
+                        usage: TurnUsage | None = None, events: list[dict[str, Any]] | None = None) -> bool:
         """Save the user's message and the assistant's answer together (creating the owner's session when new and
         ``create`` is true), with the turn's token ``usage`` in the same transaction. Returns whether the turn was
         saved: with ``create`` false a session deleted meanwhile (the user deleted it while the answer streamed)
         stays deleted (its usage is recorded without it).
+
+        ``events`` is what the sidebar showed of the answer besides its text (:mod:`service.chat.view`, secrets
+        already redacted): kept with the answer, which is stored also without text when there are any (an error,
+        an approval card), so that the reopened conversation shows them; the model never gets such an answer.
 
         Raises:
             MemoryUnavailable: the database cannot be written.
@@ -217,10 +231,10 @@ class MemoryStore:
             statements.append(_usage_insert(owner, session_id, usage, now, "(SELECT MAX(id) FROM short_term_memory "
                                             f"WHERE message_type = 'user' AND session_key = {session})",
                                             (*scope, session_id)))
-        if answer:
+        if answer or events:
             statements.append(("INSERT INTO short_term_memory(session_key, message_type, content, metadata, "
-                               f"created_at) VALUES ({session}, 'assistant', ?, ?, ?)",
-                               (*scope, session_id, answer, meta, now)))
+                               f"created_at, events) VALUES ({session}, 'assistant', ?, ?, ?, ?)",
+                               (*scope, session_id, answer, meta, now, _events(events))))
         await self._write(statements)
         return True
 
@@ -232,20 +246,23 @@ class MemoryStore:
         """
         await self._write([_usage_insert(owner, session_id, usage, time.time(), "NULL", ())])
 
-    async def append_answer(self, session_id: str, owner: Identity, answer: str, metadata: dict[str, Any]) -> bool:
-        """Add an assistant message to the owner's existing session (a run that continued after an approval);
-        ``False`` when the session no longer exists or ``answer`` is empty.
+    async def append_answer(self, session_id: str, owner: Identity, answer: str, metadata: dict[str, Any],
+                            events: list[dict[str, Any]] | None = None) -> bool:
+        """Add an assistant message to the owner's existing session (a run that continued after an approval), with
+        what the sidebar showed besides its text (``events``, as for :meth:`save_turn`); ``False`` when the
+        session no longer exists or there is neither ``answer`` nor ``events``.
 
         Raises:
             MemoryUnavailable: the database cannot be written.
         """
         row = await self._owned(owner, session_id)
-        if row is None or not answer:
+        if row is None or not (answer or events):
             return False
         now = time.time()
         await self._write([
-            ("INSERT INTO short_term_memory(session_key, message_type, content, metadata, created_at) "
-             "VALUES (?, 'assistant', ?, ?, ?)", (row["key"], answer, json.dumps(metadata, ensure_ascii=False), now)),
+            ("INSERT INTO short_term_memory(session_key, message_type, content, metadata, created_at, events) "
+             "VALUES (?, 'assistant', ?, ?, ?, ?)",
+             (row["key"], answer, json.dumps(metadata, ensure_ascii=False), now, _events(events))),
             ("UPDATE sessions SET updated_at = ? WHERE key = ?", (now, row["key"])),
         ])
         return True
@@ -338,16 +355,22 @@ class MemoryStore:
     # -- reading ---------------------------------------------------------------------------------
 
     async def history(self, owner: Identity, session_id: str, limit: int = 50) -> list[Turn]:
-        """The newest ``limit`` messages of the owner's session, oldest first. Raises :class:`SessionNotFound`."""
+        """The newest ``limit`` messages of the owner's session, oldest first, each with what the sidebar showed
+        besides its text (``events``; ``None`` for messages stored before it was kept). Raises
+        :class:`SessionNotFound`."""
         row = await self._owned(owner, session_id)
         if row is None:
             raise SessionNotFound(session_id)
-        return await self._recent(row["key"], limit)
+        rows = await self.db.fetchall(
+            f"SELECT * FROM (SELECT {_TURN}, events FROM short_term_memory WHERE session_key = ? ORDER BY id DESC "
+            "LIMIT ?) AS newest ORDER BY id", (row["key"], limit))
+        return [_turn(r) for r in rows]
 
     async def _recent(self, session_key: int, limit: int) -> list[Turn]:
+        """The newest ``limit`` messages the model may read (answers with text), oldest first."""
         rows = await self.db.fetchall(
-            f"SELECT * FROM (SELECT {_TURN} FROM short_term_memory WHERE session_key = ? ORDER BY id DESC LIMIT ?) "
-            "AS newest ORDER BY id", (session_key, limit))
+            f"SELECT * FROM (SELECT {_TURN} FROM short_term_memory WHERE session_key = ? AND {_SAID} "
+            "ORDER BY id DESC LIMIT ?) AS newest ORDER BY id", (session_key, limit))
         return [_turn(r) for r in rows]
 
     async def window(self, owner: Identity, session_id: str) -> list[Turn]:
@@ -379,8 +402,9 @@ class MemoryStore:
             return None, []
         summary = await self._summary(row["key"])
         rows = await self.db.fetchall(
-            f"SELECT * FROM (SELECT {_TURN} FROM short_term_memory WHERE session_key = ? AND id > ? ORDER BY id DESC "
-            "LIMIT ?) AS newest ORDER BY id", (row["key"], summary.through_id if summary else 0, HISTORY_BACKLOG))
+            f"SELECT * FROM (SELECT {_TURN} FROM short_term_memory WHERE session_key = ? AND id > ? AND {_SAID} "
+            "ORDER BY id DESC LIMIT ?) AS newest ORDER BY id",
+            (row["key"], summary.through_id if summary else 0, HISTORY_BACKLOG))
         return summary, [_turn(r) for r in rows]
 
     async def summary(self, owner: Identity, session_id: str) -> Summary | None:
@@ -476,6 +500,11 @@ class MemoryStore:
             "dbSizeBytes": size,
             "schemaVersion": await self.schema_version(),
         }
+
+
+def _events(events: list[dict[str, Any]] | None) -> str | None:
+    """The ``events`` column of a message: JSON, or NULL when nothing besides text was shown."""
+    return json.dumps(events, ensure_ascii=False) if events else None
 
 
 def _usage_insert(owner: Identity, session_id: str, usage: TurnUsage, now: float, message: str,

@@ -74,6 +74,9 @@ class NodeRedCredentials:
         return bool(self.username and self.password)
 
 
+UNKNOWN_VERSION = "unknown"  # what :meth:`NodeRedClient.version` answers when the version cannot be read
+
+
 class NodeRedClient:
     """One method per Admin API endpoint; raises :class:`NodeRedError` on every failure.
 
@@ -168,14 +171,14 @@ class NodeRedClient:
 
     async def version(self, ttl: float = VERSION_TTL) -> str:
         """The Node-RED version from ``GET /settings``, cached for ``ttl`` seconds (it changes only on restart);
-        ``"unknown"`` when it cannot be read."""
+        :data:`UNKNOWN_VERSION` when it cannot be read."""
         cached = self._shared.get("version")
         if cached is not None and time.monotonic() < cached[0]:
             return cached[1]
         try:
-            value = str((await self.get_settings()).get("version") or "unknown")
+            value = str((await self.get_settings()).get("version") or UNKNOWN_VERSION)
         except NodeRedError:
-            return "unknown"
+            return UNKNOWN_VERSION
         self._shared["version"] = (time.monotonic() + ttl, value)
         return value
 

@@ -183,25 +183,46 @@ async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> 
     of their type. The text gives their code in full within :data:`~service.nodered.compact.TEXT_BUDGET` (else it names
     what was shortened).
 
-    ``node_ids`` defaults to the request's selected nodes. Raises :class:`ToolFailure` ``node_not_selected``,
-    ``node_not_found`` (none of the ids exist) or a Node-RED error code.
+    ``node_ids`` defaults to the request's selected nodes. A node the request's ``flowData`` holds (the editor's
+    open tab) is described as the editor has it, undeployed changes included, and the text names the ones that
+    differ from the deployed flows (as :func:`get_flow` does for the tab). Raises :class:`ToolFailure`
+    ``node_not_selected``, ``node_not_found`` (none of the ids exist) or a Node-RED error code.
     """
     node_ids = list(node_ids or ctx.node_ids)
     if not node_ids:
         raise ToolFailure("node_not_selected")
-    index = await asyncio.to_thread(index_flows, await _flows(ctx))
+    deployed = await _flows(ctx)
+    index = await asyncio.to_thread(index_flows, _with_editor_nodes(deployed, ctx.flow_data))
     nodes, missing = find_nodes(index, node_ids)
     if not nodes:
         raise ToolFailure("node_not_found", params={"node_ids": ", ".join(missing)})
+    undeployed = _undeployed(nodes, deployed)
     try:
         modules = module_index(await ctx.nodered.get_nodes())
     except NodeRedError as err:
         raise ToolFailure(err.code, **err.sentence_args()) from None
-    return await _off_loop(_node_info_output, index, nodes, missing, modules)
+    return await _off_loop(_node_info_output, index, nodes, missing, modules, undeployed)
+
+
+def _with_editor_nodes(deployed: list[dict[str, Any]], flow_data: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The deployed flows with the editor's copy of each node it sent (``flowData``) in place of the deployed one,
+    and its nodes not deployed yet added."""
+    if not flow_data:
+        return deployed
+    editor = {node["id"]: node for node in flow_data if isinstance(node, dict) and isinstance(node.get("id"), str)}
+    merged = [editor.pop(node["id"], node) for node in deployed]
+    return merged + list(editor.values())
+
+
+def _undeployed(nodes: list[dict[str, Any]], deployed: list[dict[str, Any]]) -> list[str]:
+    """Ids of ``nodes`` whose behaviour differs from the deployed flows, or that are not deployed."""
+    ids = {node["id"] for node in nodes}
+    changes = diff_nodes(nodes, [node for node in deployed if node.get("id") in ids])
+    return changes["added"] + changes["changed"]
 
 
 def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: list[str],
-                      modules: dict[str, dict[str, Any]]) -> ToolOutput:
+                      modules: dict[str, dict[str, Any]], undeployed: list[str]) -> ToolOutput:
     """get_node_info's answer; runs in a thread."""
     references = index.references
     described, where = [], []
@@ -217,6 +238,9 @@ def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: li
             line += f"; type {node.get('type')} from {entry['module']} {entry['moduleVersion']}"
         where.append(line)
     lines = ["Where they are:", *where]
+    if undeployed:
+        lines.append(f"As the editor has them, with changes not deployed yet: {', '.join(undeployed)} (the running "
+                     "flow still behaves as deployed)")
     if missing:
         lines.append(f"Not found (maybe not deployed): {', '.join(missing)}")
     head = "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Error sentences per language: ``locales/<lang>/errors.json``, keyed by error code.
+"""Sentences per language: ``locales/<lang>/errors.json``, keyed by error code, and ``locales/<lang>/approvals.json``,
+the one-line summaries of planned changes shown on approval cards (keys ``change.<tool>[.<variant>]``).
 
 Each file maps a message key to one sentence with named placeholders (``{tool}``). The key is the error code
 (``flow_not_found``) or, where one code has several sentences, the code and a variant (``agent_limit.tool_calls``).
@@ -26,6 +27,8 @@ DEFAULT_LANGUAGE = "en-US"
 # The installed package ships locales/ as ``service/locales`` (pyproject.toml); a checkout has it at the top level.
 _PACKAGED_LOCALES = Path(__file__).resolve().parent.parent / "locales"
 LOCALES_DIR = _PACKAGED_LOCALES if _PACKAGED_LOCALES.is_dir() else Path(__file__).resolve().parents[2] / "locales"
+# The files of a language's sentences, one key space: a key in two of them is refused.
+SENTENCE_FILES = ("errors.json", "approvals.json")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8}){0,3}$")
 # Region variants whose base is not "same primary subtag, first shipped": traditional script regions.
@@ -94,19 +97,30 @@ def accept_languages(header: str | None) -> list[str]:
 
 
 class MessageCatalog:
-    """The error sentences of every language that has a ``<lang>/errors.json`` under ``locales_dir``.
+    """The sentences (:data:`SENTENCE_FILES`) of every language that has a ``<lang>/errors.json`` under
+    ``locales_dir``: error sentences and the summaries of planned changes.
 
     Raises:
-        ValueError: a file is not a JSON object of strings (the message names the file).
+        ValueError: a file is not a JSON object of strings, or holds a key another of the language's files holds
+            (the message names the file).
     """
 
     def __init__(self, locales_dir: Path = LOCALES_DIR):
         self.sentences: dict[str, dict[str, str]] = {}
         for path in sorted(Path(locales_dir).glob("*/errors.json")):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-                raise ValueError(f"{path}: must be a JSON object of message key → sentence")
-            self.sentences[path.parent.name] = data
+            sentences: dict[str, str] = {}
+            for name in SENTENCE_FILES:
+                found = path.parent / name
+                if not found.is_file():
+                    continue
+                data = json.loads(found.read_text(encoding="utf-8"))
+                if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+                    raise ValueError(f"{found}: must be a JSON object of message key → sentence")
+                twice = sorted(set(data) & set(sentences))
+                if twice:
+                    raise ValueError(f"{found}: key(s) {twice} are already in another of {list(SENTENCE_FILES)}")
+                sentences.update(data)
+            self.sentences[path.parent.name] = sentences
 
     @property
     def languages(self) -> list[str]:
@@ -147,6 +161,31 @@ def english(key: str, params: Mapping[str, Any] | None = None) -> str:
         log.error("no English sentence for error key %r with values %s", key, sorted(params or {}))
         return key
     return text
+
+
+class Sentence(dict):
+    """A catalog sentence to word in any language: ``{"key", "params"}`` (JSON as it is, so it can be stored with
+    what it describes), e.g. ``Sentence("change.create_tab", tab="Scratch")``.
+
+    ``english`` is the English text (:func:`english`); :meth:`translated` words it in another language.
+    """
+
+    def __init__(self, key: str, **params: Any):
+        super().__init__(key=key, params=params)
+
+    @property
+    def english(self) -> str:
+        return english(self["key"], self["params"])
+
+    @staticmethod
+    def translated(sentence: Mapping[str, Any] | None, catalog: MessageCatalog, language: str,
+                   fallback: str) -> str:
+        """``sentence`` (a :class:`Sentence` or its JSON) in ``language``; ``fallback`` (the text as shown in
+        English) when there is no sentence, English is asked, or the language lacks the key or a value."""
+        if not isinstance(sentence, Mapping) or not isinstance(sentence.get("key"), str) \
+                or not isinstance(sentence.get("params"), Mapping) or language == DEFAULT_LANGUAGE:
+            return fallback
+        return catalog.render(sentence["key"], sentence["params"], language) or fallback
 
 
 class CodedError(Exception):

@@ -34,13 +34,15 @@ class ToolContext:
     editor user's own token (passed on to MCP tools, which must not read with more rights either), the runtime
     evidence collected from Node-RED's comms websocket (``None``: not collected), and ``apply``: where an approved
     write lands: ``deploy`` (the Admin API, revision checked) or ``editor`` (handed back to the editor undeployed,
-    for a request from the sidebar)."""
+    for a request from the sidebar). ``locked_flows``: the ids of the tabs and subflows locked in the editor (a
+    request's ``lockedFlows``; every other one is unlocked there), ``None`` when the request did not say."""
 
     nodered: NodeRedClient
     flow_id: str | None = None
     node_ids: list[str] = field(default_factory=list)
     user_token: str | None = field(default=None, repr=False)
     flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
+    locked_flows: frozenset[str] | None = None
     apply: Literal["deploy", "editor"] = "deploy"
     evidence: EvidenceBuffer | None = field(default=None, repr=False)
     # The diffs of the writes a person approved as shown, by write_tools.approval_key(tool, args): such a write is

@@ -1,7 +1,8 @@
 """The core's write tools: add nodes, change a node, delete nodes, create a tab, trigger an inject node.
 
 Each is planned on the live flows (``GET /flows``, v2, with its ``rev``) by a pure function that returns a
-:class:`Change`: a one-sentence ``summary``, a ``diff`` a person can judge, and the whole new configuration. The
+:class:`Change`: a one-sentence ``summary`` (worded from ``locales/<lang>/approvals.json``, so that an approval card
+shows it in the user's language), a ``diff`` a person can judge, and the whole new configuration. The
 same plan is the tool's preview (shown before the user approves, secrets redacted) and what the tool applies
 (after approval): through the Admin API with the ``rev`` checked (``POST /flows``, deployment type ``nodes``; a
 concurrent deploy answers ``flows_conflict`` and nothing is overwritten), or, for a request from the editor, handed
@@ -19,12 +20,15 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.nodered.client import NodeRedError
+from service.nodered.messages import Sentence
 from service.nodered.redaction import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 
@@ -39,7 +43,8 @@ class Change:
 
     Attributes:
         tool: the write tool that planned it.
-        summary: one sentence for a person.
+        sentence: what it does, as a key of ``locales/<lang>/approvals.json`` and its values; ``summary`` is its
+            English text.
         diff: see the module docstring; full nodes, not yet redacted (:meth:`preview` redacts).
         flows: the whole new flow configuration to deploy; ``None`` for an action that changes no flow
             (``trigger_inject``).
@@ -49,7 +54,7 @@ class Change:
     """
 
     tool: str
-    summary: str
+    sentence: Sentence
     diff: dict[str, Any]
     flows: list[dict[str, Any]] | None = None
     inject: str | None = None
@@ -57,9 +62,15 @@ class Change:
     test_tabs_only: bool = False
     references: frozenset[str] = field(default_factory=frozenset, repr=False)
 
+    @property
+    def summary(self) -> str:
+        """One English sentence for a person (and the model)."""
+        return self.sentence.english
+
     def preview(self) -> dict[str, Any]:
-        """``{"summary", "diff", "newTabOnly", "testTabsOnly"}``, every node and property value in the diff
-        redacted of secrets (the two flags are what approval policies read)."""
+        """``{"summary", "sentence", "diff", "newTabOnly", "testTabsOnly"}``, every node and property value in the
+        diff redacted of secrets (the two flags are what approval policies read; ``sentence`` words the summary in
+        another language)."""
         diff = self.diff
         redacted = {
             "added": [strip_secrets(node, self.references) for node in diff["added"]],
@@ -70,7 +81,7 @@ class Change:
                 for name, sides in entry["properties"].items()}} for entry in diff["changed"]],
             "wires": {"added": list(diff["wires"]["added"]), "removed": list(diff["wires"]["removed"])},
         }
-        return {"summary": self.summary, "diff": redacted, "newTabOnly": self.new_tab_only,
+        return {"summary": self.summary, "sentence": self.sentence, "diff": redacted, "newTabOnly": self.new_tab_only,
                 "testTabsOnly": self.test_tabs_only}
 
 
@@ -135,16 +146,57 @@ def _container(by_id: dict[str, dict[str, Any]], flow_id: str, tool: str) -> dic
     return container
 
 
+Locks = Mapping[str, bool]
+# The lock check left to the editor: a change applied in the editor (``ToolContext.apply == "editor"``) is refused
+# there when its tab is locked (resources/flow-change.js), by the editor's own state, which a resumed run lacks.
+EDITOR_CHECKS: Locks | None = None
+
+
+def editor_locks(flow_data: list[dict[str, Any]] | None, locked_flows: Collection[str] | None = None,
+                 flows: list[dict[str, Any]] | None = None) -> dict[str, bool]:
+    """The ``locked`` state of tabs and subflows in the editor: every tab and subflow of ``flows`` (the deployed
+    ones) by whether ``locked_flows`` (a request's ``lockedFlows``; ``None``: not said) lists it, then those in the
+    editor's copy of the open tab (a request's ``flowData``). The user locks and unlocks in the editor before
+    deploying, and the editor refuses edits by its own state."""
+    locks: dict[str, bool] = {}
+    if locked_flows is not None:
+        locks.update((node["id"], node["id"] in locked_flows) for node in flows or []
+                     if node.get("type") in ("tab", "subflow"))
+    locks.update((node["id"], bool(node.get("locked"))) for node in flow_data or []
+                 if isinstance(node, dict) and node.get("type") in ("tab", "subflow")
+                 and isinstance(node.get("id"), str))
+    return locks
+
+
+def _unlocked(by_id: dict[str, dict[str, Any]], container_ids: Any, locks: Locks | None) -> None:
+    """Refuse a change to a locked tab or subflow: the editor lets nobody edit one until it is unlocked (its
+    ``locked`` property, Node-RED 3.1+; the tab's menu → Unlock), and the assistant must not be the way around that.
+    ``locks`` (the editor's state, :func:`editor_locks`) wins over the deployed flows' ``locked``;
+    :data:`EDITOR_CHECKS` (``None``) leaves the check to the editor.
+
+    Raises:
+        ToolFailure: ``flow_locked`` naming the locked tabs and subflows among ``container_ids``.
+    """
+    if locks is None:
+        return
+    locked = [by_id[i] for i in dict.fromkeys(container_ids)
+              if i in by_id and by_id[i].get("type") in ("tab", "subflow")
+              and locks.get(i, bool(by_id[i].get("locked")))]
+    if locked:
+        raise ToolFailure("flow_locked", params={"flows": ", ".join(f'"{_label(n)}" [{n["id"]}]' for n in locked)})
+
+
 # -- planning (pure functions of the flows and the arguments) ------------------------------------------------------
 
 def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flow_id: str | None = None,
-                   new_tab_label: str | None = None) -> Change:
+                   new_tab_label: str | None = None, locks: Locks | None = MappingProxyType({})) -> Change:
     """Add ``nodes`` (a flow export: nodes with ids and wires) to tab ``flow_id`` or to a new tab labelled
     ``new_tab_label``. Every id is made new; wires, config references and link targets among the given nodes
     follow; a wire to an existing node is kept, one to an unknown id dropped.
 
     Raises:
-        ToolFailure: ``flow_not_found``, ``flow_not_selected`` (neither tab given), ``invalid_params``.
+        ToolFailure: ``flow_not_found``, ``flow_not_selected`` (neither tab given), ``flow_locked``,
+            ``invalid_params``.
     """
     tool = "add_nodes"
     by_id = {n["id"]: n for n in flows}
@@ -155,6 +207,7 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
         added.append(target)
     elif flow_id:
         target = _container(by_id, flow_id, tool)
+        _unlocked(by_id, [flow_id], locks)
     else:
         raise ToolFailure("flow_not_selected")
     for position, node in enumerate(nodes):
@@ -174,9 +227,10 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     diff = _empty_diff()
     diff["added"] = added
     diff["wires"] = _wire_diff(flows, new_flows)
-    types = sorted({n["type"] for n in added if n["type"] != "tab"})
-    where = f'a new tab "{new_tab_label}"' if new_tab_label else f'tab "{_label(target)}" [{target["id"]}]'
-    summary = f"Add {len(nodes)} node{'s' if len(nodes) != 1 else ''} ({', '.join(types)}) to {where}."
+    types = ", ".join(sorted({n["type"] for n in added if n["type"] != "tab"}))
+    key = "change.add_nodes" + (".new_tab" if new_tab_label else "") + (".one" if len(nodes) == 1 else "")
+    summary = Sentence(key, count=len(nodes), types=types, tab=new_tab_label) if new_tab_label else \
+        Sentence(key, count=len(nodes), types=types, tab=_label(target), flow_id=target["id"])
     return Change(tool, summary, diff, flows=new_flows, new_tab_only=bool(new_tab_label) and not external,
                   test_tabs_only=not new_tab_label and is_test_tab(target),
                   references=frozenset(by_id) | frozenset(mapping.values()))
@@ -212,18 +266,25 @@ def _renumbered(node: dict[str, Any], mapping: dict[str, str], existing: dict[st
     return copied
 
 
-def plan_update_node(flows: list[dict[str, Any]], node_id: str, properties: dict[str, Any]) -> Change:
+def plan_update_node(flows: list[dict[str, Any]], node_id: str, properties: dict[str, Any],
+                     locks: Locks | None = MappingProxyType({})) -> Change:
     """Set ``properties`` of node ``node_id`` (e.g. a function node's ``func``); ``id``, ``type``, ``z`` and
-    ``credentials`` cannot be changed.
+    ``credentials`` cannot be changed. A node on a locked tab or subflow cannot be changed; a locked tab or subflow
+    itself only by unlocking it (``{"locked": false}`` alone).
 
     Raises:
-        ToolFailure: ``node_not_found``, ``invalid_params``.
+        ToolFailure: ``node_not_found``, ``flow_locked``, ``invalid_params``.
     """
-    tool = "update_node"
     index = {n["id"]: i for i, n in enumerate(flows)}
     if node_id not in index:
         raise ToolFailure("node_not_found", params={"node_ids": node_id})
     before = flows[index[node_id]]
+    by_id = {n["id"]: n for n in flows}
+    if before.get("type") in ("tab", "subflow"):
+        if set(properties) != {"locked"}:
+            _unlocked(by_id, [node_id], locks)
+    else:
+        _unlocked(by_id, [before.get("z")], locks)
     after = {**copy.deepcopy(before), **copy.deepcopy(properties)}
     new_flows = list(flows)
     new_flows[index[node_id]] = after
@@ -234,20 +295,22 @@ def plan_update_node(flows: list[dict[str, Any]], node_id: str, properties: dict
         diff["changed"] = [{"id": node_id, "type": before.get("type"), "name": before.get("name"),
                             "properties": changed}]
     diff["wires"] = _wire_diff([before], [after])
-    by_id = {n["id"]: n for n in flows}
     tab = by_id.get(before.get("z", ""))
-    where = f' on tab "{_label(tab)}"' if tab is not None else ""
-    what = ", ".join(changed) if changed else "nothing (the values are already set)"
-    return Change(tool, f"Change {what} of {_describe(before)}{where}.", diff, flows=new_flows,
+    key = "change.update_node" + ("" if changed else ".unchanged") + ("" if tab is not None else ".no_tab")
+    summary = Sentence(key, node=_describe(before), **({"properties": ", ".join(changed)} if changed else {}),
+                       **({"tab": _label(tab)} if tab is not None else {}))
+    return Change("update_node", summary, diff, flows=new_flows,
                   test_tabs_only=is_test_tab(tab) if tab is not None and tab.get("type") == "tab" else False,
                   references=frozenset(by_id))
 
 
-def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str]) -> Change:
+def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str],
+                      locks: Locks | None = MappingProxyType({})) -> Change:
     """Delete nodes by id, with the wires, group memberships and link targets that point at them.
 
     Raises:
-        ToolFailure: ``node_not_found`` (some ids match nothing), ``invalid_params`` (a tab or subflow).
+        ToolFailure: ``node_not_found`` (some ids match nothing), ``invalid_params`` (a tab or subflow),
+            ``flow_locked`` (a node on a locked tab or subflow).
     """
     tool = "delete_nodes"
     by_id = {n["id"]: n for n in flows}
@@ -257,6 +320,7 @@ def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str]) -> Chang
     for node_id in node_ids:
         if by_id[node_id].get("type") in ("tab", "subflow"):
             raise _invalid(tool, "node_ids", f"{node_id} is a {by_id[node_id]['type']}; only nodes can be deleted")
+    _unlocked(by_id, [by_id[i].get("z") for i in node_ids], locks)
     gone = set(node_ids)
     new_flows = [_without_references(n, gone) for n in flows if n["id"] not in gone]
     diff = _empty_diff()
@@ -264,9 +328,12 @@ def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str]) -> Chang
     diff["wires"] = _wire_diff(flows, new_flows)
     tabs = {by_id[i].get("z") for i in gone}
     shown = ", ".join(_describe(by_id[i]) for i in diff["removed"][:10])
-    more = f" and {len(gone) - 10} more" if len(gone) > 10 else ""
     count = len(diff["removed"])
-    return Change(tool, f"Delete {count} node{'s' if count != 1 else ''}: {shown}{more}.", diff,
+    if count > 10:
+        summary = Sentence("change.delete_nodes.more", count=count, nodes=shown, more=count - 10)
+    else:
+        summary = Sentence("change.delete_nodes" + (".one" if count == 1 else ""), count=count, nodes=shown)
+    return Change(tool, summary, diff,
                   flows=new_flows, test_tabs_only=all(is_test_tab(by_id.get(t or "")) for t in tabs),
                   references=frozenset(by_id))
 
@@ -292,7 +359,7 @@ def plan_create_tab(flows: list[dict[str, Any]], label: str, info: str = "", dis
     tab: dict[str, Any] = {"id": new_id(), "type": "tab", "label": label, "disabled": disabled, "info": info}
     diff = _empty_diff()
     diff["added"] = [tab]
-    return Change("create_tab", f'Create a new tab "{label}".', diff, flows=[*flows, tab], new_tab_only=True,
+    return Change("create_tab", Sentence("change.create_tab", tab=label), diff, flows=[*flows, tab], new_tab_only=True,
                   references=frozenset(n["id"] for n in flows) | {tab["id"]})
 
 
@@ -309,8 +376,9 @@ def plan_trigger_inject(flows: list[dict[str, Any]], node_id: str) -> Change:
     if node.get("type") != "inject":
         raise _invalid("trigger_inject", "node_id", f"{_describe(node)} is not an inject node")
     tab = by_id.get(node.get("z", ""))
-    where = f' on tab "{_label(tab)}"' if tab is not None else ""
-    return Change("trigger_inject", f"Trigger {_describe(node)}{where} once.", _empty_diff(), inject=node_id,
+    summary = Sentence("change.trigger_inject", node=_describe(node), tab=_label(tab)) if tab is not None else \
+        Sentence("change.trigger_inject.no_tab", node=_describe(node))
+    return Change("trigger_inject", summary, _empty_diff(), inject=node_id,
                   test_tabs_only=is_test_tab(tab), references=frozenset(by_id))
 
 
@@ -379,21 +447,26 @@ async def _live(ctx: ToolContext) -> tuple[list[dict[str, Any]], str | None]:
     return answer["flows"], answer.get("rev")
 
 
-async def plan(ctx: ToolContext, tool: str, args: dict[str, Any]) -> tuple[Change, str | None]:
-    """The change ``tool`` would make with parsed ``args`` on the live flows, and their ``rev``.
+async def plan(ctx: ToolContext, tool: str, args: dict[str, Any],
+               locks: Locks | None = MappingProxyType({})) -> tuple[Change, str | None]:
+    """The change ``tool`` would make with parsed ``args`` on the live flows, and their ``rev``. Locked tabs are
+    judged by the editor's state (``ctx.locked_flows`` and ``ctx.flow_data``) over the deployed one, and ``locks``
+    over both (:data:`EDITOR_CHECKS`: not at all).
 
     Raises:
         ToolFailure: the planner's failure, or a Node-RED error code.
     """
     flows, rev = await _live(ctx)
+    if locks is not None:
+        locks = {**editor_locks(ctx.flow_data, ctx.locked_flows, flows), **locks}
     if tool == "add_nodes":
         return plan_add_nodes(flows, args["nodes"], args.get("flow_id") or (None if args.get("new_tab_label")
                                                                              else ctx.flow_id),
-                              args.get("new_tab_label")), rev
+                              args.get("new_tab_label"), locks), rev
     if tool == "update_node":
-        return plan_update_node(flows, args["node_id"], args["properties"]), rev
+        return plan_update_node(flows, args["node_id"], args["properties"], locks), rev
     if tool == "delete_nodes":
-        return plan_delete_nodes(flows, args["node_ids"]), rev
+        return plan_delete_nodes(flows, args["node_ids"], locks), rev
     if tool == "create_tab":
         return plan_create_tab(flows, args["label"], args.get("info", ""), args.get("disabled", False)), rev
     if tool == "trigger_inject":
@@ -444,7 +517,8 @@ async def apply(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutput
         ToolFailure: as :func:`plan`; ``flows_conflict`` when Node-RED's flows changed between reading and
             deploying, or under an approved change since it was shown (nothing is overwritten).
     """
-    change, rev = await plan(ctx, tool, args)
+    # A change for the editor is checked against locked tabs there, as the editor has them when it applies it.
+    change, rev = await plan(ctx, tool, args, EDITOR_CHECKS if ctx.apply == "editor" else MappingProxyType({}))
     shown = ctx.approved.get(approval_key(tool, args))
     if shown is not None and not same_change(shown, change.preview()["diff"]):
         raise ToolFailure("flows_conflict", key="flows_conflict.approved")

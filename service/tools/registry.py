@@ -15,6 +15,7 @@ from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.nodered.messages import Sentence
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 from service.tools.external_mcp import ExternalServers
@@ -39,7 +40,7 @@ TOOL_NAMES = (frozenset(tool.name for tool in (*READ_TOOLS, *WRITE_TOOLS)) | MEM
 FAILURE_STATUS = {
     "unknown_tool": 404, "flow_not_found": 404, "node_not_found": 404, "module_not_found": 404,
     "template_not_found": 404, "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
-    "flow_too_large": 413, "forbidden": 403, "flows_conflict": 409,
+    "flow_too_large": 413, "forbidden": 403, "flows_conflict": 409, "flow_locked": 409,
     "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
     "nodered_timeout": 504, "memory_unavailable": 503,
 }
@@ -136,9 +137,9 @@ class ToolRegistry:
         return tool is not None and tool.access == "write"
 
     async def preview(self, name: str, params: dict[str, Any], context: ToolContext) -> dict[str, Any]:
-        """``{"summary", "diff"}`` of what write tool ``name`` would do with parsed ``params`` (see
-        :mod:`service.nodered.write_tools`); a write tool declared without a preview gets its name and arguments as
-        the summary and an empty diff.
+        """``{"summary", "sentence", "diff"}`` of what write tool ``name`` would do with parsed ``params`` (see
+        :mod:`service.nodered.write_tools`; ``sentence`` words the summary in another language); a write tool
+        declared without a preview gets its name and arguments as the summary and an empty diff.
 
         Raises:
             ToolFailure: the tool's failure (``node_not_found``, ``flow_not_found``, a Node-RED error code, ...).
@@ -146,7 +147,8 @@ class ToolRegistry:
         tool = self._local.get(canonical_name(name))
         if tool is not None and tool.preview is not None:
             return await tool.preview(context, params)
-        return {"summary": f"Run {tool.name if tool else name} with {params}.",
+        sentence = Sentence("change.run_tool", tool=tool.name if tool else name, params=params)
+        return {"summary": sentence.english, "sentence": sentence,
                 "diff": {"added": [], "removed": [], "changed": [], "wires": {"added": [], "removed": []}}}
 
     def _required(self, name: str) -> Permission:

@@ -294,10 +294,8 @@ def _purge(approvals: Approvals) -> Callable[[], Awaitable[None]]:
             purged = await approvals.purge_expired()
             if purged:
                 log.info("approvals: removed %d that expired while waiting", purged)
-        except ServiceError as err:
+        except ServiceError as err:  # MemoryUnavailable: the approvals' table, or the checkpointer's
             log.warning("purge of expired approvals skipped: %s", err.message)
-        except (sqlite3.Error, psycopg.Error) as err:
-            log.warning("purge of expired approvals: checkpoints not deleted: %s", err)
     return run
 
 

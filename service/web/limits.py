@@ -47,12 +47,12 @@ class StreamLimiter:
         row = None
         if self.shared is not None:
             try:
-                row, count = await self.shared.open(user, self.max_per_user)
+                row = await self.shared.open(user, self.max_per_user)
+                if row is None:
+                    raise ServiceError("too_many_requests", status=429,
+                                       params={"count": await self.shared.count(user)})
             except MemoryUnavailable as err:
                 log.warning("open streams not counted across replicas: %s", err.message)
-            else:
-                if row is None:
-                    raise ServiceError("too_many_requests", status=429, params={"count": count})
         if row is None and self._open[user] >= self.max_per_user:
             raise ServiceError("too_many_requests", status=429, params={"count": self._open[user]})
         self._open[user] += 1

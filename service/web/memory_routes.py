@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.errors import ServiceError
 from service.identity import Identity, request_caller
+from service.memory.approvals import ApprovalStore
 from service.memory.store import MemoryStore
 from service.nodered.flows import redact_text, strip_secrets
 from service.tools.memory_tools import TEMPLATE_CATEGORY
@@ -91,15 +92,20 @@ def _session_id(request: web.Request) -> str:
 
 @routes.get("/ai-sidebar/history/{sessionId}")
 async def history(request: web.Request) -> web.Response:
-    """The newest ``limit`` messages of a session (default 50), oldest first, and ``summary``: ``{throughId,
-    createdAt}`` when the session's earlier conversation was summarised (the messages up to ``throughId`` reach the
-    model only through the summary), else ``null``."""
+    """The newest ``limit`` messages of a session (default 50), oldest first (an answer stored with ``events``:
+    what the sidebar showed besides its text, :mod:`service.chat.view`), ``summary``: ``{throughId, createdAt}``
+    when the session's earlier conversation was summarised (the messages up to ``throughId`` reach the model only
+    through the summary), else ``null``, and ``approvals``: what became of the approvals those events show, per run
+    id (:meth:`~service.memory.approvals.ApprovalStore.outcomes`)."""
     store, owner, session_id = _store(request), _owner(request), _session_id(request)
     turns = await store.history(owner, session_id, _limit(request))
     summary = await store.summary(owner, session_id)
+    run_ids = sorted({event["runId"] for turn in turns for event in turn.events or ()
+                      if event.get("type") == "approval_required" and isinstance(event.get("runId"), str)})
     return web.json_response({"sessionId": request.match_info["sessionId"], "messages": [t.as_dict() for t in turns],
                               "summary": {"throughId": summary.through_id, "createdAt": summary.created_at}
-                              if summary else None})
+                              if summary else None,
+                              "approvals": await ApprovalStore(store).outcomes(owner, run_ids)})
 
 
 @routes.get("/ai-sidebar/memory-stats")

@@ -13,7 +13,14 @@ from pydantic import BaseModel
 from service import __version__
 from service.web.knowledge_routes import ReindexRequest
 from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
-from service.web.schemas import AssistRequest, ExecuteToolRequest, ResumeRequest, StreamChatRequest, TokenRequest
+from service.web.schemas import (
+    AppliedRequest,
+    AssistRequest,
+    ExecuteToolRequest,
+    ResumeRequest,
+    StreamChatRequest,
+    TokenRequest,
+)
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}
@@ -86,7 +93,7 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
-                  TemplateCreate, ReindexRequest, TokenRequest, AssistRequest):
+                  TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -109,6 +116,9 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/approvals": {"get": _operation(
             "The caller's approvals still waiting (no tokens) and newest decisions on writes", _json("ok"),
             400, 401, 503, parameters=[LIMIT])},
+        "/ai-sidebar/approvals/{runId}/applied": {"post": _operation(
+            "What the editor made of an approved change it applied, kept for the reopened conversation",
+            _json("runId, recorded"), 400, 401, 403, 404, 408, 503, parameters=[RUN_ID], body=AppliedRequest)},
         "/ai-sidebar/approvals/{runId}/token": {"post": _operation(
             "A fresh resume token for one of the caller's waiting runs (the old one stops working)",
             _json("runId, resumeToken, expiresAt"), 400, 401, 403, 404, 408, 409, 410, 503, parameters=[RUN_ID],
@@ -116,7 +126,9 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/memory-stats": {"get": _operation("Memory counts for the user", _json("ok"),
                                                        400, 401, 403, 503)},
         "/ai-sidebar/history/{sessionId}": {"get": _operation(
-            "Newest messages of a session, oldest first, and the summary mark (summary: {throughId, createdAt})",
+            "Newest messages of a session, oldest first (an answer with events: what the sidebar showed besides "
+            "its text), the summary mark (summary: {throughId, createdAt}) and what became of the approvals the "
+            "messages show (approvals: {runId: [{status, decisions, applied}]})",
             _json("ok"), 400, 401, 403, 404, 503,
             parameters=[SESSION_ID, LIMIT])},
         "/ai-sidebar/search": {"post": _operation("BM25-ranked search of messages and knowledge", _json("ok"),

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from service import __version__
 from service.assist.run import run_assist
-from service.chat.approvals import AWAITING, plan_action, token_hash
+from service.chat.approvals import AWAITING, plan_action, refusal, token_hash
 from service.chat.events import Emit
 from service.chat.pipeline import (
     ChatDeps,
@@ -27,9 +27,18 @@ from service.chat.pipeline import (
     save_usage,
 )
 from service.chat.resume import claim, continue_run, save_continuation
-from service.errors import REQUEST_LANGUAGE, ServiceError, error_event, localized, request_language
+from service.chat.view import recording_view
+from service.errors import (
+    REQUEST_LANGUAGE,
+    ServiceError,
+    error_event,
+    localized,
+    localized_event,
+    localized_summaries,
+    request_language,
+)
 from service.identity import Caller, request_caller
-from service.llm.providers import DEFAULT_MODELS, SUPPORTED_PROVIDERS, ProviderConfig
+from service.llm.providers import SUPPORTED_PROVIDERS, ProviderConfig, default_model
 from service.llm.usage import counted, turn_usage
 from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
@@ -53,6 +62,7 @@ from service.web.keys import (
 )
 from service.web.openapi import openapi_document
 from service.web.schemas import (
+    AppliedRequest,
     AssistRequest,
     ExecuteToolRequest,
     ProviderOverride,
@@ -87,13 +97,17 @@ async def scenarios(request: web.Request) -> web.Response:
     palette nodes' dialogs and checks need from the service: ``providers`` (those this installation can answer
     with, :data:`service.llm.providers.SUPPORTED_PROVIDERS`) and ``maxMessageChars``, and the model
     that answers when no ``ai-config`` node is chosen (``model``: ``{provider, model}``, ``model`` null when the
-    provider has no default and AI_MODEL is unset)."""
+    provider has no default and AI_MODEL is unset), and ``defaultModels``: per provider, the model an ``ai-config``
+    node that names none gets (as :meth:`ProviderConfig.from_settings` chooses it; null: none, the node must name
+    one)."""
     catalog = request.app[SCENARIOS].get(request.query.get("lang"))
     settings = request.app[SETTINGS]
     return web.json_response({**catalog.public(), "providers": list(SUPPORTED_PROVIDERS),
                               "maxMessageChars": settings.max_message_chars,
                               "model": {"provider": settings.provider,
-                                        "model": settings.model or DEFAULT_MODELS.get(settings.provider)}})
+                                        "model": default_model(settings, settings.provider)},
+                              "defaultModels": {provider: default_model(settings, provider)
+                                                for provider in SUPPORTED_PROVIDERS}})
 
 
 @routes.post("/ai-sidebar/execute-tool")
@@ -129,9 +143,10 @@ async def execute_tool(request: web.Request) -> web.Response:
             run_id = uuid.uuid4().hex
             action = await plan_action(tools, approvals, context, name, params)
             if "refused" in action:
-                raise ToolFailure(action["code"], action["refused"])
+                raise refusal(action)
             if action["ask"]:
-                event = await approvals.open(run_id, caller.identity, "execute", None, [action], {})
+                event = localized_event(await approvals.open(run_id, caller.identity, "execute", None, [action], {}),
+                                        request.app[MESSAGES], request_language(request))
                 return web.json_response({"status": AWAITING, **{k: v for k, v in event.items() if k != "type"}},
                                          status=202)
             await approvals.record_policy(run_id, caller.identity, action)
@@ -198,8 +213,9 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
         with contextlib.suppress(ServiceError):
             result.session_existed = await deps.memory.owns(caller.identity, result.session_id)
     stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
-    # Every error event of the stream is worded in the request's language on its way out.
-    send = localized(stream.send, request.app[MESSAGES], request_language(request))
+    # Every error event of the stream is worded in the request's language on its way out, and kept so worded with
+    # the answer (what the sidebar showed, for the reopened conversation).
+    send = localized(recording_view(stream.send, result), request.app[MESSAGES], request_language(request))
     await stream.prepare(request)
     request.app[STREAMS].add(stream)
     saved = False
@@ -357,7 +373,7 @@ async def _run_stream(request: web.Request, deps: ChatDeps, result: ChatResult,
     event then ``done``. ``finish`` (what is saved) runs whatever happened, shielded from cancellation; ``what``
     names the run in the log."""
     stream = EventStream(coalesce=request.app[SETTINGS].token_coalesce_ms / 1000)
-    send = localized(stream.send, request.app[MESSAGES], request_language(request))
+    send = localized(recording_view(stream.send, result), request.app[MESSAGES], request_language(request))
     await stream.prepare(request)
     request.app[STREAMS].add(stream)
     try:
@@ -407,7 +423,8 @@ def _recording(send, result: ChatResult):
 @routes.get("/ai-sidebar/approvals")
 async def approvals_list(request: web.Request) -> web.Response:
     """The caller's own approvals still waiting (without their tokens) and the newest decisions on writes
-    (``?limit=``, default 50): who approved, edited or rejected what, when, or which the policy let through."""
+    (``?limit=``, default 50): who approved, edited or rejected what, when, or which the policy let through. The
+    waiting actions' summaries are in the request's language (the audit keeps them in English)."""
     caller = request_caller(request)
     approvals = request.app[APPROVALS].approvals
     if approvals is None:
@@ -415,10 +432,40 @@ async def approvals_list(request: web.Request) -> web.Response:
     raw = request.query.get("limit", "50")
     if not raw.isdigit() or not 1 <= int(raw) <= 500:
         raise ServiceError("invalid_request", key="invalid_request.limit", params={"maximum": 500})
-    pending = [{**run, "actions": [{key: action.get(key) for key in ("tool", "args", "summary", "diff")}
-                                   for action in run["actions"]]}
+    pending = [{**run, "actions": _shown_actions(request, run["actions"])}
                for run in await approvals.store.pending_approvals(caller.identity)]
     return web.json_response({"pending": pending, "audit": await approvals.store.audit(caller.identity, int(raw))})
+
+
+def _shown_actions(request: web.Request, actions: list[dict]) -> list[dict]:
+    """A waiting run's actions as its ``approval_required`` event showed them, summaries in the request's
+    language."""
+    shown = [{key: action.get(key) for key in ("tool", "args", "summary", "diff")} for action in actions]
+    return localized_summaries(shown, [action.get("sentence") for action in actions], request.app[MESSAGES],
+                               request_language(request))
+
+
+@routes.post("/ai-sidebar/approvals/{runId}/applied")
+async def approval_applied(request: web.Request) -> web.Response:
+    """``{tool, outcome}``: what the editor made of the ``flow_change`` of an approved write of one of the caller's
+    runs (the counts it applied, or why it applied nothing), kept with the approval so that the reopened
+    conversation's card says the same (``GET /ai-sidebar/history``'s ``approvals``) → ``{runId, recorded: true}``.
+    Needs write permission, like the approval.
+
+    Errors: 400 ``invalid_request``, 403 ``forbidden``, 404 ``approval_not_found`` (no answered approval of that
+    run is the caller's), 503 ``memory_unavailable``.
+    """
+    body = await parse_body(request, AppliedRequest)
+    caller = request_caller(request)
+    caller.require_write()
+    approvals = request.app[APPROVALS].approvals
+    if approvals is None:
+        raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
+    run_id = request.match_info["runId"]
+    outcome = body.outcome.model_dump(exclude_none=True)
+    if not await approvals.store.record_applied(run_id, caller.identity, body.tool, outcome):
+        raise ServiceError("approval_not_found", status=404)
+    return web.json_response({"runId": run_id, "recorded": True})
 
 
 @routes.post("/ai-sidebar/approvals/{runId}/token")

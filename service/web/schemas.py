@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic_core
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError, model_validator
 
 from service.errors import ServiceError
 from service.settings import McpServerConfig, Provider
@@ -116,6 +116,14 @@ class ProviderOverride(BaseModel):
         "headers) always; stdio (command, args, env) only with AI_SIDEBAR_MCP_REQUEST_STDIO=true, else 403 "
         "mcp_stdio_not_allowed; a name the service's own servers use is 400 invalid_request"))
 
+    @model_validator(mode="after")
+    def _temperature_in_the_providers_range(self) -> ProviderOverride:
+        """Anthropic's Messages API takes a temperature of 0 to 1 only (docs.anthropic.com, Messages API
+        ``temperature``); the others 0 to 2."""
+        if self.provider == "anthropic" and self.temperature is not None and self.temperature > 1:
+            raise ValueError(f"temperature must be between 0 and 1 for anthropic; got {self.temperature}")
+        return self
+
 
 class StreamChatRequest(BaseModel):
     """Body of ``POST /ai-sidebar/stream-chat``.
@@ -138,6 +146,11 @@ class StreamChatRequest(BaseModel):
     flowData: Annotated[list[dict[str, Any]] | None,
                         PlainValidator(_flow_items, json_schema_input_type=list[dict[str, Any]] | None),
                         Field(json_schema_extra={"maxItems": MAX_FLOW_ITEMS})] = None
+    lockedFlows: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = Field(
+        None, max_length=MAX_FLOW_ITEMS, description=(
+            "the ids of the tabs and subflows locked in the editor now, deployed or not (the sidebar sends it); "
+            "with it every other tab and subflow counts as unlocked when a write is planned; without it the "
+            "deployed flows' locked decides, but for the tabs in flowData"))
     history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
     silent: bool = False
     dynamicData: DynamicData | None = None
@@ -255,6 +268,36 @@ class TokenRequest(BaseModel):
     cannot send it cross-site)."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class AppliedProblem(BaseModel):
+    """Why the editor applied nothing (resources/flow-change.js ``problemWith``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    reason: Literal["missing", "locked", "applied", "failed"]
+    ids: list[Annotated[str, Field(max_length=128)]] = Field(default_factory=list, max_length=100)
+    message: str | None = Field(None, max_length=500)
+
+
+class AppliedOutcome(BaseModel):
+    """What the editor made of a ``flow_change``: the counts it applied, or its ``problem``."""
+
+    model_config = ConfigDict(extra="forbid")
+    added: int = Field(0, ge=0, le=100_000)
+    tabs: int = Field(0, ge=0, le=100_000)
+    changed: int = Field(0, ge=0, le=100_000)
+    removed: int = Field(0, ge=0, le=100_000)
+    tab: str | None = Field(None, max_length=128)
+    problem: AppliedProblem | None = None
+
+
+class AppliedRequest(BaseModel):
+    """Body of ``POST /ai-sidebar/approvals/{runId}/applied``: the write tool whose ``flow_change`` the editor
+    applied, and its outcome, kept so that the reopened conversation says the same."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: str = Field(min_length=1, max_length=128)
+    outcome: AppliedOutcome
 
 
 Model = TypeVar("Model", bound=BaseModel)

@@ -10,17 +10,20 @@ not saturated, so that nothing is coalesced or queued that would not be on a qui
 Both run under ``py-spy`` (:func:`tests.bench.profiling.profile_pid`); each sample is given to the layer of the
 innermost frame that belongs to one (:data:`LAYERS`, by file path), so that a library called by a layer (pydantic,
 json) counts for that layer. A layer's CPU is the service's CPU (``/proc``) times its share of the samples.
+
+Then the floor (:mod:`tests.bench.floor`): LangChain's chat model alone streaming the service's last request again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import client
+from . import client, floor
 from .latency import QUESTION, pure_chat_bodies
 from .profiling import FRAME, IDLE, profile_pid
 from .stack import SERVICE_TOKEN, Stack, cpu_seconds, settled
@@ -136,6 +139,10 @@ async def run(stack: Stack, *, streams: int, rounds: int, words: int, token_dela
                           repo)
     many = await _measured(stack, words, streams, rounds, token_delay, "cost-many",
                            profile_dir / "profile-cost-many.txt", repo)
+    # The service's own last request to the model (its prompt and tools), streamed again by LangChain alone.
+    body = stack.model.control("requests")[-1]
+    low = await asyncio.to_thread(floor.run, stack.model, body,
+                                  streams=streams, rounds=rounds, words=words)
     requests = max(one["ok"], 1)
     # Each answer of the second run also pays one request's set-up and its first piece: taken out, per answer.
     scale = many["ok"] / requests
@@ -154,4 +161,6 @@ async def run(stack: Stack, *, streams: int, rounds: int, words: int, token_dela
             "per_request_us": {"total": total_request, "layers": per_request},
             "per_token_us": {"total": total_token, "layers": per_piece},
             "events_per_answer": many["events"] / max(many["ok"], 1),
+            "langchain_alone": {"per_request_us": low["per_request_us"], "per_token_us": low["per_token_us"],
+                                "router_graph_us": low["router_graph_us"], "request_bytes": len(json.dumps(body))},
             "runs": {"one_piece": one, "many_pieces": many}}

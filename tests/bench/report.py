@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .floor import lowest_ttft_ms
+
 
 @dataclass
 class Target:
@@ -160,8 +162,10 @@ def render_concurrency(con: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_cost(cost: dict[str, Any]) -> list[str]:
-    """Service CPU per request start and per relayed token, in total and per layer (µs)."""
+def render_cost(cost: dict[str, Any], streams: int | None = None, cores: int | None = None) -> list[str]:
+    """Service CPU per request start and per relayed token, in total and per layer (µs), and the floor under them;
+    with ``streams`` and ``cores``, the least time to first token of that many chats starting at once that the
+    floor alone allows."""
     request, token = cost["per_request_us"], cost["per_token_us"]
     lines = ["", f"   CPU per request and per relayed token ({cost['streams_at_once']} pure chats at once, "
                  f"{cost['rounds']} rounds, 1 and {cost['words']} pieces; {_f(cost['events_per_answer'], 1)} token "
@@ -170,6 +174,18 @@ def render_cost(cost: dict[str, Any]) -> list[str]:
              f"     {'layer':<50} {'µs/request':>10} {'µs/token':>9}"]
     for name, value in request["layers"].items():
         lines.append(f"     {name:<50} {_f(value, 0):>10} {_f(token['layers'].get(name), 0):>9}")
+    alone = cost.get("langchain_alone")
+    if alone:
+        lines.append(f"     {'floor: LangChain chat model alone, same request':<50} "
+                     f"{_f(alone['per_request_us'], 0):>10} {_f(alone['per_token_us'], 0):>9}   "
+                     f"(tests/bench/floor.py, {alone['request_bytes']} B request)")
+        lines.append(f"     {'floor: LangGraph router graph alone, no-op nodes':<50} "
+                     f"{_f(alone['router_graph_us'], 0):>10}")
+        if streams and cores:
+            least = lowest_ttft_ms(alone["per_request_us"] + alone["router_graph_us"], streams, cores)
+            lines.append(f"     {streams} chats starting at once on {cores} cores: the last first token comes "
+                         f"≥ {_f(least, 0)} ms after the start from LangChain's and LangGraph's CPU alone, before "
+                         "the service's own, the model server's and the client's")
     return lines
 
 
@@ -202,7 +218,8 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
     if "replicas" in results:
         lines += render_replicas(results["replicas"])
     if "cost" in results:
-        lines += render_cost(results["cost"])
+        lines += render_cost(results["cost"], max(level["streams"] for level in results["concurrency"]["levels"]),
+                             machine["cpus"])
     prompt = results["prompt_size"]
     lines += ["", f"3. Prompt size: {prompt['measured']} of {prompt['tabs']} example tabs ({prompt['nodes']} nodes), "
                   f"\"explain the current flow\", {prompt.get('tokenizer', 'cl100k_base')} tokens",

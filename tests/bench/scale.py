@@ -55,7 +55,7 @@ async def main() -> int:
     path = out_dir / f"scale-{stamp}.json"
     path.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
     print("\n".join(render_concurrency(results["concurrency"]) + render_replicas(results["replicas"])
-                    + render_cost(results["cost"])))
+                    + render_cost(results["cost"], max(levels), results["machine"]["cpus"])))
     print("\nTargets:")
     print("\n".join(t.line() for t in concurrency_targets(results["concurrency"])
                     + replicas_targets(results["replicas"])))

@@ -21,11 +21,25 @@ async function functionCode(page) {
     }, env.FUNCTION_ID);
 }
 
+/** Type the description into the open assist panel and press Send; returns the panel. */
+async function send(page, description) {
+    const panel = page.locator(".ai-assist-panel:visible");
+    const field = panel.locator(".ai-assist-description");
+    // Node-RED's Monaco editor takes the focus back 300 ms after it shows again (editor-client monaco.js
+    // "focusMemory"; the panel takes it back at once, resources/assist-panel.js): text typed in that moment lands in
+    // the code editor below. CI saw the description typed into the expression editor, then a Send with none.
+    await page.waitForTimeout(400);
+    await field.fill(description);
+    if ((await field.inputValue()) !== description) {
+        throw new Error("the description did not reach the assist panel: " + JSON.stringify(await field.inputValue()));
+    }
+    await panel.locator(".ai-assist-send").click();
+    return panel;
+}
+
 /** Send the description and wait until the stream ended (Send is back). */
 async function sendAndWait(page, description, partials) {
-    const panel = page.locator(".ai-assist-panel:visible");
-    await panel.locator(".ai-assist-description").fill(description);
-    await panel.locator(".ai-assist-send").click();
+    const panel = await send(page, description);
     // The model streams slowly: the text is read while it grows, until Send shows again.
     for (let i = 0; i < 600; i++) {
         const streaming = await page.locator(".ai-assist-stream.ai-assist-streaming").count();
@@ -202,9 +216,7 @@ async function jsonSteps(page, result) {
     await page.click(".ai-assist-json-button");
     await page.waitForSelector(".ai-assist-dialog:visible");
     // Stop while the model still streams: what came so far stays, nothing is offered.
-    const panel = page.locator(".ai-assist-panel:visible");
-    await panel.locator(".ai-assist-description").fill(env.JSON_ASK);
-    await panel.locator(".ai-assist-send").click();
+    const panel = await send(page, env.JSON_ASK);
     await page.waitForFunction(() => (document.querySelector(".ai-assist-stream") || {}).textContent, null,
         { timeout: 15000 });
     await panel.locator(".ai-assist-stop").click();

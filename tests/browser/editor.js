@@ -166,12 +166,16 @@ async function lastAnswerText(page) {
     return (await answers.count()) ? (await answers.last().innerText()).trim() : "";
 }
 
-/** The conversation as shown: [{role, text, badges}] in order. */
+/**
+ * The conversation as shown: [{role, text, badges, tools}] in order (`badges`: the tool chips of an answer restored
+ * from a row stored without its events; `tools`: the labels of its tool cards, live or restored).
+ */
 async function transcript(page) {
     return page.evaluate(() => Array.from(document.querySelectorAll(".ai-sidebar-message")).map((el) => ({
         role: el.classList.contains("ai-sidebar-message-user") ? "user" : "assistant",
         text: Array.from(el.querySelectorAll(".ai-sidebar-text")).map((t) => t.innerText).join("\n").trim(),
-        badges: Array.from(el.querySelectorAll(".ai-sidebar-badge")).map((b) => b.innerText.trim())
+        badges: Array.from(el.querySelectorAll(".ai-sidebar-badge")).map((b) => b.innerText.trim()),
+        tools: Array.from(el.querySelectorAll(".ai-sidebar-tool-label")).map((b) => b.innerText.trim())
     })));
 }
 

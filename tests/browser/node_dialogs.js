@@ -1,6 +1,7 @@
 // Opens the edit dialog of a deployed ai-config node in headless Debian Chromium and reports, as one JSON line on
 // stdout, what it offers: the providers (values, labels, which are marked not available) and scenarios (from the
-// service through the plugin's relay), which are chosen, and whether it says the lists could not be loaded.
+// service through the plugin's relay), which are chosen, the chosen provider's base URL hint, and whether it says
+// the lists could not be loaded.
 // Input (env): EDITOR_URL, CONFIG_ID, USERNAME + PASSWORD (adminAuth), OUT_DIR.
 "use strict";
 const editor = require("./editor");
@@ -19,6 +20,7 @@ async function configDialog(page, result) {
     result.provider = await page.inputValue("#node-config-input-provider");
     result.providerOptions = await page.$$eval("#node-config-input-provider option", (options) => options.map((o) => ({
         value: o.value, label: o.textContent, unavailable: o.getAttribute("data-unavailable") === "true" })));
+    result.baseUrlHint = await page.textContent("#node-config-ai-config-baseUrl-hint");
     result.scenarios = await page.$$eval("#node-config-ai-config-scenario-list label",
         (labels) => labels.map((label) => ({ key: label.querySelector("input").value, name: label.innerText.trim(),
                                              checked: label.querySelector("input").checked })));

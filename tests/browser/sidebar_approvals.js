@@ -1,10 +1,11 @@
 // Drives the approval card (issue 18) in headless Debian Chromium at 1280×720 and reports what the user saw as one
 // JSON line on stdout.
-// Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, USERNAME + PASSWORD, QUESTION, and per mode EDITED_ARGS (edit),
-// REASON (reject).
+// Input (env): EDITOR_URL, TAB_ID, MODE, OUT_DIR, USERNAME + PASSWORD (none: no adminAuth), QUESTION, and per mode
+// EDITED_ARGS (edit), REASON (reject, restore), QUESTIONS (restore).
 // Modes: approve (card, Approve, nodes on the tab undeployed, one Ctrl-Z; the card with a narrow sidebar too),
+// locked (the open tab locked before Approve), locked-elsewhere (OTHER_TAB_ID locked, then a change asked for it),
 // reject, edit, reload (the card comes back after a reload, Approve works), second (another browser context of the
-// same user approves).
+// same user approves), restore (a reopened conversation shows its cards, sources and links as they were).
 "use strict";
 const editor = require("./editor");
 
@@ -24,19 +25,24 @@ async function canvasState(page, tabId) {
 
 async function openPage(context, result) {
     const page = await editor.openEditor(context, env.EDITOR_URL, result,
-        { username: env.USERNAME, password: env.PASSWORD });
+        env.USERNAME ? { username: env.USERNAME, password: env.PASSWORD } : null);
     await editor.showTab(page, env.TAB_ID);
     return page;
 }
 
-/** Ask the question and wait for its card. */
-async function askForCard(page) {
+/** Ask the question in a new chat and wait for `selector` (its card, a tool card) and the answer's end. */
+async function askFor(page, selector) {
     await editor.newChat(page);
     await editor.waitIdle(page);
     await page.fill(".ai-sidebar-input", env.QUESTION);
     await page.click(".ai-sidebar-send");
-    await page.waitForSelector(".ai-sidebar-approval", { timeout: 30000 });
+    await page.waitForSelector(selector, { timeout: 30000 });
     await editor.waitIdle(page);
+}
+
+/** Ask the question and wait for its card. */
+async function askForCard(page) {
+    await askFor(page, ".ai-sidebar-approval");
 }
 
 async function cardView(page) {
@@ -93,6 +99,46 @@ async function approveMode(context, result) {
     await page.keyboard.press("Control+z");
     await page.waitForTimeout(300);
     result.undone = await canvasState(page, env.TAB_ID);
+}
+
+async function lockedMode(context, result) {
+    // A card for the open tab; the user locks the tab (the editor's own action) and then approves.
+    const page = await openPage(context, result);
+    await askForCard(page);
+    result.before = await canvasState(page, env.TAB_ID);
+    await page.evaluate(() => RED.actions.invoke("core:lock-flow"));
+    result.locked = await page.evaluate((id) => !!RED.nodes.workspace(id).locked, env.TAB_ID);
+    await decideAndWait(page, ".ai-sidebar-approval-approve");
+    result.after = await canvasState(page, env.TAB_ID);
+    Object.assign(result, await afterAnswer(page));
+    result.toolCard = await page.evaluate(() => {
+        const cards = document.querySelectorAll(".ai-sidebar-tool");
+        const card = cards[cards.length - 1];
+        return { failed: card.classList.contains("ai-sidebar-tool-failed"),
+            label: card.querySelector(".ai-sidebar-tool-label").innerText.trim() };
+    });
+    await editor.screenshot(page, result, "sidebar-approval-locked.png");
+    await page.evaluate(() => RED.actions.invoke("core:unlock-flow"));
+}
+
+async function lockedElsewhereMode(context, result) {
+    // The user locks another tab in the editor (not deployed), comes back and asks for a change on that tab: the
+    // service hears of the lock (lockedFlows) and refuses before any card.
+    const page = await openPage(context, result);
+    await editor.showTab(page, env.OTHER_TAB_ID);
+    await page.evaluate(() => RED.actions.invoke("core:lock-flow"));
+    await editor.showTab(page, env.TAB_ID);
+    result.otherLocked = await page.evaluate((id) => !!RED.nodes.workspace(id).locked, env.OTHER_TAB_ID);
+    await askFor(page, ".ai-sidebar-message-assistant .ai-sidebar-tool");
+    result.cards = await page.locator(".ai-sidebar-approval").count();
+    result.toolCard = await page.evaluate(() => {
+        const cards = document.querySelectorAll(".ai-sidebar-tool");
+        const card = cards[cards.length - 1];
+        return { failed: card.classList.contains("ai-sidebar-tool-failed"),
+            label: card.querySelector(".ai-sidebar-tool-label").innerText.trim(), text: card.innerText };
+    });
+    result.answer = await editor.lastAnswerText(page);
+    await editor.screenshot(page, result, "sidebar-approval-locked-elsewhere.png");
 }
 
 async function rejectMode(context, result) {
@@ -187,15 +233,123 @@ async function secondMode(browser, context, result) {
     await other.close();
 }
 
+/**
+ * What the conversation shows, answer by answer: its text blocks, tool cards (label, failed), source links, node
+ * links, approval cards (run, per action the pressed button and the decision said, whether it can still be
+ * answered, the status line), the editor's applied lines and error lines.
+ */
+async function conversationView(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll(".ai-sidebar-message-assistant")).map((el) => {
+        const texts = (selector) => Array.from(el.querySelectorAll(selector)).map((e) => e.innerText.trim());
+        return {
+            text: texts(".ai-sidebar-text").join("\n"),
+            tools: Array.from(el.querySelectorAll(".ai-sidebar-tool")).map((card) => ({
+                label: card.querySelector(".ai-sidebar-tool-label").innerText.trim(),
+                failed: card.classList.contains("ai-sidebar-tool-failed")
+            })),
+            sources: texts(".ai-sidebar-sources .ai-sidebar-source"),
+            links: Array.from(el.querySelectorAll(".ai-sidebar-text .ai-sidebar-node-link"))
+                .map((a) => [a.innerText.trim(), a.getAttribute("data-node-id")]),
+            cards: Array.from(el.querySelectorAll(".ai-sidebar-approval")).map((card) => ({
+                runId: card.getAttribute("data-run-id"),
+                summaries: Array.from(card.querySelectorAll(".ai-sidebar-approval-summary"))
+                    .map((e) => e.innerText.trim()),
+                pressed: Array.from(card.querySelectorAll(".ai-sidebar-approval-buttons button.selected"))
+                    .map((b) => b.innerText.trim()),
+                decided: Array.from(card.querySelectorAll(".ai-sidebar-approval-decided"))
+                    .filter((e) => e.offsetParent).map((e) => e.innerText.trim()),
+                answerable: !!card.querySelector(".ai-sidebar-approval-approve:not([disabled])"),
+                status: card.querySelector(".ai-sidebar-approval-status").innerText.trim()
+            })),
+            applied: texts(".ai-sidebar-tool-applied"),
+            errors: texts(".ai-sidebar-error")
+        };
+    }));
+}
+
+/**
+ * One conversation with a docs question (sources, node links), a change approved (applied in the editor), one
+ * rejected with REASON, and one left waiting; then the editor is opened again and the conversation opened from
+ * the session list: the view is read before and after, and the waiting change is approved there. Env: QUESTIONS
+ * (the docs question, then three asking for changes).
+ */
+async function restoreMode(context, result) {
+    const questions = JSON.parse(env.QUESTIONS);
+    let page = await openPage(context, result);
+    await editor.newChat(page);
+    await editor.ask(page, questions[0]);
+    await page.fill(".ai-sidebar-input", questions[1]);
+    await page.click(".ai-sidebar-send");
+    await page.waitForSelector(".ai-sidebar-approval", { timeout: 30000 });
+    await editor.waitIdle(page);
+    await decideAndWait(page, ".ai-sidebar-approval-approve");
+    await page.fill(".ai-sidebar-input", questions[2]);
+    await page.click(".ai-sidebar-send");
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-approval").length === 2, null,
+        { timeout: 30000 });
+    await editor.waitIdle(page);
+    const second = page.locator(".ai-sidebar-approval").last();
+    await second.locator(".ai-sidebar-approval-reject").click();
+    await second.locator(".ai-sidebar-approval-reason").fill(env.REASON);
+    await second.locator(".ai-sidebar-approval-confirm-reject").click();
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-approval-sent").length === 2, null,
+        { timeout: 10000 });
+    await editor.waitIdle(page);
+    await page.fill(".ai-sidebar-input", questions[3]);
+    await page.click(".ai-sidebar-send");
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-approval").length === 3, null,
+        { timeout: 30000 });
+    await editor.waitIdle(page);
+    result.live = await conversationView(page);
+    await editor.screenshot(page, result, "sidebar-restore-live.png");
+
+    // The approved change waits undeployed, so the editor would ask before a reload: the tab is closed and the
+    // editor opened again in the same browser profile instead.
+    await page.close();
+    page = await openPage(context, result);
+    // The sidebar brings the conversation back by itself as the editor loads (before the editor has its flows).
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-approval").length === 3, null,
+        { timeout: 30000 });
+    await editor.waitIdle(page);
+    result.restoredOnLoad = await conversationView(page);
+    // Opened again from the session list, as a user reopens a conversation.
+    await editor.newChat(page);
+    await page.click(".ai-sidebar-session-button");
+    await page.locator(".ai-sidebar-session[data-session-id]", { hasText: questions[0] }).first()
+        .locator(".ai-sidebar-session-main").click();
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-approval").length === 3, null,
+        { timeout: 30000 });
+    await editor.waitIdle(page);
+    result.restored = await conversationView(page);
+    result.waitingNote = (await page.locator(".ai-sidebar-approval").last().evaluate((card) =>
+        card.previousElementSibling && card.previousElementSibling.innerText) || "").trim();
+    await editor.screenshot(page, result, "sidebar-restore-reopened.png");
+    for (const [index, name] of [[0, "sidebar-restore-approved.png"], [1, "sidebar-restore-rejected.png"]]) {
+        await editor.detailScreenshot(page.locator(".ai-sidebar-approval").nth(index), result, name);
+    }
+    result.before = await canvasState(page, env.TAB_ID);
+    await page.locator(".ai-sidebar-approval").last().locator(".ai-sidebar-approval-approve").click();
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-approval-sent").length === 3, null,
+        { timeout: 10000 });
+    await editor.waitIdle(page);
+    result.after = await canvasState(page, env.TAB_ID);
+    result.afterApprove = await conversationView(page);
+    result.waitingAfterApprove = await page.locator(".ai-sidebar-approval-waiting:visible").count();
+    await editor.screenshot(page, result, "sidebar-restore-approved-after-reload.png");
+}
+
 async function main() {
     const result = {};
     const { browser, context } = await editor.launch(VIEWPORT);
     try {
         if (env.MODE === "approve") await approveMode(context, result);
         else if (env.MODE === "reject") await rejectMode(context, result);
+        else if (env.MODE === "locked") await lockedMode(context, result);
+        else if (env.MODE === "locked-elsewhere") await lockedElsewhereMode(context, result);
         else if (env.MODE === "edit") await editMode(context, result);
         else if (env.MODE === "reload") await reloadMode(context, result);
         else if (env.MODE === "second") await secondMode(browser, context, result);
+        else if (env.MODE === "restore") await restoreMode(context, result);
         else throw new Error("unknown MODE " + env.MODE);
     } catch (err) {
         result.failure = String(err && err.stack || err);

@@ -195,7 +195,8 @@ async function stopMode(page, result, context, record) {
             stopped: el.querySelectorAll(".ai-sidebar-stopped").length,
             errors: Array.from(el.querySelectorAll(".ai-sidebar-error")).map((e) => e.innerText.trim()),
             text: Array.from(el.querySelectorAll(".ai-sidebar-text")).map((t) => t.innerText).join("\n").trim(),
-            badges: Array.from(el.querySelectorAll(".ai-sidebar-badge")).map((b) => b.innerText.trim())
+            badges: Array.from(el.querySelectorAll(".ai-sidebar-badge")).map((b) => b.innerText.trim()),
+            tools: Array.from(el.querySelectorAll(".ai-sidebar-tool-label")).map((b) => b.innerText.trim())
         })));
     result.reloadedHeader = await headerName(again);
     await editor.screenshot(again, result, "sidebar-stopped-and-failed-reloaded.png");

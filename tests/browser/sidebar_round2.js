@@ -230,7 +230,10 @@ async function conversationsMode(page, result, context, record) {
     result.newChat = await conversationState(page);
     await page.type(".ai-sidebar-input", drafts[1]);
 
-    // Back to the first conversation through the list.
+    // Back to the first conversation through the list. The mouse leaves the New chat button first: its hover
+    // popover lies over the Conversations button at a narrow width (a click timed out on a loaded machine).
+    await page.mouse.move(0, 0);
+    await page.waitForFunction(() => !document.querySelector(".red-ui-popover"), null, { timeout: 10000 });
     await page.click(".ai-sidebar-session-button");
     result.listOpen = await conversationState(page);
     await page.click(".ai-sidebar-session[data-session-id='" + first + "'] .ai-sidebar-session-main");

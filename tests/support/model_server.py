@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -61,6 +61,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     drop_after: int | None = None
     hold_after: int | None = None
+
+    def error_text(self, received: str) -> str:
+        """The error message, with what the request authenticated with (``received``) when echoing it."""
+        return f"{self.error_message} (received {received})" if self.echo_authorization else self.error_message
 
     def pieces(self) -> list[str]:
         if self.chunks is not None:
@@ -149,8 +153,7 @@ class ScriptedModelServer:
             self._loop = asyncio.new_event_loop()
             asyncio.set_event_loop(self._loop)
             app = web.Application()
-            app.router.add_post("/v1/chat/completions", self._handle)
-            app.router.add_post("/v1/embeddings", self._embeddings)
+            self.routes(app)
             self._runner = web.AppRunner(app)
             self._loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, "127.0.0.1", port)
@@ -171,6 +174,47 @@ class ScriptedModelServer:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def routes(self, app: web.Application) -> None:
+        """Add the endpoints this server speaks to ``app`` (a server of another provider's API replaces them)."""
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+
+    async def reply_to(self, request: web.Request, body: dict[str, Any]) -> Reply | None:
+        """The next reply for ``body`` (recorded with the request's headers), after its ``delay``; ``None`` when it
+        drops the connection before any answer (``drop_after=0``)."""
+        reply = self._next(body, dict(request.headers))
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.drop_after == 0:
+            request.transport.abort()
+            return None
+        return reply
+
+    async def piece_due(self, request: web.Request, reply: Reply, index: int) -> bool:
+        """Whether text piece ``index`` is to be sent, after ``reply.token_delay``; ``False`` once the stream ends
+        there: the connection dropped (``drop_after``) or held until the client leaves (``hold_after``)."""
+        if index == reply.drop_after:
+            request.transport.abort()
+            return False
+        if index == reply.hold_after:
+            # aiohttp does not cancel a handler whose client left, nor signal it: the closed transport is the
+            # only sign, hence polled.
+            while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+            with self._lock:
+                self.went_away.append(index)
+            return False
+        if reply.token_delay:
+            await asyncio.sleep(reply.token_delay)
+        return True
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -195,16 +239,11 @@ class ScriptedModelServer:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        reply = self._next(body, dict(request.headers))
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
-        if reply.drop_after == 0:
-            request.transport.abort()
+        reply = await self.reply_to(request, body)
+        if reply is None:
             return web.Response()
         if reply.status != 200:
-            message = reply.error_message
-            if reply.echo_authorization:
-                message += f" (received Authorization: {request.headers.get('Authorization')})"
+            message = reply.error_text(f"Authorization: {request.headers.get('Authorization')}")
             return web.json_response({"error": {"message": message, "type": "scripted",
                                                 "code": str(reply.status)}}, status=reply.status,
                                      headers=reply.headers)
@@ -222,19 +261,8 @@ class ScriptedModelServer:
         await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                          "finish_reason": None}]})
         for index, piece in enumerate(reply.pieces() if reply.text else []):
-            if index == reply.drop_after:
-                request.transport.abort()
+            if not await self.piece_due(request, reply, index):
                 return response
-            if index == reply.hold_after:
-                # aiohttp does not cancel a handler whose client left, nor signal it: the closed transport is the
-                # only sign, hence polled.
-                while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
-                    await asyncio.sleep(0.02)
-                with self._lock:
-                    self.went_away.append(index)
-                return response
-            if reply.token_delay:
-                await asyncio.sleep(reply.token_delay)
             await send({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
         for index, call in enumerate(reply.tool_calls):
             arguments = call["raw_arguments"] if "raw_arguments" in call else json.dumps(call.get("arguments", {}))

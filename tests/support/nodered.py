@@ -158,11 +158,11 @@ class NodeRed:
             if not link.exists():
                 link.symlink_to(PALETTE, target_is_directory=True)
         env = {**os.environ, **self.env}
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [NODE_BINARY, str(NODERED_HOME / "red.js"), "--userDir", str(self.userdir),
-             "--settings", str(self.userdir / "settings.js"), "--no-telemetry"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.userdir)
+        with self.log_path.open("ab") as log:  # the child writes through its own copy of the descriptor
+            self.process = subprocess.Popen(
+                [NODE_BINARY, str(NODERED_HOME / "red.js"), "--userDir", str(self.userdir),
+                 "--settings", str(self.userdir / "settings.js"), "--no-telemetry"],
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.userdir)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

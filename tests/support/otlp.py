@@ -5,16 +5,25 @@ with ``opentelemetry-proto``; every span received is kept in ``spans`` as a :cla
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
+from tests.support.nodered import REPO, free_port
+from tests.support.sse import read_events
 
 
 @dataclass
@@ -86,3 +95,45 @@ class OtlpReceiver:
             self._changed.notify_all()
         return web.Response(body=ExportTraceServiceResponse().SerializeToString(),
                             content_type="application/x-protobuf")
+
+
+@contextlib.asynccontextmanager
+async def traced_service(nodered: Any, model: Any, tmp_path: Path,
+                         **otel: str) -> AsyncIterator[tuple[str, list[str]]]:
+    """The service as its console script runs it against ``nodered`` and the scripted ``model``, with ``otel``
+    variables added (or any other variable, e.g. another provider's); yields its base URL and its log lines."""
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+           "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "NODE_RED_URL": nodered.url,
+           "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": TEST_API_KEY, "MCP_TOOLS_ENABLED": "false",
+           "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "AI_SIDEBAR_KNOWLEDGE_REFRESH": "0", **otel}
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "service", env=env, cwd=REPO,
+                                                   stderr=asyncio.subprocess.PIPE)
+    assert process.stderr is not None
+    log: list[str] = []
+    async with asyncio.timeout(30):
+        while not any("Running on" in line for line in log):
+            line = (await process.stderr.readline()).decode()
+            assert line, "".join(log)
+            log.append(line)
+
+    async def drain() -> None:
+        assert process.stderr is not None
+        async for line in process.stderr:
+            log.append(line.decode())
+    draining = asyncio.create_task(drain())
+    try:
+        yield f"http://127.0.0.1:{port}", log
+    finally:
+        process.terminate()
+        await process.wait()  # the SDK flushes its batch at exit
+        await draining
+
+
+async def traced_chat(base: str, **body: Any) -> list[dict]:
+    """The events of one chat request to the service at ``base``, as the editor user alice."""
+    headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "alice"}
+    async with aiohttp.ClientSession() as session, \
+            session.post(f"{base}/ai-sidebar/stream-chat", json=body, headers=headers) as response:
+        assert response.status == 200, await response.text()
+        return await read_events(response)

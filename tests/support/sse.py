@@ -24,3 +24,16 @@ async def iter_events(response: aiohttp.ClientResponse) -> AsyncIterator[dict[st
 async def read_events(response: aiohttp.ClientResponse) -> list[dict[str, Any]]:
     """All events of a stream, in order."""
     return [event async for event in iter_events(response)]
+
+
+async def stream_chat(client: Any, **body: Any) -> list[dict[str, Any]]:
+    """All events of ``POST /ai-sidebar/stream-chat`` with ``body`` through ``client`` (an aiohttp test client),
+    which must answer 200."""
+    response = await client.post("/ai-sidebar/stream-chat", json=body)
+    assert response.status == 200, await response.text()
+    return await read_events(response)
+
+
+def event_types(events: list[dict[str, Any]]) -> list[str]:
+    """The ``type`` of each event, in order."""
+    return [event["type"] for event in events]

@@ -266,7 +266,10 @@ function targetUrl(serviceUrl, path, query) {
  * @param {string} options.serviceUrl base URL of the service
  * @param {string} [options.serviceToken] shared secret sent as `Authorization: Bearer`
  * @param {number} [options.connectTimeout=10000] milliseconds to wait for the TCP (and TLS) connection
- * @param {{warn: function(string)}} [options.log] where to report faults (never given a token)
+ * @param {{warn: function(string), info: function(string)=, debug: function(string)=}} [options.log] where to report
+ *     faults (never given a token). A service that cannot be reached is warned of once, not per request: Node-RED's
+ *     Debug sidebar shows every warning (21-debug.js logs WARN and ERROR there), and the editor asks the service
+ *     every few seconds while it is down; the next ones go to `debug`, and `info` says when it answers again
  * @returns {{forward: function, serviceUrl: string}}
  * @throws {TypeError} when serviceUrl is not an http(s) URL
  */
@@ -282,11 +285,35 @@ function createRelay(options) {
     // Shown to the user, so it must not carry credentials embedded in the URL.
     const displayUrl = parsed.origin + parsed.pathname.replace(/\/+$/, "");
     const transport = parsed.protocol === "https:" ? https : http;
+    // Whether the last request that reached for the service could not connect (see options.log).
+    let down = false;
+
+    function connectFailed(method, path, err) {
+        const line = "[ai-sidebar] service request " + method + " " + path + " failed: " + (err.code || err.message);
+        if (!down) {
+            down = true;
+            log.warn(line + " (said once until the service answers again)");
+        } else if (log.debug) {
+            log.debug(line);
+        }
+    }
+
+    function connected() {
+        if (down) {
+            down = false;
+            const line = "[ai-sidebar] the service at " + displayUrl + " answers again";
+            if (log.info) {
+                log.info(line);
+            } else {
+                log.warn(line);
+            }
+        }
+    }
 
     function unreachable(res) {
         const body = errorBody("service_unreachable",
             "The AI assistant service at " + displayUrl + " is not reachable. " +
-            "Start it (make run) or check AI_SIDEBAR_SERVICE_URL.");
+            "Start it (the AI sidebar in the editor shows how) or check AI_SIDEBAR_SERVICE_URL.");
         // Lets the editor translate the message and still name the URL.
         body.error.serviceUrl = displayUrl;
         sendJson(res, 502, body);
@@ -376,16 +403,16 @@ function createRelay(options) {
                     reject(abortedError());
                     return;
                 }
-                log.warn("[ai-sidebar] service request " + method + " " + route.path + " failed: " +
-                    (err.code || err.message));
+                connectFailed(method, route.path, err);
                 const failure = new Error("The AI assistant service at " + displayUrl + " is not reachable. " +
-                    "Start it (make run) or check AI_SIDEBAR_SERVICE_URL.");
+                    "Start it (the AI sidebar in the editor shows how) or check AI_SIDEBAR_SERVICE_URL.");
                 failure.code = "service_unreachable";
                 failure.serviceUrl = displayUrl;
                 reject(failure);
             });
             upstream.on("response", function (upstreamRes) {
                 answered = true;
+                connected();
                 resolve(upstreamRes);
             });
             upstream.end(payload || undefined);
@@ -465,13 +492,13 @@ function createRelay(options) {
                     finish();
                     return;
                 }
-                log.warn("[ai-sidebar] service request " + method + " " + route.path + " failed: " +
-                    (err.code || err.message));
+                connectFailed(method, route.path, err);
                 unreachable(res);
                 finish();
             });
 
             upstream.on("response", function (upstreamRes) {
+                connected();
                 // An exception in an event listener would be uncaught and end the Node-RED process.
                 try {
                     if (res.destroyed) {

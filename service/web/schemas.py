@@ -101,7 +101,12 @@ class ProviderOverride(BaseModel):
     plugin runtime adds them (key included) on the token-protected link; the editor never sees the key.
     They win over the service's environment for this request."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The provider's temperature range, said in the schema too (JSON Schema if/then, OpenAPI 3.1) so that clients
+    # and schemathesis see that anthropic takes 0..1: the validator below is the rule, this its description.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"properties": {"provider": {"const": "anthropic"}}, "required": ["provider"]},
+        "then": {"properties": {"temperature": {"anyOf": [{"type": "number", "maximum": 1}, {"type": "null"}]}}},
+    })
     provider: Provider
     model: str | None = Field(None, max_length=200)
     baseUrl: str | None = Field(None, max_length=500, pattern=r"^https?://")

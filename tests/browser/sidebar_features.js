@@ -94,7 +94,11 @@ async function sessionsMode(page, result, context, record) {
     result.afterNewChat = await editor.transcript(page);
     await editor.ask(page, second);
     await openDrawer(page);
-    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-session[data-session-id]").length >= 2);
+    // The list is read again once the answer ends, and again until the new conversation is saved and listed
+    // (sidebar.refreshSessions): wait for that row, not for any two rows (earlier tests' conversations are two).
+    await page.waitForFunction((q) => Array.from(document.querySelectorAll(
+        ".ai-sidebar-session[data-session-id] .ai-sidebar-session-label")).some((l) => l.innerText.includes(q)),
+    second, { timeout: 15000 });
     result.listed = await page.locator(".ai-sidebar-session[data-session-id] .ai-sidebar-session-label").allInnerTexts();
     await screenshot(page, result, "sidebar-sessions-list.png");
 

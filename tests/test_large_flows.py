@@ -230,3 +230,28 @@ async def test_get_node_info_says_which_tab_or_subflow_each_node_is_on(large_cli
                                        json={"tool": "get_node_info", "params": {"node_ids": ["sfA-f"]}})
     assert (await response.json())["result"]["nodes"][0]["flow"] == {"id": "sfA", "type": "subflow",
                                                                      "label": "Scale reading"}
+
+
+async def test_get_node_info_names_what_is_wired_into_a_node_across_link_nodes_and_subflow_inputs(large_client,
+                                                                                                    model):
+    """Issue 30, fault 4: the upstream node decides what a node receives, so node info names it (wires, link out
+    → link in, link call → link in, a subflow's input port)."""
+    await chat(large_client, message="@tools:get_node_info|['w3-sfB','store-route','sfA-c','w3-li']")
+    text = received(model, "get_node_info")
+    assert ('  w3-sfB: on tab "Area 3" [w3]; wired in from link in "into area 3" [w3-li] output 1, '
+            'link out "to area 3" [w2-lo] output 1 via link in [w3-li]') in text
+    # Every area's link call reaches the store's link in, and through it the switch.
+    route_line = next(line for line in text.splitlines() if line.startswith("  store-route:"))
+    assert 'link in "store request" [store-in] output 1' in route_line
+    assert all(f'link call "ask storage" [w{n}-lc] output 1 via link in [store-in]' in route_line
+               for n in range(1, 6))
+    inner = next(line for line in text.splitlines() if line.startswith("  sfA-c:"))
+    assert inner.startswith('  sfA-c: on subflow "Scale reading" [sfA]; type change from node-red ')
+    assert inner.endswith('; wired in from the input of subflow "Scale reading" [sfA]')
+    link_in = next(line for line in text.splitlines() if line.startswith("  w3-li:"))
+    assert link_in.endswith('; wired in from link out "to area 3" [w2-lo] output 1')
+    response = await large_client.post("/ai-sidebar/execute-tool",
+                                       json={"tool": "get_node_info", "params": {"node_ids": ["w3-sfB"]}})
+    assert (await response.json())["result"]["nodes"][0]["incoming"] == [
+        {"id": "w3-li", "type": "link in", "name": "into area 3", "port": 0},
+        {"id": "w2-lo", "type": "link out", "name": "to area 3", "port": 0, "via": "w3-li"}]

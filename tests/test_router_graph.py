@@ -13,6 +13,7 @@ from service.web.app import create_app
 from service.web.keys import KNOWLEDGE
 from tests.support.nodered import REPO
 from tests.support.router_paths import ROUTER_REQUESTS, run_labelled, summary
+from tests.support.tool_requests import NEEDS_TOOLS
 
 # The most model calls each path may make for the labelled set: the answer, plus the rewrite of a query that
 # found nothing (retrieval); the agent: its steps plus the answer.
@@ -52,6 +53,23 @@ async def test_each_labelled_request_takes_its_path_with_few_model_calls(full_cl
     assert all(o.model_calls == o.request.agent_steps + 1 for o in agent), [(o.request, o.model_calls) for o in agent]
     assert all(o.errors == [] for o in outcomes if o.request.message[0] != "@"), \
         [(o.request.message, o.errors) for o in outcomes if o.errors]
+
+
+def test_the_requests_that_need_tools_cover_ten_languages():
+    assert len(NEEDS_TOOLS) >= 40
+    assert len({r.language for r in NEEDS_TOOLS}) == 10 and {r.path for r in NEEDS_TOOLS} == {"tools"}
+
+
+async def test_every_request_that_needs_tools_reaches_a_model_call_that_offers_them(full_client, model, nodered):
+    """Issue 30, fault 0: a change or a runtime question is never answered by a tool-less call, even where node
+    help was found or a keyword forced a tool first; and the agent answers it at once (no rewrite of a search)."""
+    outcomes = await run_labelled(full_client, model, nodered.url, NEEDS_TOOLS)
+    report = summary(outcomes)
+    assert report["share_needing_tools_offered_them"] == 1.0, "\n".join(map(str, report["off_path"]))
+    assert all(o.model_calls == 1 and o.errors == [] for o in outcomes), \
+        [(o.request.message, o.model_calls, o.errors) for o in outcomes if o.model_calls != 1 or o.errors]
+    # Those that found help or ran a forced tool first still carry it to the agent.
+    assert {o.path for o in outcomes} >= {"agent", "keyword"}
 
 
 async def test_knowledge_that_was_found_is_answered_in_one_call_without_tools(client, model, nodered):

@@ -262,6 +262,7 @@ class Turn:
     history: list[dict[str, Any]] | None = None  # read once, by the first step that needs it
     summary: str | None = None  # the stored summary of the turns before ``history`` (issue 22)
     retrieved: list[StoreResult] = field(default_factory=list)
+    needs_tools: bool = False  # the message asks for a change or for runtime facts: the agent answers (issue 30)
 
 
 async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, result: ChatResult) -> ChatResult:
@@ -367,6 +368,16 @@ def _follow_keywords(request: StreamChatRequest, deps: ChatDeps, turn: Turn, res
         turn.tool_run = ToolRun(forced, {}, origin="keyword")
 
 
+def _mark_needs_tools(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -> None:
+    """Whether the message asks for what only tools can do (:meth:`service.knowledge.router.Router.needs_tools`):
+    then neither retrieved knowledge nor a keyword's forced tool ends in a model call without tools; the agent
+    answers, with what was retrieved or the forced tool's result in its prompt. Only where the scenario offers
+    tools and tools are on (an ``ai-chat`` node without tools keeps its one call)."""
+    router = deps.knowledge.router if deps.knowledge is not None else None
+    turn.needs_tools = bool(router is not None and turn.scenario.tools and deps.tools_enabled
+                            and router.needs_tools(request.message, turn.catalog.language))
+
+
 def _read_error_source(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -> None:
     """A caught error (an ``ai-chat`` node in a catch path) with tools on: the node that raised it is read with
     get_node_info before answering, instead of a keyword's tool, so the model sees the configuration (function code
@@ -407,9 +418,14 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
 
 
 def _uses_agent(deps: ChatDeps, turn: Turn) -> bool:
-    """Whether the answer comes from the agent (tools offered, neither a tool run nor retrieved knowledge decided
-    the answer) rather than one model call."""
-    return turn.tool_run is None and not turn.retrieved and bool(turn.scenario.tools) and deps.tools_enabled
+    """Whether the answer comes from the agent rather than one model call: tools are offered and either the
+    message needs them (:func:`_mark_needs_tools`; a direct trigger's run is never followed by the agent) or
+    neither a tool run nor retrieved knowledge decided the answer."""
+    if not (turn.scenario.tools and deps.tools_enabled):
+        return False
+    if turn.needs_tools:
+        return turn.tool_run is None or turn.tool_run.origin != "direct"
+    return turn.tool_run is None and not turn.retrieved
 
 
 def _agent_tools(deps: ChatDeps, turn: Turn) -> list[str]:
@@ -478,7 +494,8 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         # Rewritten only when no store found anything relevant: with both routed, one store's relevant chunks answer
         # (a named tab found in the workspace needs no node help for the words around it). An index that holds
         # nothing yet (never refreshed) has nothing a rewrite could find.
-        retry = [] if any(store.hits for store in found) else [
+        # A request that needs tools is not rewritten: the agent answers it and may search again itself.
+        retry = [] if turn.needs_tools or any(store.hits for store in found) else [
             store for store in found if await slot.knowledge.index.holds(
                 "docs" if store.tool == DOCS_TOOL else "workspace", language if store.tool == DOCS_TOOL else "")]
         rewritten = await rewrite(query, lexicon, _rewrite_by_model(deps)) if retry else None

@@ -6,9 +6,11 @@ The paths and the model calls each makes (the knowledge router's optional model 
 
 - ``direct``: ``@tools:<name>`` runs the tool, one model call answers with its result; none when the run ends at
   the tool (a write waits for approval or is refused, the tool failed in a way no answer can mend).
-- ``keyword``: a scenario keyword (or a caught error's source node) forces a tool, one model call answers.
+- ``keyword``: a scenario keyword (or a caught error's source node) forces a tool, one model call answers; the
+  agent answers instead when the message asks for a change or runtime facts (``Turn.needs_tools``).
 - ``retrieval``: the knowledge router found node help or workspace chunks, one model call answers with them (none
-  without a configured model: the retrieved text is the answer).
+  without a configured model: the retrieved text is the answer); a message that needs tools goes on to the agent
+  with them in its prompt (path ``agent``).
 - ``agent``: none of the above decided, the scenario offers tools: the agent, as many calls as its steps need.
 - ``chat``: none decided and no tools may be used: one model call.
 
@@ -78,6 +80,7 @@ async def classify(state: RouterState) -> RouterState:
             return {"turn": turn, "path": "direct"}
         steps._follow_keywords(request, deps, turn, result)
         steps._read_error_source(request, deps, turn)
+        steps._mark_needs_tools(request, deps, turn)
     except CodedError as err:
         await emit(error_event(err))
         return {"turn": turn, "stop": True}
@@ -107,8 +110,9 @@ async def retrieve(state: RouterState) -> RouterState:
     deps, turn = state["deps"], state["turn"]
     await steps._retrieve(state["request"], deps, turn, state["result"], state["emit"])
     if turn.retrieved:
-        return {"path": "retrieval",
-                "stop": await steps._answer_without_model(deps, turn, state["emit"], state["result"])}
+        stop = await steps._answer_without_model(deps, turn, state["emit"], state["result"])
+        # A request that needs tools keeps them: the agent answers with what was retrieved in its prompt.
+        return {"path": "agent" if not stop and steps._uses_agent(deps, turn) else "retrieval", "stop": stop}
     return {"path": "agent" if steps._uses_agent(deps, turn) else "chat"}
 
 
@@ -163,6 +167,14 @@ async def after_classify(state: RouterState) -> str:
     return "approval" if state["deps"].tools.writes(run.name) else "tool"
 
 
+async def after_tool(state: RouterState) -> str:
+    """Stopped; the agent when the message needs tools beyond the forced one (it reads the tool's result in its
+    prompt); else one call answers."""
+    if state.get("stop"):
+        return END
+    return "agent" if steps._uses_agent(state["deps"], state["turn"]) else "answer"
+
+
 async def after_retrieval(state: RouterState) -> str:
     """Answered without a model; retrieved knowledge answered in one call; else the agent when tools are offered,
     one call when not."""
@@ -182,7 +194,7 @@ def build_router() -> Any:
     graph.add_edge(START, "classify")
     graph.add_conditional_edges("classify", after_classify, ["approval", "tool", "retrieve", END])
     graph.add_conditional_edges("approval", _stopped_or("tool"), ["tool", END])
-    graph.add_conditional_edges("tool", _stopped_or("answer"), ["answer", END])
+    graph.add_conditional_edges("tool", after_tool, ["answer", "agent", END])
     graph.add_conditional_edges("retrieve", after_retrieval, ["answer", "agent", END])
     graph.add_edge("answer", "check_answer")
     graph.add_edge("agent", "check_answer")

@@ -1,5 +1,6 @@
 """The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword
-phrases (``router.docs``, ``router.workspace``), the stopwords left out of search queries, the ``synonyms`` a
+phrases (``router.docs``, ``router.workspace``; ``router.acts``: what a request that needs tools says — a change to
+the flows, a question about what the running flow did — with ``…`` for words in between), the stopwords left out of search queries, the ``synonyms`` a
 query that found nothing is retried with (a word → the words node help uses for it; optional), ``countsTitle``
 (what the workspace summary's counts answer, in the language's words, so that a counting question finds them),
 ``keptWords`` (words a query keeps although its rules would leave them out: Japanese content words written in
@@ -39,6 +40,7 @@ class Lexicon:
     unknown_node_types: dict[str, str] = field(default_factory=dict)
     counts_title: str = ""
     kept: frozenset[str] = frozenset()
+    acts: tuple[str, ...] = ()
 
 
 class Lexicons:
@@ -71,7 +73,7 @@ class Lexicons:
                 frozenset(word.casefold() for word in data["stopwords"]),
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
                 str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")),
-                frozenset(word.casefold() for word in kept))
+                frozenset(word.casefold() for word in kept), tuple(router.get("acts", ())))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
 

@@ -6,6 +6,10 @@ English (node type names and "how many" are often written in English) from ``loc
 the labels of the workspace's tabs and subflows (a message that names one is about the workspace, whatever else it
 asks: "What does Flow 2 do?" holds the docs phrase "what does"); when nothing decides, an optional model fallback
 may, else ``neither``.
+
+Apart from where to retrieve from, :meth:`Router.needs_tools` tells whether the message asks for something only
+tools can do (a change to the flows, what the running flow showed): such a request keeps its tools whatever was
+retrieved (issue 30: the router saves model calls for knowledge questions, it never takes tools away).
 """
 
 from __future__ import annotations
@@ -48,8 +52,21 @@ def phrase_pattern(phrase: str) -> str:
     return rf"(?<!\w){norm}(?!\w)"
 
 
+# Between the parts of a phrase written with "…": any characters, at most this many (a few words: "add … node"
+# matches "add a debug node" and "add two more debug nodes", not a node named three sentences later).
+GAP_CHARS = 40
+
+
+def gapped_pattern(phrase: str) -> str:
+    """A phrase whose parts are separated by ``…`` as a regular expression: each part as :func:`phrase_pattern`,
+    in order, with up to :data:`GAP_CHARS` characters between two parts; a phrase without ``…`` is
+    :func:`phrase_pattern` itself."""
+    parts = [part for part in phrase.split("…") if part.strip()]
+    return f".{{0,{GAP_CHARS}}}?".join(phrase_pattern(part) for part in parts)
+
+
 def _compile(phrases: Iterable[str]) -> re.Pattern | None:
-    parts = [phrase_pattern(p) for p in phrases if p.strip()]
+    parts = [gapped_pattern(p) for p in phrases if p.strip()]
     return re.compile("|".join(parts)) if parts else None
 
 
@@ -79,6 +96,7 @@ class Router:
         self._lexicons = lexicons
         self._fallback = fallback
         self._patterns: dict[str, tuple[re.Pattern | None, re.Pattern | None]] = {}
+        self._acts: dict[str, re.Pattern | None] = {}
 
     def _for(self, language: str) -> tuple[re.Pattern | None, re.Pattern | None]:
         if language not in self._patterns:
@@ -87,6 +105,24 @@ class Router:
             self._patterns[language] = (_compile(p for lex in lexicons for p in lex.docs),
                                         _compile(p for lex in lexicons for p in lex.workspace))
         return self._patterns[language]
+
+    def needs_tools(self, message: str, language: str | None = None) -> bool:
+        """Whether ``message`` (the latest user message alone) asks for what only tools can do: one of the
+        ``router.acts`` phrases of its language or of English matches ("add a debug node for the alarms",
+        "what did the debug node show last?", "デバッグノードを追加して"). Such a request must reach the agent (or a
+        forced tool and then the agent) with its tools, even where the knowledge router also found help.
+
+        Raises:
+            TypeError: ``message`` is not a string.
+        """
+        if not isinstance(message, str):
+            raise TypeError("the router reads the latest user message only, as a string")
+        resolved = self._lexicons.resolve(language)
+        if resolved not in self._acts:
+            languages = dict.fromkeys((resolved, DEFAULT_LANGUAGE))
+            self._acts[resolved] = _compile(p for name in languages for p in self._lexicons.get(name).acts)
+        pattern = self._acts[resolved]
+        return bool(pattern and pattern.search(normalize(message)))
 
     def classify(self, message: str, language: str | None = None, names: Collection[str] = ()) -> Route | None:
         """The keyword decision for ``message`` (a string: the latest user message alone), ``None`` when no phrase

@@ -22,6 +22,7 @@ from service.nodered.flows import (
     diff_nodes,
     find_nodes,
     index_flows,
+    incoming,
     is_config,
     link_targets,
     module_index,
@@ -232,10 +233,13 @@ def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: li
         entry["module"] = module.get("module")
         entry["moduleVersion"] = module.get("version")
         entry["flow"] = index.place(node)
+        entry["incoming"] = incoming(index, node)
         described.append(entry)
         line = f"  {node['id']}: {_where(node, entry['flow'])}"
         if entry["module"]:
             line += f"; type {node.get('type')} from {entry['module']} {entry['moduleVersion']}"
+        if entry["incoming"]:
+            line += "; wired in from " + ", ".join(_sender(sender) for sender in entry["incoming"])
         where.append(line)
     lines = ["Where they are:", *where]
     if undeployed:
@@ -248,6 +252,17 @@ def _node_info_output(index: FlowIndex, nodes: list[dict[str, Any]], missing: li
     text = compact_nodes(nodes, config_ids, references, link_targets(index, nodes),
                          budget=TEXT_BUDGET - len(head) - 1)
     return ToolOutput(data={"nodes": described, "missing": missing}, text=f"{head}\n{text}")
+
+
+def _sender(sender: dict[str, Any]) -> str:
+    """One entry of :func:`~service.nodered.flows.incoming` as the model reads it: ``function "Scale" [id] output
+    1`` (outputs counted from 1, as the editor's port labels), ``via link in [id]`` across a link, ``the input
+    of subflow "Scale" [id]`` inside a subflow."""
+    name = f' {json.dumps(sender["name"], ensure_ascii=False)}' if sender.get("name") else ""
+    if sender.get("type") == "subflow":
+        return f'the input of subflow{name} [{sender["id"]}]'
+    text = f'{sender.get("type")}{name} [{sender["id"]}] output {sender.get("port", 0) + 1}'
+    return f'{text} via link in [{sender["via"]}]' if sender.get("via") else text
 
 
 def _where(node: dict[str, Any], place: dict[str, Any] | None) -> str:
@@ -289,5 +304,7 @@ class FlowResult(BaseModel):
 class NodeInfoResult(BaseModel):
     nodes: list[dict[str, Any]] = Field(description="each node's properties (credentials redacted), module and "
                                                     "moduleVersion of its type, and flow: the tab or subflow it is "
-                                                    "on (id, type, label; null for a global config node)")
+                                                    "on (id, type, label; null for a global config node), "
+                                                    "incoming: what is wired into it (id, type, name, port from 0; "
+                                                    "via: the link in it came through)")
     missing: list[str] = Field(description="ids that matched no deployed node")

@@ -170,6 +170,50 @@ def link_targets(index: FlowIndex, nodes: Iterable[dict[str, Any]]) -> dict[str,
     return targets
 
 
+LINK_SENDERS = ("link out", "link call")
+
+
+def incoming(index: FlowIndex, node: dict[str, Any]) -> list[dict[str, Any]]:
+    """What is wired into ``node``: each node of its tab or subflow with a wire to it, as
+    ``{"id", "type", "name", "port"}`` (``port``: the sender's output, from 0), and across link nodes (Node-RED's
+    link in receives what every ``link out``/``link call`` naming it in ``links`` sends; both ends keep ``links``,
+    https://nodered.org/docs/user-guide/nodes#link-in): for a ``link in`` its senders, for a node wired from a
+    ``link in`` those senders too, each with ``"via"``: the link in's id. In the order the flows hold them.
+    A subflow's input port (``in`` of the definition) is ``{"id": <subflow id>, "type": "subflow", "port": 0}``."""
+    node_id = node.get("id")
+    found: list[dict[str, Any]] = []
+
+    def senders(target_id: str, via: str | None = None) -> None:
+        target = index.by_id.get(target_id)
+        named = set(target.get("links") or []) if target and target.get("type") == "link in" else set()
+        for sender in index.flows:
+            if not isinstance(sender, dict) or sender.get("type") not in LINK_SENDERS:
+                continue
+            links = sender.get("links")
+            if (isinstance(links, list) and target_id in links) or (sender.get("id") in named
+                                                                     and sender.get("type") == "link out"):
+                entry = {"id": sender["id"], "type": sender["type"], "name": sender.get("name") or "", "port": 0}
+                found.append({**entry, "via": via} if via else entry)
+
+    z = node.get("z")
+    for sender in index.by_z.get(z, []) if isinstance(z, str) else []:
+        for port, targets in enumerate(sender.get("wires") or []):
+            if isinstance(targets, list) and node_id in targets:
+                found.append({"id": sender["id"], "type": sender.get("type"), "name": sender.get("name") or "",
+                              "port": port})
+                if sender.get("type") == "link in":
+                    senders(sender["id"], via=sender["id"])
+    owner = index.by_id.get(z) if isinstance(z, str) else None
+    if owner is not None and owner.get("type") == "subflow":
+        for port in owner.get("in") or []:
+            wires = port.get("wires") if isinstance(port, dict) else None
+            if any(isinstance(w, dict) and w.get("id") == node_id for w in wires or []):
+                found.append({"id": owner["id"], "type": "subflow", "name": owner.get("name") or "", "port": 0})
+    if node.get("type") == "link in" and isinstance(node_id, str):
+        senders(node_id)
+    return found
+
+
 def _slice(index: FlowIndex, flow_id: str) -> FlowSlice | None:
     tab = index.by_id.get(flow_id)
     if tab is None or tab.get("type") not in ("tab", "subflow"):

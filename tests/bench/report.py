@@ -81,6 +81,9 @@ def router_lines(router: dict[str, Any]) -> list[str]:
     """The report's lines for the router graph's labelled requests (:func:`tests.bench.router.run`)."""
     out = [f"8. Router graph: {router['requests']} labelled requests in {router['languages']} languages; "
            f"{100 * router['share_at_most_2_calls']:.1f} % answered with ≤ 2 model calls"]
+    if router.get("share_needing_tools_offered_them") is not None:
+        out.append(f"   requests that need tools (tests/support/tool_requests.py) offered them: "
+                   f"{100 * router['share_needing_tools_offered_them']:.1f} % (target 100 %)")
     for path, row in router["paths"].items():
         spread = ", ".join(f"{calls} calls ×{count}" for calls, count in row["model_calls"].items())
         out.append(f"   {path:<9} {row['requests']:>3} requests, model calls mean {row['model_calls_mean']:.2f} "

@@ -1,7 +1,8 @@
 """The router graph (issue 21): the labelled requests of ``tests/support/router_paths.py`` sent through the real
 service (in-process, MCP tools on as by default, knowledge refreshed) against a Node-RED, with a scripted model
 server counting the model calls of each; reports calls per path, the share answered with ≤ 2 calls and the requests
-that did not take their labelled path.
+that did not take their labelled path; and the share of the requests that need tools
+(``tests/support/tool_requests.py``) that a model call offered tools.
 
 Run alone: ``.venv/bin/python -m tests.bench.router`` (starts its own Node-RED).
 """
@@ -21,7 +22,8 @@ from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from service.web.keys import KNOWLEDGE
 from tests.support.model_server import ScriptedModelServer
-from tests.support.router_paths import run_labelled, summary
+from tests.support.router_paths import ROUTER_REQUESTS, run_labelled, summary
+from tests.support.tool_requests import NEEDS_TOOLS
 
 from .report import router_lines
 
@@ -37,7 +39,7 @@ async def run(nodered_url: str) -> dict[str, Any]:
                                 knowledge_refresh=0)
             async with TestClient(TestServer(create_app(settings))) as client:
                 await client.server.app[KNOWLEDGE].refresher.refresh()
-                return summary(await run_labelled(client, model, nodered_url))
+                return summary(await run_labelled(client, model, nodered_url, [*ROUTER_REQUESTS, *NEEDS_TOOLS]))
     finally:
         model.stop()
 

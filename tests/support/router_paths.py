@@ -2,7 +2,8 @@
 sends them through the real service and the scripted model server, counting model calls per request.
 
 Each request carries the path it must take (see :mod:`service.chat.router_graph`): ``direct``, ``keyword``,
-``retrieval``, ``agent``. The scripted model answers text, except in the agent's requests (tools offered), where it
+``retrieval``, ``agent``; or ``tools`` (:mod:`tests.support.tool_requests`): whichever path, a model call offers
+tools. The scripted model answers text, except in the agent's requests (tools offered), where it
 calls a tool ``agent_steps`` times before answering: how many steps a request needs is what the model decides, so
 the labelled set says it (a greeting needs none, reworking a tab several).
 
@@ -120,10 +121,13 @@ class Outcome:
     path: str | None
     model_calls: int
     errors: list[str]
+    tools_offered: bool = False  # a model call of this request offered tools
 
     @property
     def as_labelled(self) -> bool:
-        return self.path == self.request.path
+        """The labelled path taken; for a request labelled ``tools`` (:mod:`tests.support.tool_requests`): a model
+        call offered it tools, whichever path led there."""
+        return self.tools_offered if self.request.path == "tools" else self.path == self.request.path
 
 
 class _Routes(logging.Handler):
@@ -192,11 +196,16 @@ async def run_labelled(client: Any, model: ScriptedModelServer, nodered_url: str
             events = await read_events(response)
             path = routes.paths[seen] if len(routes.paths) > seen else None
             outcomes.append(Outcome(labelled, path, len(model.requests) - before,
-                                    [e.get("code", "") for e in events if e["type"] == "error"]))
+                                    [e.get("code", "") for e in events if e["type"] == "error"],
+                                    any(body.get("tools") for body in model.requests[before:])))
     finally:
         logger.removeHandler(routes)
         logger.setLevel(level)
     return outcomes
+
+
+def _share(flags: list[bool]) -> float | None:
+    return round(sum(flags) / len(flags), 3) if flags else None
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -213,6 +222,7 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
                          "model_calls": dict(sorted(Counter(calls).items()))}
                   for path, calls in per_path.items()},
         "share_at_most_2_calls": round(sum(o.model_calls <= 2 for o in outcomes) / len(outcomes), 3),
+        "share_needing_tools_offered_them": _share([o.tools_offered for o in outcomes if o.request.path == "tools"]),
         "off_path": [{"message": o.request.message, "language": o.request.language, "labelled": o.request.path,
                       "taken": o.path, "model_calls": o.model_calls} for o in outcomes if not o.as_labelled],
     }

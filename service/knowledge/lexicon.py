@@ -1,12 +1,12 @@
-"""The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword
-phrases (``router.docs``, ``router.workspace``; ``router.acts``: what a request that needs tools says — a change to
-the flows, a question about what the running flow did — with ``…`` for words in between), the stopwords left out of search queries, the ``synonyms`` a
-query that found nothing is retried with (a word → the words node help uses for it; optional), ``countsTitle``
-(what the workspace summary's counts answer, in the language's words, so that a counting question finds them),
-``keptWords`` (words a query keeps although its rules would leave them out: Japanese content words written in
-Hiragana, such as いくつ "how many"; optional), the ``noModelNotice`` sentence shown when no model is configured and
-the ``unknownNodeTypes`` sentences of a generated flow's check (``message`` with ``{types}``, and per type
-``closest``, ``module``, ``unknown``) (optional; English otherwise)."""
+"""The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword phrases
+(``router.docs``, ``router.workspace``; ``router.acts``: what a request that needs tools says — a change to the
+flows, a question about what the running flow did — with ``…`` for words in between), the stopwords left out of
+search queries, the ``synonyms`` a query that found nothing is retried with (a word → the words node help uses for
+it; optional), ``countsTitle`` (what the workspace summary's counts answer, in the language's words, so that a
+counting question finds them), ``keptWords`` (words a query keeps although its rules would leave them out: Japanese
+content words written in Hiragana, such as いくつ "how many"; optional), the ``noModelNotice`` sentence shown when no
+model is configured and the ``unknownNodeTypes`` sentences of a generated flow's check (``message`` with
+``{types}``, and per type ``closest``, ``module``, ``unknown``) (optional; English otherwise)."""
 
 from __future__ import annotations
 

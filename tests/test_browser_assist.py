@@ -3,7 +3,8 @@
 drives every dialog (tests/browser/assist.js); the tests below read what it saw.
 
 The function dialog's button streams code into a per-part diff with the problems the runtime's check names and,
-for a recent input message of the node, the sandbox's output; Cancel leaves the code; Accept puts it into the code
+for a recent input message of the node, the sandbox's output once the user presses "Try on the last message" (never
+on the proposal's arrival); Cancel leaves the code; Accept puts it into the code
 editors and Ctrl-Z there undoes it. The expression editor refuses an invalid JSONata proposal with the parser's
 message and shows a valid one's result for its Test tab's message; the JSON editor takes a JSON proposal.
 """
@@ -159,6 +160,13 @@ def test_the_shortcut_opens_the_panel_and_the_sandbox_shows_the_output_for_the_r
     assert second["problems"] == [] and second["noProblems"] == "Checked: no problems found."
     assert second["sandboxError"] == []
     assert [json.loads(text) for text in second["sandboxOutputs"]] == [{"payload": 70.7}]
+
+
+def test_the_editor_sends_no_sandbox_request_until_the_user_presses_try(seen):
+    # Before each press the page had sent no more sandbox requests than the presses before it.
+    assert seen["sandboxRequestsBeforeTry"] == [0, 1]
+    assert seen["sandboxRequests"] == 2
+    assert seen["tryLabels"] == ["Try on the last message"] * 2
 
 
 def test_accept_puts_the_code_in_the_editors_and_ctrl_z_undoes_it_without_deploying(seen):

@@ -2,8 +2,8 @@
  * "Ask the assistant" in the function node's edit dialog: a button beside the code tabs (and the editor action
  * `node-red-contrib-ai-sidebar:assist-function`) opens the assist panel; the proposed code is shown as a line diff
  * per changed part (On Start / On Message / On Stop), with the problems `ai-sidebar/function-check` finds and, when
- * the proposal carries a recent input message of the node and the user may write flows, what
- * `ai-sidebar/function-sandbox` makes of it. Accept puts the code into the dialog's code editors, one undoable
+ * the proposal carries a recent input message of the node and the user may write flows, a "Try on the last
+ * message" button that shows what `ai-sidebar/function-sandbox` makes of it (run only when pressed). Accept puts the code into the dialog's code editors, one undoable
  * edit each; nothing is deployed, and the dialog's own Done/Cancel still decide whether the node changes.
  *
  * Editor-only script: registers `NodeRedAiSidebar.assistFunction`.
@@ -22,6 +22,9 @@
         onStop: { property: "finalizeEditor", label: "node-red:function.label.finalize",
             placeholder: "node-red:function.text.finalize" }
     };
+
+    // Sandbox answers said in the user's language (the runtime's own message is English).
+    var SAID_HERE = ["sandbox_refused", "sandbox_timeout", "sandbox_memory"];
 
     function t(key, options) {
         return RED._(NS + key, options);
@@ -142,10 +145,10 @@
         $('<div class="ai-assist-sandbox-caption"></div>').text(t("assist.sandbox.input")).appendTo(target);
         $('<pre class="ai-assist-sandbox-input"></pre>').text(pretty(sample)).appendTo(target);
         if (view.error) {
-            // The runtime writes its messages in English (it does not know the editor user's language): a refusal
-            // and a timeout are said in the user's language (the refusal's reasons are in the problems list); a
-            // thrown error keeps the code's own message.
-            var text = view.error.code === "sandbox_refused" || view.error.code === "sandbox_timeout"
+            // The runtime writes its messages in English (it does not know the editor user's language): a refusal,
+            // a timeout and a memory limit are said in the user's language (the refusal's reasons are in the
+            // problems list); a thrown error keeps the code's own message.
+            var text = SAID_HERE.indexOf(view.error.code) >= 0
                 ? t("assist.sandbox." + view.error.code)
                 : (view.error.code === "sandbox_error" ? t("assist.sandbox.sandbox_error") + " " : "") +
                     view.error.message;
@@ -214,17 +217,31 @@
         });
         var samples = Array.isArray(proposal.samples) ? proposal.samples : [];
         if (samples.length && RED.user.hasPermission("flows.write")) {
-            var sandbox = $('<div class="ai-assist-sandbox"></div>').text(t("assist.sandbox.running"))
-                .appendTo(layout);
-            lib().adminApi.requestJson("POST", "ai-sidebar/function-sandbox",
-                request.sandboxBody(merged.onMessage, samples[0], ctx.outputs)).then(function (answer) {
-                renderSandbox(sandbox, samples[0], request.sandboxView(answer));
-            }, function (err) {
-                sandbox.addClass("ai-assist-error").text(t("assist.sandbox.failed", { message: err.message }));
-            }).then(function () {
-                panel.refit();
-            });
+            offerTry(layout, merged.onMessage, samples[0], ctx.outputs, panel);
         }
+    }
+
+    /**
+     * The "Try on the last message" button: the proposal runs in the sandbox only when the user presses it, never
+     * when it arrives (the model's text may have been steered by what it read; issue 29).
+     */
+    function offerTry(layout, onMessage, sample, outputs, panel) {
+        var request = lib().assistRequest;
+        var sandbox = $('<div class="ai-assist-sandbox"></div>').appendTo(layout);
+        $('<button type="button" class="red-ui-button ai-assist-sandbox-try"></button>')
+            .text(t("assist.sandbox.try")).attr("title", t("assist.sandbox.tryTooltip"))
+            .on("click", function () {
+                $(this).prop("disabled", true);
+                sandbox.attr("role", "status").text(t("assist.sandbox.running"));
+                lib().adminApi.requestJson("POST", "ai-sidebar/function-sandbox",
+                    request.sandboxBody(onMessage, sample, outputs)).then(function (answer) {
+                    renderSandbox(sandbox, sample, request.sandboxView(answer));
+                }, function (err) {
+                    sandbox.addClass("ai-assist-error").text(t("assist.sandbox.failed", { message: err.message }));
+                }).then(function () {
+                    panel.refit();
+                });
+            }).appendTo(sandbox);
     }
 
     /**

@@ -42,7 +42,7 @@ function nodeRedMain() {
  * @param {object[]} [options.flows] the flow file's content
  * @param {number} [options.startTimeout=START_TIMEOUT] milliseconds to wait for "Started flows"; then the child is
  *     killed and the promise rejects with Node-RED's log
- * @returns {Promise<{url: string, userDir: string, log: function(): string,
+ * @returns {Promise<{url: string, userDir: string, pid: number, log: function(): string,
  *     waitForLog: function(RegExp, number=): Promise<void>, stop: function(): Promise<void>}>}
  */
 async function startNodeRed(options) {
@@ -140,6 +140,7 @@ async function startNodeRed(options) {
     return {
         url: "http://127.0.0.1:" + port + root,
         userDir: userDir,
+        pid: child.pid,
         log: function () {
             return output;
         },

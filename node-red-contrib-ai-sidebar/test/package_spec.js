@@ -9,10 +9,13 @@ const { execFile } = require("child_process");
 const packageRoot = path.join(__dirname, "..");
 const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, "package.json"), "utf8"));
 
-/** The bare module names (`"ws"`, `"node:fs"`, `"@scope/pkg/sub"`) that `file` requires. */
+/**
+ * The bare module names (`"ws"`, `"node:fs"`, `"@scope/pkg/sub"`) that `file` requires, or resolves to run in a
+ * process of its own (`require.resolve`: the function sandbox's child).
+ */
 function requiredNames(file) {
     const source = fs.readFileSync(file, "utf8");
-    return Array.from(source.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g), function (match) {
+    return Array.from(source.matchAll(/\brequire(?:\.resolve)?\(\s*["']([^"']+)["']\s*\)/g), function (match) {
         return match[1];
     });
 }
@@ -56,7 +59,8 @@ describe("package manifest", function () {
         assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/caught-error.js",
             "nodes/lib/chat-client.js", "nodes/lib/mcp-servers.js",
             "plugins/ai-sidebar.js", "plugins/lib/function-check.js", "plugins/lib/function-routes.js",
-            "plugins/lib/function-sandbox.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/service-status.js",
+            "plugins/lib/function-sandbox.js", "plugins/lib/provider.js", "plugins/lib/relay.js",
+            "plugins/lib/sandbox-child.js", "plugins/lib/sandbox-stubs.js", "plugins/lib/service-status.js",
             "plugins/lib/supervisor.js",
             "resources/sse-parser.js"]);
     });

@@ -3,7 +3,7 @@
 // Input (env): EDITOR_URL, OUT_DIR, USERNAME + PASSWORD, TAB_ID, INJECT_ID, FUNCTION_ID, CHANGE_ID, and the user's
 // descriptions FUNCTION_ASK, JSONATA_ASK, JSON_ASK; TEST_MESSAGE (the expression editor's Test tab).
 // Steps, each answered by the next scripted model reply: the function dialog's button (a proposal with a problem;
-// Cancel), the shortcut (a clean proposal, sandbox output; Accept; Ctrl-Z), the expression editor (an invalid
+// Cancel), the shortcut (a clean proposal, sandbox output once "Try on the last message" is pressed; Accept; Ctrl-Z), the expression editor (an invalid
 // expression refused, then a valid one with its test result; Accept), the JSON editor (Stop while streaming, then
 // Accept).
 "use strict";
@@ -89,17 +89,27 @@ async function panelView(page) {
     });
 }
 
-/** Wait for the sandbox's answer (or its absence) and the check's answer to be shown. */
+/** Wait for the check's answer to be shown (the sandbox runs only when Try is pressed: `tryInSandbox`). */
 async function waitForChecks(page) {
     await page.waitForFunction(() => {
         const panel = document.querySelector(".ai-assist-dialog .ai-assist-panel");
         const problems = panel.querySelector(".ai-assist-problems");
-        const sandbox = panel.querySelector(".ai-assist-sandbox");
-        const checked = problems && (problems.querySelector(".ai-assist-problem, .ai-assist-no-problems") ||
+        return problems && (problems.querySelector(".ai-assist-problem, .ai-assist-no-problems") ||
             problems.classList.contains("ai-assist-error"));
-        const ran = !sandbox || sandbox.querySelector(".ai-assist-section-label") ||
-            sandbox.classList.contains("ai-assist-error");
-        return checked && ran;
+    }, null, { timeout: 15000 });
+}
+
+/**
+ * Note how many `function-sandbox` requests the page sent before the user pressed anything (issue 29: a proposal
+ * never runs on arrival), press "Try on the last message" and wait for the sandbox's answer.
+ */
+async function tryInSandbox(page, result) {
+    result.sandboxRequestsBeforeTry.push(result.sandboxRequests);
+    result.tryLabels.push((await page.locator(".ai-assist-dialog .ai-assist-sandbox-try").innerText()).trim());
+    await page.click(".ai-assist-dialog .ai-assist-sandbox-try");
+    await page.waitForFunction(() => {
+        const sandbox = document.querySelector(".ai-assist-dialog .ai-assist-sandbox");
+        return sandbox.querySelector(".ai-assist-section-label") || sandbox.classList.contains("ai-assist-error");
     }, null, { timeout: 15000 });
 }
 
@@ -145,6 +155,7 @@ async function functionSteps(page, result) {
     result.partials = [];
     await sendAndWait(page, env.FUNCTION_ASK, result.partials);
     await waitForChecks(page);
+    await tryInSandbox(page, result);
     result.first = await panelView(page);
     await editor.screenshot(page, result, "assist-function-problems.png");
     await page.click(".ai-assist-dialog .ai-assist-cancel");
@@ -157,6 +168,7 @@ async function functionSteps(page, result) {
     await page.waitForSelector(".ai-assist-dialog:visible", { timeout: 5000 });
     await sendAndWait(page, env.FUNCTION_ASK);
     await waitForChecks(page);
+    await tryInSandbox(page, result);
     result.second = await panelView(page);
     await editor.screenshot(page, result, "assist-function-diff.png");
     await page.click(".ai-assist-dialog .ai-assist-accept");
@@ -248,6 +260,14 @@ async function main() {
             sameKey: RED.actions.list().filter((a) => a.key === "alt-shift-g").map((a) => a.id)
         }));
         result.errorStacks = [];
+        result.sandboxRequests = 0;
+        result.sandboxRequestsBeforeTry = [];
+        result.tryLabels = [];
+        page.on("request", (request) => {
+            if (request.url().includes("ai-sidebar/function-sandbox")) {
+                result.sandboxRequests += 1;
+            }
+        });
         await page.evaluate(() => { Error.stackTraceLimit = 200; });
         page.on("pageerror", (err) => result.errorStacks.push(String(err.stack).split("\n").slice(-25).join("\n")));
         // Which step a page error happened in.

@@ -3,8 +3,8 @@
  * `POST /ai-sidebar/function-sandbox`. They run in the Node-RED runtime and never reach the service.
  *
  * Bodies are validated here (400 `invalid_request` naming the field); the sandbox runs at most
- * `MAX_CONCURRENT_SANDBOXES` at once (429 `too_many_requests` beyond), so a burst of requests cannot occupy the
- * runtime's threads.
+ * `MAX_CONCURRENT_SANDBOXES` at once (429 `too_many_requests` beyond), so a burst of requests cannot start a
+ * crowd of sandbox processes.
  */
 "use strict";
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient
 from service.nodered.compact import bounded
+from service.nodered.messages import english
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 
 from .audit import Caller, McpAudit
@@ -45,10 +46,14 @@ def caller_of(ctx: Context[Any, Any, Any]) -> Caller:
 
 
 def approval_message(tool: str, preview: dict[str, Any]) -> str:
-    """What the user reads before deciding: the summary, then the diff (secrets redacted) as JSON."""
+    """What the user reads before deciding: the summary, the warning when the change writes new values that look
+    like secrets (shown in full), then the diff as JSON (secrets the flows held already masked)."""
     diff = json.dumps(preview["diff"], ensure_ascii=False, indent=1)
-    return bounded(f"Node-RED write tool {tool} asks for your approval.\n\n{preview['summary']}\n\nChanges (added "
-                   f"nodes, removed node ids, changed properties before → after, wires added and removed):\n{diff}",
+    warning = f"\n\nWARNING: {english(preview['warning']['key'], preview['warning']['params'])}" \
+        if preview.get("warning") else ""
+    return bounded(f"Node-RED write tool {tool} asks for your approval.\n\n{preview['summary']}{warning}\n\n"
+                   "Changes (added nodes, removed node ids, changed properties before → after, wires added and "
+                   f"removed):\n{diff}",
                    PREVIEW_LIMIT)
 
 

@@ -258,9 +258,10 @@ def audit_entry(run_id: str, action: dict[str, Any], decision: str, decided_by: 
 
 async def plan_action(registry: ToolRegistry, approvals: Approvals, context: ToolContext, tool: str,
                       args: Any) -> dict[str, Any]:
-    """One write call planned: ``{tool, args, plannedAt, summary, sentence, diff, ask}`` (``ask``: its policy wants
-    a card; ``sentence``: the summary's ``{key, params}``, to word it in another language), or ``{tool, args,
-    plannedAt, refused, code, sentence}`` with the failure's sentence, code and ``{key, params}``
+    """One write call planned: ``{tool, args, plannedAt, summary, sentence, diff, warning, ask}`` (``ask``: its
+    policy wants a card; ``sentence``: the summary's ``{key, params}``, to word it in another language;
+    ``warning``: the ``{key, params}`` naming new values that look like secrets, shown in full, or ``None``), or
+    ``{tool, args, plannedAt, refused, code, sentence}`` with the failure's sentence, code and ``{key, params}``
     (:meth:`CodedError.sentence_args`, to word it in another language) when its arguments or its target are wrong
     (it will not run)."""
     action: dict[str, Any] = {"tool": tool, "args": args, "plannedAt": time.time()}
@@ -269,7 +270,7 @@ async def plan_action(registry: ToolRegistry, approvals: Approvals, context: Too
     except ToolFailure as failure:
         return {**action, "refused": failure.message, "code": failure.code, "sentence": failure.sentence_args()}
     return {**action, "summary": shown["summary"], "sentence": shown.get("sentence"), "diff": shown["diff"],
-            "ask": approvals.asks(tool, shown)}
+            "warning": shown.get("warning"), "ask": approvals.asks(tool, shown)}
 
 
 def refusal(action: dict[str, Any]) -> ToolFailure:

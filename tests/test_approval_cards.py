@@ -149,3 +149,47 @@ async def test_a_secret_the_flow_held_stays_masked_on_the_card_and_is_deployed_u
     written = next(n for n in deployed(writable_nodered)["flows"] if n["id"] == http_node["id"])
     assert written["url"] == f"https://api.example.com/v1/now?token={DEPLOYED_TOKEN}&page=3"
     assert json.dumps(model.requests).count(DEPLOYED_TOKEN) == 0
+
+
+def big_flow(total_bytes: int) -> list[dict]:
+    """Function nodes whose code adds up to about ``total_bytes``."""
+    count = 100
+    code = "// " + "x" * (total_bytes // count) + "\nreturn msg;"
+    return [{"id": f"n{i}", "type": "function", "name": f"f{i}", "func": code, "x": 100, "y": 40 * i, "wires": []}
+            for i in range(count)]
+
+
+async def test_a_2_mb_card_is_refused_with_413_and_nothing_is_stored(service, writable_nodered, model,
+                                                                    write_settings):
+    tab = node_of(deployed(writable_nodered)["flows"], "tab")
+    params = {"flow_id": tab["id"], "nodes": big_flow(2 * 1024 * 1024)}
+    response = await service.post("/ai-sidebar/execute-tool", json={"tool": "add_nodes", "params": params},
+                                  headers=ALICE)
+    assert response.status == 413
+    error = (await response.json())["error"]
+    assert error["code"] == "approval_too_large" and "AI_SIDEBAR_APPROVAL_MAX_BYTES" in error["message"]
+    assert len(await response.read()) < 4096
+    listed = await (await service.get("/ai-sidebar/approvals", headers=ALICE)).json()
+    assert listed["pending"] == []
+    size = sum(path.stat().st_size for path in write_settings.memory_db_path.parent.glob("memory.db*"))
+    assert size < 1024 * 1024, size
+
+
+async def test_pending_approvals_per_identity_are_limited_with_429(aiohttp_client, write_settings, model):
+    service = await aiohttp_client(create_app(write_settings.model_copy(update={"max_pending_approvals": 2})))
+
+    async def ask(label, headers=ALICE):
+        return await service.post("/ai-sidebar/execute-tool", headers=headers,
+                                  json={"tool": "create_tab", "params": {"label": label}})
+
+    assert [(await ask(label)).status for label in ("one", "two")] == [202, 202]
+    refused = await ask("three")
+    assert refused.status == 429
+    assert (await refused.json())["error"]["code"] == "too_many_pending_approvals"
+    assert (await ask("other user's", {"X-Node-RED-User": "bob"})).status == 202
+    # The chat stream says so with an error event, then done.
+    events = await chat(service, '@tools:create_tab|{"label": "four"}', sessionId="p1")
+    assert [e["type"] for e in events][-2:] == ["error", "done"]
+    assert events[-2]["code"] == "too_many_pending_approvals"
+    pending = (await (await service.get("/ai-sidebar/approvals", headers=ALICE)).json())["pending"]
+    assert len(pending) == 2

@@ -283,9 +283,9 @@ async def plan_action(registry: ToolRegistry, approvals: Approvals, context: Too
         return {**action, "refused": failure.message, "code": failure.code, "sentence": failure.sentence_args()}
     size = len(json.dumps({"args": args, "diff": shown["diff"]}, ensure_ascii=False, default=str).encode())
     if size > approvals.settings.approval_max_bytes:
-        failure = ToolFailure("approval_too_large", params={"tool": tool, "size": size,
+        too_large = ToolFailure("approval_too_large", params={"tool": tool, "size": size,
                                                             "limit": approvals.settings.approval_max_bytes})
-        return {**action, "refused": failure.message, "code": failure.code, "sentence": failure.sentence_args()}
+        return {**action, "refused": too_large.message, "code": too_large.code, "sentence": too_large.sentence_args()}
     return {**action, "summary": shown["summary"], "sentence": shown.get("sentence"), "diff": shown["diff"],
             "warning": shown.get("warning"), "ask": approvals.asks(tool, shown)}
 

@@ -20,14 +20,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient
-from service.nodered.compact import bounded
+from service.nodered.messages import english
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 
 from .audit import Caller, McpAudit
 
-# Characters of the diff shown in the approval request (a generated flow of hundreds of nodes stays readable; the
-# summary always names what the change does).
-PREVIEW_LIMIT = 20_000
+# Characters of an approval request: a larger change is refused rather than shown in part (what a person approves
+# is what is written; the service's AI_SIDEBAR_APPROVAL_MAX_BYTES default).
+PREVIEW_LIMIT = 262_144
 
 
 class ApprovalAnswer(BaseModel):
@@ -45,11 +45,22 @@ def caller_of(ctx: Context[Any, Any, Any]) -> Caller:
 
 
 def approval_message(tool: str, preview: dict[str, Any]) -> str:
-    """What the user reads before deciding: the summary, then the diff (secrets redacted) as JSON."""
+    """What the user reads before deciding: the summary, the warning when the change writes new values that look
+    like secrets (shown in full), then the diff as JSON (secrets the flows held already masked).
+
+    Raises:
+        ToolFailure: ``approval_too_large`` beyond :data:`PREVIEW_LIMIT` characters (never shown in part).
+    """
     diff = json.dumps(preview["diff"], ensure_ascii=False, indent=1)
-    return bounded(f"Node-RED write tool {tool} asks for your approval.\n\n{preview['summary']}\n\nChanges (added "
-                   f"nodes, removed node ids, changed properties before → after, wires added and removed):\n{diff}",
-                   PREVIEW_LIMIT)
+    warning = f"\n\nWARNING: {english(preview['warning']['key'], preview['warning']['params'])}" \
+        if preview.get("warning") else ""
+    message = (f"Node-RED write tool {tool} asks for your approval.\n\n{preview['summary']}{warning}\n\n"
+               "Changes (added nodes, removed node ids, changed properties before → after, wires added and "
+               f"removed):\n{diff}")
+    if len(message) > PREVIEW_LIMIT:
+        raise ToolFailure("approval_too_large", params={"tool": tool, "size": len(message.encode()),
+                                                        "limit": PREVIEW_LIMIT})
+    return message
 
 
 async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, tool: Tool, arguments: dict[str, Any],
@@ -58,6 +69,7 @@ async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, to
 
     Raises:
         ToolFailure: the plan's failure (``node_not_found``, ``invalid_params``, ..., nothing asked);
+            ``approval_too_large`` (the request would exceed :data:`PREVIEW_LIMIT`, nothing asked),
             ``approval_unsupported`` (the client cannot ask its user), ``approval_declined``,
             ``approval_cancelled``; ``flows_conflict`` (the flows changed while the user decided) or another
             Node-RED error code from applying it.
@@ -75,7 +87,12 @@ async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, to
             "not support MCP elicitation). Nothing was changed. Use an MCP client with elicitation, or make the "
             f"change in the Node-RED editor: {summary}"))
     try:
-        answer = await ctx.elicit(approval_message(tool.name, preview), ApprovalAnswer)
+        message = approval_message(tool.name, preview)
+    except ToolFailure as failure:
+        await audit.record(caller, tool.name, args, summary, "refused", failure.code)
+        raise
+    try:
+        answer = await ctx.elicit(message, ApprovalAnswer)
     except (McpError, ValidationError, ValueError) as err:
         await audit.record(caller, tool.name, args, summary, "refused", f"unusable answer: {type(err).__name__}")
         raise ToolFailure("approval_unsupported", (

@@ -88,7 +88,11 @@ def localized_event(event: dict[str, Any], catalog: MessageCatalog, language: st
     if isinstance(event, FailedToolResult):
         return {**event, "message": event.failure.translated(catalog, language)}
     if isinstance(event, ApprovalRequired):
-        return {**event, "actions": localized_summaries(event["actions"], event.sentences, catalog, language)}
+        actions = localized_summaries(event["actions"], event.sentences, catalog, language)
+        return {**event, "actions": [{**action, "warning": Sentence.translated(warning, catalog, language,
+                                                                               action["warning"])}
+                                     if action.get("warning") else action
+                                     for action, warning in zip(actions, event.warnings, strict=True)]}
     return event
 
 

@@ -122,6 +122,13 @@ class Settings(EnvSettings):
 
     approval_ttl: int = Field(3600, ge=1, le=30 * 86_400, validation_alias="AI_SIDEBAR_APPROVAL_TTL",
                               description="seconds a resume token of a run waiting for approval stays valid")
+    approval_max_bytes: int = Field(262_144, ge=4096, le=16 * 1024 * 1024,
+                                    validation_alias="AI_SIDEBAR_APPROVAL_MAX_BYTES",
+                                    description="bytes (UTF-8 JSON) of one approval card's arguments and diff; a "
+                                                "larger write is refused with approval_too_large")
+    max_pending_approvals: int = Field(20, ge=1, le=10_000, validation_alias="AI_SIDEBAR_MAX_PENDING_APPROVALS",
+                                       description="approvals one identity may leave waiting; one more is refused "
+                                                   "with too_many_pending_approvals")
     approval: dict[str, ApprovalPolicy] = Field(default_factory=dict, validation_alias="AI_SIDEBAR_APPROVAL",
                                                 description="write tool name → approval policy (default always)")
     knowledge_min_relevance: float = Field(0.25, ge=0, le=1, validation_alias="AI_SIDEBAR_KNOWLEDGE_MIN_RELEVANCE",

@@ -78,9 +78,15 @@ SECRETS = {
     "tab env API_TOKEN": "planted-env-token-str",
     "http response Set-Cookie": "session=planted-cookie-77",
     "tab info token": "ghp_plantedInfoToken0123456789abcdefAB",
+    # Keys in query parameters whose names say nothing (found by their shape).
+    "http request url appid (32 hex)": _token(32, "0123456789abcdef"),
+    "websocket-client url sub (base64url)": _token(40, string.ascii_letters + string.digits + "-_"),
+    "function URL in a string, k (base64)": _token(44, string.ascii_letters + string.digits + "+/"),
 }
 # Ordinary values that must reach the model unchanged.
-ORDINARY = ["sensors/kitchen", "https://api.example.com/v1/items", "page=2", "msg.payload.temperature * 1.8 + 32",
+ORDINARY = ["sensors/kitchen", "https://api.example.com/v1/items", "page=2", "device=1a2b3c4d5e6f7a8b",
+            "station=550e8400-e29b-41d4-a716-446655440000", "wss://stream.example.com/feed?sub=",
+            "msg.payload.temperature * 1.8 + 32",
             "mqtt.example.com", "application/json", "payload.pw", "eu-west-1", "home/kitchen", "thermo-1",
             "Plant-Tab-HTTP", "return msg;"]
 
@@ -104,6 +110,7 @@ def planted_flows(tab_id: str = "plant-tab") -> list[dict]:
         f'const jwt = "{s["function JWT"]}";',
         f'const db = "postgres://app:{s["function URL password"]}@db.example.com:5432/app";',
         f'const q = "https://api.example.com/data?apikey={s["function URL apikey"]}&city=Paris";',
+        f'const weather = "https://maps.example.com/tile?k={s["function URL in a string, k (base64)"]}&z=3";',
         f'const bot = "https://api.telegram.org/bot{s["function Telegram bot token"]}/sendMessage";',
         f'const signingMaterial = "{s["function random quoted key"]}";',
         "msg.payload = msg.payload.temperature * 1.8 + 32;",
@@ -140,7 +147,9 @@ def planted_flows(tab_id: str = "plant-tab") -> list[dict]:
         {"id": "plant-http", "type": "http request", **z, "name": "fetch items", "x": 900, "y": 80, "method": "GET",
          "ret": "obj", "paytoqs": "ignore", "authType": "basic", "tls": "", "persist": False, "proxy": "",
          "insecureHTTPParser": False, "senderr": False,
-         "url": f"https://api.example.com/v1/items?access_token={s['http request url access_token']}&page=2",
+         "url": f"https://api.example.com/v1/items?access_token={s['http request url access_token']}&page=2"
+                f"&appid={s['http request url appid (32 hex)']}&device=1a2b3c4d5e6f7a8b"
+                "&station=550e8400-e29b-41d4-a716-446655440000",
          "headers": [
              {"keyType": "other", "keyValue": "X-API-Key", "valueType": "other",
               "valueValue": s["http header X-API-Key"]},
@@ -167,6 +176,11 @@ def planted_flows(tab_id: str = "plant-tab") -> list[dict]:
         {"id": "plant-http-response", "type": "http response", **z, "name": "", "x": 300, "y": 240,
          "statusCode": "", "headers": {"Set-Cookie": s["http response Set-Cookie"], "Content-Type": "text/plain"},
          "wires": []},
+        {"id": "plant-ws-out", "type": "websocket out", **z, "name": "stream", "x": 900, "y": 320, "server": "",
+         "client": "plant-websocket", "wires": []},
+        {"id": "plant-websocket", "type": "websocket-client", "tls": "", "wholemsg": "false", "hb": "0",
+         "subprotocol": "", "headers": [],
+         "path": f"wss://stream.example.com/feed?sub={s['websocket-client url sub (base64url)']}"},
         {"id": "plant-broker", "type": "mqtt-broker", "name": "home broker", "broker": "mqtt.example.com",
          "port": "1883", "clientid": "", "usetls": False, "protocolVersion": "4", "keepalive": "60",
          "cleansession": True, "credentials": {"user": "home", "password": s["mqtt-broker credentials password"]}},
@@ -242,6 +256,15 @@ def test_a_value_equal_to_a_node_id_is_a_reference_kept_whatever_its_name():
     ("Authorization: Basic dXNlcjpwYXNzd29yZA==", f"Authorization: {REDACTED}"),
     ("https://bob:hunter2@example.com/x", f"https://bob:{REDACTED}@example.com/x"),
     ("wss://example.com/socket?token=abc.def.ghi&room=1", f"wss://example.com/socket?token={REDACTED}&room=1"),
+    # key-shaped values of parameters with names that say nothing: 32+ hex, mixed base64/base64url, percent-encoded
+    ("https://api.example.org/data/2.5/weather?q=Paris&appid=9f3c0a7e5b2d4c1e8a6f0b3d7c9e2a41",
+     f"https://api.example.org/data/2.5/weather?q=Paris&appid={REDACTED}"),
+    ("https://x.example/v1?k=Qm9yZWQgYXQgdGhlIGJlYWNoIHdpdGggYSBrZXkgaW4gYSBVUkw%3D&n=1",
+     f"https://x.example/v1?k={REDACTED}&n=1"),
+    ("https://x.example/cb#access=Zk3_pQ9-xR2vT8wL1mN4bY6cH0jD5sF7gK2a", f"https://x.example/cb#access={REDACTED}"),
+    # ordinary parameters stay: node ids (16 hex), UUIDs, slugs, sequences
+    ("https://x.example/n?node=a1b2c3d4e5f60718&id=123e4567-e89b-12d3-a456-426614174000", None),
+    ("https://x.example/p?slug=my-long-descriptive-page-name-for-2024&hex=0123456789abcdef0123456789abcdef", None),
     ("Server=db;User Id=sa;Password=Pa55word;", f"Server=db;User Id=sa;Password={REDACTED};"),
     ("mysqldump --password s3cret db", f"mysqldump --password {REDACTED} db"),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\nnext", f"{REDACTED}\nnext"),

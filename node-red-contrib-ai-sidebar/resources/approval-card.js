@@ -354,6 +354,14 @@
         var block = $('<div class="ai-sidebar-approval-action"></div>').attr("data-tool", action.tool);
         var view = lib().approvalDiff.describeAction(action, nameOf, Diff);
         $('<div class="ai-sidebar-approval-summary"></div>').text(view.summary || action.tool).appendTo(block);
+        if (action.warning) {
+            // New values that look like secrets are shown in full below: the person approving reads what is written.
+            $('<div class="ai-sidebar-approval-warning" role="alert"></div>')
+                .append($('<i class="fa fa-exclamation-triangle"></i>'))
+                .append($("<strong></strong>").text(" " + t("approval.secretWarning") + " "))
+                .append($("<span></span>").text(String(action.warning)))
+                .appendTo(block);
+        }
         renderDiff(view).appendTo(block);
         var buttons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(block);
         var editPanel = $('<div class="ai-sidebar-approval-edit-panel"></div>').hide().appendTo(block);

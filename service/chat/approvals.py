@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import secrets
 import sqlite3
 import time
@@ -75,7 +76,17 @@ class Approvals:
     async def open(self, run_id: str, owner: Identity, kind: str, session_id: str | None,
                    actions: list[dict[str, Any]], context: dict[str, Any]) -> events.Event:
         """Store an approval ``run_id`` now waits for and return its ``approval_required`` event, which carries the
-        only copy of the resume token (256 random bits; the store keeps its SHA-256)."""
+        only copy of the resume token (256 random bits; the store keeps its SHA-256).
+
+        Raises:
+            ServiceError: 429 ``too_many_pending_approvals`` when ``owner`` already leaves
+                ``AI_SIDEBAR_MAX_PENDING_APPROVALS`` approvals waiting (an agent run's checkpoints are deleted).
+        """
+        if len(await self.store.pending_approvals(owner)) >= self.settings.max_pending_approvals:
+            if kind == "agent":  # the paused run would wait for an approval that was never stored
+                await self.saver.adelete_thread(run_id)
+            raise ServiceError("too_many_pending_approvals", status=429,
+                               params={"limit": self.settings.max_pending_approvals})
         token = secrets.token_urlsafe(32)
         await self.store.create_approval(uuid.uuid4().hex, run_id, token_hash(token), owner, kind, session_id,
                                          actions, context, time.time() + self.settings.approval_ttl)
@@ -258,18 +269,25 @@ def audit_entry(run_id: str, action: dict[str, Any], decision: str, decided_by: 
 
 async def plan_action(registry: ToolRegistry, approvals: Approvals, context: ToolContext, tool: str,
                       args: Any) -> dict[str, Any]:
-    """One write call planned: ``{tool, args, plannedAt, summary, sentence, diff, ask}`` (``ask``: its policy wants
-    a card; ``sentence``: the summary's ``{key, params}``, to word it in another language), or ``{tool, args,
-    plannedAt, refused, code, sentence}`` with the failure's sentence, code and ``{key, params}``
-    (:meth:`CodedError.sentence_args`, to word it in another language) when its arguments or its target are wrong
-    (it will not run)."""
+    """One write call planned: ``{tool, args, plannedAt, summary, sentence, diff, warning, ask}`` (``ask``: its
+    policy wants a card; ``sentence``: the summary's ``{key, params}``, to word it in another language;
+    ``warning``: the ``{key, params}`` naming new values that look like secrets, shown in full, or ``None``), or
+    ``{tool, args, plannedAt, refused, code, sentence}`` with the failure's sentence, code and ``{key, params}``
+    (:meth:`CodedError.sentence_args`, to word it in another language) when its arguments or its target are wrong,
+    or when its card (arguments and diff, UTF-8 JSON) would exceed ``AI_SIDEBAR_APPROVAL_MAX_BYTES``
+    (``approval_too_large``: a person cannot review it; the model is told to split it) (it will not run)."""
     action: dict[str, Any] = {"tool": tool, "args": args, "plannedAt": time.time()}
     try:
         shown = await registry.preview(tool, await registry.parse(tool, args), context)
     except ToolFailure as failure:
         return {**action, "refused": failure.message, "code": failure.code, "sentence": failure.sentence_args()}
+    size = len(json.dumps({"args": args, "diff": shown["diff"]}, ensure_ascii=False, default=str).encode())
+    if size > approvals.settings.approval_max_bytes:
+        too_large = ToolFailure("approval_too_large", params={"tool": tool, "size": size,
+                                                            "limit": approvals.settings.approval_max_bytes})
+        return {**action, "refused": too_large.message, "code": too_large.code, "sentence": too_large.sentence_args()}
     return {**action, "summary": shown["summary"], "sentence": shown.get("sentence"), "diff": shown["diff"],
-            "ask": approvals.asks(tool, shown)}
+            "warning": shown.get("warning"), "ask": approvals.asks(tool, shown)}
 
 
 def refusal(action: dict[str, Any]) -> ToolFailure:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 from service.nodered.compact import bounded
-from service.nodered.messages import CodedError
+from service.nodered.messages import CodedError, english
 
 Event = dict[str, Any]
 Emit = Callable[[Event], Awaitable[None]]
@@ -83,18 +83,24 @@ class ApprovalRequired(dict):
     that the stream can word the summaries in the request's language (:func:`service.errors.localized`, as for
     ``error`` events)."""
 
-    def __init__(self, event: Event, sentences: list[Any]):
+    def __init__(self, event: Event, sentences: list[Any], warnings: list[Any] | None = None):
         super().__init__(event)
         self.sentences = sentences
+        self.warnings = warnings or [None] * len(sentences)
 
 
 def approval_required(run_id: str, resume_token: str, actions: list[dict[str, Any]]) -> Event:
     """A write waits for the user: ``actions`` ``[{tool, args, summary, diff}]`` in the order the decisions are
     expected; ``resumeToken`` answers them (``POST /ai-sidebar/resume``). ``done`` follows with ``status:
-    "awaiting_approval"``. ``summary`` is English here and in the request's language once the stream sends it."""
-    shown = [{"tool": a["tool"], "args": a["args"], "summary": a["summary"], "diff": a["diff"]} for a in actions]
+    "awaiting_approval"``. ``summary`` is English here and in the request's language once the stream sends it;
+    so is ``warning``, present when the change writes new values that look like secrets (shown in full in
+    ``diff``: :mod:`service.nodered.card_values`)."""
+    shown = [{"tool": a["tool"], "args": a["args"], "summary": a["summary"], "diff": a["diff"],
+              **({"warning": english(a["warning"]["key"], a["warning"]["params"])} if a.get("warning") else {})}
+             for a in actions]
     return ApprovalRequired({"type": "approval_required", "runId": run_id, "resumeToken": resume_token,
-                             "actions": shown}, [a.get("sentence") for a in actions])
+                             "actions": shown}, [a.get("sentence") for a in actions],
+                            [a.get("warning") for a in actions])
 
 
 def flow_change(tool: str, changes: dict[str, Any]) -> Event:

@@ -701,7 +701,11 @@ async def _ask_before_write(request: StreamChatRequest, deps: ChatDeps, turn: Tu
     context = {"message": request.message, "scenario": turn.scenario_key, "language": turn.catalog.language,
                "apply": request.apply, "flowId": request.flow_id, "nodeIds": turn.context.node_ids,
                "remember": deps.memory is not None}
-    await emit(await deps.approvals.open(run_id, deps.identity, "direct", result.session_id, [action], context))
+    try:
+        await emit(await deps.approvals.open(run_id, deps.identity, "direct", result.session_id, [action], context))
+    except ServiceError as err:  # too many pending approvals: said, and nothing waits
+        await emit(error_event(err))
+        return True
     result.status = AWAITING
     return True
 
@@ -761,8 +765,12 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
         saved = {"tools": offered, "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,
                  "remember": deps.memory is not None}
-        await emit(await deps.approvals.open(approval.run_id, deps.identity, "agent", result.session_id, pending,
-                                             saved))
+        try:
+            await emit(await deps.approvals.open(approval.run_id, deps.identity, "agent", result.session_id,
+                                                 pending, saved))
+        except ServiceError as err:  # too many pending approvals: said, and the paused run is gone
+            await emit(error_event(err))
+            return
         result.tools.extend(action["tool"] for action in pending)  # waiting for the user, named like the others
         result.status = AWAITING
 

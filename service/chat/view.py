@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from service.chat.events import Emit, Event
 from service.nodered.compact import bounded
 from service.nodered.redaction import redact_text, strip_secrets
+from service.nodered.write_tools import redacted_diff
 
 # Events of a stream that the sidebar shows besides text (DESIGN.md "Stream events"); ``done`` is added by the save.
 SHOWN = frozenset({"tool_call", "tool_result", "error", "notice", "approval_required", "flow_change"})
@@ -59,7 +60,9 @@ def stored_event(event: Event, at: int) -> Event:
     elif kind == "approval_required":
         kept = {"type": kind, "runId": event.get("runId"),
                 "actions": [{"tool": a.get("tool"), "args": redacted(a.get("args")), "summary": a.get("summary"),
-                             "diff": a.get("diff")} for a in event.get("actions") or []]}
+                             "diff": redacted_diff(a["diff"]) if isinstance(a.get("diff"), dict) else a.get("diff"),
+                             **({"warning": a["warning"]} if a.get("warning") else {})}
+                            for a in event.get("actions") or []]}
     elif kind == "flow_change":
         kept = {"type": kind, "tool": event.get("tool")}
     elif kind == "error":

@@ -22,6 +22,10 @@ A property or header *name* is secret-looking when one of its words (split at ca
 a password/secret/token/auth word or a ``<qualifier> key`` pair such as ``apiKey`` or ``X-API-Key``, unless its
 last word says it describes rather than holds the secret (``authType``, ``tokenUrl``, ``passwordField``).
 
+A query, form or fragment parameter's value is also redacted by its shape whatever its name
+(:func:`is_key_shaped`: 32+ hex digits, or 32+ random-looking base64/base64url characters), as in the weather API
+URLs of many Node-RED tutorials (``appid=<32 hex>``); node ids (16 hex) and UUIDs stay.
+
 Everything replaces only the secret part by :data:`REDACTED` and keeps the rest of the text.
 """
 
@@ -31,6 +35,7 @@ import base64
 import binascii
 import functools
 import re
+import urllib.parse
 from collections.abc import Container, Iterator
 from typing import Any
 
@@ -196,8 +201,15 @@ _BASIC = re.compile(r"\bBasic\s+([A-Za-z0-9+/]{6,}={0,2})", re.I)
 _BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/\-]{12,}=*)", re.I)
 # Basic credentials built in code: btoa("user:password"), Buffer.from("user:password").
 _BUILT_BASIC = re.compile(r"(?:\bbtoa|\bBuffer\.from)\(\s*([\"'`])[^\"'`:\s]*:([^\"'`\s]+)\1")
-# Query string and form parameters: ?api_key=..., &token=..., ;password=...
-_PARAMETER = re.compile(r"(?<=[?&;])([A-Za-z_][\w.\-]*)=([^&#\s\"'`<>;]+)")
+# Query string and form parameters: ?api_key=..., &token=..., ;password=..., #access_token=...
+_PARAMETER = re.compile(r"(?<=[?&;#])([A-Za-z_][\w.\-]*)=([^&#\s\"'`<>;]+)")
+# Parameter values shaped like keys whatever the parameter's name (OpenWeatherMap's ``appid=<32 hex>``): 32 or
+# more hex digits, or 32 or more base64/base64url characters (percent-encoded or not).
+_HEX_KEY = re.compile(r"[0-9a-fA-F]{32,}")
+_BASE64_KEY = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_SLUG_PARTS = re.compile(r"[-_]+")  # words and numbers joined by dashes or underscores: a slug, not a key
+_HEX_SEQUENCE = "0123456789abcdef" * 8
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 # A name followed by an assignment or comparison and a quoted value: pw = "x", "X-API-Key": "x", 'pwd' => 'x'.
 _QUOTED_ASSIGNMENT = re.compile(
     r"(?P<name>[\"'`]?[A-Za-z_$][\w$.\-]{0,80}[\"'`]?)\]?\s*(?:===?|!==?|=>|:=|[:=])\s*"
@@ -290,6 +302,8 @@ def _spans(text: str, code: bool) -> Iterator[tuple[int, int]]:
                 yield match.span(1)
     if "btoa" in text or "Buffer.from" in text:
         yield from (match.span(2) for match in _BUILT_BASIC.finditer(text) if not _is_placeholder(match.group(2)))
+    if "=" in text and ("?" in text or "&" in text or "#" in text):
+        yield from (match.span(2) for match in _PARAMETER.finditer(text) if is_key_shaped(match.group(2)))
     for offset, line in _secret_naming_lines(text, lowered):
         for start, end in _line_spans(line, code):
             yield offset + start, offset + end
@@ -384,6 +398,26 @@ def looks_random(value: str, plugin: Any = None) -> bool:
         if candidate.calculate_shannon_entropy(value) > candidate.entropy_limit:
             return True
     return False
+
+
+def is_key_shaped(value: str) -> bool:
+    """Whether a query or form parameter's value (``value``, percent-encoded or not) is shaped like an API key,
+    whatever the parameter is called: at least 32 hex digits (OpenWeatherMap's ``appid``, many weather and maps
+    APIs), or at least 32 base64/base64url characters mixing at least two of upper case, lower case and digits at
+    a Shannon entropy above 4 bits per character, and not a slug of words and numbers
+    (``my-long-descriptive-page-name-2024``). Node-RED node ids (16 hex digits) are too short; UUIDs with their
+    dashes are identifiers and kept; sequential strings (``0123456789abcdef...``) are not keys.
+    """
+    if "%" in value:
+        value = urllib.parse.unquote(value)
+    if len(value) < 32 or is_sequential_string(value) or _UUID.fullmatch(value):
+        return False
+    if _HEX_KEY.fullmatch(value):
+        return len(set(value.lower())) >= 8 and value.lower() not in _HEX_SEQUENCE
+    if not _BASE64_KEY.fullmatch(value) or all(part.isalpha() or part.isdigit() for part in _SLUG_PARTS.split(value)):
+        return False
+    classes = sum((any(c.isupper() for c in value), any(c.islower() for c in value), any(c.isdigit() for c in value)))
+    return classes >= 2 and _BASE64_ENTROPY.calculate_shannon_entropy(value) > 4.0
 
 
 def _is_path(value: str) -> bool:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.nodered.card_values import redacted_value, refuse_masks, restore_masked, secret_looking_properties
 from service.nodered.client import NodeRedError
 from service.nodered.messages import Sentence
 from service.nodered.redaction import strip_secrets
@@ -61,6 +62,7 @@ class Change:
     new_tab_only: bool = False
     test_tabs_only: bool = False
     references: frozenset[str] = field(default_factory=frozenset, repr=False)
+    shown: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
     def summary(self) -> str:
@@ -68,25 +70,52 @@ class Change:
         return self.sentence.english
 
     def preview(self) -> dict[str, Any]:
-        """``{"summary", "sentence", "diff", "newTabOnly", "testTabsOnly"}``, every node and property value in the
-        diff redacted of secrets (the two flags are what approval policies read; ``sentence`` words the summary in
-        another language)."""
+        """``{"summary", "sentence", "diff", "warning", "newTabOnly", "testTabsOnly"}``: the diff as a person
+        approves it (:mod:`service.nodered.card_values`): every value written shown in full, except the secrets the
+        flows held already (``before`` values and, in ``after`` values, the masks the model kept, written as
+        deployed); ``warning``: a :class:`Sentence` naming the new values that look like secrets, or ``None``. The
+        two flags are what approval policies read; ``sentence`` words the summary in another language."""
         diff = self.diff
-        redacted = {
-            "added": [strip_secrets(node, self.references) for node in diff["added"]],
+        changed = []
+        for entry in diff["changed"]:
+            shown_after = self.shown.get(entry["id"], {})
+            changed.append({**entry, "properties": {
+                name: {"before": redacted_value(entry["type"], name, sides.get("before"), self.references),
+                       "after": shown_after.get(name, sides.get("after"))}
+                for name, sides in entry["properties"].items()}})
+        shown = {
+            "added": copy.deepcopy(diff["added"]),
             "removed": list(diff["removed"]),
-            "changed": [{**entry, "properties": {
-                name: {side: _redacted_value(entry["type"], name, value, self.references)
-                       for side, value in sides.items()}
-                for name, sides in entry["properties"].items()}} for entry in diff["changed"]],
+            "changed": changed,
             "wires": {"added": list(diff["wires"]["added"]), "removed": list(diff["wires"]["removed"])},
         }
-        return {"summary": self.summary, "sentence": self.sentence, "diff": redacted, "newTabOnly": self.new_tab_only,
-                "testTabsOnly": self.test_tabs_only}
+        return {"summary": self.summary, "sentence": self.sentence, "diff": shown, "warning": self._warning(shown),
+                "newTabOnly": self.new_tab_only, "testTabsOnly": self.test_tabs_only}
+
+    def _warning(self, shown: dict[str, Any]) -> Sentence | None:
+        """``change.secret_shown`` naming each node and property whose new value looks like a secret."""
+        found = [(node, secret_looking_properties(node, self.references)) for node in shown["added"]]
+        found += [({"id": entry["id"], "type": entry["type"], "name": entry.get("name")},
+                   secret_looking_properties({"type": entry["type"], **{name: sides["after"] for name, sides in
+                                                                        entry["properties"].items()}},
+                                             self.references, list(entry["properties"])))
+                  for entry in shown["changed"]]
+        named = [f"{_describe(node)}: {', '.join(names)}" for node, names in found if names]
+        return Sentence("change.secret_shown", values="; ".join(named)) if named else None
 
 
-def _redacted_value(node_type: str | None, name: str, value: Any, references: frozenset[str]) -> Any:
-    return strip_secrets({"type": node_type, name: value}, references).get(name)
+def redacted_diff(diff: dict[str, Any]) -> dict[str, Any]:
+    """A shown diff (:meth:`Change.preview`) with every value redacted as the model sees flows: how a conversation
+    keeps an approval card at rest (the ids of the diff's nodes are references)."""
+    references = frozenset(node["id"] for node in diff.get("added") or [] if isinstance(node, dict)
+                           and isinstance(node.get("id"), str))
+    return {**diff, "added": [strip_secrets(node, references) if isinstance(node, dict) else node
+                              for node in diff.get("added") or []],
+            "changed": [{**entry, "properties": {
+                name: {side: redacted_value(entry.get("type"), name, value, references)
+                       for side, value in sides.items()}
+                for name, sides in (entry.get("properties") or {}).items()}}
+                for entry in diff.get("changed") or [] if isinstance(entry, dict)]}
 
 
 def _empty_diff() -> dict[str, Any]:
@@ -216,6 +245,7 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
         if not isinstance(node.get("type"), str) or node["type"] in ("tab", "subflow"):
             raise _invalid(tool, f"nodes.{position}.type", "every node needs a node type; tabs and subflows are "
                                                            "not nodes (use new_tab_label for a new tab)")
+        refuse_masks(tool, node, f"nodes.{position}")
     ids = [str(n["id"]) for n in nodes]
     if len(set(ids)) != len(ids):
         raise _invalid(tool, "nodes", "node ids must be unique")
@@ -285,10 +315,13 @@ def plan_update_node(flows: list[dict[str, Any]], node_id: str, properties: dict
             _unlocked(by_id, [node_id], locks)
     else:
         _unlocked(by_id, [before.get("z")], locks)
-    after = {**copy.deepcopy(before), **copy.deepcopy(properties)}
+    references = frozenset(by_id)
+    written = {name: restore_masked("update_node", before, name, copy.deepcopy(value), references)
+               for name, value in properties.items()}
+    after = {**copy.deepcopy(before), **written}
     new_flows = list(flows)
     new_flows[index[node_id]] = after
-    changed = {name: {"before": before.get(name), "after": value} for name, value in properties.items()
+    changed = {name: {"before": before.get(name), "after": value} for name, value in written.items()
                if before.get(name) != value}
     diff = _empty_diff()
     if changed:
@@ -301,7 +334,7 @@ def plan_update_node(flows: list[dict[str, Any]], node_id: str, properties: dict
                        **({"tab": _label(tab)} if tab is not None else {}))
     return Change("update_node", summary, diff, flows=new_flows,
                   test_tabs_only=is_test_tab(tab) if tab is not None and tab.get("type") == "tab" else False,
-                  references=frozenset(by_id))
+                  references=references, shown={node_id: {name: properties[name] for name in changed}})
 
 
 def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str],

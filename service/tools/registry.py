@@ -42,7 +42,7 @@ FAILURE_STATUS = {
     "template_not_found": 404, "invalid_params": 400, "flow_not_selected": 400, "node_not_selected": 400,
     "flow_too_large": 413, "forbidden": 403, "flows_conflict": 409, "flow_locked": 409,
     "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
-    "nodered_timeout": 504, "memory_unavailable": 503,
+    "nodered_timeout": 504, "memory_unavailable": 503, "approval_too_large": 413,
 }
 
 

@@ -28,17 +28,6 @@ DEPLOYED_TOKEN = "dep1oyed-T0ken-8c1f2e7a9b"
 WARNING = "This change writes values that look like secrets, shown here in full"
 
 
-@pytest.fixture
-def write_settings(writable_nodered, model, tmp_path) -> Settings:
-    return Settings(nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
-                    openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
-                    knowledge_refresh=0)
-
-
-@pytest.fixture
-async def service(aiohttp_client, write_settings):
-    return await aiohttp_client(create_app(write_settings))
-
 
 def node_of(flows, node_type) -> dict:
     return next(n for n in flows if n.get("type") == node_type)

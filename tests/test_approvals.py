@@ -34,17 +34,6 @@ from tests.support.threads import aiosqlite_threads, threads_left
 from tests.support.writable import deployed
 
 
-@pytest.fixture
-def write_settings(writable_nodered, model, tmp_path) -> Settings:
-    return Settings(nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
-                    openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
-                    knowledge_refresh=0)
-
-
-@pytest.fixture
-async def service(aiohttp_client, write_settings):
-    return await aiohttp_client(create_app(write_settings))
-
 
 async def events_of(response):
     assert response.status == 200, await response.text()

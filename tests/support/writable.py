@@ -1,6 +1,6 @@
 """A Node-RED of a test module's own, whose flows that module's tests change (write tools, approvals).
 
-The fixture is registered in tests/conftest.py; its name holds "nodered", so the tests using it are marked
+The fixtures are registered in tests/conftest.py (``write_settings`` and ``service``: the service against it); its name holds "nodered", so the tests using it are marked
 ``nodered`` and run on every supported Node-RED version.
 """
 
@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from service.settings import NodeRedSettings, Settings
+from service.web.app import create_app
 from tests.support.nodered import NodeRed, example_flows, free_port
 
 # Two small tabs to write to: an inject chain and a function node with two outputs.
@@ -29,6 +31,23 @@ def writable_nodered(tmp_path_factory, request):
     instance.start()
     yield instance
     instance.stop()
+
+
+@pytest.fixture
+def write_settings(writable_nodered, model, tmp_path) -> Settings:
+    """The service's settings against the module's :func:`writable_nodered` and the scripted ``model``: a
+    database of the test's own, no MCP tools, no background knowledge refresh."""
+    from tests.conftest import TEST_API_KEY  # here: conftest imports this module
+
+    return Settings(nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
+                    openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
+                    knowledge_refresh=0)
+
+
+@pytest.fixture
+async def service(aiohttp_client, write_settings):
+    """A test client of the service built from :func:`write_settings`."""
+    return await aiohttp_client(create_app(write_settings))
 
 
 def deployed(nodered: NodeRed) -> dict[str, Any]:

@@ -134,12 +134,14 @@ async def test_a_redirect_to_a_loopback_address_is_refused_at_the_redirect(aioht
     assert f"http://127.0.0.1:{target.port}" in caplog.text and "query-secret" not in caplog.text
 
 
-async def test_a_request_servers_connection_goes_to_the_checked_address_or_nowhere(aiohttp_server):
+async def test_a_request_servers_connection_goes_to_the_checked_address_or_nowhere(aiohttp_server, caplog):
     """The service's own wiring (the pool, the SDK's streamable HTTP client): a name that resolves to loopback
     (as a rebinding DNS server would answer after a public address) gets no request; once its range is allowed,
     the request goes to the address the check saw, under the name."""
     listener = await Listener().start(aiohttp_server)
-    config = McpServerConfig(name="docs", url=f"http://mcp.example.com:{listener.port}/mcp", startTimeout=5)
+    caplog.set_level(logging.INFO)
+    config = McpServerConfig(name="docs", url=f"http://mcp.example.com:{listener.port}/mcp?{SECRET_QUERY}",
+                             startTimeout=5)
     resolver = names({"mcp.example.com": "127.0.0.1"})
     refusing = ExternalServers([]).with_servers([config], AddressPolicy(resolver=resolver))
     allowing = ExternalServers([]).with_servers(
@@ -149,10 +151,14 @@ async def test_a_request_servers_connection_goes_to_the_checked_address_or_nowhe
         assert "is not on a public address" in refusing.unavailable()["docs"]
         assert listener.seen == []
         await allowing.start()  # the listener is no MCP server: the start fails after the request reached it
-        assert listener.seen and listener.seen[0] == (f"mcp.example.com:{listener.port}", "/mcp")
+        assert listener.seen and listener.seen[0] == (f"mcp.example.com:{listener.port}", f"/mcp?{SECRET_QUERY}")
     finally:
         await refusing.close()
         await allowing.close()
+    # The service's log (the listener's own access log aside) names the origin: httpx's request line too.
+    service_log = "\n".join(record.getMessage() for record in caplog.records if record.name != "aiohttp.access")
+    assert f"http://mcp.example.com:{listener.port}" in service_log and "query-secret" not in service_log
+    assert "HTTP Request: POST http://mcp.example.com" in service_log
 
 
 @pytest.mark.parametrize("address", [

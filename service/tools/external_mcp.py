@@ -36,7 +36,7 @@ from mcp.types import Tool
 
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import McpServerConfig
-from service.tools.mcp_addresses import AddressPolicy
+from service.tools.mcp_addresses import AddressPolicy, origin
 from service.tools.mcp_client import PASS_THROUGH_ENV, McpTools
 from service.tools.mcp_http import pinned_client_factory
 
@@ -73,7 +73,9 @@ def _client(config: McpServerConfig, policy: AddressPolicy | None = None) -> Mcp
 
         def transport() -> Any:
             return streamablehttp_client(url, headers=headers, timeout=config.start_timeout, **pinned)
-        return McpTools([url], {}, config.start_timeout, config.call_timeout, transport=transport, retry=False)
+        # Its name in the log is the URL's origin: the path and query may carry a secret, as the headers do.
+        return McpTools([origin(url)], {}, config.start_timeout, config.call_timeout, transport=transport,
+                        retry=False)
     env = {name: os.environ[name] for name in ("PATH", "HOME", *PASS_THROUGH_ENV) if os.environ.get(name)}
     env.update({key: value.get_secret_value() for key, value in config.env.items()})
     return McpTools([config.command or "", *config.args], env, config.start_timeout, config.call_timeout,

@@ -17,12 +17,27 @@ from typing import Any
 
 import httpx
 
-from service.tools.mcp_addresses import ALLOW_VARIABLE, Address, AddressNotAllowed, AddressPolicy
+from service.tools.mcp_addresses import ALLOW_VARIABLE, Address, AddressNotAllowed, AddressPolicy, origin
 
 log = logging.getLogger(__name__)
 
 # The SDK's own defaults (mcp.shared._httpx_utils): 30 s to connect, write and wait for the pool, 300 s to read.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=300.0)
+
+
+class OriginOnly(logging.Filter):
+    """Shortens the URL in httpx's request log (``HTTP Request: POST <url> "HTTP/1.1 200 OK"``, at INFO) to its
+    origin: an MCP server's path and query may carry a secret, as its headers do."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], httpx.URL):
+            record.args = (args[0], origin(str(args[1])), *args[2:])
+        return True
+
+
+# Installed with the module that sends to request-supplied URLs; it also shortens every other httpx request line.
+logging.getLogger("httpx").addFilter(OriginOnly())
 
 
 class RefusedAddress(httpx.ConnectError):

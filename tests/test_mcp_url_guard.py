@@ -61,7 +61,8 @@ async def test_an_ai_config_server_on_127_0_0_1_is_refused_and_its_listener_gets
         aiohttp_client, aiohttp_server, settings, model, caplog):
     listener = await Listener().start(aiohttp_server)
     origin = f"http://127.0.0.1:{listener.port}"
-    docs = {"name": "docs", "url": f"{origin}/tenant-path/mcp?{SECRET_QUERY}", "headers": {"Authorization": HEADER_VALUE}}
+    docs = {"name": "docs", "url": f"{origin}/tenant-path/mcp?{SECRET_QUERY}",
+            "headers": {"Authorization": HEADER_VALUE}}
     client = await aiohttp_client(create_app(settings))
     caplog.set_level(logging.DEBUG)
     status, body = await chat(client, "hello", provider=provider(model, docs))
@@ -97,7 +98,7 @@ async def test_an_ai_config_server_on_a_name_or_address_that_is_not_public_is_re
 @pytest.mark.parametrize(("allowed", "host"), [("127.0.0.0/8", "127.0.0.1"), ("127.0.0.1", "127.0.0.1"),
                                                ("localhost", "localhost")])
 async def test_with_the_operators_allow_list_the_same_server_is_reached_and_works(aiohttp_client, settings, model,
-                                                                                  http_mcp, allowed, host):
+                                                                                  http_mcp, allowed, host):  # noqa: F811
     url = http_mcp[0].replace("127.0.0.1", host)
     docs = {"name": "docs", "url": url, "headers": {"Authorization": HEADER_VALUE}}
     refusing = await aiohttp_client(create_app(settings))
@@ -190,7 +191,7 @@ def test_the_allow_list_takes_names_wildcards_addresses_and_ranges():
         Settings.from_env({"AI_SIDEBAR_MCP_ALLOWED_HOSTS": "http://mcp.internal/"})
 
 
-async def test_the_services_own_servers_are_not_checked(aiohttp_client, settings, model, http_mcp):
+async def test_the_services_own_servers_are_not_checked(aiohttp_client, settings, model, http_mcp):  # noqa: F811
     own = McpServerConfig(name="docs", url=http_mcp[0], headers={"Authorization": HEADER_VALUE})
     client = await aiohttp_client(create_app(settings.model_copy(update={"mcp_servers": [own]})))
     model.script(Reply(tool_calls=[{"name": "docs__whoami", "arguments": {}}]), Reply(text="Answered."))

@@ -15,8 +15,8 @@ Servers a request names (an ``ai-config`` node's, sent with its provider setting
 that request only (:meth:`ExternalServers.with_servers`); their connections are kept in a pool keyed by the whole
 definition, secrets included, so that the next request with the same definition reuses the running connection
 instead of starting another. Their HTTP requests reach only public addresses and those the operator allows
-(:mod:`service.tools.mcp_addresses`), checked as each is sent. Which request servers the service accepts at all is the web layer's decision
-(:func:`service.web.routes.request_servers`).
+(:mod:`service.tools.mcp_addresses`), checked as each is sent. Which request servers the service accepts at all is
+the web layer's decision (:func:`service.web.routes.request_tools`).
 """
 
 from __future__ import annotations

@@ -288,21 +288,21 @@ async def request_tools(request: web.Request, provider: ProviderOverride | None)
     policy = settings.mcp_address_policy
     for server in servers:
         if server.url is not None:
-            await _refuse_internal(server.name, server.url, server.start_timeout, policy)
+            await _refuse_internal(server.name, server.url, policy, server.start_timeout)
     assert tools.external is not None  # the app factory always gives the registry its external servers
     return tools.with_external(tools.external.with_servers(servers, policy))
 
 
-async def _refuse_internal(name: str, url: str, timeout: float, policy: AddressPolicy) -> None:
+async def _refuse_internal(name: str, url: str, policy: AddressPolicy, seconds: float) -> None:
     """Refuse the request's server ``name`` at ``url`` when its host is or resolves to an address ``policy`` does
-    not allow. A name that does not resolve (in ``timeout`` seconds) passes: its client fails to connect, and the
+    not allow. A name that does not resolve (within ``seconds``) passes: its client fails to connect, and the
     user hears that the server is unavailable, as for any server that does not answer.
 
     Raises:
         ServiceError: 400 ``mcp_url_not_allowed``.
     """
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(seconds):
             await policy.check(url)
     except AddressNotAllowed as refused:
         # The origin only: the path, query and headers may carry the node's secrets.

@@ -21,6 +21,7 @@ from service.nodered.settings import (
     is_loopback,
 )
 from service.nodered.write_tools import WRITE_TOOL_NAMES
+from service.tools.mcp_addresses import AddressPolicy
 
 __all__ = ["ENV_FIELDS", "EvidenceSettings", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
 
@@ -164,7 +165,12 @@ class Settings(EnvSettings):
                                     description="accept stdio MCP servers an ai-config node sends with a request "
                                                 "(each runs a command on the service's host, so only where every "
                                                 "user who may edit flows may also run programs there); streamable "
-                                                "HTTP servers of a request are always accepted")
+                                                "HTTP servers of a request are accepted on public addresses")
+    mcp_allowed_hosts: str = Field("", validation_alias="AI_SIDEBAR_MCP_ALLOWED_HOSTS",
+                                   description="host names (*.domain for the names below it), addresses and CIDR "
+                                               "ranges (comma-separated) on which an ai-config node's MCP servers "
+                                               "may be although they are not public (loopback, private, link-local "
+                                               "and the like, which are refused otherwise)")
 
     pii: str = Field("all", validation_alias="AI_SIDEBAR_PII",
                      description="PII types masked before text reaches a model: email, phone, iban, credit_card, ip "
@@ -217,6 +223,18 @@ class Settings(EnvSettings):
         if twice:
             raise ValueError(f"MCP server names must be unique: {', '.join(twice)}")
         return servers
+
+    @field_validator("mcp_allowed_hosts")
+    @classmethod
+    def _allow_list(cls, setting: str) -> str:
+        AddressPolicy.parse(setting)
+        return setting
+
+    @property
+    def mcp_address_policy(self) -> AddressPolicy:
+        """Where the MCP servers of requests may be (``AI_SIDEBAR_MCP_ALLOWED_HOSTS``, see
+        :class:`~service.tools.mcp_addresses.AddressPolicy`)."""
+        return AddressPolicy.parse(self.mcp_allowed_hosts)
 
     @field_validator("pii")
     @classmethod

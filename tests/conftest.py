@@ -127,7 +127,9 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
     env = {**os.environ, "AI_SIDEBAR_PORT": str(service_port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN,
            "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
            "MEMORY_DB_PATH": str(log_path.parent / "memory.db"), "MCP_TOOLS_ENABLED": "false",
-           "AI_SIDEBAR_WORKERS": "1"}  # as make run: one process, so per-process limits are the tests' limits
+           "AI_SIDEBAR_WORKERS": "1",  # as make run: one process, so per-process limits are the tests' limits
+           # The MCP servers the ai-config nodes of the tests name run on loopback, which the operator must allow.
+           "AI_SIDEBAR_MCP_ALLOWED_HOSTS": "127.0.0.1"}
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)

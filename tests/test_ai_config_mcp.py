@@ -30,6 +30,13 @@ HEADER = "Bearer mcp-header-secret-4e7d1a90c2"
 ENV_VALUE = "mcp-env-secret-91b3c5d7e2"
 
 
+@pytest.fixture
+def settings(settings):
+    """The in-process service's settings, its operator allowing MCP servers of requests on 127.0.0.1, where this
+    module's servers run (a non-public address is refused otherwise: tests/test_mcp_url_guard.py)."""
+    return settings.model_copy(update={"mcp_allowed_hosts": "127.0.0.1"})
+
+
 @pytest.fixture(scope="module")
 def http_mcp():
     """A streamable HTTP MCP server on a free port: ``(url, process)``."""

@@ -104,7 +104,9 @@ class ServiceProcess:
         self.port = port
         self.env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN,
                     "NODE_RED_URL": nodered_url, "OPENAI_BASE_URL": model_url, "OPENAI_API_KEY": API_KEY,
-                    "MEMORY_DB_PATH": str(db_path), "MCP_TOOLS_ENABLED": "false"}
+                    "MEMORY_DB_PATH": str(db_path), "MCP_TOOLS_ENABLED": "false",
+                    # An ai-config node's MCP server in these tests is on loopback, which the operator must allow.
+                    "AI_SIDEBAR_MCP_ALLOWED_HOSTS": "127.0.0.1"}
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
 

@@ -14,8 +14,9 @@ its start is tried again at most every :data:`RETRY_SECONDS`.
 Servers a request names (an ``ai-config`` node's, sent with its provider settings) join the configured ones for
 that request only (:meth:`ExternalServers.with_servers`); their connections are kept in a pool keyed by the whole
 definition, secrets included, so that the next request with the same definition reuses the running connection
-instead of starting another. Which request servers the service accepts at all is the web layer's decision
-(:func:`service.web.routes.request_servers`).
+instead of starting another. Their HTTP requests reach only public addresses and those the operator allows
+(:mod:`service.tools.mcp_addresses`), checked as each is sent. Which request servers the service accepts at all is
+the web layer's decision (:func:`service.web.routes.request_tools`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from mcp.types import Tool
 
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import McpServerConfig
+from service.tools.mcp_addresses import AddressPolicy, origin
 from service.tools.mcp_client import PASS_THROUGH_ENV, McpTools
+from service.tools.mcp_http import pinned_client_factory
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +63,19 @@ class ExternalServer:
         return self.config.name
 
 
-def _client(config: McpServerConfig) -> McpTools:
+def _client(config: McpServerConfig, policy: AddressPolicy | None = None) -> McpTools:
+    """The client of ``config``; with ``policy`` (a request's server) its HTTP requests go only to addresses the
+    policy allows (:mod:`service.tools.mcp_http`), without (the service's own) anywhere."""
     if config.url is not None:
         headers = {key: value.get_secret_value() for key, value in config.headers.items()}
         url = config.url
+        pinned = {} if policy is None else {"httpx_client_factory": pinned_client_factory(policy)}
 
         def transport() -> Any:
-            return streamablehttp_client(url, headers=headers, timeout=config.start_timeout)
-        return McpTools([url], {}, config.start_timeout, config.call_timeout, transport=transport, retry=False)
+            return streamablehttp_client(url, headers=headers, timeout=config.start_timeout, **pinned)
+        # Its name in the log is the URL's origin: the path and query may carry a secret, as the headers do.
+        return McpTools([origin(url)], {}, config.start_timeout, config.call_timeout, transport=transport,
+                        retry=False)
     env = {name: os.environ[name] for name in ("PATH", "HOME", *PASS_THROUGH_ENV) if os.environ.get(name)}
     env.update({key: value.get_secret_value() for key, value in config.env.items()})
     return McpTools([config.command or "", *config.args], env, config.start_timeout, config.call_timeout,
@@ -92,10 +100,11 @@ class ServerPool:
     servers: OrderedDict[str, ExternalServer] = field(default_factory=OrderedDict)
     closing: set[asyncio.Task] = field(default_factory=set)
 
-    def get(self, config: McpServerConfig) -> ExternalServer:
-        """The pooled server of ``config``'s definition, created (not started) when the pool has none."""
+    def get(self, config: McpServerConfig, policy: AddressPolicy) -> ExternalServer:
+        """The pooled server of ``config``'s definition, created (not started) when the pool has none; its HTTP
+        requests go only to addresses ``policy`` allows (the operator's, the same for every request)."""
         key = definition_key(config)
-        server = self.servers.pop(key, None) or ExternalServer(config, _client(config))
+        server = self.servers.pop(key, None) or ExternalServer(config, _client(config, policy))
         self.servers[key] = server
         while len(self.servers) > self.limit:
             _, oldest = self.servers.popitem(last=False)
@@ -128,11 +137,12 @@ class ExternalServers:
         self.servers = {config.name: ExternalServer(config, _client(config)) for config in configs}
         self.pool = ServerPool() if pool is None else pool
 
-    def with_servers(self, configs: list[McpServerConfig]) -> ExternalServers:
+    def with_servers(self, configs: list[McpServerConfig], policy: AddressPolicy) -> ExternalServers:
         """These servers and ``configs`` (a request's, names not among these: the caller checks), the latter from
-        the pool. The result shares its servers: close this set, never the result."""
+        the pool, reaching only addresses ``policy`` allows. The result shares its servers: close this set, never
+        the result."""
         joined = ExternalServers([], self.pool)
-        joined.servers = {**self.servers, **{config.name: self.pool.get(config) for config in configs}}
+        joined.servers = {**self.servers, **{config.name: self.pool.get(config, policy) for config in configs}}
         return joined
 
     def __bool__(self) -> bool:

@@ -118,8 +118,9 @@ class ProviderOverride(BaseModel):
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
     mcpServers: list[McpServerConfig] = Field(default_factory=list, max_length=10, description=(
         "the node's external MCP servers, for this request besides the service's own: streamable HTTP (url, "
-        "headers) always; stdio (command, args, env) only with AI_SIDEBAR_MCP_REQUEST_STDIO=true, else 403 "
-        "mcp_stdio_not_allowed; a name the service's own servers use is 400 invalid_request"))
+        "headers) on a public address, or on one AI_SIDEBAR_MCP_ALLOWED_HOSTS allows, else 400 mcp_url_not_allowed; "
+        "stdio (command, args, env) only with AI_SIDEBAR_MCP_REQUEST_STDIO=true, else 403 mcp_stdio_not_allowed; a "
+        "name the service's own servers use is 400 invalid_request"))
 
     @model_validator(mode="after")
     def _temperature_in_the_providers_range(self) -> ProviderOverride:

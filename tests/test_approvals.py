@@ -27,7 +27,7 @@ from service.nodered.tooling import ToolFailure
 from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
 from tests.support.threads import aiosqlite_threads, threads_left
@@ -36,7 +36,8 @@ from tests.support.writable import deployed
 
 @pytest.fixture
 def write_settings(writable_nodered, model, tmp_path) -> Settings:
-    return Settings(nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=writable_nodered.url),
+                    openai_base_url=model.base_url,
                     openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
                     knowledge_refresh=0)
 

@@ -40,7 +40,7 @@ def parse_hosts(setting: str | None) -> tuple[str, ...]:
         if "/" in name or " " in name or "@" in name:
             raise ValueError(f"{raw.strip()!r} is not a host name: give names like example.org or 10.0.0.5, "
                              "comma-separated, without scheme or path")
-        names.append(_without_port(name) if name.startswith("[") or name.count(":") == 1 else f"[{name}]")
+        names.append(_without_port(name) if name.startswith("[") or name.count(":") <= 1 else f"[{name}]")
     return tuple(names)
 
 

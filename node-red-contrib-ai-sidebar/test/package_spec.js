@@ -57,6 +57,7 @@ describe("package manifest", function () {
             "nodes/lib/chat-client.js", "nodes/lib/mcp-servers.js",
             "plugins/ai-sidebar.js", "plugins/lib/function-check.js", "plugins/lib/function-routes.js",
             "plugins/lib/function-sandbox.js", "plugins/lib/provider.js", "plugins/lib/relay.js", "plugins/lib/service-status.js",
+            "plugins/lib/service-token.js",
             "plugins/lib/supervisor.js",
             "resources/sse-parser.js"]);
     });

@@ -6,12 +6,15 @@ On stdio, stdout carries the protocol: everything else is logged to stderr.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hmac
 import logging
 import os
 import sys
 from typing import TYPE_CHECKING
 
+from service.nodered.client import NodeRedClient
+from service.nodered.hosts import HostAllowList
 from service.nodered.settings import EvidenceSettings, NodeRedSettings, SettingsError
 
 from .server import build_server
@@ -49,6 +52,44 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+class HostCheck:
+    """ASGI middleware: a request whose ``Host``, or ``Origin`` when present, names a host outside ``allowed`` is
+    answered 421 ``misdirected_request`` in the JSON error shape (DNS rebinding, :mod:`service.nodered.hosts`),
+    before the bearer check and on every path. The MCP SDK checks the same list again on ``/mcp``
+    (:func:`mcp_server.server.build_server`), answering in plain text."""
+
+    def __init__(self, app: ASGIApp, allowed: HostAllowList):
+        self.app = app
+        self._allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            host, origin = headers.get(b"host"), headers.get(b"origin")
+            if not self._allowed.allows_host(host.decode("latin-1") if host is not None else None) or \
+                    not self._allowed.allows_origin(origin.decode("latin-1") if origin is not None else None):
+                from starlette.responses import JSONResponse
+
+                response = JSONResponse(
+                    {"error": {"code": "misdirected_request",
+                               "message": "This server does not answer for the host named in Host or Origin; "
+                                          "add it to MCP_HTTP_ALLOWED_HOSTS if it is meant to reach this server."}},
+                    status_code=421)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def check_login(config: NodeRedSettings) -> None:
+    """Log in once before serving, so that the log says at start whether the password account may deploy (the
+    write tools need it; :meth:`NodeRedClient.check_login`)."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        client = NodeRedClient(config.url, session, config.credentials_for(writes=True), timeout=config.timeout)
+        await client.check_login()
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="nodered-mcp",
@@ -80,24 +121,32 @@ def main(argv: list[str] | None = None) -> None:
         writes = McpWriteSettings.load()
         http = McpHttpSettings.load(**{name: value for name, value in flags.items() if value is not None})
         if args.transport == "http":
-            http.check_bind()
+            http.check_bind(writes=writes.enabled)
     except SettingsError as err:
         print(f"nodered-mcp: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     knowledge_db = os.environ.get("MCP_KNOWLEDGE_DB") or ":memory:"
+    if writes.enabled:
+        asyncio.run(check_login(config))
     if args.transport == "stdio":
         build_server(config, knowledge_db=knowledge_db, evidence=evidence, writes=writes).run("stdio")
         return
 
     import uvicorn
 
+    allowed = http.host_allow_list
     server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence,
-                          writes=writes)
+                          writes=writes, allowed_hosts=allowed)
     app: ASGIApp = server.streamable_http_app()
     if http.token is not None:
         app = BearerAuth(app, http.token.get_secret_value())
-    log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s%s", http.host, http.port,
-                config.url, "" if http.token else " (no bearer token: loopback only)")
+    app = HostCheck(app, allowed)
+    log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s", http.host, http.port,
+                config.url)
+    if http.token is None:
+        log.warning("nodered-mcp: MCP_HTTP_TOKEN is not set: every local user (any process on this machine) can "
+                    "connect and read the flows, settings and runtime messages of Node-RED with this server's "
+                    "Node-RED credentials. Set MCP_HTTP_TOKEN, or use stdio, to keep them to your MCP clients.")
     uvicorn.run(app, host=http.host, port=http.port, log_level=args.log_level.lower())
 
 

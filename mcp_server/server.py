@@ -22,6 +22,7 @@ import aiohttp
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.session import ServerSession
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -32,6 +33,7 @@ from service.knowledge.tools import knowledge_tools
 from service.nodered.client import NodeRedClient, NodeRedError
 from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
+from service.nodered.hosts import HostAllowList
 from service.nodered.settings import EvidenceSettings, NodeRedSettings
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
@@ -198,14 +200,18 @@ class SharedEvidence:
 
 def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 8766,
                  tools: Iterable[Tool] = READ_TOOLS, knowledge_db: str | None = ":memory:",
-                 evidence: EvidenceSettings | None = None, writes: McpWriteSettings | None = None) -> FastMCP:
+                 evidence: EvidenceSettings | None = None, writes: McpWriteSettings | None = None,
+                 allowed_hosts: HostAllowList | None = None) -> FastMCP:
     """The MCP server for the Node-RED at ``config.url`` offering the read tools of ``tools`` (default the core's
     read tools; write tools given there are left out) and, unless ``knowledge_db`` is ``None``, the knowledge tools
     over an index in that SQLite file. With ``writes`` enabled (``MCP_WRITE_TOOLS=true``) it offers the core's
     write tools too, each applied only after the client's user approves it through MCP elicitation, every decision
-    recorded in the audit file ``writes.audit_db``. ``host``/``port`` matter for streamable HTTP only (FastMCP
-    turns DNS-rebinding protection on for a loopback host). ``evidence`` (default: on, default sizes) off leaves out
-    the runtime evidence tools; on, the server subscribes to Node-RED's comms websocket for them while it runs."""
+    recorded in the audit file ``writes.audit_db``. ``host``/``port`` matter for streamable HTTP only, and so does
+    ``allowed_hosts`` (default: loopback names and ``host``): the MCP SDK's DNS-rebinding protection
+    (``TransportSecuritySettings``) answers a request naming another host in ``Host`` or ``Origin`` with 421 or 403
+    (``mcp_server.__main__`` puts a JSON answer of its own in front). ``evidence`` (default: on, default sizes)
+    off leaves out the runtime evidence tools; on, the server subscribes to Node-RED's comms websocket for them
+    while it runs."""
     holder = KnowledgeHolder(knowledge_db) if knowledge_db is not None else None
     evidence = evidence or EvidenceSettings()
     offered = [tool for tool in (*tools, *(knowledge_tools(holder.current) if holder is not None else ()))
@@ -220,7 +226,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     @asynccontextmanager
     async def lifespan(_server: FastMCP) -> AsyncIterator[ServerState]:
         async with aiohttp.ClientSession() as session:
-            state = ServerState(NodeRedClient(config.url, session, config.credentials, timeout=config.timeout))
+            credentials = config.credentials_for(writes=audit_db is not None)
+            state = ServerState(NodeRedClient(config.url, session, credentials, timeout=config.timeout))
             if holder is not None:
                 await holder.open(state.nodered)
             if audit_db is not None:
@@ -239,8 +246,12 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
                 if state.audit is not None:
                     await state.audit.close()
 
+    allowed = allowed_hosts or HostAllowList.of(bind_host=host)
+    hosts, origins = allowed.patterns()
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=not allowed.any, allowed_hosts=hosts,
+                                         allowed_origins=origins)
     mcp = NodeRedMcp("nodered", instructions=WRITE_INSTRUCTIONS if audit_db is not None else INSTRUCTIONS,
-                     lifespan=lifespan, host=host, port=port, log_level="WARNING")
+                     lifespan=lifespan, host=host, port=port, log_level="WARNING", transport_security=security)
     # FastMCP reports the SDK's version in serverInfo unless the low-level server is told ours.
     mcp._mcp_server.version = __version__
     for declared in offered:

@@ -6,25 +6,45 @@ from __future__ import annotations
 
 from typing import Self
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
+from service.nodered.hosts import HostAllowList, parse_hosts
 from service.nodered.settings import EnvSettings, SettingsError, is_loopback
 
 
 class McpHttpSettings(EnvSettings):
-    """``MCP_HTTP_TOKEN`` (or ``--token``): the bearer token HTTP clients must send; ``host`` and ``port``: the
-    ``--host`` / ``--port`` flags. Only the HTTP transport reads them."""
+    """``MCP_HTTP_TOKEN`` (or ``--token``): the bearer token HTTP clients must send; ``MCP_HTTP_ALLOWED_HOSTS``: host
+    names (comma-separated, any port) requests may name in ``Host`` and ``Origin`` besides the loopback names and
+    ``host`` (``*``: any); ``host`` and ``port``: the ``--host`` / ``--port`` flags. Only the HTTP transport reads
+    them."""
 
     token: SecretStr | None = Field(None, validation_alias="MCP_HTTP_TOKEN")
+    allowed_hosts: str | None = Field(None, validation_alias="MCP_HTTP_ALLOWED_HOSTS")
     host: str = "127.0.0.1"
     port: int = Field(8766, ge=0, le=65535)
 
-    def check_bind(self) -> None:
-        """Refuse a non-loopback bind without a token: anyone reaching the port could read Node-RED.
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: str | None) -> str | None:
+        parse_hosts(value)
+        return value
+
+    @property
+    def host_allow_list(self) -> HostAllowList:
+        """The hosts a request may name (:mod:`service.nodered.hosts`)."""
+        return HostAllowList.of(parse_hosts(self.allowed_hosts), self.host)
+
+    def check_bind(self, writes: bool = False) -> None:
+        """Refuse a non-loopback bind without a token (anyone reaching the port could read Node-RED), and the write
+        tools without a token: every local user could connect and answer the approval of a write itself.
 
         Raises:
-            SettingsError: ``host`` is not a loopback address and no token is set.
+            SettingsError: ``host`` is not a loopback address, or ``writes`` is on, and no token is set.
         """
+        if self.token is None and writes:
+            raise SettingsError("MCP_WRITE_TOOLS=true over streamable HTTP needs MCP_HTTP_TOKEN (or --token): "
+                                "without it every local user could connect, call a write tool and approve it "
+                                "themselves. Set a token and give it only to your MCP clients, or use stdio.")
         if self.token is None and not is_loopback(self.host):
             raise SettingsError(f"--host {self.host} is not a loopback address: set MCP_HTTP_TOKEN (or --token) so "
                                 "that only your MCP clients can read Node-RED.")

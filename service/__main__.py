@@ -30,6 +30,7 @@ def main() -> None:
     except (SettingsError, ValueError) as err:
         print(f"ai-sidebar-service: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    warn_without_token(settings)
     count = worker_count(settings.workers, settings.port)
     if count == 1:
         serve(settings, None, reuse_port=False)
@@ -37,6 +38,19 @@ def main() -> None:
     # Each worker knows there are several: the per-user stream limit then counts in the database (web/app.py).
     several = settings.model_copy(update={"workers": count})
     raise SystemExit(supervise(count, lambda ready: serve(several, ready, reuse_port=True)))
+
+
+def warn_without_token(settings: Settings) -> None:
+    """Say at start what a service without ``AI_SIDEBAR_TOKEN`` does (issue 29): it cannot tell Node-RED's plugin
+    from any other local process, so it believes no identity or permission header (:mod:`service.identity`)."""
+    if settings.token is not None:
+        return
+    log.warning("AI_SIDEBAR_TOKEN is not set: any local process can call this service, so it believes no "
+                "identity or permission header. Every caller is the anonymous editor, read-only: it can ask "
+                "questions (read with the Node-RED credentials of this service, %s) but cannot change flows, "
+                "approve changes or read other users' conversations. Set the same AI_SIDEBAR_TOKEN for Node-RED "
+                "and this service, or let Node-RED start it (aiSidebar.startService), to use writes and users.",
+                "which are set" if settings.nodered.token or settings.nodered.username else "none set")
 
 
 def serve(settings: Settings, ready: Event | None, reuse_port: bool) -> None:

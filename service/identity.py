@@ -16,6 +16,11 @@ as they set them (they build them themselves and never forward such headers from
   into the flow cannot set either), so only the flow author who deployed the node can let it offer write tools,
   and each write still waits for an approval answered with this node's identity.
 
+A service without ``AI_SIDEBAR_TOKEN`` cannot tell the plugin from any other local process (or a web page that got
+past the host check), so it believes none of these headers but the user's own Node-RED token: every caller is the
+anonymous editor, read-only (:data:`HEADERS_TRUSTED` is false; issue 29). It answers questions and keeps the
+anonymous memory; flow changes, approvals and tools by name need the token.
+
 Identities live in separate namespaces (:class:`Identity` ``kind``): editor users, the anonymous editor, flow
 nodes (node id and conversation). Memory keeps the kind, the name and the conversation in separate columns, so no
 name in one namespace can be read as another.
@@ -40,6 +45,9 @@ CONVERSATION_HEADER = "X-AI-Sidebar-Conversation"
 PERMISSION_HEADER = "X-AI-Sidebar-Permission"
 
 GRANTS = frozenset({"tools", "memory", "flows"})
+# Whether the identity and permission headers come from a caller that proved it holds AI_SIDEBAR_TOKEN: set by
+# create_app (true only with a token). Declared here, below the web layer, because request_caller reads it.
+HEADERS_TRUSTED = web.AppKey("ai_sidebar_headers_trusted", bool)
 # What encodeURIComponent can produce (ECMA-262, "encodeURIComponent": unreserved marks stay, the rest is %XX of
 # UTF-8). Anything else did not come from it; refusing it keeps decoding one-to-one and exact.
 _URI_COMPONENT = re.compile(r"^(?:[A-Za-z0-9\-_.!~*'()]|%[0-9A-Fa-f]{2})+$")
@@ -89,12 +97,15 @@ class Caller:
         grants: flow nodes: what the ``ai-chat`` node's config turned on (``tools``, ``memory``, ``flows``);
             editor callers have all.
         token: the editor user's Admin API token, when one was forwarded.
+        unverified: the service runs without ``AI_SIDEBAR_TOKEN``, so the caller's headers were not believed
+            (anonymous, read-only).
     """
 
     identity: Identity = ANONYMOUS
     permission: Literal["read", "write"] = "write"
     grants: frozenset[str] = GRANTS
     token: str | None = field(default=None, repr=False)
+    unverified: bool = False
 
     @property
     def may_write(self) -> bool:
@@ -111,9 +122,11 @@ class Caller:
         return "memory" in self.grants and self.identity.remembers
 
     def require_write(self) -> None:
-        """Raises: ServiceError 403 ``forbidden`` for a read-only caller."""
+        """Raises: ServiceError 403 ``forbidden`` for a read-only caller (worded for a service without
+        ``AI_SIDEBAR_TOKEN`` when that is why)."""
         if not self.may_write:
-            raise ServiceError("forbidden", status=403, key="forbidden.write")
+            raise ServiceError("forbidden", status=403,
+                               key="forbidden.no_service_token" if self.unverified else "forbidden.write")
 
 
 def _decoded(header: str, raw: str) -> str:
@@ -131,13 +144,16 @@ def _decoded(header: str, raw: str) -> str:
 
 
 def request_caller(request: web.Request) -> Caller:
-    """The :class:`Caller` the request's headers describe.
+    """The :class:`Caller` the request's headers describe; without ``AI_SIDEBAR_TOKEN`` (:data:`HEADERS_TRUSTED`
+    false) the anonymous editor, read-only, whatever they claim.
 
     Raises:
         ServiceError: 400 ``invalid_request`` naming the header that is malformed, or when a request claims to
             be both an editor user and a flow node.
     """
     headers = request.headers
+    if not request.app.get(HEADERS_TRUSTED, False):
+        return Caller(ANONYMOUS, "read", GRANTS, headers.get(USER_TOKEN_HEADER) or None, unverified=True)
     permission: Literal["read", "write"]
     claimed = headers.get(PERMISSION_HEADER, "write")
     if claimed == "read":

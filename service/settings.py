@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from service.llm.pii import parse_types
 from service.llm.prices import ModelPrice
+from service.nodered.hosts import HostAllowList, parse_hosts
 from service.nodered.settings import (
     CONFIG_FILE_VARIABLE,
     EnvSettings,
@@ -86,6 +87,10 @@ class Settings(EnvSettings):
     host: str = Field("127.0.0.1", validation_alias="AI_SIDEBAR_HOST")
     port: int = Field(8765, ge=0, le=65535, validation_alias="AI_SIDEBAR_PORT")
     token: SecretStr | None = Field(None, validation_alias="AI_SIDEBAR_TOKEN")
+    allowed_hosts: str | None = Field(None, validation_alias="AI_SIDEBAR_ALLOWED_HOSTS",
+                                           description="host names (comma-separated, any port) requests may name "
+                                                       "in Host and Origin besides localhost, 127.0.0.1, [::1] and "
+                                                       "AI_SIDEBAR_HOST; * allows any (DNS-rebinding guard)")
 
     nodered: NodeRedSettings = Field(default_factory=NodeRedSettings)
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
@@ -195,6 +200,17 @@ class Settings(EnvSettings):
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: str | None) -> str | None:
+        parse_hosts(value)
+        return value
+
+    @property
+    def host_allow_list(self) -> HostAllowList:
+        """The hosts a request may name in ``Host`` and ``Origin`` (:mod:`service.nodered.hosts`)."""
+        return HostAllowList.of(parse_hosts(self.allowed_hosts), self.host)
 
     @field_validator("database_url")
     @classmethod

@@ -7,10 +7,12 @@ import subprocess
 import sys
 
 import pytest
+from aiohttp import web
 from pydantic import SecretStr
 
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
+from service.web.keys import SETTINGS
 from tests.support.health import wait_healthy
 from tests.support.model_server import ScriptedModelServer
 from tests.support.nodered import (
@@ -69,6 +71,8 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 TEST_API_KEY = "sk-test-key-for-scripted-server-0001"
 SERVICE_TOKEN = "test-service-token-0123456789"
+# The service token of the apps tests build: without one the service believes no identity header (issue 29).
+SERVICE_SECRET = SecretStr(SERVICE_TOKEN)
 
 
 @pytest.fixture(scope="session")
@@ -109,9 +113,21 @@ def nodered(tmp_path_factory, service_port):
 def settings(nodered, model, tmp_path) -> Settings:
     """The service's settings for in-process tests; the knowledge index starts empty and is refreshed only where a
     test asks (``knowledge_refresh=0``), so what a chat retrieves never depends on a background timer."""
-    return Settings(nodered=NodeRedSettings(url=nodered.url), openai_base_url=model.base_url,
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=nodered.url), openai_base_url=model.base_url,
                     openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
                     knowledge_refresh=0)
+
+
+@pytest.fixture
+def aiohttp_client(aiohttp_client):
+    """pytest-aiohttp's ``aiohttp_client``, sending ``Authorization: Bearer <AI_SIDEBAR_TOKEN>`` by default to an
+    app built with a token, as the plugin does; a test that passes ``headers=`` of its own (e.g. to leave the token
+    out) sends those instead."""
+    async def make(app, *args, **kwargs):
+        if isinstance(app, web.Application) and SETTINGS in app and app[SETTINGS].token is not None:
+            kwargs.setdefault("headers", {"Authorization": f"Bearer {app[SETTINGS].token.get_secret_value()}"})
+        return await aiohttp_client(app, *args, **kwargs)
+    return make
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from service.nodered.tooling import ToolFailure
 from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
 from tests.support.threads import aiosqlite_threads, threads_left

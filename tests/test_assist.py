@@ -13,7 +13,7 @@ import pytest
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
-from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, SERVICE_TOKEN, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.sse import read_events
@@ -56,7 +56,7 @@ def assist_nodered(tmp_path_factory):
 
 
 def assist_settings(nodered: NodeRed, model, tmp_path, **extra) -> Settings:
-    return Settings(nodered=NodeRedSettings(url=nodered.url), openai_base_url=model.base_url,
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=nodered.url), openai_base_url=model.base_url,
                     openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
                     knowledge_refresh=0, **extra)
 

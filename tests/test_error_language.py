@@ -178,7 +178,9 @@ async def test_execute_tool_errors_follow_accept_language(client, accept, expect
 
 
 async def test_an_unknown_route_and_a_wrong_service_token_are_worded_too(aiohttp_client, settings):
-    client = await aiohttp_client(create_app(settings.model_copy(update={"token": SecretStr(SERVICE_TOKEN)})))
+    # no default Authorization header: the second request leaves the token out
+    client = await aiohttp_client(create_app(settings.model_copy(update={"token": SecretStr(SERVICE_TOKEN)})),
+                                  headers={})
     response = await client.get("/ai-sidebar/nothing-here",
                                 headers={"Accept-Language": "ko", "Authorization": f"Bearer {SERVICE_TOKEN}"})
     assert response.status == 404

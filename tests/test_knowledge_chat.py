@@ -15,7 +15,7 @@ from service.knowledge.summary import COUNTS_TITLE
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from service.web.keys import KNOWLEDGE
-from tests.conftest import TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NODERED_VERSION, REPO, NodeRed, example_flows, free_port
 from tests.support.sse import read_events
@@ -35,7 +35,7 @@ def workspace_nodered(tmp_path_factory):
 
 
 def knowledge_settings(nodered, model, tmp_path, **changes) -> Settings:
-    values = {"nodered": NodeRedSettings(url=nodered.url), "openai_base_url": model.base_url,
+    values = {"token": SERVICE_SECRET, "nodered": NodeRedSettings(url=nodered.url), "openai_base_url": model.base_url,
               "openai_api_key": TEST_API_KEY, "memory_db_path": tmp_path / "memory.db", "mcp_tools_enabled": False,
               "knowledge_refresh": 0, **changes}
     return Settings(**values)

@@ -14,7 +14,7 @@ from mcp_server.server import NodeRedConfig, build_server
 from service.nodered.compact import MODEL_TOOL_LIMIT, TEXT_BUDGET
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.compact_reader import Reading, property_json, read
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
@@ -44,7 +44,8 @@ def deployed(large_nodered) -> list[dict]:
 
 @pytest.fixture
 async def large_client(aiohttp_client, large_nodered, model, tmp_path):
-    settings = Settings(nodered=NodeRedSettings(url=large_nodered.url), openai_base_url=model.base_url,
+    settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=large_nodered.url),
+                        openai_base_url=model.base_url,
                         openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
     return await aiohttp_client(create_app(settings))
 

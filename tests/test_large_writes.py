@@ -23,7 +23,7 @@ from mcp_server.settings import McpWriteSettings
 from service.nodered.settings import EvidenceSettings
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.sse import read_events
@@ -56,7 +56,8 @@ def large_writable(tmp_path_factory):
 
 
 def service_settings(url: str, model, tmp_path) -> Settings:
-    return Settings(nodered=NodeRedSettings(url=url), openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=url),
+                    openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
                     memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False, knowledge_refresh=0,
                     evidence=EvidenceSettings(enabled=False))
 

@@ -17,7 +17,7 @@ from service.memory.store import MemoryStore
 from service.memory.streams import OpenStreams
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, example_flows, free_port
 from tests.support.sse import read_events
@@ -39,7 +39,8 @@ def writable_nodered(tmp_path_factory):
 
 @pytest.fixture
 def replica_settings(writable_nodered, model, tmp_path, postgres_url) -> Settings:
-    return Settings(nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=writable_nodered.url),
+                    openai_base_url=model.base_url,
                     openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "a" / "knowledge.db",
                     database_url=SecretStr(postgres_url), mcp_tools_enabled=False, knowledge_refresh=0)
 

@@ -26,7 +26,7 @@ from service.nodered.settings import NodeRedSettings
 from service.settings import Settings
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
-from tests.conftest import ADMIN_PASSWORD, ADMIN_USER, TEST_API_KEY
+from tests.conftest import ADMIN_PASSWORD, ADMIN_USER, SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.sse import read_events
@@ -80,7 +80,8 @@ def evidence_nodered(tmp_path_factory):
 
 @pytest.fixture
 async def evidence_client(aiohttp_client, evidence_nodered, model, tmp_path):
-    settings = Settings(nodered=NodeRedSettings(url=evidence_nodered.url), openai_base_url=model.base_url,
+    settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=evidence_nodered.url),
+                        openai_base_url=model.base_url,
                         openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
                         knowledge_refresh=0)
     return await aiohttp_client(create_app(settings))
@@ -223,7 +224,7 @@ async def admin_token(nodered: NodeRed) -> str:
 
 async def test_with_admin_auth_the_subscriber_logs_in_like_the_editor(aiohttp_client, nodered_with_auth, model,
                                                                      tmp_path):
-    settings = Settings(nodered=NodeRedSettings(url=nodered_with_auth.url, username=ADMIN_USER,
+    settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=nodered_with_auth.url, username=ADMIN_USER,
                                                 password=SecretStr(ADMIN_PASSWORD)),
                         openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
                         memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False, knowledge_refresh=0)
@@ -242,7 +243,8 @@ async def test_with_admin_auth_the_subscriber_logs_in_like_the_editor(aiohttp_cl
 async def test_with_admin_auth_and_no_credentials_the_refusal_is_reported_not_raised(aiohttp_client,
                                                                                     nodered_with_auth, model,
                                                                                     tmp_path, caplog):
-    settings = Settings(nodered=NodeRedSettings(url=nodered_with_auth.url), openai_base_url=model.base_url,
+    settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=nodered_with_auth.url),
+                        openai_base_url=model.base_url,
                         openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db",
                         mcp_tools_enabled=False, knowledge_refresh=0)
     client = await aiohttp_client(create_app(settings))

@@ -19,7 +19,7 @@ import pytest
 from service.nodered.flows import REDACTED, redact_text, strip_secrets
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import TEST_API_KEY
+from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import EXAMPLES_DIR, NODERED_HOME, REPO, NodeRed, free_port
 from tests.support.sse import read_events
@@ -357,7 +357,8 @@ async def test_planted_secrets_reach_neither_model_nor_stream_nor_mcp_nor_databa
         deployed = await response.json()
     assert leaks(json.dumps(deployed)), "Node-RED itself keeps the planted values (except credentials)"
     node_ids = [node["id"] for node in planted_flows()[1:]]
-    settings = Settings(nodered=NodeRedSettings(url=planted_nodered.url), openai_base_url=model.base_url,
+    settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=planted_nodered.url),
+                        openai_base_url=model.base_url,
                         openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
     client = await aiohttp_client(create_app(settings))
     model.script(Reply(text="It calls an API."),

@@ -70,10 +70,11 @@ function wellFormed(text) {
 }
 
 module.exports = function (RED) {
-    const environment = relayLib.configFromEnvironment(process.env);
     let sharedRelay = null;
     let relayProblem = null;
     try {
+        // The plugin's token, generated and kept in the user directory when the plugin starts the service.
+        const environment = relayLib.configFromEnvironment(process.env, RED.settings);
         sharedRelay = relayLib.createRelay({
             serviceUrl: environment.serviceUrl,
             serviceToken: environment.serviceToken,

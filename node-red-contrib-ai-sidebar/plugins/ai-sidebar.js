@@ -17,6 +17,7 @@ const path = require("path");
 const relayLib = require("./lib/relay");
 const providerLib = require("./lib/provider");
 const supervisorLib = require("./lib/supervisor");
+const serviceTokenLib = require("./lib/service-token");
 const serviceStatusLib = require("./lib/service-status");
 const functionRoutes = require("./lib/function-routes");
 
@@ -24,9 +25,17 @@ const functionRoutes = require("./lib/function-routes");
 const WHEEL_DIR = path.join(__dirname, "..", "python");
 
 module.exports = function (RED) {
-    const config = relayLib.configFromEnvironment(process.env);
+    let config;
     let relay = null;
     let configError = null;
+    try {
+        config = relayLib.configFromEnvironment(process.env, RED.settings);
+    } catch (err) {
+        // The generated token's file cannot be kept: start no service (it would run without a token).
+        config = Object.assign(relayLib.configFromEnvironment(process.env), { tokenless: true });
+        RED.log.error("[ai-sidebar] cannot keep the service token in " + RED.settings.userDir + ": " + err.message +
+            "; set AI_SIDEBAR_TOKEN in Node-RED's environment.");
+    }
     try {
         relay = relayLib.createRelay({
             serviceUrl: config.serviceUrl,
@@ -277,12 +286,17 @@ module.exports = function (RED) {
  * relays to, with the plugin's token and its memory database in `<userDir>/ai-sidebar/memory.db`.
  *
  * @param {object} RED the Node-RED plugin API
- * @param {{serviceUrl: string, serviceToken: (string|undefined)}} config the relay's configuration
+ * @param {{serviceUrl: string, serviceToken: (string|undefined), tokenGenerated: boolean, tokenless: (boolean|undefined)}}
+ *     config the relay's configuration (`tokenless`: the generated token could not be kept, so no service starts)
  */
 function startSupervisedService(RED, config) {
     const options = RED.settings.aiSidebar || {};
-    if (!options.startService) {
+    if (!options.startService || config.tokenless) {
         return;
+    }
+    if (config.tokenGenerated) {
+        RED.log.info("[ai-sidebar] the service gets the token kept in " + serviceTokenLib.tokenPath(RED.settings.userDir) +
+            " (AI_SIDEBAR_TOKEN is not set)");
     }
     const env = supervisorLib.serviceEnvironment({
         env: process.env, serviceUrl: config.serviceUrl, serviceToken: config.serviceToken, settings: RED.settings

@@ -61,6 +61,7 @@ describe("package manifest", function () {
             "plugins/ai-sidebar.js", "plugins/lib/function-check.js", "plugins/lib/function-routes.js",
             "plugins/lib/function-sandbox.js", "plugins/lib/provider.js", "plugins/lib/relay.js",
             "plugins/lib/sandbox-child.js", "plugins/lib/sandbox-stubs.js", "plugins/lib/service-status.js",
+            "plugins/lib/service-token.js",
             "plugins/lib/supervisor.js",
             "resources/sse-parser.js"]);
     });

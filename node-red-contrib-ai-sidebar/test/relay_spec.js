@@ -472,10 +472,10 @@ describe("relay to the AI service", function () {
     describe("configuration", function () {
         it("reads AI_SIDEBAR_SERVICE_URL and AI_SIDEBAR_TOKEN, defaulting to the local service", function () {
             assert.deepStrictEqual(relayLib.configFromEnvironment({}),
-                { serviceUrl: "http://127.0.0.1:8765", serviceToken: undefined });
+                { serviceUrl: "http://127.0.0.1:8765", serviceToken: undefined, tokenGenerated: false });
             assert.deepStrictEqual(relayLib.configFromEnvironment({
                 AI_SIDEBAR_SERVICE_URL: "https://ai.example:9000", AI_SIDEBAR_TOKEN: "t"
-            }), { serviceUrl: "https://ai.example:9000", serviceToken: "t" });
+            }), { serviceUrl: "https://ai.example:9000", serviceToken: "t", tokenGenerated: false });
         });
 
         it("refuses a service URL that is not http or https", function () {

@@ -11,6 +11,7 @@ const os = require("os");
 const path = require("path");
 const { once } = require("events");
 const supervisorLib = require("../plugins/lib/supervisor");
+const serviceTokenLib = require("../plugins/lib/service-token");
 const helpers = require("./helpers");
 const { startNodeRed } = require("./nodered");
 
@@ -250,4 +251,80 @@ describe("the plugin's supervised service (aiSidebar.startService)", function ()
             }
         }
     });
+});
+
+describe("the supervised service without AI_SIDEBAR_TOKEN in Node-RED's environment (issue 29)", function () {
+    this.timeout(120000);
+
+    it("gets a generated token kept in the user directory (0600), so another caller's identity headers are refused",
+        async function () {
+            if (!fs.existsSync(VENV_PYTHON)) {
+                this.skip();
+            }
+            const serviceUrl = await helpers.unusedUrl();
+            const nodeRed = await startNodeRed({
+                settings: {
+                    aiSidebar: { startService: true, python: VENV_PYTHON }, logging: { console: { level: "debug" } }
+                },
+                env: {
+                    AI_SIDEBAR_SERVICE_URL: serviceUrl, AI_SIDEBAR_TOKEN: "", MCP_TOOLS_ENABLED: "false",
+                    AI_PROVIDER: "openai", OPENAI_API_KEY: "", NODE_RED_URL: ""
+                }
+            });
+            let pid = null;
+            try {
+                await nodeRed.waitForLog(/\[ai-sidebar\] service: .*Running on http:\/\/127\.0\.0\.1:/);
+                pid = Number(/\[ai-sidebar\] the service runs as process (\d+)/.exec(nodeRed.log())[1]);
+                const file = serviceTokenLib.tokenPath(nodeRed.userDir);
+                const token = fs.readFileSync(file, "utf8").trim();
+                assert.match(token, /^[A-Za-z0-9_-]{43}$/);
+                assert.strictEqual(fs.statSync(file).mode & 0o777, 0o600);
+                assert.ok(!nodeRed.log().includes(token), "the token must not reach the Node-RED log");
+
+                // another local process, naming itself admin with write permission
+                const direct = await helpers.request(serviceUrl.replace(/\/$/, "") + "/ai-sidebar/sessions", {
+                    method: "GET", headers: { "X-Node-RED-User": "admin", "X-AI-Sidebar-Permission": "write" }
+                });
+                const directBody = await helpers.readBody(direct.res);
+                assert.strictEqual(direct.res.statusCode, 401, directBody);
+                assert.strictEqual(JSON.parse(directBody).error.code, "unauthorized");
+
+                // the editor, through the plugin's relay, which sends the generated token
+                const relayed = await helpers.request(nodeRed.url + "ai-sidebar/sessions", { method: "GET" });
+                const relayedBody = await helpers.readBody(relayed.res);
+                assert.strictEqual(relayed.res.statusCode, 200, relayedBody);
+
+                // the same token after a restart of Node-RED's plugin: read from the file, not made anew
+                assert.strictEqual(serviceTokenLib.serviceToken({}, {
+                    userDir: nodeRed.userDir, aiSidebar: { startService: true }
+                }).token, token);
+            } finally {
+                await nodeRed.stop(function () { return pid ? untilGone(pid) : Promise.resolve(); });
+            }
+        });
+});
+
+describe("service-token", function () {
+    it("uses Node-RED's AI_SIDEBAR_TOKEN when set, makes none without startService, keeps one per user directory",
+        function () {
+            const userDir = fs.mkdtempSync(path.join(os.tmpdir(), "ai-sidebar-token-"));
+            try {
+                const supervised = { userDir: userDir, aiSidebar: { startService: true } };
+                assert.deepStrictEqual(serviceTokenLib.serviceToken({ AI_SIDEBAR_TOKEN: "given" }, supervised),
+                    { token: "given", generated: false });
+                assert.deepStrictEqual(serviceTokenLib.serviceToken({}, { userDir: userDir }),
+                    { token: undefined, generated: false });
+                const first = serviceTokenLib.serviceToken({}, supervised);
+                assert.strictEqual(first.generated, true);
+                assert.strictEqual(serviceTokenLib.serviceToken({}, supervised).token, first.token);
+                const file = serviceTokenLib.tokenPath(userDir);
+                fs.chmodSync(file, 0o644);
+                assert.strictEqual(serviceTokenLib.serviceToken({}, supervised).token, first.token);
+                assert.strictEqual(fs.statSync(file).mode & 0o777, 0o600);
+                assert.strictEqual(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
+                assert.deepStrictEqual(fs.readdirSync(path.dirname(file)), ["service-token"]);
+            } finally {
+                fs.rmSync(userDir, { recursive: true, force: true });
+            }
+        });
 });

@@ -6,8 +6,11 @@ Facts this module relies on (Node-RED docs, "Admin HTTP API", https://nodered.or
 * ``Node-RED-API-Version: v2`` makes ``GET /flows`` answer ``{"rev", "flows": [...]}``.
 * ``GET /nodes`` answers JSON only when ``Accept`` is exactly ``application/json`` (HTML otherwise).
 * With ``adminAuth`` on, ``GET /auth/login`` tells the login scheme, ``POST /auth/token`` with
-  ``client_id=node-red-admin``, ``grant_type=password`` and ``scope=*`` returns a bearer token; wrong
-  credentials answer 403 ``invalid_grant``; a missing or insufficient token answers 401 (never 403).
+  ``client_id=node-red-admin``, ``grant_type=password`` and ``scope`` (``*`` or ``read``, the two scopes the docs
+  name) returns a bearer token of that scope; wrong credentials, and a scope the user's permissions do not hold,
+  both answer 403 ``invalid_grant`` (``@node-red/editor-api`` ``auth/strategies.js`` ``passwordTokenExchange``);
+  a missing or insufficient token answers 401 (never 403). Deploying (``POST /flows``) needs ``flows.write``,
+  which ``read`` lacks.
 * ``GET /diagnostics`` exists from Node-RED 3.0 (404 before) and answers 403 ``diagnostics.disabled`` when
   turned off in settings.
 * ``POST /flows`` (v2) takes ``{"flows": [...], "rev"}`` and answers ``{"rev"}``; a ``rev`` that is no longer the
@@ -23,7 +26,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import aiohttp
@@ -62,12 +65,15 @@ class NodeRedCredentials:
     """How to authenticate against the Admin API; secrets never appear in ``repr``.
 
     Precedence (DESIGN.md): a token forwarded from the editor user, else ``token`` (``NODE_RED_TOKEN``),
-    else ``username`` + ``password`` through the password grant.
+    else ``username`` + ``password`` through the password grant, asking for ``scope``: ``*`` when the caller's
+    tools write (deploy), ``read`` otherwise. A user refused ``*`` is logged in with ``read`` (and a warning says
+    that writes will fail).
     """
 
     token: SecretStr | None = None
     username: str | None = None
     password: SecretStr | None = field(default=None, repr=False)
+    scope: Literal["*", "read"] = "read"
 
     @property
     def can_login(self) -> bool:
@@ -213,8 +219,21 @@ class NodeRedClient:
 
     # -- plumbing --------------------------------------------------------------------------------
 
+    async def check_login(self) -> None:
+        """Log in once now (at start) when a user name and password are configured, so that the log says at once
+        whether the account works and whether it may deploy (:meth:`login` warns when it may only read); a
+        failure is logged, never raised."""
+        if self._credentials.token or not self._credentials.can_login:
+            return
+        try:
+            await self.access_token()
+        except NodeRedError as err:
+            log.warning("Node-RED login of NODE_RED_USERNAME=%s at %s failed: %s", self._credentials.username,
+                        self.base_url, err.message)
+
     async def login(self) -> str:
-        """Password grant: ``GET /auth/login`` then ``POST /auth/token``; returns the access token.
+        """Password grant: ``GET /auth/login`` then ``POST /auth/token`` with the credentials' ``scope``; returns
+        the access token. A user refused ``*`` is asked for ``read`` next, with a warning that deploys will fail.
 
         Raises:
             NodeRedError: ``nodered_login_failed`` when the credentials are refused or adminAuth is not the
@@ -228,29 +247,44 @@ class NodeRedClient:
         scheme = await self._send("GET", "/auth/login", auth=False)
         if not isinstance(scheme, dict) or scheme.get("type") != "credentials":
             raise NodeRedError(None, "nodered_login_failed", key="nodered_login_failed.scheme")
-        form = {
-            "client_id": CLIENT_ID,
-            "grant_type": "password",
-            # The service and the MCP server only read: a read scope works for read-only users too (asking "*" of
-            # a user with "read" permission is refused with 403).
-            "scope": "read",
-            "username": creds.username,
-            "password": creds.password.get_secret_value() if creds.password else "",
-        }
-        try:
-            data = await self._send("POST", "/auth/token", form=form, auth=False)
-        except NodeRedError as err:
-            if err.status in (401, 403):
-                refused = NodeRedError(err.status, "nodered_login_failed",
-                                       params={"user": creds.username, "minutes": LOGIN_RETRY_AFTER // 60})
-            elif err.status in (429, 500):
-                # Node-RED rate-limits /auth/token after repeated failures (and may answer 500 for it).
-                refused = NodeRedError(err.status, "nodered_login_failed", key="nodered_login_failed.rate_limited")
-            else:
-                raise
-            self._login_refused = (time.monotonic() + LOGIN_RETRY_AFTER, refused)
-            raise refused from None
-        return data["access_token"]
+        # Node-RED answers 403 both for a wrong password and for a scope beyond the user's permissions, so a
+        # refused "*" is tried again as "read": a read-only account still reads.
+        scopes = ("*", "read") if creds.scope == "*" else ("read",)
+        for scope in scopes:
+            form = {
+                "client_id": CLIENT_ID,
+                "grant_type": "password",
+                "scope": scope,
+                "username": creds.username,
+                "password": creds.password.get_secret_value() if creds.password else "",
+            }
+            try:
+                data = await self._send("POST", "/auth/token", form=form, auth=False)
+            except NodeRedError as err:
+                if err.status == 403 and scope != scopes[-1]:
+                    continue
+                raise self._refused(err) from None
+            if scope != creds.scope:
+                log.warning("Node-RED refused the write scope (*) to NODE_RED_USERNAME=%s, so it is logged in with "
+                            "read: reading works, but write tools (deploys) will fail with nodered_unauthorized. "
+                            "Give that user the \"*\" permission in adminAuth, or set NODE_RED_TOKEN of a user who "
+                            "may deploy.", creds.username)
+            return data["access_token"]
+        raise AssertionError("unreachable: the last scope either returns or raises")
+
+    def _refused(self, err: NodeRedError) -> NodeRedError:
+        """What a refused ``POST /auth/token`` raises (remembered for :data:`LOGIN_RETRY_AFTER` seconds), or
+        ``err`` itself for another failure."""
+        if err.status in (401, 403):
+            refused = NodeRedError(err.status, "nodered_login_failed",
+                                   params={"user": self._credentials.username, "minutes": LOGIN_RETRY_AFTER // 60})
+        elif err.status in (429, 500):
+            # Node-RED rate-limits /auth/token after repeated failures (and may answer 500 for it).
+            refused = NodeRedError(err.status, "nodered_login_failed", key="nodered_login_failed.rate_limited")
+        else:
+            return err
+        self._login_refused = (time.monotonic() + LOGIN_RETRY_AFTER, refused)
+        return refused
 
     async def _request(self, method: str, path: str, *, accept: str = "application/json",
                        language: str | None = None, body: Any = None,

@@ -175,8 +175,15 @@ class NodeRedSettings(EnvSettings):
 
     @property
     def credentials(self) -> NodeRedCredentials:
-        """The Admin API credentials for :class:`~service.nodered.client.NodeRedClient`."""
-        return NodeRedCredentials(token=self.token, username=self.username, password=self.password)
+        """The Admin API credentials for :class:`~service.nodered.client.NodeRedClient` of a reader (a password
+        login asks for the ``read`` scope)."""
+        return self.credentials_for(writes=False)
+
+    def credentials_for(self, writes: bool) -> NodeRedCredentials:
+        """The Admin API credentials for a client whose tools deploy (``writes``: a password login asks for the
+        ``*`` scope, falling back to ``read`` with a warning) or only read."""
+        return NodeRedCredentials(token=self.token, username=self.username, password=self.password,
+                                  scope="*" if writes else "read")
 
 
 

@@ -18,6 +18,7 @@ from aiohttp import web
 from service.chat.approvals import Approvals, ApprovalSlot, open_approvals
 from service.chat.scenarios import ScenarioCatalog
 from service.errors import ServiceError, error_middleware
+from service.identity import HEADERS_TRUSTED
 from service.knowledge.base import Knowledge
 from service.knowledge.embeddings import embedder_for
 from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
@@ -31,6 +32,7 @@ from service.memory.streams import HEARTBEAT, OpenStreams
 from service.nodered.client import NodeRedClient
 from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
+from service.nodered.hosts import HostAllowList
 from service.nodered.messages import MessageCatalog
 from service.settings import Settings
 from service.tools.external_mcp import ExternalServers
@@ -83,6 +85,20 @@ def token_middleware(token: str) -> Callable:
     return check
 
 
+def host_middleware(allowed: HostAllowList) -> Callable:
+    """Answer a request whose ``Host``, or ``Origin`` when present, names a host outside ``allowed`` with 421
+    ``misdirected_request`` (DNS rebinding, see :mod:`service.nodered.hosts`); every route, ``/healthz`` too."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
+        if not allowed.allows_host(request.headers.get("Host")) or \
+                not allowed.allows_origin(request.headers.get("Origin")):
+            raise ServiceError("misdirected_request", status=421)
+        return await handler(request)
+
+    return check
+
+
 @web.middleware
 async def json_body_middleware(request: web.Request,
                                handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
@@ -103,8 +119,16 @@ async def _http_session(app: web.Application) -> AsyncIterator[None]:
     session = aiohttp.ClientSession()
     app[HTTP_SESSION] = session
     nodered = settings.nodered
-    app[NODERED] = NodeRedClient(nodered.url, session, nodered.credentials, timeout=nodered.timeout)
+    # The service offers write tools to callers that may write (an ai-chat node allowed to change flows deploys
+    # with these credentials), so a password login asks for the scope that deploys.
+    client = NodeRedClient(nodered.url, session, nodered.credentials_for(writes=True), timeout=nodered.timeout)
+    app[NODERED] = client
+    login = asyncio.create_task(client.check_login())
     yield
+    if not login.done():
+        login.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await login
     await session.close()
 
 
@@ -314,9 +338,9 @@ def create_app(settings: Settings) -> web.Application:
     Raises:
         service.chat.scenarios.CatalogError: a locale file is invalid (fail at start, not on first request).
     """
-    middlewares = [error_middleware, json_body_middleware]
+    # Inside the error middleware, so that a refusal is worded in the request's language; the host check first.
+    middlewares = [error_middleware, host_middleware(settings.host_allow_list), json_body_middleware]
     if settings.token is not None:
-        # Inside the error middleware, so that its refusal is worded in the request's language too.
         middlewares.append(token_middleware(settings.token.get_secret_value()))
     if tracing_active():
         # Outermost, so that the request span sees the status the error middleware answered with.
@@ -329,6 +353,7 @@ def create_app(settings: Settings) -> web.Application:
     app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes,
                           handler_args={"keepalive_timeout": settings.read_timeout})
     app[SETTINGS] = settings
+    app[HEADERS_TRUSTED] = settings.token is not None
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
     app[MESSAGES] = MessageCatalog(settings.locales_dir)
     app[CHAT_MODELS] = ChatModelFactory()

@@ -37,9 +37,9 @@ def writable_nodered(tmp_path_factory, request):
 def write_settings(writable_nodered, model, tmp_path) -> Settings:
     """The service's settings against the module's :func:`writable_nodered` and the scripted ``model``: a
     database of the test's own, no MCP tools, no background knowledge refresh."""
-    from tests.conftest import TEST_API_KEY  # here: conftest imports this module
+    from tests.conftest import SERVICE_SECRET, TEST_API_KEY  # here: conftest imports this module
 
-    return Settings(nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
                     openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
                     knowledge_refresh=0)
 

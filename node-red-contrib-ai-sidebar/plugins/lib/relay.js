@@ -45,6 +45,7 @@
  */
 "use strict";
 
+const serviceTokenLib = require("./service-token");
 const http = require("http");
 const https = require("https");
 
@@ -60,16 +61,21 @@ const MAX_BODY_ITEMS = 20000;
 const MAX_ACCEPT_LANGUAGE = 256;
 
 /**
- * Read the relay configuration from environment variables (DESIGN.md, "Processes, ports, configuration").
+ * Read the relay configuration from environment variables (DESIGN.md, "Processes, ports, configuration"), and,
+ * given Node-RED's settings, the token generated for a service the plugin starts itself (lib/service-token.js).
  *
  * @param {object} [env=process.env] the environment to read
- * @returns {{serviceUrl: string, serviceToken: (string|undefined)}}
+ * @param {object} [settings] Node-RED's runtime settings (`RED.settings`)
+ * @returns {{serviceUrl: string, serviceToken: (string|undefined), tokenGenerated: boolean}}
+ * @throws {Error} when the generated token's file cannot be written or read
  */
-function configFromEnvironment(env) {
+function configFromEnvironment(env, settings) {
     env = env || process.env;
+    const token = serviceTokenLib.serviceToken(env, settings);
     return {
         serviceUrl: env.AI_SIDEBAR_SERVICE_URL || DEFAULT_SERVICE_URL,
-        serviceToken: env.AI_SIDEBAR_TOKEN || undefined
+        serviceToken: token.token,
+        tokenGenerated: token.generated
     };
 }
 

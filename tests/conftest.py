@@ -27,8 +27,9 @@ from tests.support.nodered import (
     project_flows,
 )
 from tests.support.postgres import PostgresServer, postgres_bin
+
 # Fixtures: a Node-RED of a module's own, the service's settings against it and a test client of that service.
-from tests.support.writable import service, write_settings, writable_nodered  # noqa: F401
+from tests.support.writable import service, writable_nodered, write_settings  # noqa: F401
 
 # Every service a test starts as a process runs one worker, as under `make run`, so that per-process limits are the
 # tests' limits; a test that wants several sets AI_SIDEBAR_WORKERS in the environment it passes (tests/test_workers.py).

@@ -14,9 +14,7 @@ import pytest
 from service.nodered import write_tools
 from service.nodered.redaction import REDACTED
 from service.nodered.tooling import ToolFailure
-from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
 from tests.support.writable import deployed

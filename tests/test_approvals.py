@@ -25,14 +25,11 @@ from service.nodered.client import NodeRedClient, NodeRedError
 from service.nodered.messages import MessageCatalog, Sentence, english
 from service.nodered.tooling import ToolFailure
 from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
-from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
-from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
 from tests.support.threads import aiosqlite_threads, threads_left
 from tests.support.writable import deployed
-
 
 
 async def events_of(response):

@@ -1,7 +1,6 @@
-"""A Node-RED of a test module's own, whose flows that module's tests change (write tools, approvals).
-
-The fixtures are registered in tests/conftest.py (``write_settings`` and ``service``: the service against it); its name holds "nodered", so the tests using it are marked
-``nodered`` and run on every supported Node-RED version.
+"""A Node-RED of a test module's own, whose flows that module's tests change (write tools, approvals). The fixtures are
+registered in tests/conftest.py (``write_settings`` and ``service``: the service against it); its name holds
+"nodered", so the tests using it are marked ``nodered`` and run on every supported Node-RED version.
 """
 
 from __future__ import annotations
@@ -39,9 +38,9 @@ def write_settings(writable_nodered, model, tmp_path) -> Settings:
     database of the test's own, no MCP tools, no background knowledge refresh."""
     from tests.conftest import SERVICE_SECRET, TEST_API_KEY  # here: conftest imports this module
 
-    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=writable_nodered.url), openai_base_url=model.base_url,
-                    openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
-                    knowledge_refresh=0)
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=writable_nodered.url),
+                    openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
+                    memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False, knowledge_refresh=0)
 
 
 @pytest.fixture

@@ -166,6 +166,31 @@ async def test_sixty_approved_new_nodes_get_new_ids_and_nothing_else_changes(ser
     assert_credentials_kept(large_writable)
 
 
+async def test_a_new_link_out_to_an_existing_link_in_is_listed_at_both_ends_after_approval(service, large_writable,
+                                                                                           model):
+    """Issue 30 (left from round 1): Node-RED keeps a link at both ends; a new link out that names the link in of
+    another tab is added to that link in's ``links`` too, on the card and in what is deployed."""
+    before = deployed(large_writable)
+    target = next(n for n in before["flows"] if n["id"] == "w3-li")
+    nodes = [{"id": "tell", "type": "link out", "name": "tell area 3", "mode": "link", "links": ["w3-li"],
+              "x": 700, "y": 950},
+             {"id": "hear", "type": "link in", "name": "hear area 3", "links": ["w3-lo"], "x": 50, "y": 950,
+              "wires": [[]]}]
+    approval = await ask_to_write(service, model, "add_nodes", {"flow_id": "w1", "nodes": nodes})
+    changed = {entry["id"]: entry["properties"]["links"] for entry in approval["actions"][0]["diff"]["changed"]}
+    assert set(changed) == {"w3-li", "w3-lo"}
+    assert changed["w3-li"]["before"] == target["links"] and len(changed["w3-li"]["after"]) == 2
+
+    resumed = await approve(service, approval)
+    assert next(e for e in resumed if e["type"] == "tool_result")["ok"] is True
+    after = deployed(large_writable)
+    added = {n["name"]: n for n in assert_untouched(before["flows"], after["flows"], changed={"w3-li", "w3-lo"})}
+    by_id = {n["id"]: n for n in after["flows"]}
+    tell, hear = added["tell area 3"], added["hear area 3"]
+    assert tell["links"] == ["w3-li"] and by_id["w3-li"]["links"] == [*target["links"], tell["id"]]
+    assert hear["links"] == ["w3-lo"] and hear["id"] in by_id["w3-lo"]["links"]
+
+
 async def test_an_approved_delete_removes_the_nodes_and_only_the_references_to_them(service, large_writable, model):
     before = deployed(large_writable)
     # Area 5's link in (the target of Area 4's link out) and its grouped inject node. Area 5: even areas are locked;

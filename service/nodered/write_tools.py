@@ -221,7 +221,8 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
                    new_tab_label: str | None = None, locks: Locks | None = MappingProxyType({})) -> Change:
     """Add ``nodes`` (a flow export: nodes with ids and wires) to tab ``flow_id`` or to a new tab labelled
     ``new_tab_label``. Every id is made new; wires, config references and link targets among the given nodes
-    follow; a wire to an existing node is kept, one to an unknown id dropped.
+    follow; a wire to an existing node is kept, one to an unknown id dropped. A new link node naming an existing
+    one is added to that node's ``links`` too (both ends of a link, :func:`_linked_back`), a change the card shows.
 
     Raises:
         ToolFailure: ``flow_not_found``, ``flow_not_selected`` (neither tab given), ``flow_locked``,
@@ -253,17 +254,45 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     for position, node in enumerate(nodes):
         added.append(_renumbered(node, mapping, by_id, target["id"], position))
     external = any(t not in mapping.values() for n in added for port in n.get("wires") or [] for t in port)
-    new_flows = [*flows, *added]
+    linked = _linked_back(added, by_id)
+    _unlocked(by_id, [by_id[node_id].get("z") for node_id in linked], locks)
+    new_flows = [{**node, "links": linked[node["id"]]} if node["id"] in linked else node for node in flows]
+    new_flows += added
     diff = _empty_diff()
     diff["added"] = added
+    diff["changed"] = [{"id": node_id, "type": by_id[node_id].get("type"), "name": by_id[node_id].get("name"),
+                        "properties": {"links": {"before": by_id[node_id].get("links"), "after": links}}}
+                       for node_id, links in linked.items()]
     diff["wires"] = _wire_diff(flows, new_flows)
     types = ", ".join(sorted({n["type"] for n in added if n["type"] != "tab"}))
     key = "change.add_nodes" + (".new_tab" if new_tab_label else "") + (".one" if len(nodes) == 1 else "")
     summary = Sentence(key, count=len(nodes), types=types, tab=new_tab_label) if new_tab_label else \
         Sentence(key, count=len(nodes), types=types, tab=_label(target), flow_id=target["id"])
-    return Change(tool, summary, diff, flows=new_flows, new_tab_only=bool(new_tab_label) and not external,
+    return Change(tool, summary, diff, flows=new_flows, new_tab_only=bool(new_tab_label) and not (external or linked),
                   test_tabs_only=not new_tab_label and is_test_tab(target),
                   references=frozenset(by_id) | frozenset(mapping.values()))
+
+
+def _linked_back(added: list[dict[str, Any]], existing: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """The ``links`` of existing link nodes that new ones name, with the new ones added: Node-RED keeps both ends of
+    a link (a ``link out`` lists the ``link in`` nodes it sends to, the ``link in`` the ``link out`` nodes that send
+    to it; the editor writes both when a link is drawn, core ``60-link.html``). A ``link call`` is listed by no
+    ``link in``. ``{existing node id: its new links}``; in the order the new nodes name them."""
+    linked: dict[str, list[str]] = {}
+    other_end = {"link out": "link in", "link in": "link out"}
+    for node in added:
+        kind, links = node.get("type"), node.get("links")
+        returns = kind == "link out" and node.get("mode") == "return"  # answers a link call: names no link in
+        if kind not in other_end or not isinstance(links, list) or returns:
+            continue
+        for target_id in links:
+            target = existing.get(target_id) if isinstance(target_id, str) else None
+            if target is None or target.get("type") != other_end[kind]:
+                continue
+            current = linked.get(target_id, list(target.get("links") or []))
+            if node["id"] not in current:
+                linked[target_id] = [*current, node["id"]]
+    return linked
 
 
 def _renumbered(node: dict[str, Any], mapping: dict[str, str], existing: dict[str, dict[str, Any]], target: str,

@@ -27,6 +27,8 @@ from tests.support.tool_requests import NEEDS_TOOLS
 
 from .report import router_lines
 
+BENCH_TOKEN = "bench-router-token-0123456789"
+
 
 async def run(nodered_url: str) -> dict[str, Any]:
     """The labelled set's summary (see :func:`tests.support.router_paths.summary`) against ``nodered_url``."""
@@ -34,10 +36,14 @@ async def run(nodered_url: str) -> dict[str, Any]:
     model.start()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-router-") as workdir:
-            settings = Settings(nodered=NodeRedSettings(url=nodered_url), openai_base_url=model.base_url,
-                                openai_api_key="bench-router-key", memory_db_path=Path(workdir) / "memory.db",
+            # A service token, as the plugin gives its service: only then are the requests' users believed (a
+            # token-less service answers everyone as the read-only anonymous editor, and @tools: needs write).
+            settings = Settings(token=BENCH_TOKEN, nodered=NodeRedSettings(url=nodered_url),
+                                openai_base_url=model.base_url, openai_api_key="bench-router-key",
+                                memory_db_path=Path(workdir) / "memory.db",
                                 knowledge_refresh=0)
-            async with TestClient(TestServer(create_app(settings))) as client:
+            headers = {"Authorization": f"Bearer {BENCH_TOKEN}", "X-Node-RED-User": "bench-router"}
+            async with TestClient(TestServer(create_app(settings)), headers=headers) as client:
                 await client.server.app[KNOWLEDGE].refresher.refresh()
                 return summary(await run_labelled(client, model, nodered_url, [*ROUTER_REQUESTS, *NEEDS_TOOLS]))
     finally:

@@ -3,7 +3,8 @@
 flows, a question about what the running flow did — with ``…`` for words in between), the stopwords left out of
 search queries, the ``synonyms`` a query that found nothing is retried with (a word → the words node help uses for
 it; optional), ``countsTitle`` (what the workspace summary's counts answer, in the language's words, so that a
-counting question finds them), ``keptWords`` (words a query keeps although its rules would leave them out: Japanese
+counting question finds them), ``usedTitle`` (the same for the summary's where-used sections of subflows and
+config nodes; optional), ``keptWords`` (words a query keeps although its rules would leave them out: Japanese
 content words written in Hiragana, such as いくつ "how many"; optional), ``concepts`` (what a node does in the
 user's words → the help's words for it, see :mod:`service.knowledge.concepts`; optional, and every language also
 reads English's), the ``noModelNotice`` sentence shown when no
@@ -48,6 +49,7 @@ class Lexicon:
     kept: frozenset[str] = frozenset()
     acts: tuple[str, ...] = ()
     concepts: tuple[Concept, ...] = ()
+    used_title: str = ""
 
 
 class Lexicons:
@@ -81,7 +83,7 @@ class Lexicons:
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
                 str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")),
                 frozenset(word.casefold() for word in kept), tuple(router.get("acts", ())),
-                parse(data.get("concepts", []), str(path)))
+                parse(data.get("concepts", []), str(path)), str(data.get("usedTitle", "")))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
         # English phrasings are read in every language (API, CSV, "rate limit" are written in English anywhere).
@@ -101,6 +103,13 @@ class Lexicons:
         titles = [self._by_language[DEFAULT_LANGUAGE].counts_title]
         titles += [self._by_language[name].counts_title for name in self.languages if name != DEFAULT_LANGUAGE]
         return tuple(dict.fromkeys(title for title in titles if title))
+
+    def used_titles(self) -> tuple[str, ...]:
+        """Every language's ``usedTitle`` but English's (the summary's where-used sections are titled in English
+        already), so that "where is X used?" in any language finds them by its own words (issue 30: a Japanese,
+        Chinese or Korean where-used question found only code chunks naming X)."""
+        return tuple(dict.fromkeys(self._by_language[name].used_title for name in self.languages
+                                   if name != DEFAULT_LANGUAGE and self._by_language[name].used_title))
 
     def resolve(self, language: str | None) -> str:
         """The shipped language for ``language`` (``de-AT`` → ``de``, ``es`` → ``es-ES``), else ``en-US``."""

@@ -430,7 +430,7 @@ def test_node_help_sharing_only_common_words_with_a_question_is_dropped_so_the_q
     inject = _help("inject", "Injects a message into a flow either manually or at regular intervals.",
                    "The message payload can be set to a variety of types. It can be injected more times, "
                    "every minute or at a time of day.")
-    link = _help("link call", "Calls a flow that starts with a link in node and passes on the response.",
+    link = _help("link call", "Calls a flow starting with a link in node and passes on the response.",
                  "The node calls more flows; a timeout in seconds may be set. Each call times out after a minute.")
     question = "How can I stop hammering the remote service more often than ten times each minute?"
     assert grade([inject, link], "how can I stop hammering the remote service", lexicon) == []

@@ -118,7 +118,9 @@ def admin_auth_nodered(userdir: Path, users: dict[str, tuple[str, str]], service
 
 @dataclass
 class NodeRed:
-    """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``)."""
+    """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``). ``with_palette`` links this
+    project's palette package into the user dir, ``with_contrib`` the contrib node packages of
+    :data:`CONTRIB_MODULES`."""
 
     userdir: Path
     port: int

@@ -10,6 +10,11 @@ PYTHON ?= python3
 VENV := .venv
 NODERED_DIR := .nodered
 NODERED := $(NODERED_DIR)/node_modules/node-red/red.js
+# Two small contrib node packages from npm (no dependencies of their own) that the tests' Node-RED loads beside the
+# core nodes, so that "which node" questions are asked against a palette with third-party help too
+# (tests/support/nodered.py CONTRIB_MODULES links them into a test's user dir). Installed once, kept with Node-RED.
+CONTRIB_DIR := $(NODERED_DIR)/contrib
+CONTRIB_MODULES := node-red-node-random@0.4.1 node-red-node-smooth@0.1.2
 NODERED5_DIR := .nodered5
 NODERED5 := $(NODERED5_DIR)/node_modules/node-red/red.js
 NODE_22 := $(abspath $(NODERED5_DIR)/node_modules/.bin/node)
@@ -99,7 +104,7 @@ bench: install ## run the benchmarks against a real Node-RED and the scripted mo
 		|| $(VENV)/bin/pip install --quiet -e '.[test,bench]'
 	$(VENV)/bin/python -m tests.bench.run
 
-install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
+install: $(VENV)/.installed $(NODERED) $(CONTRIB_DIR)/node_modules/.installed $(PALETTE)/node_modules/.installed
 
 # What only the tests need: the MCP Inspector CLI (with Node 22 from npm); `make test` adds Debian's Chromium.
 test-deps: install $(INSPECTOR)/node_modules/.installed
@@ -113,6 +118,11 @@ $(VENV)/.installed: pyproject.toml
 $(NODERED):
 	mkdir -p $(NODERED_DIR)
 	cd $(NODERED_DIR) && npm install --no-audit --no-fund --loglevel=error node-red@$(NODE_RED_VERSION)
+
+$(CONTRIB_DIR)/node_modules/.installed:
+	mkdir -p $(CONTRIB_DIR)
+	cd $(CONTRIB_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact $(CONTRIB_MODULES)
+	touch $@
 
 $(NODERED5):
 	mkdir -p $(NODERED5_DIR)
@@ -137,4 +147,4 @@ $(INSPECTOR)/node_modules/.installed: $(INSPECTOR)/package.json
 	touch $@
 
 clean: ## remove everything `make install` made (not your Node-RED user dir)
-	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules
+	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(CONTRIB_DIR) $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules

@@ -248,9 +248,9 @@ async def test_a_question_that_finds_nothing_is_retried_once_with_the_lexicons_s
 
 async def test_the_retry_uses_the_models_rewrite_when_a_model_is_configured(kclient, model):
     model.script(Reply(text="delay rate limit messages"), Reply(text="Use the delay node."))
-    events = await chat(kclient, message="which node lets me throttle?")
+    events = await chat(kclient, message="which node lets me zorble?")  # a word no help and no concept has
     calls = [e["params"]["query"] for e in events if e["type"] == "tool_call"]
-    assert calls == ["which node lets me throttle?", "delay rate limit messages"]
+    assert calls == ["which node lets me zorble?", "delay rate limit messages"]
     rewrite = model.requests[0]["messages"]
     assert [m["role"] for m in rewrite] == ["system", "user"] and rewrite[1]["content"] == calls[0]
     assert "[source: delay (node-red@" in last_user_text_of(model.requests[1])

@@ -558,3 +558,28 @@ def test_a_long_selection_is_listed_and_shortened_in_the_prompts_language(langua
     assert listed == words["more"].format(list=describe_nodes(nodes[:20], words), count=3)
     assert describe_flow("t1", "Main", words) == f'"Main" ({words["id"]} t1)'
     assert describe_flow(None, None, words) == words["none"]
+
+
+@pytest.mark.parametrize("language,message", [
+    ("es-ES", "¿Por qué el nodo http request da error?"),
+    ("pt-BR", "Por que o nó mqtt in dá erro?"),
+    ("fr", "Pourquoi mon flux de capteurs échoue ?"),
+    ("de", "Warum wirft der Function Node einen Fehler?"),
+    ("en-US", "Why does the http request node fail?"),
+    ("ru", "Почему узел http request не работает?"),
+])
+def test_a_keyword_phrase_matches_with_words_in_between_in_natural_word_order(catalog, language, message):
+    """Issue 30: "¿Por qué el nodo X da error?" against "por qué … da error": the parts of a phrase written with
+    "…" match in order with a few words between them."""
+    match = catalog.get(language).match_keywords(message)
+    why_fail = catalog.get(language).match_keywords("why does this fail") or catalog.get("en-US").match_keywords(
+        "why does this fail")
+    assert match is not None and match.group.tool == why_fail.group.tool, (language, message, match)
+    assert "…" in match.phrase
+
+
+def test_a_gapped_phrase_does_not_reach_across_sentences(catalog):
+    message = ("Why is the sky blue on a sunny day in the summer when it is warm? Tell me, then what does a "
+               "function node do and does it ever fail?")
+    match = catalog.get("en-US").match_keywords(message)
+    assert match is None or match.group.tool is None

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from service.knowledge.phrases import GAP_CHARS
 from service.nodered.messages import match_language
 from service.tools.registry import TOOL_NAMES, canonical_name
 
@@ -186,12 +187,15 @@ def normalize(text: str) -> str:
 
 
 def keyword_pattern(phrase: str) -> str:
-    """The regular expression (over :func:`normalize`d text) for one keyword phrase.
+    """The regular expression (over :func:`normalize`d text) for one keyword phrase; a phrase with ``…`` matches
+    its parts in order with a few words in between (:func:`gapped_keyword_pattern`).
 
     Han and Kana are written without spaces: substring. Korean separates words with spaces but attaches particles
     (현재 노드**가**): a word must start where the phrase starts ("이 노드" not inside "파이 노드"), the end is open.
     Other scripts match whole words; "current node" must not fire inside "current Node-RED version" or "Node.js".
     """
+    if "…" in phrase:
+        return gapped_keyword_pattern(phrase)
     norm = re.escape(normalize(phrase).strip())
     names = [unicodedata.name(ch, "") for ch in phrase]
     if any(name.startswith(("CJK", "HIRAGANA", "KATAKANA")) for name in names):
@@ -199,6 +203,20 @@ def keyword_pattern(phrase: str) -> str:
     if any(name.startswith("HANGUL") for name in names):
         return rf"(?<!\w){norm}"
     return rf"(?<!\w){norm}(?!\w|[-.]\w)"
+
+
+def gapped_keyword_pattern(phrase: str) -> str:
+    """A phrase written ``part … part`` (natural word order puts words between: "¿Por qué el nodo X da error?"
+    against "por qué … da error"): each part as :func:`keyword_pattern`, in order, at most
+    :data:`~service.knowledge.phrases.GAP_CHARS` characters apart (a few words, not the next sentence), as the
+    knowledge router's phrases (:func:`service.knowledge.phrases.gapped_pattern`)."""
+    parts = [part for part in phrase.split("…") if part.strip()]
+    return f".{{0,{GAP_CHARS}}}?".join(keyword_pattern(part) for part in parts)
+
+
+def literal(phrase: str) -> str:
+    """The normalised text that must occur for ``phrase`` to match: the phrase, or its longest ``…`` part."""
+    return max((normalize(part).strip() for part in phrase.split("…")), key=len)
 
 
 class Catalog:
@@ -215,8 +233,7 @@ class Catalog:
         for scenario in data.scenarios.values():
             for group in scenario.keywords:
                 for phrase in group.key:
-                    self._patterns.append((normalize(phrase).strip(), re.compile(keyword_pattern(phrase)), group,
-                                           phrase))
+                    self._patterns.append((literal(phrase), re.compile(keyword_pattern(phrase)), group, phrase))
 
     @property
     def language(self) -> str:

@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from service.knowledge.concepts import meanings
 from service.knowledge.helpdoc import HelpSection, parse_node_configs
 from service.knowledge.index import Chunk, Hit, KnowledgeIndex, RefreshReport, fingerprint
 from service.knowledge.lexicon import Lexicons
@@ -102,11 +103,22 @@ class DocsStore:
         return report
 
     async def search(self, query: str, language: str = "en-US", limit: int = 5) -> list[Hit]:
-        """The help chunks best matching ``query`` in ``language``, best first."""
+        """The help chunks best matching ``query`` in ``language``, best first: when the query says what a node
+        does in words of the lexicon's ``concepts`` (:func:`~service.knowledge.concepts.meanings`), the help
+        found by the help's own words for it comes first (``limit - 1`` chunks at most), then what the query's own
+        words find."""
         if self.lexicons is None:
             return await self.index.search(query, STORE, language, limit)
         lexicon = self.lexicons.get(language)
-        return await self.index.search(query, STORE, language, limit, lexicon.stopwords, lexicon.kept)
+        own = await self.index.search(query, STORE, language, limit, lexicon.stopwords, lexicon.kept)
+        meant = meanings(query, lexicon.concepts)
+        if not meant:
+            return own
+        # The concept's help first, but the best hit of the query's own words keeps a place (a concept may be
+        # the user's side remark, the words the question itself).
+        hits = (await self.index.search(" ".join(meant), STORE, language, limit))[:max(1, limit - 1)]
+        ids = {hit.id for hit in hits}
+        return (hits + [hit for hit in own if hit.id not in ids])[:limit]
 
 
 def _first_sentence(text: str, limit: int = 200) -> str:

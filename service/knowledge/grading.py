@@ -15,11 +15,14 @@ import functools
 import re
 from collections.abc import Awaitable, Callable, Iterable
 
+from service.knowledge.concepts import meanings
 from service.knowledge.index import Hit
 from service.knowledge.lexicon import Lexicon
 from service.knowledge.text import PREFIX_CHARS, is_phrase, query_terms, search_text
 
 DEFAULT_THRESHOLD = 0.25
+# A help chunk holding at least this share of the query's terms is relevant although none is in its title.
+STRONG = 0.5
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 Rewriter = Callable[[str], Awaitable[str | None]]
@@ -60,10 +63,34 @@ def relevance(query: str, hit: Hit, stopwords: Iterable[str] = (), kept: Iterabl
 
 
 def grade(hits: list[Hit], query: str, lexicon: Lexicon, threshold: float = DEFAULT_THRESHOLD) -> list[Hit]:
-    """The hits whose :func:`relevance` to ``query`` is at least ``threshold``, in their order."""
+    """The hits relevant to ``query``, in their order: a hit's grade is its :func:`relevance` to the query, or to
+    the help's words for what the query asks (the lexicon's ``concepts``,
+    :func:`~service.knowledge.concepts.meanings`) when that is higher; a hit is kept at ``threshold`` or above.
+
+    Node help must match for real (issue 30: a paraphrased question passed on unrelated help holding a few of its
+    common words, so it was never searched again): a help chunk is kept only when the query's words or the
+    concept's name its node type or appear in its title (the type and what the node is for), or when it holds at
+    least :data:`STRONG` of them. Nothing kept is what makes a knowledge answer search again with a rewritten
+    query."""
     if threshold <= 0:
         return hits
-    return [hit for hit in hits if relevance(query, hit, lexicon.stopwords, lexicon.kept) >= threshold]
+    meant = " ".join(meanings(query, lexicon.concepts))
+    kept = []
+    for hit in hits:
+        score = relevance(query, hit, lexicon.stopwords, lexicon.kept)
+        titled = _in_title(query, hit, lexicon)
+        if meant:
+            score = max(score, relevance(meant, hit))
+            titled = titled or _in_title(meant, hit, lexicon)
+        if score >= threshold and (hit.store != "docs" or titled or score >= STRONG):
+            kept.append(hit)
+    return kept
+
+
+def _in_title(query: str, hit: Hit, lexicon: Lexicon) -> bool:
+    """Whether one of ``query``'s terms is in ``hit``'s title (for node help: its type and first sentence)."""
+    title = Hit(**{**hit.__dict__, "text": ""})
+    return relevance(query, title, lexicon.stopwords, lexicon.kept) > 0
 
 
 def synonym_rewrite(query: str, lexicon: Lexicon) -> str | None:

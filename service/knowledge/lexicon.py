@@ -3,16 +3,22 @@
 flows, a question about what the running flow did — with ``…`` for words in between), the stopwords left out of
 search queries, the ``synonyms`` a query that found nothing is retried with (a word → the words node help uses for
 it; optional), ``countsTitle`` (what the workspace summary's counts answer, in the language's words, so that a
-counting question finds them), ``keptWords`` (words a query keeps although its rules would leave them out: Japanese
-content words written in Hiragana, such as いくつ "how many"; optional), the ``noModelNotice`` sentence shown when no
+counting question finds them), ``usedTitle`` (the same for the summary's where-used sections of subflows and
+config nodes; optional), ``keptWords`` (words a query keeps although its rules would leave them out: Japanese
+content words written in Hiragana, such as いくつ "how many"; optional), ``concepts`` (what a node does in the
+user's words → the help's words for it, see :mod:`service.knowledge.concepts`; optional, and every language also
+reads English's), the ``noModelNotice`` sentence shown when no
 model is configured and the ``unknownNodeTypes`` sentences of a generated flow's check (``message`` with
 ``{types}``, and per type ``closest``, ``module``, ``unknown``) (optional; English otherwise)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from service.knowledge.concepts import Concept, parse
 
 DEFAULT_LANGUAGE = "en-US"
 
@@ -28,8 +34,9 @@ def bundled_locales() -> Path:
 class Lexicon:
     """One language's words: router phrases for each store, the search stopwords, synonyms for a retry
     (casefolded), the title of the workspace summary's counts, the no-model notice (``""``: none in this language),
-    the unknown node types' sentences (``{}``: none in this language) and the words queries keep
-    (:func:`service.knowledge.text.query_terms`)."""
+    the unknown node types' sentences (``{}``: none in this language), the words queries keep
+    (:func:`service.knowledge.text.query_terms`), the phrases of requests that need tools and the concepts
+    (this language's, then English's)."""
 
     language: str
     docs: tuple[str, ...]
@@ -41,6 +48,8 @@ class Lexicon:
     counts_title: str = ""
     kept: frozenset[str] = frozenset()
     acts: tuple[str, ...] = ()
+    concepts: tuple[Concept, ...] = ()
+    used_title: str = ""
 
 
 class Lexicons:
@@ -73,9 +82,15 @@ class Lexicons:
                 frozenset(word.casefold() for word in data["stopwords"]),
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
                 str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")),
-                frozenset(word.casefold() for word in kept), tuple(router.get("acts", ())))
+                frozenset(word.casefold() for word in kept), tuple(router.get("acts", ())),
+                parse(data.get("concepts", []), str(path)), str(data.get("usedTitle", "")))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
+        # English phrasings are read in every language (API, CSV, "rate limit" are written in English anywhere).
+        english = self._by_language[DEFAULT_LANGUAGE].concepts
+        for language, lexicon in self._by_language.items():
+            if language != DEFAULT_LANGUAGE:
+                self._by_language[language] = dataclasses.replace(lexicon, concepts=lexicon.concepts + english)
 
     @property
     def languages(self) -> list[str]:
@@ -88,6 +103,13 @@ class Lexicons:
         titles = [self._by_language[DEFAULT_LANGUAGE].counts_title]
         titles += [self._by_language[name].counts_title for name in self.languages if name != DEFAULT_LANGUAGE]
         return tuple(dict.fromkeys(title for title in titles if title))
+
+    def used_titles(self) -> tuple[str, ...]:
+        """Every language's ``usedTitle`` but English's (the summary's where-used sections are titled in English
+        already), so that "where is X used?" in any language finds them by its own words (issue 30: a Japanese,
+        Chinese or Korean where-used question found only code chunks naming X)."""
+        return tuple(dict.fromkeys(self._by_language[name].used_title for name in self.languages
+                                   if name != DEFAULT_LANGUAGE and self._by_language[name].used_title))
 
     def resolve(self, language: str | None) -> str:
         """The shipped language for ``language`` (``de-AT`` → ``de``, ``es`` → ``es-ES``), else ``en-US``."""

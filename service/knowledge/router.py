@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from enum import StrEnum
 
 from service.knowledge.lexicon import DEFAULT_LANGUAGE, Lexicons
+from service.knowledge.phrases import gapped_pattern, normalize, phrase_pattern
 
 
 class Route(StrEnum):
@@ -33,36 +33,6 @@ class Route(StrEnum):
 
 
 Fallback = Callable[[str], Awaitable[Route | None]]
-
-
-def normalize(text: str) -> str:
-    """NFKC-folded, casefolded text (full-width letters and case do not matter)."""
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
-def phrase_pattern(phrase: str) -> str:
-    """A keyword phrase as a regular expression over :func:`normalize`d text: Han and Kana anywhere (no spaces
-    between words), Hangul at a word start with its particles open, other scripts as whole words."""
-    norm = re.escape(normalize(phrase).strip())
-    names = [unicodedata.name(ch, "") for ch in phrase]
-    if any(name.startswith(("CJK", "HIRAGANA", "KATAKANA")) for name in names):
-        return norm
-    if any(name.startswith("HANGUL") for name in names):
-        return rf"(?<!\w){norm}"
-    return rf"(?<!\w){norm}(?!\w)"
-
-
-# Between the parts of a phrase written with "…": any characters, at most this many (a few words: "add … node"
-# matches "add a debug node" and "add two more debug nodes", not a node named three sentences later).
-GAP_CHARS = 40
-
-
-def gapped_pattern(phrase: str) -> str:
-    """A phrase whose parts are separated by ``…`` as a regular expression: each part as :func:`phrase_pattern`,
-    in order, with up to :data:`GAP_CHARS` characters between two parts; a phrase without ``…`` is
-    :func:`phrase_pattern` itself."""
-    parts = [part for part in phrase.split("…") if part.strip()]
-    return f".{{0,{GAP_CHARS}}}?".join(phrase_pattern(part) for part in parts)
 
 
 def _compile(phrases: Iterable[str]) -> re.Pattern | None:

@@ -74,11 +74,13 @@ def label(node: dict[str, Any]) -> str:
 
 
 def summary_chunks(workspace: WorkspaceFacts, node_sets: list[dict[str, Any]],
-                   counts_titles: Sequence[str] = ()) -> list[Chunk]:
+                   counts_titles: Sequence[str] = (), used_titles: Sequence[str] = ()) -> list[Chunk]:
     """The summary, one chunk per section: counts per node type (titled in English and in ``counts_titles``, the
-    lexicons' ``countsTitle``), tabs, subflows, config nodes, modules, env."""
-    return [_counts(workspace, counts_titles), _tabs(workspace), _subflows(workspace), _configs(workspace),
-            _modules(workspace, node_sets), _env(workspace)]
+    lexicons' ``countsTitle``), tabs, subflows and config nodes (where used: titled in English and in
+    ``used_titles``, the lexicons' ``usedTitle``), modules, env."""
+    used = "".join(f" | {title}" for title in used_titles)
+    return [_counts(workspace, counts_titles), _tabs(workspace), _subflows(workspace, used),
+            _configs(workspace, used), _modules(workspace, node_sets), _env(workspace)]
 
 
 def _counts(ws: WorkspaceFacts, titles: Sequence[str]) -> Chunk:
@@ -115,7 +117,7 @@ def _tabs(ws: WorkspaceFacts) -> Chunk:
                  "\n".join(lines), {"section": "tabs"})
 
 
-def _subflows(ws: WorkspaceFacts) -> Chunk:
+def _subflows(ws: WorkspaceFacts, used_title: str) -> Chunk:
     instances: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for node in ws.nodes:
         kind = node.get("type")
@@ -129,11 +131,11 @@ def _subflows(ws: WorkspaceFacts) -> Chunk:
                      + (" in " + ", ".join(f"{place} ({count})" for place, count in sorted(places.items()))
                         if used else "") + (", locked" if subflow.get("locked") else ""))
         lines += [f'  instance {node["id"]} on {ws.where(node)}' for node in used]
-    return Chunk("summary#subflows", "Workspace summary: subflows and where their instances are used",
+    return Chunk("summary#subflows", "Workspace summary: subflows and where their instances are used" + used_title,
                  "\n".join(lines) or "no subflows", {"section": "subflows"})
 
 
-def _configs(ws: WorkspaceFacts) -> Chunk:
+def _configs(ws: WorkspaceFacts, used_title: str) -> Chunk:
     lines = []
     for config in ws.configs:
         users = ws.users.get(config["id"], [])
@@ -143,7 +145,7 @@ def _configs(ws: WorkspaceFacts) -> Chunk:
                      + (f" on {', '.join(tabs)}" if users else "") + ": "
                      + ", ".join(label(user) for user in users))
     return Chunk("summary#configs", "Workspace summary: config nodes (brokers, servers, ...) and which tabs and "
-                 "nodes use them", "\n".join(lines) or "no config nodes", {"section": "configs"})
+                 "nodes use them" + used_title, "\n".join(lines) or "no config nodes", {"section": "configs"})
 
 
 def _modules(ws: WorkspaceFacts, node_sets: list[dict[str, Any]]) -> Chunk:

@@ -1,5 +1,5 @@
-"""The workspace store: the user's tabs, subflows, groups, config nodes, function code, comments and ``info``
-texts, plus the synthetic summary (:mod:`service.knowledge.summary`), in the knowledge index.
+"""The workspace store: the user's tabs, subflows, groups, link nodes, config nodes, function code, comments and
+``info`` texts, plus the synthetic summary (:mod:`service.knowledge.summary`), in the knowledge index.
 
 Sources are ``tab:<id>``, ``subflow:<id>``, ``configs`` and ``summary``; each is fingerprinted by the chunks it
 produces, so a deploy reindexes only the tabs it changed (and the summary or config list when their facts changed).
@@ -23,6 +23,7 @@ from service.nodered.redaction import strip_secrets
 STORE = "workspace"
 LANGUAGE = ""  # workspace text is whatever language the user wrote it in
 STATE_SOURCE = "summary"
+LINK_TYPES = frozenset({"link in", "link out", "link call"})
 _CODE = (("func", "code"), ("initialize", "on start"), ("finalize", "on stop"))
 
 
@@ -57,6 +58,8 @@ def _owner_chunks(ws: WorkspaceFacts, owner: dict[str, Any]) -> list[Chunk]:
             text = "\n".join(label(n) for n in inside if n)
             chunks.append(Chunk(f"{node['id']}#group", f'group "{node.get("name", "")}" on {kind} "{name}"',
                                 text or "empty group", meta))
+        if node.get("type") in LINK_TYPES:
+            chunks.append(_link_chunk(ws, node, kind, name, meta))
         code = [f"// {title}\n{node[key]}" for key, title in _CODE if isinstance(node.get(key), str) and node[key]]
         if code:
             chunks.append(Chunk(f"{node['id']}#code", f'{label(node)} code on {kind} "{name}"', "\n".join(code),
@@ -64,6 +67,17 @@ def _owner_chunks(ws: WorkspaceFacts, owner: dict[str, Any]) -> list[Chunk]:
         if isinstance(node.get("info"), str) and node["info"].strip():
             chunks.append(Chunk(f"{node['id']}#info", f'{label(node)} on {kind} "{name}"', node["info"], meta))
     return chunks
+
+
+def _link_chunk(ws: WorkspaceFacts, node: dict[str, Any], kind: str, name: str, meta: dict[str, Any]) -> Chunk:
+    """A link node's chunk: the link nodes it is joined to (by ``links``), each with where it is, so that "what
+    does link call X call?" or "where does link out Y go?" finds the node and its other end (a link call's target
+    named by ``msg.target`` at run time, ``linkType`` dynamic, has none)."""
+    ends = [ws.index.by_id.get(i) for i in node.get("links") or [] if isinstance(i, str)]
+    joined = [f"{label(end)} on {ws.where(end)}" for end in ends if end]
+    text = "\n".join([f"{label(node)}" + (f", {node['linkType']}" if node.get("linkType") else ""),
+                      "linked to: " + (", ".join(joined) if joined else "none")])
+    return Chunk(f"{node['id']}#link", f'{label(node)} on {kind} "{name}"', text, meta)
 
 
 def _config_chunks(ws: WorkspaceFacts) -> list[Chunk]:
@@ -80,15 +94,16 @@ def _config_chunks(ws: WorkspaceFacts) -> list[Chunk]:
 
 
 def workspace_sources(flows: list[dict[str, Any]], node_sets: list[dict[str, Any]],
-                      counts_titles: Sequence[str] = ()) -> dict[str, list[Chunk]]:
+                      counts_titles: Sequence[str] = (), used_titles: Sequence[str] = ()) -> dict[str, list[Chunk]]:
     """Every source's chunks for a flow configuration (``GET /flows``' ``flows``) and the installed node sets; the
-    summary's counts are titled in English and in ``counts_titles`` (:meth:`Lexicons.counts_titles`)."""
+    summary's counts are titled in English and in ``counts_titles`` (:meth:`Lexicons.counts_titles`), its
+    where-used sections also in ``used_titles`` (:meth:`Lexicons.used_titles`)."""
     ws = facts(index_flows(flows))
     sources: dict[str, list[Chunk]] = {}
     for owner in ws.tabs + ws.subflows:
         sources[f"{owner['type']}:{owner['id']}"] = _owner_chunks(ws, owner)
     sources["configs"] = _config_chunks(ws)
-    sources[STATE_SOURCE] = summary_chunks(ws, node_sets, counts_titles)
+    sources[STATE_SOURCE] = summary_chunks(ws, node_sets, counts_titles, used_titles)
     return sources
 
 
@@ -124,7 +139,8 @@ class WorkspaceStore:
             report.unchanged = len(indexed)
             return report
         sources = workspace_sources(flows_answer.get("flows") or [], node_sets,
-                                    self.lexicons.counts_titles() if self.lexicons else ())
+                                    self.lexicons.counts_titles() if self.lexicons else (),
+                                    self.lexicons.used_titles() if self.lexicons else ())
         for source, chunks in sources.items():
             digest = fingerprint([(c.key, c.title, c.text, c.metadata) for c in chunks])
             if source == STATE_SOURCE or source not in indexed or indexed[source].fingerprint != digest:

@@ -343,7 +343,7 @@ class Stack:
                                "maxTokens": "", "memory": True, "tools": False, "scenarios": ""})
         else:
             self.locales = bench_locales(self.workdir / "locales")
-        self.nodered = NodeRed(userdir=self.workdir / "nodered", port=nodered_port, flows=self.flows,
+        self.nodered = NodeRed(userdir=self.workdir / "nodered", port=nodered_port, flows=self.flows, with_contrib=True,
                                env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}",
                                     "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
         self.nodered.start(timeout=90)

@@ -38,6 +38,10 @@ def _node_binary() -> str:
 NODE_BINARY = _node_binary()
 EXAMPLES_DIR = NODERED_HOME.parent / "@node-red" / "nodes" / "examples"
 PALETTE = REPO / "node-red-contrib-ai-sidebar"
+# The contrib node packages ``make install`` puts beside Node-RED (the Makefile's CONTRIB_MODULES): small, without
+# dependencies, with help of their own, so that "which node" questions meet third-party help beside the core's.
+CONTRIB_DIR = REPO / ".nodered" / "contrib" / "node_modules"
+CONTRIB_MODULES = ("node-red-node-random", "node-red-node-smooth")
 
 # A spread of Node-RED's own examples: simple chains, function code, switch/change rules, config nodes.
 DEFAULT_EXAMPLES = (
@@ -114,7 +118,9 @@ def admin_auth_nodered(userdir: Path, users: dict[str, tuple[str, str]], service
 
 @dataclass
 class NodeRed:
-    """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``)."""
+    """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``). ``with_palette`` links this
+    project's palette package into the user dir, ``with_contrib`` the contrib node packages of
+    :data:`CONTRIB_MODULES`."""
 
     userdir: Path
     port: int
@@ -124,6 +130,7 @@ class NodeRed:
     flows: list[dict[str, Any]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     with_palette: bool = True
+    with_contrib: bool = False
     process: subprocess.Popen | None = None
 
     @property
@@ -151,12 +158,16 @@ class NodeRed:
         if self.admin_auth:
             settings["adminAuth"] = self.admin_auth
         (self.userdir / "settings.js").write_text(f"module.exports = {json.dumps(settings, indent=2)};\n")
-        if self.with_palette:
+        packages = [PALETTE] if self.with_palette else []
+        packages += [CONTRIB_DIR / name for name in CONTRIB_MODULES] if self.with_contrib else []
+        for package in packages:
+            if not package.is_dir():
+                raise RuntimeError(f"{package} is not installed: run `make install`")
             modules = self.userdir / "node_modules"
             modules.mkdir(exist_ok=True)
-            link = modules / PALETTE.name
+            link = modules / package.name
             if not link.exists():
-                link.symlink_to(PALETTE, target_is_directory=True)
+                link.symlink_to(package, target_is_directory=True)
         env = {**os.environ, **self.env}
         with self.log_path.open("ab") as log:  # the child writes through its own copy of the descriptor
             self.process = subprocess.Popen(

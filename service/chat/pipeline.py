@@ -483,6 +483,9 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         route = Route.DOCS if route in (Route.DOCS, Route.BOTH) else Route.NEITHER
         if route is Route.NEITHER:
             return
+    if slot.refresher.building:  # right after a start: say that the installed help is not in this answer yet
+        await emit(events.notice("knowledge_index_building", load_patterns(deps.settings.locales_dir).notice(
+            "knowledgeIndexBuilding", turn.catalog.language)))
     query = request.message
     if is_follow_up(request.message):
         turn.history = await _history(request, deps, result, turn)

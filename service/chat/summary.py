@@ -153,10 +153,12 @@ def _tiktoken_ready() -> bool:
 def summarisation_options(room: int, counter: TokenCounter, budget: int) -> dict[str, Any]:
     """``SummarizationMiddleware`` options for messages that may take ``room`` tokens of a ``budget``-token request:
     summarise above the room, keep its newest third verbatim, and let a summary request carry at most the budget
-    less its own prompt and answer (:data:`SUMMARY_RESERVE`), never more than the room."""
+    less its own prompt and answer (:data:`SUMMARY_RESERVE`, at most a third of a small budget), never more than the
+    room."""
     room = max(room, 1)
+    request_room = budget - min(SUMMARY_RESERVE, budget // 3)
     return {"trigger": ("tokens", room), "keep": ("tokens", max(room // 3, 1)), "token_counter": counter,
-            "summary_prompt": SUMMARY_PROMPT, "trim_tokens_to_summarize": max(min(room, budget - SUMMARY_RESERVE), 1)}
+            "summary_prompt": SUMMARY_PROMPT, "trim_tokens_to_summarize": max(min(room, request_room), 1)}
 
 
 class PlainSummarization(SummarizationMiddleware):

@@ -12,6 +12,10 @@ Within one agent turn the same middleware runs in the agent's middleware list (:
 the same budget and counter: tool results piling up over many calls of one turn are folded before the model
 request that would outgrow the budget.
 
+Room (issue 41): the history gets what the request's other parts (system prompt, question with retrieved knowledge,
+tool schemas) and the answer's reserve (:func:`answer_reserve`) leave of the budget, never under a quarter of it
+(:func:`history_room`). Summary requests carry the conversation as plain text (:class:`PlainSummarization`).
+
 Budget: ``AI_SIDEBAR_CONTEXT_TOKENS`` when set, else the model's profile (``max_input_tokens``, the LangChain model
 profiles), else :data:`PROVIDER_CONTEXT_TOKENS`. Counting: the OpenAI-family client's own tiktoken counter when
 tiktoken's encodings can be loaded (they are downloaded once; offline they are not), else LangChain's

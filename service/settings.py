@@ -160,6 +160,9 @@ class Settings(EnvSettings):
     context_tokens: int | None = Field(None, ge=512, validation_alias="AI_SIDEBAR_CONTEXT_TOKENS",
                                        description="input tokens one model request may hold (the history is "
                                                    "summarised to fit); unset: the model's window")
+    answer_tokens: int | None = Field(None, ge=64, validation_alias="AI_SIDEBAR_ANSWER_TOKENS",
+                                      description="tokens of each request's budget kept for the model's answer; "
+                                                  "unset: an eighth of the budget, at most 1,024")
     tool_search_threshold: int = Field(20, ge=1, validation_alias="AI_SIDEBAR_TOOL_SEARCH_THRESHOLD",
                                        description="above this many tools the model picks at most 10 per request "
                                                    "(LangChain's LLMToolSelectorMiddleware)")

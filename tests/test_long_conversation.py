@@ -20,7 +20,7 @@ ALICE = {"X-Node-RED-User": "alice"}
 alice = Identity("user", "alice")
 BUDGET = 6000
 FACT = "FACT: the production broker is mqtt-7.example.net on port 8883"
-FACTS = re.compile(r"FACT: [^<\n\"]*")
+FACTS = re.compile(r"FACT: [^<\n\"\\]*")
 
 
 def summarising_model(body: dict) -> Reply:

@@ -5,19 +5,26 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from service.chat import events
+from service.chat.events import Event
+from service.chat.injection import load_patterns
 from service.chat.summary import (
-    ANSWER_RESERVE,
     AgentSummarization,
     Condensed,
     Summariser,
     TokenCounter,
+    answer_reserve,
     context_budget,
     counter_name,
+    history_room,
+    summary_messages,
     token_counter,
 )
 from service.errors import ServiceError
@@ -45,34 +52,60 @@ def turn_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
     return out
 
 
+@dataclass(frozen=True)
+class Fitted:
+    """The history a request carries (``messages``: the summary first when there is one, then the turns kept
+    verbatim) and ``left_out``: how many earlier messages reach the model neither verbatim nor through the
+    summary (the answer then says so, see :func:`service.chat.pipeline._prompt`)."""
+
+    messages: list[BaseMessage]
+    left_out: int = 0
+
+
 async def fitted_history(deps: ChatDeps, session_id: str | None, summary: str | None,
                          history: list[dict[str, Any]], fixed: list[BaseMessage],
-                         tools: list[str]) -> list[BaseMessage]:
-    """The history for a request whose other messages are ``fixed`` (system prompt, question) and which offers
-    ``tools`` (their schemas count, at most :data:`MAX_TOOLS_PER_REQUEST` of them): ``summary`` and ``history``
-    within the model's budget less ``fixed``, the tools and :data:`ANSWER_RESERVE`. A new summary of a stored
-    session (``session_id``) is saved. With no model configured, or a summary call that fails, the oldest turns
-    are dropped instead (logged); the answer step reports a missing model."""
+                         tools: list[str]) -> Fitted:
+    """The history for a request whose other messages are ``fixed`` (system prompt, the question with any
+    retrieved knowledge) and which offers ``tools`` (their schemas count, at most :data:`MAX_TOOLS_PER_REQUEST`
+    of them): ``summary`` and ``history`` within the room :func:`service.chat.summary.history_room` gives (the
+    budget less ``fixed``, the tools and the answer's reserve, never under a quarter of the budget). The oldest
+    turns are summarised first; only what even the summary leaves no room for is dropped (newest kept), and
+    counted in :attr:`Fitted.left_out`. A new summary of a stored session (``session_id``) is saved. With no model
+    configured, or a summary call that fails, the oldest turns are dropped instead (logged); the answer step
+    reports a missing model."""
     messages = turn_messages(history)
     config = ProviderConfig.from_settings(deps.settings, deps.provider)
     try:
         model = deps.models.get(config)
     except ServiceError:
-        return Condensed(summary, messages).for_model()
+        return Fitted(Condensed(summary, messages).for_model())
     counter, budget, room = _room(deps, model, fixed, tools)
     try:
         condensed = await Summariser(model, room, counter, budget).condense(summary, messages)
     except Exception as err:  # noqa: BLE001 - a provider fault: the answer step meets (and reports) it again
         log.warning("conversation not summarised (%s): oldest turns dropped", type(err).__name__)
         condensed = Condensed(summary, messages)
-    kept = list(condensed.messages)
-    while kept and counter([*Condensed(condensed.summary, kept).for_model()]) > room:
-        kept.pop(0)  # still too long (a single huge turn, no summary): the newest turns win
+    kept, kept_summary = list(condensed.messages), condensed.summary
+    while kept and counter(Condensed(kept_summary, kept).for_model()) > room:
+        kept.pop(0)  # still too long (a huge turn, a long summary): the newest turns win
+    if not kept and kept_summary and counter(summary_messages(kept_summary)) > room:
+        kept_summary = None  # a summary longer than the whole room: the question goes alone, and says so
     if condensed.changed and condensed.summary and deps.memory is not None and session_id:
         await _save(deps, session_id, condensed.summary, messages, condensed.messages)
-    log.info("history: %d of %d messages verbatim, summary %s, budget %d tokens (%s count)", len(kept),
-             len(messages), "yes" if condensed.summary else "no", budget, counter_name(model))
-    return Condensed(condensed.summary, kept).for_model()
+    left_out = len(condensed.messages) - len(kept)
+    if condensed.summary and not kept_summary:  # what the summary held is left out too
+        left_out += max(len(messages) - len(condensed.messages), 1)
+    log.info("history: %d of %d messages verbatim, summary %s, %d left out, room %d of %d tokens (%s count)",
+             len(kept), len(messages), "yes" if kept_summary else "no", left_out, room, budget,
+             counter_name(model))
+    return Fitted(Condensed(kept_summary, kept).for_model(), left_out)
+
+
+def left_out_notice(locales_dir: Path, language: str, left_out: int) -> Event:
+    """The ``history_left_out`` notice (``messages``: how many earlier messages the model did not get), worded in
+    ``language`` (``historyLeftOut`` of ``locales/<lang>/guardrails.json``)."""
+    message = load_patterns(locales_dir).notice("historyLeftOut", language, count=str(left_out))
+    return events.notice("history_left_out", message, messages=left_out)
 
 
 def agent_summarisation(deps: ChatDeps, model: BaseChatModel, system: BaseMessage | None,
@@ -86,12 +119,14 @@ def agent_summarisation(deps: ChatDeps, model: BaseChatModel, system: BaseMessag
 
 def _room(deps: ChatDeps, model: BaseChatModel, fixed: list[BaseMessage],
           tools: list[str]) -> tuple[TokenCounter, int, int]:
-    """``(counter, budget, room)``: the token counter of ``model``, the tokens one request may hold, and what is left
-    of them for the conversation beside ``fixed``, the schemas of ``tools`` and :data:`ANSWER_RESERVE`."""
+    """``(counter, budget, room)``: the token counter of ``model``, the tokens one request may hold, and the room
+    :func:`service.chat.summary.history_room` leaves the conversation beside ``fixed``, the schemas of ``tools``
+    and the answer's reserve (``AI_SIDEBAR_ANSWER_TOKENS``, else :func:`service.chat.summary.answer_reserve`)."""
     config = ProviderConfig.from_settings(deps.settings, deps.provider)
     counter = token_counter(model)
     budget = context_budget(model, config.provider, deps.settings.context_tokens)
-    return counter, budget, budget - counter(fixed) - tool_tokens(deps, tools, counter) - ANSWER_RESERVE
+    others = counter(fixed) + tool_tokens(deps, tools, counter)
+    return counter, budget, history_room(budget, others, answer_reserve(budget, deps.settings.answer_tokens))
 
 
 def tool_tokens(deps: ChatDeps, tools: list[str], counter: Any) -> int:

@@ -8,8 +8,9 @@ case-insensitive regular expressions; ``possibleInjection``: the sentence, ``{no
 may be written in any language, so every language's patterns are checked whatever the request's language.
 
 The same files hold the sentences of the other guardrail notices, by key (``mcpServerUnavailable``: an external
-MCP server left out, ``{server}`` and ``{reason}`` filled in); :meth:`InjectionPatterns.notice` picks one in the
-request's language.
+MCP server left out, ``{server}`` and ``{reason}`` filled in; ``historyLeftOut``: earlier turns that not even the
+summary could carry, ``{count}``; ``knowledgeIndexBuilding``: the installed help not indexed yet after a start);
+:meth:`InjectionPatterns.notice` picks one in the request's language.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ TEXT_PROPERTIES = ("name", "label", "info", "func", "initialize", "finalize", "t
 NAMED_LIMIT = 5  # nodes named in the sentence; the event's ``nodes`` lists them all (bounded below)
 NODES_LIMIT = 50
 # The other notices' sentence keys in guardrails.json.
-NOTICE_KEYS = ("mcpServerUnavailable",)
+NOTICE_KEYS = ("mcpServerUnavailable", "historyLeftOut", "knowledgeIndexBuilding")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action, refusal
 from service.chat.events import Emit, Origin
-from service.chat.history import agent_summarisation, fitted_history
+from service.chat.history import agent_summarisation, fitted_history, left_out_notice
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
 from service.chat.injection import notice_message as injection_message
 from service.chat.prompts import (
@@ -389,8 +389,11 @@ def _read_error_source(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -
     turn.tool_run = ToolRun("get_node_info", {"node_ids": [source.id]}, origin="error")
 
 
-async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult) -> list[BaseMessage]:
-    """System prompt, history, then the user's message, or after a tool the answer prompt with its result."""
+async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
+                  emit: Emit | None = None) -> list[BaseMessage]:
+    """System prompt, history, then the user's message, or after a tool the answer prompt with its result. When
+    earlier turns had to be left out (not even their summary fits), one ``history_left_out`` notice says so
+    through ``emit``."""
     flow_label = request.selectedFlow.label if request.selectedFlow else None
     words = turn.catalog.data.placeholderWords  # the values in the prompt's language
     values = {"selectedFlow": describe_flow(request.flow_id, flow_label, words),
@@ -414,7 +417,9 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
     tools = _agent_tools(deps, turn) if _uses_agent(deps, turn) else []
     history = await fitted_history(deps, result.session_id if result.session_existed else None, turn.summary,
                                    turn.history, [*messages, asked], tools)
-    return [*messages, *history, asked]
+    if history.left_out and emit is not None:
+        await emit(left_out_notice(deps.settings.locales_dir, result.language or DEFAULT_LANGUAGE, history.left_out))
+    return [*messages, *history.messages, asked]
 
 
 def _uses_agent(deps: ChatDeps, turn: Turn) -> bool:
@@ -478,6 +483,9 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         route = Route.DOCS if route in (Route.DOCS, Route.BOTH) else Route.NEITHER
         if route is Route.NEITHER:
             return
+    if slot.refresher.building:  # right after a start: say that the installed help is not in this answer yet
+        await emit(events.notice("knowledge_index_building", load_patterns(deps.settings.locales_dir).notice(
+            "knowledgeIndexBuilding", turn.catalog.language)))
     query = request.message
     if is_follow_up(request.message):
         turn.history = await _history(request, deps, result, turn)

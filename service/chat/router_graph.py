@@ -120,7 +120,7 @@ async def _messages(state: RouterState) -> list:
     """The prompt, masked of PII (``AI_SIDEBAR_PII``) whatever the path; the agent's later tool results are masked
     by its middleware."""
     deps = state["deps"]
-    prompt = await steps._prompt(state["request"], deps, state["turn"], state["result"])
+    prompt = await steps._prompt(state["request"], deps, state["turn"], state["result"], state["emit"])
     return mask_messages(prompt, deps.settings.pii_types)
 
 

@@ -12,6 +12,10 @@ Within one agent turn the same middleware runs in the agent's middleware list (:
 the same budget and counter: tool results piling up over many calls of one turn are folded before the model
 request that would outgrow the budget.
 
+Room (issue 41): the history gets what the request's other parts (system prompt, question with retrieved knowledge,
+tool schemas) and the answer's reserve (:func:`answer_reserve`) leave of the budget, never under a quarter of it
+(:func:`history_room`). Summary requests carry the conversation as plain text (:class:`PlainSummarization`).
+
 Budget: ``AI_SIDEBAR_CONTEXT_TOKENS`` when set, else the model's profile (``max_input_tokens``, the LangChain model
 profiles), else :data:`PROVIDER_CONTEXT_TOKENS`. Counting: the OpenAI-family client's own tiktoken counter when
 tiktoken's encodings can be loaded (they are downloaded once; offline they are not), else LangChain's
@@ -29,7 +33,7 @@ from typing import Any
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.messages.utils import count_tokens_approximately, get_buffer_string
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +45,14 @@ TokenCounter = Callable[[Iterable[Any]], int]
 # server's model is assumed small.
 PROVIDER_CONTEXT_TOKENS = {"openai": 128_000, "deepseek": 64_000, "google": 1_048_576, "anthropic": 200_000,
                            "openai-compatible": 8_192}
-# Tokens left for the model's answer (its output counts against the same window for most providers).
+# Tokens left for the model's answer when AI_SIDEBAR_ANSWER_TOKENS is not set: an eighth of the budget, at most this
+# (a local server's window holds the answer too: Ollama's num_ctx, llama.cpp's n_ctx).
 ANSWER_RESERVE = 1_024
+ANSWER_SHARE = 8
+# The conversation's floor: at least this share of the budget is the history's, whatever else the request holds
+# (system prompt, retrieved knowledge, tool schemas), so that the user's own conversation is not the first thing
+# to go in a small window.
+HISTORY_SHARE = 4
 # The middleware's own summary prompt and the answer to it: kept out of the history's room when folding.
 SUMMARY_RESERVE = 900
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
@@ -92,6 +102,22 @@ def context_budget(model: BaseChatModel, provider: str, configured: int | None) 
     return PROVIDER_CONTEXT_TOKENS.get(provider, 8_192)
 
 
+def answer_reserve(budget: int, configured: int | None) -> int:
+    """Tokens of a ``budget``-token request kept for the model's answer: ``configured``
+    (``AI_SIDEBAR_ANSWER_TOKENS``), else an eighth of the budget, at most :data:`ANSWER_RESERVE` (a 4,000-token
+    window keeps 500, a 128,000-token one 1,024)."""
+    return configured if configured else min(budget // ANSWER_SHARE, ANSWER_RESERVE)
+
+
+def history_room(budget: int, others: int, reserve: int) -> int:
+    """Tokens the history (summary and verbatim turns) may take in a ``budget``-token request whose other parts
+    take ``others`` tokens (system prompt, the question with any retrieved knowledge, tool schemas) and which keeps
+    ``reserve`` for the answer: what is left, and never less than a quarter of the budget
+    (:data:`HISTORY_SHARE`), so that in a small window the conversation keeps a share beside large tool schemas or
+    retrieved knowledge."""
+    return max(budget - others - reserve, budget // HISTORY_SHARE)
+
+
 def token_counter(model: BaseChatModel) -> TokenCounter:
     """The counter used for budgets: tiktoken through the OpenAI-family client
     (``get_num_tokens_from_messages``) when its encodings load, else ``count_tokens_approximately`` (3.3 characters
@@ -131,13 +157,39 @@ def _tiktoken_ready() -> bool:
 def summarisation_options(room: int, counter: TokenCounter, budget: int) -> dict[str, Any]:
     """``SummarizationMiddleware`` options for messages that may take ``room`` tokens of a ``budget``-token request:
     summarise above the room, keep its newest third verbatim, and let a summary request carry at most the budget
-    less its own prompt and answer (:data:`SUMMARY_RESERVE`), never more than the room."""
+    less its own prompt and answer (:data:`SUMMARY_RESERVE`, at most a third of a small budget), never more than the
+    room."""
     room = max(room, 1)
+    request_room = budget - min(SUMMARY_RESERVE, budget // 3)
     return {"trigger": ("tokens", room), "keep": ("tokens", max(room // 3, 1)), "token_counter": counter,
-            "summary_prompt": SUMMARY_PROMPT, "trim_tokens_to_summarize": max(min(room, budget - SUMMARY_RESERVE), 1)}
+            "summary_prompt": SUMMARY_PROMPT, "trim_tokens_to_summarize": max(min(room, request_room), 1)}
 
 
-class AgentSummarization(SummarizationMiddleware):
+class PlainSummarization(SummarizationMiddleware):
+    """``SummarizationMiddleware`` whose summary request carries the conversation as plain text: an earlier summary
+    as its own section, then each message as ``Human: …``/``AI: …``/``Tool: …`` (LangChain's
+    ``get_buffer_string``), never XML-escaped. LangChain 1.5 escapes the messages as XML (``&amp;``, ``&lt;``):
+    a model that copies from them writes escaped text into the summary, and each later fold escaped that summary
+    again (``&amp;amp;lt;``, issue 41). A summary is text and is carried as text into the next fold."""
+
+    def _format_summary_prompt(self, messages: list[Any]) -> str:
+        return self.summary_prompt.format(messages=plain_transcript(messages)).rstrip()
+
+
+def plain_transcript(messages: Sequence[BaseMessage]) -> str:
+    """``messages`` as the text of a summary request: the earlier summary (a message marked ``lc_source:
+    summarization``, see :func:`summary_messages`) first, under its own heading, then the others, one
+    ``Role: text`` line each."""
+    earlier = [str(m.content).removeprefix(SUMMARY_PREFIX).strip() for m in messages
+               if m.additional_kwargs.get("lc_source") == "summarization"]
+    rest = [m for m in messages if m.additional_kwargs.get("lc_source") != "summarization"]
+    parts = [f"Earlier summary:\n{text}" for text in earlier]
+    if rest:
+        parts.append(get_buffer_string(rest))
+    return "\n\n".join(parts)
+
+
+class AgentSummarization(PlainSummarization):
     """``SummarizationMiddleware`` in an agent run (before each model call of the loop), for a state whose first
     message is the system prompt: that stays as it is and out of the count, since ``room`` is what the budget
     leaves after it, the tool schemas and :data:`ANSWER_RESERVE`.
@@ -180,7 +232,7 @@ class Summariser:
     def __init__(self, model: BaseChatModel, room: int, counter: TokenCounter, budget: int):
         self.room = max(room, 1)
         self.counter = counter
-        self._middleware = SummarizationMiddleware(model, **summarisation_options(self.room, counter, budget))
+        self._middleware = PlainSummarization(model, **summarisation_options(self.room, counter, budget))
 
     async def condense(self, summary: str | None, messages: Sequence[BaseMessage]) -> Condensed:
         """``summary`` plus ``messages`` (oldest first, each with an ``id``) within :attr:`room`: unchanged when they

@@ -41,6 +41,12 @@ class KnowledgeRefresher:
         self.refreshed_at: float | None = None  # Unix seconds of the last complete refresh
         self.last_error: str | None = None      # the last refresh's failure code, None after a success
 
+    @property
+    def building(self) -> bool:
+        """Whether the first index of this process is still being built: the automatic refresh is on and no
+        refresh has completed yet (Node-RED not reachable yet, or the first build still running)."""
+        return self.interval > 0 and self.refreshed_at is None
+
     def want(self, language: str | None) -> None:
         """Index the docs of ``language`` (resolved to a shipped one) from the next refresh on."""
         resolved = self.knowledge.lexicons.resolve(language)

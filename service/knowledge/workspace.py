@@ -10,12 +10,14 @@ object goes through :func:`~service.nodered.redaction.strip_secrets` before any 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from service.knowledge.docs import module_fingerprints
 from service.knowledge.index import Chunk, Hit, KnowledgeIndex, RefreshReport, fingerprint
 from service.knowledge.lexicon import Lexicons
+from service.knowledge.phrases import normalize, phrase_pattern
 from service.knowledge.summary import WorkspaceFacts, facts, label, summary_chunks
 from service.nodered.flows import LAYOUT_KEYS, index_flows, is_config
 from service.nodered.redaction import strip_secrets
@@ -162,11 +164,26 @@ class WorkspaceStore:
         return report
 
     async def search(self, query: str, language: str | None = None, limit: int = 5) -> list[Hit]:
-        """The workspace chunks best matching ``query``, best first (``language`` picks the stopwords)."""
+        """The workspace chunks best matching ``query``, best first (``language`` picks the stopwords). When the
+        query names tabs or subflows (:attr:`names`, whole words, case and width ignored), the chunks on them come
+        first, in their order ("What is in my flow Area 3?" is about Area 3, not about the link out of Area 2 named
+        "to area 3")."""
+        named = self._named(query)
+        wanted = limit * 2 if named else limit
         if self.lexicons is None:
-            return await self.index.search(query, STORE, LANGUAGE, limit)
-        lexicon = self.lexicons.get(language)
-        return await self.index.search(query, STORE, LANGUAGE, limit, lexicon.stopwords, lexicon.kept)
+            hits = await self.index.search(query, STORE, LANGUAGE, wanted)
+        else:
+            lexicon = self.lexicons.get(language)
+            hits = await self.index.search(query, STORE, LANGUAGE, wanted, lexicon.stopwords, lexicon.kept)
+        if named:
+            hits.sort(key=lambda hit: normalize(str(hit.metadata.get("flowLabel") or "")) not in named)
+        return hits[:limit]
+
+    def _named(self, query: str) -> set[str]:
+        """The labels of :attr:`names` that ``query`` names, normalized."""
+        text = normalize(query)
+        return {normalize(name) for name in self.names
+                if len(name.strip()) > 1 and re.search(phrase_pattern(" ".join(name.split())), text)}
 
     async def summary(self) -> list[Hit]:
         """The summary's chunks (counts, tabs, subflows, config nodes, modules, environment names)."""

@@ -15,13 +15,11 @@ import json
 
 import pytest
 
-from service.nodered.settings import NodeRedSettings
-from service.settings import Settings
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
-from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
+from tests.support.writable import settings_for
 from tests.test_runtime_evidence import chat, inject, press, wait_for
 
 TAB = "c30e000000000001"
@@ -82,10 +80,7 @@ def shop_nodered(tmp_path_factory):
 
 @pytest.fixture
 async def shop(aiohttp_client, shop_nodered, model, tmp_path):
-    settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=shop_nodered.url),
-                        openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
-                        memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False, knowledge_refresh=0)
-    client = await aiohttp_client(create_app(settings))
+    client = await aiohttp_client(create_app(settings_for(shop_nodered, model, tmp_path)))
     buffer = client.app[EVIDENCE]
     await wait_for(lambda: buffer.connected, what="subscribed to comms")
     return client

@@ -21,8 +21,11 @@ FLOW = [{"id": "piitab", "type": "tab", "label": "Billing"},
         {"id": "fn1", "type": "function", "z": "piitab", "name": "prepare invoice", "func": CODE, "outputs": 1,
          "x": 100, "y": 100, "wires": [["dbg1"]]},
         {"id": "dbg1", "type": "debug", "z": "piitab", "x": 300, "y": 100, "wires": []}]
-QUESTION = f"explain the current flow; mail me at {EMAIL} or call 030 98765432"
-SECRETS = (EMAIL, PHONE, "3704 0044", "4111 1111", IP, "98765432")
+USER_IP = "192.168.44.12"
+QUESTION = f"explain the current flow; mail me at {EMAIL} or call 030 98765432 (I sit at {USER_IP})"
+# An IP address in a node's configuration (the function's msg.host) is configuration and reaches the model; the
+# other types, and an IP address in the user's own words, never do.
+SECRETS = (EMAIL, PHONE, "3704 0044", "4111 1111", USER_IP, "98765432")
 
 
 async def chat(client, **body):
@@ -44,6 +47,7 @@ async def test_pii_in_the_question_and_in_function_code_never_reaches_the_model(
     assert events[-1]["type"] == "done" and not [e for e in events if e["type"] == "error"]
     text = sent(model)
     assert "prepare invoice" in text and "fn1" in text  # the flow itself reached the model
+    assert f"msg.host = '{IP}'" in text  # configuration, not personal data
     for secret in SECRETS:
         assert secret not in text, secret
     for kind in ("EMAIL", "PHONE", "IBAN", "CREDIT_CARD", "IP"):
@@ -53,13 +57,15 @@ async def test_pii_in_the_question_and_in_function_code_never_reaches_the_model(
 async def test_the_agent_s_tool_results_are_masked_before_the_next_model_call(client, model):
     model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": "piitab"}}]),
                  Reply(text="It builds an invoice."))
-    events = await chat(client, message=f"what could go wrong in my billing tab? I am {EMAIL}", flowData=FLOW,
+    events = await chat(client, message=f"what could go wrong in my billing tab? I am {EMAIL} at {USER_IP}",
+                        flowData=FLOW,
                         selectedFlow={"id": "piitab"}, scenario="general")
 
     assert [e["type"] for e in events][:2] == ["tool_call", "tool_result"] and events[-1]["type"] == "done"
     assert len(model.requests) == 2
     tool_message = next(m for m in model.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert "prepare invoice" in tool_message and "[REDACTED_IBAN]" in tool_message
+    assert f"msg.host = '{IP}'" in tool_message  # the flow's configuration keeps its addresses
     for secret in SECRETS:
         assert secret not in sent(model), secret
 

@@ -404,7 +404,8 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
         turn.history = await _history(request, deps, result, turn)
     question = with_caught_error(with_debug_messages(request.message, request.debugMessages), request.error)
     run = turn.tool_run
-    question = await with_named_nodes(question, request, deps.nodered, run.output if run else None)
+    if deps.tools_enabled:  # reading node configuration is a tool's reach: withheld with the tools
+        question = await with_named_nodes(question, request, deps.nodered, run.output if run else None)
     if run is None:
         asked = HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question)
     else:

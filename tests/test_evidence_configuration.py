@@ -153,8 +153,12 @@ async def test_an_attached_debug_message_brings_the_configuration_of_the_node_th
     model.script(Reply(text="ok"))
     events = await chat(shop, message=question, language=language, selectedFlow={"id": TAB, "label": "Shop"},
                         debugMessages=[{"nodeId": PARSED_DEBUG, "name": "parsed", "property": "payload",
-                                        "format": "Object", "msg": json.dumps({"note": "seen"})}])
+                                        "format": "Object", "msg": json.dumps({"note": "seen"})},
+                                       {"nodeId": NOTHING_DEBUG, "name": "nothing", "property": "nothing",
+                                        "format": "undefined", "msg": "(undefined)"}])
     assert events[-1]["type"] == "done"
+    text = sent_to_model(model)
+    assert "msg.nothing (undefined):\\nundefined\\n</debug_message>" in text and "\\n(undefined)" not in text
     sent = "\n".join(sent_to_model(model, index) for index in range(len(model.requests)))
     # The debug node shows what the inject node wired into it sends: that node's configuration comes along, an
     # address in it included (configuration, not personal data).

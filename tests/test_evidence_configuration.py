@@ -28,6 +28,7 @@ PARSE_INJECT, PARSE = "c30e0000000000a2", "c30e0000000000f1"
 PARSED, PARSED_DEBUG = "c30e0000000000a3", "c30e0000000000d1"
 NOTHING_INJECT, NOTHING_DEBUG = "c30e0000000000a4", "c30e0000000000d2"
 SENSOR, BROKER = "c30e0000000000e1", "c30e0000000000b1"
+DOOR_INJECT, DOOR = "c30e0000000000a5", "c30e0000000000f2"
 EXPRESSION = "$number(payload) * vatRate"
 CODE = "const reading = msg.payload.reading.value;\nreturn { payload: reading * 2 };"
 BROKER_HOST = "127.0.0.1"
@@ -59,6 +60,11 @@ def flows(broker_port: int) -> list[dict]:
         inject(PARSED, TAB, [PARSED_DEBUG], json.dumps({"note": f"seen at {INJECT_ADDRESS}"}), "json"),
         debug(PARSED_DEBUG, "parsed", "payload"),
         inject(NOTHING_INJECT, TAB, [NOTHING_DEBUG]),
+        inject(DOOR_INJECT, TAB, [DOOR]),
+        # A key without a namespace: the editor looks it up in the node's own (the core's, for a function node).
+        {"id": DOOR, "type": "function", "z": TAB, "name": "door", "outputs": 1, "timeout": 0, "noerr": 0,
+         "func": 'node.status({fill: "green", shape: "dot", text: "common.status.connected"});\nreturn msg;',
+         "initialize": "", "finalize": "", "libs": [], "x": 300, "y": 420, "wires": [[]]},
         debug(NOTHING_DEBUG, "nothing", "nothing"),
         {"id": SENSOR, "type": "mqtt in", "z": TAB, "name": "sensor feed", "topic": "shop/sensor", "qos": "0",
          "datatype": "auto-detect", "broker": BROKER, "nl": False, "rap": True, "rh": 0, "inputs": 0, "x": 120,
@@ -163,3 +169,17 @@ async def test_an_attached_debug_message_brings_the_configuration_of_the_node_th
     # The debug node shows what the inject node wired into it sends: that node's configuration comes along, an
     # address in it included (configuration, not personal data).
     assert f"[{PARSED}] inject" in sent and f"seen at {INJECT_ADDRESS}" in sent.replace("\\", "")
+
+
+@pytest.mark.parametrize(("language", "shown"), [("ko", "접속됨"), ("zh-TW", "已連接"), ("ru", "подключен"),
+                                                 ("en-US", "connected")])
+async def test_a_status_key_without_namespace_is_worded_in_the_node_s_own_catalog(shop, shop_nodered, model,
+                                                                                 language, shown):
+    buffer = shop.app[EVIDENCE]
+    assert await press(shop_nodered, DOOR_INJECT) == 200
+    await wait_for(lambda: buffer.statuses([DOOR]), what="the door node's status")
+    model.script(Reply(tool_calls=[{"name": "get_node_status", "arguments": {"node_ids": [DOOR]}}]),
+                 Reply(text="The door is connected."))
+    await chat(shop, message="door status?", language=language, selectedFlow={"id": TAB, "label": "Shop"})
+    sent = sent_to_model(model, -1).replace('\\"', '"')
+    assert f'[{DOOR}] function "door": green dot "{shown}"' in sent and 'dot "common.status' not in sent

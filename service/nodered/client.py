@@ -173,9 +173,9 @@ class NodeRedClient:
 
     async def get_locale(self, namespace: str, language: str) -> dict[str, Any]:
         """``GET /locales/<namespace>?lng=<language>``: the editor's message catalog of a namespace (``node-red``
-        for the core nodes, a module's name for its nodes) in ``language``, as i18next resources (nested objects of
-        strings); Node-RED falls back to English for what a language lacks."""
-        return await self._request("GET", f"/locales/{quote(namespace, safe='')}?lng={quote(language, safe='')}")
+        for the core nodes, ``<module>/<set>`` for a node set with its own catalog) in ``language``, as i18next
+        resources (nested objects of strings); Node-RED falls back to English for what a language lacks."""
+        return await self._request("GET", f"/locales/{quote(namespace, safe='@/')}?lng={quote(language, safe='')}")
 
     async def get_settings(self) -> dict[str, Any]:
         """``GET /settings``: the runtime settings the editor sees (``version``, ``httpNodeRoot``, ...)."""

@@ -4,9 +4,9 @@ words, not the key.
 
 The editor (``@node-red/editor-client``, ``RED.comms.subscribe("status/#")``) translates a status text that starts
 with a letter or ``@`` through ``node._(text, {defaultValue: text})``: a key without a namespace is looked up in the
-namespace of the node's module (``node-red`` for the core nodes), ``ns:key`` in ``ns``, and a text that is no key
-stays as it is. The catalogs come from the Admin API as the editor loads them (``GET /locales/<namespace>?lng=``),
-kept per namespace and language for :data:`CATALOG_TTL` seconds.
+namespace of the node's set (``node-red`` for the core nodes, ``<module>/<set>`` for others), ``ns:key`` in
+``ns``, and a text that is no key stays as it is. The catalogs come from the Admin API as the editor loads them
+(``GET /locales/<namespace>?lng=``), kept per namespace and language for :data:`CATALOG_TTL` seconds.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 from service.nodered.client import NodeRedClient, NodeRedError
-from service.nodered.flows import module_index
 
-CATALOG_TTL = 600.0  # seconds a catalog (and the type → module index) is reused: they change when modules do
-# A message key: no spaces, dotted words, an optional namespace (the editor tries any text starting with a letter;
-# one with a space is never a key, so it costs no request).
-_KEY = re.compile(r"^[@A-Za-z][\w\-@]*(?::[\w\-]+)?(?:\.[\w\-]+)+$|^[@A-Za-z][\w\-@]*:[\w\-.]+$")
+CATALOG_TTL = 600.0  # seconds a catalog (and the type → namespace index) is reused: they change when modules do
+FAILURE_TTL = 30.0   # seconds a catalog Node-RED did not answer counts as empty before it is asked again
+# What the editor tries to translate (a text starting with a letter or "@"), less texts with white space: Node-RED's
+# keys have none, so "sensor offline" costs no request.
+_KEY = re.compile(r"^[@A-Za-z]\S*$")
 
 
 class StatusTexts:
@@ -34,8 +34,8 @@ class StatusTexts:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
-        self._catalogs: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
-        self._modules: tuple[float, dict[str, str]] | None = None
+        self._catalogs: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}  # expiry, catalog
+        self._namespaces: tuple[float, dict[str, str]] | None = None  # expiry, node type → namespace
 
     async def shown(self, nodered: NodeRedClient, text: str | None, node_type: str | None,
                     language: str | None) -> str | None:
@@ -46,7 +46,7 @@ class StatusTexts:
             return text
         namespace, _, key = text.partition(":") if ":" in text else ("", "", text)
         if not namespace:
-            namespace = (await self._module_of(nodered)).get(node_type or "", "")
+            namespace = (await self._namespace_of(nodered)).get(node_type or "", "")
             if not namespace:
                 return text
         catalog = await self._catalog(nodered, namespace, language or "en-US")
@@ -55,26 +55,30 @@ class StatusTexts:
 
     async def _catalog(self, nodered: NodeRedClient, namespace: str, language: str) -> dict[str, Any]:
         cached = self._catalogs.get((namespace, language))
-        if cached is not None and self._clock() - cached[0] < CATALOG_TTL:
+        if cached is not None and self._clock() < cached[0]:
             return cached[1]
         try:
-            catalog = await nodered.get_locale(namespace, language)
+            answer = await nodered.get_locale(namespace, language)
+            catalog, ttl = (answer if isinstance(answer, dict) else {}), CATALOG_TTL
         except NodeRedError:
-            return {}  # not cached: asked again next time
-        catalog = catalog if isinstance(catalog, dict) else {}
-        self._catalogs[(namespace, language)] = (self._clock(), catalog)
+            catalog, ttl = {}, FAILURE_TTL
+        self._catalogs[(namespace, language)] = (self._clock() + ttl, catalog)
         return catalog
 
-    async def _module_of(self, nodered: NodeRedClient) -> dict[str, str]:
-        if self._modules is not None and self._clock() - self._modules[0] < CATALOG_TTL:
-            return self._modules[1]
+    async def _namespace_of(self, nodered: NodeRedClient) -> dict[str, str]:
+        """Node type → its message namespace: ``node-red`` for the core nodes, else the node set's id
+        (``<module>/<set>``, where ``@node-red/registry``'s loader registers a set's own catalog)."""
+        if self._namespaces is not None and self._clock() < self._namespaces[0]:
+            return self._namespaces[1]
         try:
-            modules = {node_type: entry.get("module") or "" for node_type, entry in
-                       module_index(await nodered.get_nodes()).items()}
+            node_sets = await nodered.get_nodes()
         except NodeRedError:
             return {}
-        self._modules = (self._clock(), modules)
-        return modules
+        namespaces = {node_type: "node-red" if node_set.get("module") == "node-red" else str(node_set.get("id") or "")
+                      for node_set in node_sets if isinstance(node_set, dict)
+                      for node_type in node_set.get("types") or []}
+        self._namespaces = (self._clock() + CATALOG_TTL, namespaces)
+        return namespaces
 
 
 def _lookup(catalog: dict[str, Any], key: str) -> Any:

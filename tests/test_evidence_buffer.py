@@ -158,3 +158,14 @@ def test_a_burst_of_a_thousand_messages_is_taken_in_far_less_than_a_second():
         buffer.add_debug(payload)
     per_thousand = (time.perf_counter() - started) / 10
     assert per_thousand < 0.25, f"{per_thousand:.3f} s per 1,000 messages"
+
+
+def test_undefined_null_and_numbers_read_as_the_debug_sidebar_shows_them():
+    # util.js encodeObject sends undefined and null as the text "(undefined)", numbers as text, the type in format.
+    buffer = EvidenceBuffer()
+    shown = [buffer.add_debug({"id": "d1", "msg": text, "format": format_, "property": "payload"})
+             for text, format_ in (("(undefined)", "undefined"), ("(undefined)", "null"), ("42", "number"),
+                                   ("true", "boolean"), ("42", "string[2]"))]
+    assert [(entry.shape, entry.preview()) for entry in shown if entry is not None] == [
+        ("undefined", "undefined"), ("null", "null"), ("number", "42"), ("boolean", "true"),
+        ("string(2 chars)", "42")]

@@ -30,6 +30,7 @@ from tests.conftest import ADMIN_PASSWORD, ADMIN_USER, SERVICE_SECRET, TEST_API_
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.sse import read_events
+from tests.support.writable import settings_for
 
 TAB, OTHER_TAB = "e19a000000000001", "e19a000000000002"
 INJECT_BOOM, THROWER = "e19a0000000000a1", "e19a0000000000f1"
@@ -80,11 +81,7 @@ def evidence_nodered(tmp_path_factory):
 
 @pytest.fixture
 async def evidence_client(aiohttp_client, evidence_nodered, model, tmp_path):
-    settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=evidence_nodered.url),
-                        openai_base_url=model.base_url,
-                        openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
-                        knowledge_refresh=0)
-    return await aiohttp_client(create_app(settings))
+    return await aiohttp_client(create_app(settings_for(evidence_nodered, model, tmp_path)))
 
 
 async def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "") -> float:

@@ -92,7 +92,7 @@ def _runner(registry: ToolRegistry, name: str, context: ToolContext, emit: Emit,
             return f"The tool {name} failed: {failure.message}"
         await emit(events.tool_result(name, output.text, ok=True, sources=output.sources))
         await announce_change(registry, name, output.data, emit)
-        return f'<tool_result tool="{name}">\n{registry.for_model(name, output.text)}\n</tool_result>'
+        return f'<tool_result tool="{name}">\n{registry.for_model(name, output.text, output.config_at)}\n</tool_result>'
 
     return run
 

@@ -26,6 +26,7 @@ from service.chat.events import Emit, Origin
 from service.chat.history import agent_summarisation, fitted_history, left_out_notice
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
 from service.chat.injection import notice_message as injection_message
+from service.chat.named_context import with_named_nodes
 from service.chat.prompts import (
     describe_flow,
     describe_nodes,
@@ -406,12 +407,14 @@ async def _prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
         turn.history = await _history(request, deps, result, turn)
     question = with_caught_error(with_debug_messages(request.message, request.debugMessages), request.error)
     run = turn.tool_run
+    if deps.tools_enabled:  # reading node configuration is a tool's reach: withheld with the tools
+        question = await with_named_nodes(question, request, deps.nodered, run.output if run else None)
     if run is None:
         asked = HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question)
     else:
         asked = tool_answer_prompt(
             question, turn.task, run.name,
-            deps.tools.for_model(run.name, run.output.text) if run.output else None,
+            deps.tools.for_model(run.name, run.output.text, run.output.config_at) if run.output else None,
             run.failure.message if run.failure else None,
             turn.catalog.data.answerInstruction)
     tools = _agent_tools(deps, turn) if _uses_agent(deps, turn) else []

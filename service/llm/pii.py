@@ -7,6 +7,11 @@ keyword and plain-chat paths and before the agent starts; :func:`pii_middleware`
 LangChain's ``PIIMiddleware`` so that results of the agent's own tool calls are masked before the next model call.
 E-mail, credit-card (Luhn-checked) and IP detection are LangChain's own (``langchain.agents.middleware.pii``);
 phone numbers and IBANs (ISO 13616, mod-97 checked) are detected here. Matches become ``[REDACTED_<TYPE>]``.
+
+IP addresses inside node configuration (what get_flow, get_node_info and get_settings read, and the configuration
+the runtime evidence adds of the nodes it names) are configuration, not personal data, and are kept: an MQTT node
+stuck on "connecting" is explained by its broker's address. In payloads, history and the user's own text they are
+masked as before.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Any
 from langchain.agents.middleware import PIIMiddleware
 from langchain.agents.middleware.pii import PIIMatch, detect_credit_card, detect_email, detect_ip
 from langchain_core.messages import BaseMessage
+
+from service.nodered.named_nodes import configuration_spans
 
 Detector = Callable[[str], list[PIIMatch]]
 
@@ -95,9 +102,25 @@ def within_runs(detector: Detector, marker: re.Pattern[str]) -> Detector:
     return detect
 
 
+def outside_configuration(detector: Detector) -> Detector:
+    """``detector`` without its matches inside node configuration (the blocks of
+    :func:`service.nodered.named_nodes.configuration_block`: flows, nodes and settings as tools read them): an
+    MQTT broker's or a database's address there is configuration the answer turns on, not personal data."""
+    def detect(content: str) -> list[PIIMatch]:
+        spans = configuration_spans(content)
+        found = detector(content)
+        if not spans:
+            return found
+        return [match for match in found if not any(start <= match["start"] < end for start, end in spans)]
+    return detect
+
+
+# IP addresses are masked outside node configuration only; the other types everywhere (a phone number or an
+# e-mail address in a node's properties is as personal as one in a payload).
 DETECTORS: dict[str, Detector] = {"iban": detect_iban, "credit_card": detect_credit_card,
                                   "email": within_runs(detect_email, re.compile("@")),
-                                  "ip": within_runs(detect_ip, re.compile(r"[0-9]\.[0-9]")), "phone": detect_phone}
+                                  "ip": outside_configuration(within_runs(detect_ip, re.compile(r"[0-9]\.[0-9]"))),
+                                  "phone": detect_phone}
 
 
 def parse_types(setting: str) -> tuple[str, ...]:

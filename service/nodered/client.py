@@ -171,6 +171,12 @@ class NodeRedClient:
         ``language`` (sent as ``Accept-Language``; Node-RED falls back to a module's ``en-US`` help)."""
         return await self._request("GET", "/nodes", accept="text/html", language=language)
 
+    async def get_locale(self, namespace: str, language: str) -> dict[str, Any]:
+        """``GET /locales/<namespace>?lng=<language>``: the editor's message catalog of a namespace (``node-red``
+        for the core nodes, ``<module>/<set>`` for a node set with its own catalog) in ``language``, as i18next
+        resources (nested objects of strings); Node-RED falls back to English for what a language lacks."""
+        return await self._request("GET", f"/locales/{quote(namespace, safe='@/')}?lng={quote(language, safe='')}")
+
     async def get_settings(self) -> dict[str, Any]:
         """``GET /settings``: the runtime settings the editor sees (``version``, ``httpNodeRoot``, ...)."""
         return await self._request("GET", "/settings")

@@ -9,7 +9,8 @@ Facts about what arrives on the comms websocket (Node-RED 4.x/5.x source):
   ``log_helper``). ``msg`` went through ``RED.util.encodeObject`` (``@node-red/util/lib/util.js``): objects,
   arrays, maps, sets and errors as JSON text (an error as ``{"__enc__": true, "type": "error", "data": {name,
   message, stack}}``), strings as themselves, numbers and booleans as text, buffers as hex; ``format`` names the
-  type (``Object``, ``array[3]``, ``string[12]``, ``number``, ``buffer[4]``, ``error``). Strings and arrays inside
+  type (``Object``, ``array[3]``, ``string[12]``, ``number``, ``buffer[4]``, ``error``); ``undefined`` and
+  ``null`` arrive as the text ``(undefined)`` with that ``format``. Strings and arrays inside
   are already cut to ``debugMaxLength`` (default 1000).
 * Topic ``status/<node id>`` (``@node-red/runtime/lib/api/comms.js``): ``{text, fill, shape}``, or ``{}`` when
   the status was cleared.
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from service.nodered.redaction import REDACTED, is_secret_name, redact_text
+from service.nodered.status_texts import StatusTexts
 
 LEVEL_ERROR = 20  # @node-red/util/lib/log.js levels
 LEVEL_WARN = 30
@@ -42,6 +44,9 @@ STATUS_TEXT_LIMIT = 200
 PREVIEW_LIMIT = 800      # characters of a value's preview a tool shows
 
 Kind = Literal["error", "warning", "debug"]
+# ``format`` values whose text is a type, not the value's own (util.js ``encodeObject``): shown by type.
+_WORD_FORMATS = ("undefined", "null")
+_TYPE_FORMATS = ("undefined", "null", "number", "boolean", "bigint")
 _SCALAR_FORMATS = ("string", "buffer", "number", "boolean", "regexp", "function", "bigint", "symbol", "undefined",
                    "null", "date")
 
@@ -219,6 +224,7 @@ class EvidenceBuffer:
         self.connected = False
         self.last_error: str | None = None
         self.connected_at: float | None = None
+        self.status_texts = StatusTexts()  # the editor's wording of status texts, per language
 
     @classmethod
     def from_settings(cls, settings: Any) -> EvidenceBuffer:
@@ -246,7 +252,11 @@ class EvidenceBuffer:
             return None
         format_ = _text(data.get("format"))
         value, size = decode(data.get("msg"), format_)
-        shape = shape_of(value, size) if size <= PARSE_LIMIT else f"{format_ or 'value'} ({size} chars, not decoded)"
+        if format_ in _WORD_FORMATS:
+            # Sent as the text "(undefined)"; the Debug sidebar shows the word, so does the model.
+            value, size = format_, 0
+        shape = (format_ if format_ in _TYPE_FORMATS else shape_of(value, size) if size <= PARSE_LIMIT
+                 else f"{format_ or 'value'} ({size} chars, not decoded)")
         value, shortened = shorten(value)
         self._seq += 1
         entry = Evidence(seq=self._seq, time=self._clock(), kind=kind, node_id=data["id"], flow_id=_text(data.get("z")),

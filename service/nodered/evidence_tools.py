@@ -15,12 +15,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.nodered.client import NodeRedError
-from service.nodered.evidence import Evidence, NodeStatus
+from service.nodered.evidence import Evidence, EvidenceBuffer, NodeStatus
+from service.nodered.named_nodes import CONFIGURATION_HEAD, configuration_of
 from service.nodered.runtime_tools import counted
 from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 
 MESSAGES_SHOWN = 60  # messages one answer shows at most (errors first); each is redacted when read
 STATUSES_SHOWN = 200
+STATUSES_WITH_MESSAGES = 20  # statuses get_debug_messages adds to the messages
 
 
 class DebugMessagesArgs(BaseModel):
@@ -53,22 +55,25 @@ class EvidenceItem(BaseModel):
     value: str = Field(description="the value, secrets redacted, shortened when long")
 
 
-class DebugMessagesResult(BaseModel):
-    connected: bool = Field(description="whether the subscription to Node-RED's comms websocket is up")
-    window: float = Field(description="seconds of history kept")
-    errors: list[EvidenceItem]
-    warnings: list[EvidenceItem]
-    messages: list[EvidenceItem]
-
-
 class StatusItem(BaseModel):
     nodeId: str
     nodeType: str | None
     nodeName: str | None
     fill: str | None = Field(description="red, green, yellow, blue or grey")
     shape: str | None = Field(description="dot or ring")
-    text: str | None
+    text: str | None = Field(description="the text under the node as the editor shows it, in the request's "
+                                         "language where Node-RED has it")
     age: float = Field(description="seconds since the status was set")
+
+
+class DebugMessagesResult(BaseModel):
+    connected: bool = Field(description="whether the subscription to Node-RED's comms websocket is up")
+    window: float = Field(description="seconds of history kept")
+    errors: list[EvidenceItem]
+    warnings: list[EvidenceItem]
+    messages: list[EvidenceItem]
+    statuses: list[StatusItem] = Field(default_factory=list, description="the last status of the tab's (or the "
+                                                                         "node's) nodes that show one")
 
 
 class NodeStatusResult(BaseModel):
@@ -104,10 +109,13 @@ async def get_debug_messages(ctx: ToolContext, flow_id: str | None = None, node_
     # Redaction costs about a millisecond per message (more under load): off the event loop, so that other answers
     # keep streaming while 60 messages are redacted.
     items = await asyncio.to_thread(lambda: [_item(entry, by_id, now) for entry in shown])
+    in_scope = node_ids or [n["id"] for n in flows if isinstance(n, dict) and (flow_id is None
+                                                                               or n.get("z") == flow_id)]
+    statuses = await _status_items(ctx, buffer, in_scope, by_id, now)
     result = DebugMessagesResult(connected=buffer.connected, window=buffer.window,
                                  errors=[i for i in items if i.kind == "error"],
                                  warnings=[i for i in items if i.kind == "warning"],
-                                 messages=[i for i in items if i.kind == "debug"])
+                                 messages=[i for i in items if i.kind == "debug"], statuses=statuses)
     scope = _scope(flow_id, node_id, by_id)
     counts = (f"{counted(len(result.errors), 'error')}, {counted(len(result.warnings), 'warning')}, "
               f"{counted(len(result.messages), 'debug message')}"
@@ -119,7 +127,12 @@ async def get_debug_messages(ctx: ToolContext, flow_id: str | None = None, node_
                      "node wired and active? did a message pass?).")
     for item in items:
         lines.append(_line(item))
-    return ToolOutput(data=result.model_dump(), text="\n".join(lines))
+    if statuses:
+        lines.append("Node status:")
+        lines += [_status_line(item) for item in statuses]
+    named = [item.nodeId for item in items if item.kind != "debug"] + [item.nodeId for item in statuses] \
+        + [item.nodeId for item in items if item.kind == "debug"]
+    return await _with_configuration(lines, named, flows, result.model_dump())
 
 
 async def get_node_status(ctx: ToolContext, flow_id: str | None = None,
@@ -141,16 +154,39 @@ async def get_node_status(ctx: ToolContext, flow_id: str | None = None,
         wanted = [n["id"] for n in flows if isinstance(n, dict) and n.get("z") == flow_id]
     if buffer is None:
         return ToolOutput(data=NodeStatusResult(connected=False, statuses=[]).model_dump(), text=NOT_COLLECTED)
-    now = time.time()
-    found = buffer.statuses(wanted)[:STATUSES_SHOWN]
-    items = [_status_item(status, by_id, now) for status in found]
+    items = await _status_items(ctx, buffer, wanted, by_id, time.time(), STATUSES_SHOWN)
     result = NodeStatusResult(connected=buffer.connected, statuses=items)
     scope = _scope(flow_id, None, by_id) if flow_id else f"{len(wanted)} node(s)"
     lines = [f"Node status for {scope} ({buffer.state()}): {len(items)} of {len(wanted)} nodes show a status."]
+    lines += [_status_line(item) for item in items]
+    return await _with_configuration(lines, [item.nodeId for item in items], flows, result.model_dump())
+
+
+async def _status_items(ctx: ToolContext, buffer: EvidenceBuffer, node_ids: list[str],
+                        by_id: dict[str, dict[str, Any]], now: float,
+                        limit: int = STATUSES_WITH_MESSAGES) -> list[StatusItem]:
+    """The last status of ``node_ids`` (newest first, at most ``limit``), each text worded as the editor shows it
+    in the request's language (:class:`~service.nodered.status_texts.StatusTexts`)."""
+    items = [_status_item(status, by_id, now) for status in buffer.statuses(node_ids)[:limit]]
     for item in items:
-        lines.append(f"[{item.nodeId}] {_who(item.nodeType, item.nodeName)}: {item.fill or '-'} {item.shape or '-'} "
-                     f"\"{item.text or ''}\" ({_duration(item.age)} ago)")
-    return ToolOutput(data=result.model_dump(), text="\n".join(lines))
+        item.text = await buffer.status_texts.shown(ctx.nodered, item.text, item.nodeType, ctx.language)
+    return items
+
+
+async def _with_configuration(lines: list[str], named: list[str], flows: list[dict[str, Any]],
+                              data: dict[str, Any]) -> ToolOutput:
+    """The tool's output: ``lines``, then the configuration of the nodes ``named`` (errors, statuses, the senders
+    of debug messages; :func:`~service.nodered.named_nodes.configuration_of`), which starts at ``config_at``."""
+    text = "\n".join(lines)
+    configuration = await asyncio.to_thread(configuration_of, named, flows) if named else None
+    if configuration is None:
+        return ToolOutput(data=data, text=text)
+    return ToolOutput(data=data, text=f"{text}\n{CONFIGURATION_HEAD}\n{configuration}", config_at=len(text) + 1)
+
+
+def _status_line(item: StatusItem) -> str:
+    return (f"[{item.nodeId}] {_who(item.nodeType, item.nodeName)}: {item.fill or '-'} {item.shape or '-'} "
+            f"\"{item.text or ''}\" ({_duration(item.age)} ago)")
 
 
 async def _flows(ctx: ToolContext) -> list[dict[str, Any]]:

@@ -193,7 +193,7 @@ async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> 
     if not node_ids:
         raise ToolFailure("node_not_selected")
     deployed = await _flows(ctx)
-    index = await asyncio.to_thread(index_flows, _with_editor_nodes(deployed, ctx.flow_data))
+    index = await asyncio.to_thread(index_flows, with_editor_nodes(deployed, ctx.flow_data))
     nodes, missing = find_nodes(index, node_ids)
     if not nodes:
         raise ToolFailure("node_not_found", params={"node_ids": ", ".join(missing)})
@@ -205,7 +205,7 @@ async def get_node_info(ctx: ToolContext, node_ids: list[str] | None = None) -> 
     return await _off_loop(_node_info_output, index, nodes, missing, modules, undeployed)
 
 
-def _with_editor_nodes(deployed: list[dict[str, Any]], flow_data: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def with_editor_nodes(deployed: list[dict[str, Any]], flow_data: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """The deployed flows with the editor's copy of each node it sent (``flowData``) in place of the deployed one,
     and its nodes not deployed yet added."""
     if not flow_data:

@@ -18,6 +18,7 @@ from service.nodered.client import NodeRedClient
 from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import CodedError
+from service.nodered.named_nodes import configuration_block
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
@@ -43,6 +44,7 @@ class ToolContext:
     user_token: str | None = field(default=None, repr=False)
     flow_data: list[dict[str, Any]] | None = field(default=None, repr=False)
     locked_flows: frozenset[str] | None = None
+    language: str | None = None  # the request's language (status texts, the knowledge tools' docs)
     apply: Literal["deploy", "editor"] = "deploy"
     evidence: EvidenceBuffer | None = field(default=None, repr=False)
     # The diffs of the writes a person approved as shown, by write_tools.approval_key(tool, args): such a write is
@@ -53,11 +55,14 @@ class ToolContext:
 @dataclass
 class ToolOutput:
     """``data``: JSON-able structured result; ``text``: the compact form sent to a model; ``sources``: where the
-    result came from, for the user's links (the knowledge tools'; ``None`` for the others)."""
+    result came from, for the user's links (the knowledge tools'; ``None`` for the others); ``config_at``: where in
+    ``text`` node configuration starts and runs to the end (``None``: nowhere, unless the tool's whole text is
+    configuration, :attr:`Tool.configuration`)."""
 
     data: dict[str, Any]
     text: str
     sources: list[dict[str, Any]] | None = None
+    config_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,9 @@ class Tool:
             :class:`ToolFailure`.
         destructive: write tools: it may change or remove what exists, or set off effects (MCP
             ``destructiveHint``); ``False``: it only adds.
+        configuration: its whole text is node or runtime configuration (flows, nodes, settings): a model gets it
+            inside :func:`~service.nodered.named_nodes.configuration_block`, exempt from IP masking (README,
+            Guardrails).
     """
 
     name: str
@@ -93,6 +101,7 @@ class Tool:
     text_limit: int = MODEL_TOOL_LIMIT
     preview: Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
     destructive: bool = False
+    configuration: bool = False
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):
@@ -127,6 +136,15 @@ class Tool:
             raise ToolFailure("invalid_params", params={"tool": self.name, "parameter": where,
                                                         "detail": first["msg"]}) from None
 
-    def for_model(self, text: str) -> str:
-        """``text`` bounded to :attr:`text_limit` characters, cut at a line end with a note (never mid-line)."""
-        return bounded(text, self.text_limit)
+    def for_model(self, text: str, config_at: int | None = None) -> str:
+        """``text`` bounded to :attr:`text_limit` characters, cut at a line end with a note (never mid-line); its
+        configuration (all of it for a :attr:`configuration` tool, else from ``config_at`` on, see
+        :class:`ToolOutput`) inside a configuration block."""
+        return configured(bounded(text, self.text_limit), 0 if self.configuration else config_at)
+
+
+def configured(text: str, config_at: int | None) -> str:
+    """``text`` with its part from ``config_at`` on inside a configuration block (``None``: as it is)."""
+    if config_at is None or config_at >= len(text):
+        return text
+    return text[:config_at] + configuration_block(text[config_at:])

@@ -38,6 +38,7 @@ from service.nodered.tooling import Tool, ToolContext, ToolOutput
 READ_TOOLS: tuple[Tool, ...] = (
     Tool(
         name="get_settings", title="Node-RED runtime settings", args=NoArgs, result=SettingsResult, run=get_settings,
+        configuration=True,
         description=(
             "Read the runtime settings of Node-RED (GET /settings): its version, httpNodeRoot, editor theme, context "
             "stores, function node options, and whether adminAuth is on (user, permissions).\n\n"
@@ -59,6 +60,7 @@ READ_TOOLS: tuple[Tool, ...] = (
             "Call this first to find the id of a tab, then read it with get_flow.")),
     Tool(
         name="get_flow", title="Read one Node-RED flow", args=GetFlowArgs, result=FlowResult, run=get_flow,
+        configuration=True,
         description=(
             "Read one tab (or subflow) with all its nodes and wires, the config nodes they use and the subflows "
             "they instantiate; without flow_id, the tab open in the editor (its editor version, which may hold "
@@ -69,7 +71,7 @@ READ_TOOLS: tuple[Tool, ...] = (
             "Credentials are redacted. An unknown id fails with the list of existing tabs.")),
     Tool(
         name="get_node_info", title="Read Node-RED nodes", args=GetNodeInfoArgs, result=NodeInfoResult,
-        run=get_node_info,
+        run=get_node_info, configuration=True,
         description=(
             "Read deployed nodes by id (without node_ids, the nodes selected in the editor): every property and "
             "their code in full (credentials redacted), wiring, the tab or subflow each node is on, and the npm "

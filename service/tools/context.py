@@ -17,10 +17,9 @@ if TYPE_CHECKING:
 @dataclass
 class ServiceToolContext(ToolContext):
     """A core context with the requester's ``identity`` (whose memory tools read) and ``memory`` (``None``: the
-    request keeps no memory, memory tools are not offered), the service's ``knowledge`` (``None``: not open) and
-    the request's ``language`` (which docs the knowledge tools read)."""
+    request keeps no memory, memory tools are not offered), and the service's ``knowledge`` (``None``: not open);
+    the request's ``language`` (which docs the knowledge tools read) is the core's."""
 
     identity: Identity = ANONYMOUS
     memory: MemoryStore | None = None
     knowledge: KnowledgeSlot | None = None
-    language: str | None = None

@@ -219,10 +219,12 @@ class ToolRegistry:
                 raise self._unknown(name)
             return await self.mcp.call(resolved, params, context.user_token)
 
-    def for_model(self, name: str, text: str) -> str:
-        """A tool's text bounded as its declaration says (MCP tools: the default bound of every tool)."""
+    def for_model(self, name: str, text: str, config_at: int | None = None) -> str:
+        """A tool's text bounded as its declaration says (MCP tools: the default bound of every tool), its node
+        configuration marked (:meth:`~service.nodered.tooling.Tool.for_model`; an MCP tool's text is never
+        configuration)."""
         tool = self._local.get(name)
-        return tool.for_model(text) if tool is not None else bounded(text, MODEL_TOOL_LIMIT)
+        return tool.for_model(text, config_at) if tool is not None else bounded(text, MODEL_TOOL_LIMIT)
 
     def langchain_tool(self, name: str, coroutine: Callable[..., Awaitable[str]]) -> StructuredTool:
         """The LangChain tool a model is offered for ``name``: its description and argument schema, answered by

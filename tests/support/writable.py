@@ -32,15 +32,20 @@ def writable_nodered(tmp_path_factory, request):
     instance.stop()
 
 
-@pytest.fixture
-def write_settings(writable_nodered, model, tmp_path) -> Settings:
-    """The service's settings against the module's :func:`writable_nodered` and the scripted ``model``: a
-    database of the test's own, no MCP tools, no background knowledge refresh."""
+def settings_for(nodered: NodeRed, model: Any, tmp_path: Any) -> Settings:
+    """The service's settings against ``nodered`` and the scripted ``model``: a database of the test's own
+    (under ``tmp_path``), no MCP tools, no background knowledge refresh."""
     from tests.conftest import SERVICE_SECRET, TEST_API_KEY  # here: conftest imports this module
 
-    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=writable_nodered.url),
+    return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=nodered.url),
                     openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
                     memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False, knowledge_refresh=0)
+
+
+@pytest.fixture
+def write_settings(writable_nodered, model, tmp_path) -> Settings:
+    """The service's settings (:func:`settings_for`) against the module's :func:`writable_nodered`."""
+    return settings_for(writable_nodered, model, tmp_path)
 
 
 @pytest.fixture

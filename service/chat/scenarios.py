@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from service.knowledge.phrases import GAP_CHARS
+from service.knowledge.phrases import gapped_pattern, normalize
 from service.nodered.messages import match_language
 from service.tools.registry import TOOL_NAMES, canonical_name
 
@@ -181,37 +180,21 @@ class KeywordMatch:
     phrase: str
 
 
-def normalize(text: str) -> str:
-    """Case- and width-insensitive form: NFKC folds full-width letters, ``casefold`` folds case."""
-    return unicodedata.normalize("NFKC", text).casefold()
+# A keyword's last word must not run on into a longer name: "current node" never fires inside "current Node-RED
+# version" or "Node.js".
+KEYWORD_END = r"(?!\w|[-.]\w)"
 
 
 def keyword_pattern(phrase: str) -> str:
     """The regular expression (over :func:`normalize`d text) for one keyword phrase; a phrase with ``…`` matches
-    its parts in order with a few words in between (:func:`gapped_keyword_pattern`).
+    its parts in order with a few words in between, as the knowledge router's phrases ("¿Por qué el nodo X da
+    error?" against "por qué … da error"; :func:`service.knowledge.phrases.gapped_pattern`).
 
     Han and Kana are written without spaces: substring. Korean separates words with spaces but attaches particles
     (현재 노드**가**): a word must start where the phrase starts ("이 노드" not inside "파이 노드"), the end is open.
-    Other scripts match whole words; "current node" must not fire inside "current Node-RED version" or "Node.js".
+    Other scripts match whole words (:data:`KEYWORD_END`).
     """
-    if "…" in phrase:
-        return gapped_keyword_pattern(phrase)
-    norm = re.escape(normalize(phrase).strip())
-    names = [unicodedata.name(ch, "") for ch in phrase]
-    if any(name.startswith(("CJK", "HIRAGANA", "KATAKANA")) for name in names):
-        return norm
-    if any(name.startswith("HANGUL") for name in names):
-        return rf"(?<!\w){norm}"
-    return rf"(?<!\w){norm}(?!\w|[-.]\w)"
-
-
-def gapped_keyword_pattern(phrase: str) -> str:
-    """A phrase written ``part … part`` (natural word order puts words between: "¿Por qué el nodo X da error?"
-    against "por qué … da error"): each part as :func:`keyword_pattern`, in order, at most
-    :data:`~service.knowledge.phrases.GAP_CHARS` characters apart (a few words, not the next sentence), as the
-    knowledge router's phrases (:func:`service.knowledge.phrases.gapped_pattern`)."""
-    parts = [part for part in phrase.split("…") if part.strip()]
-    return f".{{0,{GAP_CHARS}}}?".join(keyword_pattern(part) for part in parts)
+    return gapped_pattern(phrase, KEYWORD_END)
 
 
 def literal(phrase: str) -> str:

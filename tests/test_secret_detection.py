@@ -256,6 +256,15 @@ def test_a_value_equal_to_a_node_id_is_a_reference_kept_whatever_its_name():
     ("Authorization: Basic dXNlcjpwYXNzd29yZA==", f"Authorization: {REDACTED}"),
     ("https://bob:hunter2@example.com/x", f"https://bob:{REDACTED}@example.com/x"),
     ("wss://example.com/socket?token=abc.def.ghi&room=1", f"wss://example.com/socket?token={REDACTED}&room=1"),
+    # URL passwords with RFC 3986 sub-delimiters, without a user name, and a key-shaped token as the user name
+    ("https://user:P4ssw0rd!x@db.example/x", f"https://user:{REDACTED}@db.example/x"),
+    ("mqtt://u:abc&def9xyz@broker.example", f"mqtt://u:{REDACTED}@broker.example"),
+    ("https://u:pa$$(word)*+,;=1@h.example/", f"https://u:{REDACTED}@h.example/"),
+    ("https://:onlypassword99@h.example/", f"https://:{REDACTED}@h.example/"),
+    ("https://ghx9Kq2Lm9Pr4Tv7Wy1Bn3Cd6FgHjR5s@github.example/org/repo.git",
+     f"https://{REDACTED}@github.example/org/repo.git"),
+    ("https://user:${DB_PASSWORD}@db.example/", None),
+    ("mailto:ops@example.com and http://localhost:1880/admin", None),
     # key-shaped values of parameters with names that say nothing: 32+ hex, mixed base64/base64url, percent-encoded
     ("https://api.example.org/data/2.5/weather?q=Paris&appid=9f3c0a7e5b2d4c1e8a6f0b3d7c9e2a41",
      f"https://api.example.org/data/2.5/weather?q=Paris&appid={REDACTED}"),

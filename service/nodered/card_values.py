@@ -6,7 +6,9 @@ Two rules (issue 29):
   written exactly as it was deployed: the mask the model copies into a changed value (``"https://api.example.com/
   ?token=[redacted]&page=3"``) stands for the deployed secret, and :func:`restore_masked` puts the deployed secret
   back before anything is written. A mask that stands for no deployed secret (a new node, a property that held
-  none, more masks than the deployed value had secrets) is refused: the mask string itself is never written.
+  none, more masks than the deployed value had secrets), or that moves it (to another host in a URL, after other
+  text elsewhere), is refused: the mask string itself is never written, and a secret the card shows as a mask
+  never goes anywhere the flows did not already send it.
 * A new value (one the model supplied) is shown in full, even when it looks like a secret, and the card says so
   (:func:`secret_looking_properties`, worded by ``change.secret_shown`` of ``locales/<lang>/approvals.json``): the
   person approving reads what will be deployed, never ``[redacted]`` in place of a value that is written.
@@ -76,7 +78,7 @@ def _restore(tool: str, before: Any, shown: Any, value: Any, where: str) -> Any:
             return value
         secrets = _masked_secrets(before, shown)
         masks = value.count(REDACTED)
-        if secrets and (len(secrets) == masks or len(set(secrets)) == 1):
+        if secrets and (len(secrets) == masks or len(set(secrets)) == 1) and _same_places(value, shown, masks):
             parts = value.split(REDACTED)
             filled = [parts[0]]
             for index, part in enumerate(parts[1:]):
@@ -96,6 +98,42 @@ def _restore(tool: str, before: Any, shown: Any, value: Any, where: str) -> Any:
                          shown_list[i] if i < len(shown_list) else None, item, f"{where}.{i}")
                 for i, item in enumerate(value)]
     return value
+
+
+# A URL in a line of text, up to where it plainly ends; NUL stands for a mask inside it (see :func:`_places`).
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'`<>]*", re.I)
+CONTEXT_CHARS = 200  # the text before a mask that says where it is, when no URL holds it
+
+
+def _same_places(value: str, shown: str, masks: int) -> bool:
+    """Whether each mask of the new ``value`` keeps its deployed secret where it was in ``shown`` (the deployed
+    value as the model saw it): inside a URL, the same scheme and host (an approved change must not carry a secret
+    the card shows as a mask to another host: ``https://evil.example/?k=[redacted]``); elsewhere, the same text
+    before it on its line (``const key = "[redacted]"``). Masks are matched by position when there are as many
+    as deployed secrets, else each with any place of the one secret."""
+    new, old = _places(value), _places(shown)
+    if len(old) == masks:
+        return new == old
+    return set(new) <= set(old)
+
+
+def _places(text: str) -> list[str]:
+    """Where each :data:`REDACTED` mask of ``text`` is: the origin (``scheme://host:port``, user info left out)
+    of the URL that holds it, else the (at most :data:`CONTEXT_CHARS`) characters before it on its line."""
+    parts = text.split(REDACTED)
+    places = []
+    for index in range(len(parts) - 1):
+        left = parts[index].rsplit("\n", 1)[-1]
+        line = left + "\0" + parts[index + 1].split("\n", 1)[0]
+        url = next((m.group() for m in _URL.finditer(line) if m.start() <= len(left) < m.end()), None)
+        places.append(_origin(url) if url else left[-CONTEXT_CHARS:])
+    return places
+
+
+def _origin(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return f"{scheme.lower()}://{authority.rpartition('@')[2].lower()}"
 
 
 def _masked_secrets(before: Any, shown: Any) -> list[str]:
@@ -125,5 +163,5 @@ def _strings(value: Any) -> Iterator[str]:
 def _mask_failure(tool: str, where: str) -> ToolFailure:
     return ToolFailure("invalid_params", params={"tool": tool, "parameter": where, "detail": (
         f"{REDACTED} stands for a secret you cannot see; it can only keep a secret the node already has, in the "
-        "same place. Leave this value out of the change (the deployed secret stays), or ask the user to enter "
-        "the secret in the Node-RED editor")})
+        "same place (the same host in a URL, the same text before it elsewhere). Leave this value out of the "
+        "change (the deployed secret stays), or ask the user to enter the secret in the Node-RED editor")})

@@ -304,11 +304,28 @@ def _spans(text: str, code: bool) -> Iterator[tuple[int, int]]:
         yield from (match.span(2) for match in _BUILT_BASIC.finditer(text) if not _is_placeholder(match.group(2)))
     if "=" in text and ("?" in text or "&" in text or "#" in text):
         yield from (match.span(2) for match in _PARAMETER.finditer(text) if is_key_shaped(match.group(2)))
+    if "://" in text and "@" in text:
+        yield from _userinfo_spans(text)
     for offset, line in _secret_naming_lines(text, lowered):
         for start, end in _line_spans(line, code):
             yield offset + start, offset + end
     if "'" in text or '"' in text:
         yield from _entropy_spans(text)
+
+
+# A URL's userinfo (RFC 3986 section 3.2.1: ``scheme://user:password@host``): the password is any run of characters
+# up to the ``@`` (sub-delimiters ``!$&'()*+,;=`` included, which detect-secrets' BasicAuthDetector leaves out), the
+# user name may be empty; a user name alone (``https://<token>@host``, as GitHub's and some brokers' URLs carry a
+# token) counts when it is shaped like a key.
+_USERINFO = re.compile(r"://([^/\s:@?#]*):([^/\s@?#]+)@")
+_USER_ONLY = re.compile(r"://([^/\s:@?#]{20,})@")
+
+
+def _userinfo_spans(text: str) -> Iterator[tuple[int, int]]:
+    for match in _USERINFO.finditer(text):
+        if not _is_placeholder(match.group(2)):
+            yield match.span(2)
+    yield from (match.span(1) for match in _USER_ONLY.finditer(text) if is_key_shaped(match.group(1)))
 
 
 def _format_spans(text: str, lowered: str) -> Iterator[tuple[int, int]]:

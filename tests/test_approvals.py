@@ -227,6 +227,24 @@ async def test_an_edit_runs_with_the_edited_arguments_and_wrong_ones_are_refused
     assert now["func"] == "msg.edited = true;\nreturn msg;"
 
 
+async def test_two_writes_of_one_step_approved_together_are_both_deployed(service, writable_nodered, model):
+    """Found by an outside try (issue 29): the agent's tool calls of one step ran at once, both planned on the same
+    rev, and the second deploy was refused as a conflict with the first. Approved writes deploy one after another."""
+    flows = deployed(writable_nodered)["flows"]
+    function, inject = node_of(flows, "function"), node_of(flows, "inject")
+    model.script(Reply(tool_calls=[
+        {"name": "update_node", "arguments": {"node_id": function["id"], "properties": {"name": "first write"}}},
+        {"name": "update_node", "arguments": {"node_id": inject["id"], "properties": {"name": "second write"}}}]),
+        Reply(text="Both renamed."))
+    approval = (await chat(service, "rename both nodes"))[0]
+    assert len(approval["actions"]) == 2
+    resumed = await events_of(await resume(service, approval, {"type": "approve"}, {"type": "approve"}))
+    results = [e for e in resumed if e["type"] == "tool_result"]
+    assert [r["ok"] for r in results] == [True, True], results
+    now = {n["id"]: n for n in deployed(writable_nodered)["flows"]}
+    assert (now[function["id"]]["name"], now[inject["id"]]["name"]) == ("first write", "second write")
+
+
 async def test_resume_tokens_are_single_use_bound_to_their_user_need_write_and_expire(service, writable_nodered, model,
                                                                                      write_settings):
     before = deployed(writable_nodered)

@@ -17,9 +17,11 @@ A tab is a *test tab* when its environment holds ``AI_SIDEBAR_TEST_TAB`` set to 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import secrets
+import weakref
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -579,12 +581,27 @@ async def apply(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutput
         ToolFailure: as :func:`plan`; ``flows_conflict`` when Node-RED's flows changed between reading and
             deploying, or under an approved change since it was shown (nothing is overwritten).
     """
-    # A change for the editor is checked against locked tabs there, as the editor has them when it applies it.
-    change, rev = await plan(ctx, tool, args, EDITOR_CHECKS if ctx.apply == "editor" else MappingProxyType({}))
-    shown = ctx.approved.get(approval_key(tool, args))
-    if shown is not None and not same_change(shown, change.preview()["diff"]):
-        raise ToolFailure("flows_conflict", key="flows_conflict.approved")
-    return await commit(ctx, change, rev)
+    # One write at a time per Node-RED: the agent runs the tool calls of one step at once (LangGraph's ToolNode),
+    # and two writes planned on the same rev made the second a conflict with the first. Each plans on the flows the
+    # previous one deployed.
+    async with _write_lock(ctx.nodered):
+        # A change for the editor is checked against locked tabs there, as the editor has them when it applies it.
+        change, rev = await plan(ctx, tool, args, EDITOR_CHECKS if ctx.apply == "editor" else MappingProxyType({}))
+        shown = ctx.approved.get(approval_key(tool, args))
+        if shown is not None and not same_change(shown, change.preview()["diff"]):
+            raise ToolFailure("flows_conflict", key="flows_conflict.approved")
+        return await commit(ctx, change, rev)
+
+
+_WRITE_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _write_lock(nodered: Any) -> asyncio.Lock:
+    """The lock that orders this process's writes to the Node-RED ``nodered`` (a ``NodeRedClient``) talks to."""
+    lock = _WRITE_LOCKS.get(nodered)
+    if lock is None:
+        lock = _WRITE_LOCKS[nodered] = asyncio.Lock()
+    return lock
 
 
 async def commit(ctx: ToolContext, change: Change, rev: str | None) -> ToolOutput:

@@ -23,6 +23,13 @@ class McpHttpSettings(EnvSettings):
     host: str = "127.0.0.1"
     port: int = Field(8766, ge=0, le=65535)
 
+    @field_validator("token", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        """A token of spaces is no token (``MCP_HTTP_TOKEN=" "`` let the write tools start)."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        return None if isinstance(text, str) and not text.strip() else value
+
     @field_validator("allowed_hosts")
     @classmethod
     def _host_names(cls, value: str | None) -> str | None:

@@ -134,10 +134,13 @@ def mcp_env(nodered_url: str, **extra: str) -> dict[str, str]:
     return {**env, "NODE_RED_URL": nodered_url, **extra}
 
 
-def test_the_mcp_http_server_refuses_to_start_with_write_tools_and_no_token(tmp_path):
+@pytest.mark.parametrize("token", [None, " "], ids=["unset", "blank"])
+def test_the_mcp_http_server_refuses_to_start_with_write_tools_and_no_token(tmp_path, token):
+    """A token of spaces is none (an outside try started the write tools with ``MCP_HTTP_TOKEN=" "``)."""
+    extra = {} if token is None else {"MCP_HTTP_TOKEN": token}
     done = subprocess.run([sys.executable, "-m", "mcp_server", "--transport", "http", "--port", str(free_port())],
                           env=mcp_env("http://127.0.0.1:9", MCP_WRITE_TOOLS="true",
-                                      MCP_AUDIT_DB=str(tmp_path / "audit.db")),
+                                      MCP_AUDIT_DB=str(tmp_path / "audit.db"), **extra),
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 2
     assert "MCP_WRITE_TOOLS=true over streamable HTTP needs MCP_HTTP_TOKEN" in done.stderr

@@ -28,7 +28,7 @@ TEXT_PROPERTIES = ("name", "label", "info", "func", "initialize", "finalize", "t
 NAMED_LIMIT = 5  # nodes named in the sentence; the event's ``nodes`` lists them all (bounded below)
 NODES_LIMIT = 50
 # The other notices' sentence keys in guardrails.json.
-NOTICE_KEYS = ("mcpServerUnavailable",)
+NOTICE_KEYS = ("mcpServerUnavailable", "changeNeedsAgent", "changeNeedsTools")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ import urllib.parse
 
 from pydantic import SecretStr
 
-from service.__main__ import warn_without_model
 from service.nodered.tools import WRITE_TOOLS
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
@@ -36,39 +35,30 @@ def origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-async def test_in_ask_mode_a_change_request_gets_no_write_tool_and_a_notice_in_the_users_language(
-        service, model):
-    model.script(Reply(text="Ich kann das erklären, aber nicht ändern."))
+async def test_ask_mode_offers_no_write_tool_and_says_how_to_get_the_change_that_agent_mode_proposes(
+        service, model, writable_nodered):
+    tab = next(n for n in deployed(writable_nodered)["flows"] if n["type"] == "tab")
+    node = {"id": "d", "type": "debug", "name": "alarms", "x": 300, "y": 40, "wires": []}
+    model.script(Reply(text="Ich kann das erklären, aber nicht ändern."),
+                 Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": [node]}}]),
+                 Reply(text="A debug node shows messages in the sidebar."))
 
-    events = await chat(service, CHANGE, mode="ask", language="de")
+    asked = await chat(service, CHANGE, mode="ask", language="de")
+    agent = await chat(service, CHANGE, mode="agent")
+    knowledge = await chat(service, "what is a debug node?", mode="ask")
 
     tools = offered(model.requests[0])
     assert tools and not tools & set(WRITE_TOOLS), tools  # read tools stay
-    notices = [e for e in events if e["type"] == "notice"]
+    notices = [e for e in asked if e["type"] == "notice"]
     assert [(n["code"], n["mode"]) for n in notices] == [("change_needs_agent", "ask")]
     assert "Agent" in notices[0]["message"] and "Modus" in notices[0]["message"]  # German
-    assert events[-1]["type"] == "done" and "status" not in events[-1]
-
-
-async def test_in_agent_mode_the_same_request_reaches_an_approval_card_and_no_notice(service, model,
-                                                                                    writable_nodered):
-    tab = next(n for n in deployed(writable_nodered)["flows"] if n["type"] == "tab")
-    node = {"id": "d", "type": "debug", "name": "alarms", "x": 300, "y": 40, "wires": []}
-    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": [node]}}]))
-
-    events = await chat(service, CHANGE, mode="agent")
-
-    assert "add_nodes" in offered(model.requests[0])
-    assert [e["type"] for e in events][-2:] == ["approval_required", "done"]
-    assert not [e for e in events if e["type"] == "notice"]
-
-
-async def test_a_question_that_needs_no_tools_gets_no_notice_in_ask_mode(service, model):
-    model.script(Reply(text="A debug node shows messages in the sidebar."))
-
-    events = await chat(service, "what is a debug node?", mode="ask")
-
-    assert not [e for e in events if e["type"] == "notice"]
+    assert asked[-1]["type"] == "done" and "status" not in asked[-1]
+    # Agent mode: the write tool is offered, the change waits on an approval card, and nothing needs saying.
+    assert "add_nodes" in offered(model.requests[1])
+    assert [e["type"] for e in agent][-2:] == ["approval_required", "done"]
+    assert not [e for e in agent if e["type"] == "notice"]
+    # A question that needs no tools gets no notice in Ask mode.
+    assert not [e for e in knowledge if e["type"] == "notice"]
 
 
 async def test_scenarios_say_why_the_services_own_model_cannot_answer(aiohttp_client, write_settings):
@@ -96,7 +86,8 @@ async def test_test_provider_answers_with_the_model_the_origin_and_the_time_it_t
     assert answer.status == 200, body
     assert body["ok"] is True and body["model"] == "tiny" and body["provider"] == "openai-compatible"
     assert body["url"] == origin(model.base_url) and isinstance(body["latencyMs"], int) and body["latencyMs"] >= 0
-    assert model.requests[-1]["model"] == "tiny" and 16 in (model.requests[-1].get("max_tokens"), model.requests[-1].get("max_completion_tokens"))
+    sent = model.requests[-1]
+    assert sent["model"] == "tiny" and 16 in (sent.get("max_tokens"), sent.get("max_completion_tokens"))
 
 
 async def test_test_provider_reports_a_refused_key_with_its_code_and_origin_and_never_the_key(service, model):
@@ -125,6 +116,8 @@ async def test_test_provider_without_a_key_says_which_setting_is_missing(aiohttp
 
 
 def test_the_service_warns_at_start_when_its_own_model_cannot_answer(caplog, tmp_path):
+    from service.__main__ import warn_without_model
+
     settings = Settings(nodered=NodeRedSettings(url="http://127.0.0.1:1"), memory_db_path=tmp_path / "m.db")
     with caplog.at_level(logging.WARNING, logger="service"):
         warn_without_model(settings)

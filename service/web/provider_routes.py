@@ -32,11 +32,15 @@ def endpoint_origin(config: ProviderConfig) -> str | None:
     url = config.base_url or DEFAULT_ENDPOINTS.get(config.provider)
     if not url:
         return None
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:  # a bracket left open, a port out of range: the request itself fails and says so
+        return None
     if not parts.scheme or not parts.hostname:
         return None
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
 
 
 def setup_state(settings: Settings, translate) -> dict[str, Any] | None:

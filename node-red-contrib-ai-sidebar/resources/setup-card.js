@@ -123,7 +123,6 @@
 
     /** "Test connection": one tiny request to the chosen configuration's provider, through the plugin. */
     SetupCard.prototype.test = function () {
-        var self = this;
         var result = this.result.removeClass("ai-sidebar-setup-ok ai-sidebar-setup-failed")
             .text(t("setup.testing"));
         var body = { language: RED.i18n.lang() };

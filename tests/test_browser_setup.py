@@ -96,7 +96,7 @@ def test_setup_from_the_empty_state_to_a_first_answer_and_retry_uses_the_new_con
     origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(model.base_url))
     assert seen["testOk"] and origin in seen["testResult"] and "scripted-model" in seen["testResult"]
     assert "catches errors" in seen["answerAfterRetry"]
-    assert seen["modelLineAfter"] == "openai-compatible/scripted-model"
+    assert seen["modelLineAfter"] == "openai-compatible/scripted-model" and seen["cardAfterAnswer"] == 0
     # Both requests went with the node's own key and model: the test, then the retried question.
     assert [r["model"] for r in model.requests] == ["scripted-model", "scripted-model"]
     assert all(h.get("Authorization") == f"Bearer {NODE_KEY}" for h in model.headers)

@@ -1139,6 +1139,9 @@
                 self.withScroll(function () {
                     self.setupCard.element.appendTo(self.messages);
                 });
+            } else if (!answer.failed && answer.received) {
+                // A model answered: the card has done its work in this conversation.
+                self.setupCard.element.detach();
             }
             if (next.markSaved) {
                 self.conversation.markSaved();

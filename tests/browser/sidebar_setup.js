@@ -59,7 +59,8 @@ async function setup(page, result) {
     result.cardAfterError = await page.locator(".ai-sidebar-messages > .ai-sidebar-setup").count();
     // Create the ai-config node from the card, in its own edit dialog.
     await page.click(".ai-sidebar-setup-create");
-    await page.waitForSelector("#node-config-input-provider option[value='openai-compatible']", { timeout: 30000 });
+    await page.waitForSelector("#node-config-input-provider option[value='openai-compatible']",
+        { state: "attached", timeout: 30000 });
     await page.selectOption("#node-config-input-provider", "openai-compatible");
     await page.fill("#node-config-input-name", "Scripted model");
     await page.fill("#node-config-input-model", "scripted-model");
@@ -67,6 +68,9 @@ async function setup(page, result) {
     await page.fill("#node-config-input-apiKey", env.API_KEY);
     await editor.screenshot(page, result, "sidebar-setup-dialog.png");
     await page.click("#node-config-dialog-ok");
+    // The editor deploys nothing while an edit tray shades the header: wait for it to close, as a user sees it.
+    await page.waitForSelector("#node-config-dialog-ok", { state: "detached", timeout: 10000 });
+    await page.waitForSelector("#red-ui-header-shade", { state: "hidden", timeout: 10000 });
     await page.waitForSelector(".ai-sidebar-setup-deploy", { timeout: 10000 });
     result.deployText = (await page.locator(".ai-sidebar-setup .ai-sidebar-setup-text").innerText()).trim();
     await page.click(".ai-sidebar-setup-deploy");
@@ -81,10 +85,11 @@ async function setup(page, result) {
     await editor.screenshot(page, result, "sidebar-setup-tested.png");
     await editor.detailScreenshot(page.locator(".ai-sidebar"), result, "sidebar-setup-tested-detail.png");
     // Retry the failed question: it goes out with the configuration chosen now.
-    await page.click(".ai-sidebar-retry");
+    await page.locator(".ai-sidebar-retry:visible").last().click();
     await editor.waitIdle(page);
     result.answerAfterRetry = await editor.lastAnswerText(page);
     result.modelLineAfter = (await page.locator(".ai-sidebar-model").innerText()).trim();
+    result.cardAfterAnswer = await page.locator(".ai-sidebar-messages .ai-sidebar-setup").count();
     await editor.screenshot(page, result, "sidebar-setup-answered.png");
 }
 

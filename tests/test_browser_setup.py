@@ -12,16 +12,15 @@ from typing import Any
 import pytest
 
 from tests.support.model_server import Reply, ScriptedModelServer
-from tests.support.nodered import NodeRed, example_flows, free_port, hash_password, project_flows
+from tests.support.nodered import NodeRed
 from tests.test_browser_sidebar import (  # noqa: F401  (auth_stack and browser_installed are fixtures)
     PASSWORD,
-    SERVICE_TOKEN,
     USERNAME,
-    ServiceProcess,
     auth_stack,
     browser_installed,
     pytestmark,
     run_browser,
+    running_stack,
     tab_named,
 )
 
@@ -62,25 +61,9 @@ def test_a_change_asked_in_ask_mode_says_how_to_get_it_and_one_click_gets_an_app
 @pytest.fixture(scope="module")
 def keyless_stack(tmp_path_factory, model_server: ScriptedModelServer):
     """Node-RED with adminAuth under /admin and the palette, and a service with no model key or URL at all."""
-    service_port = free_port()
-    workdir = tmp_path_factory.mktemp("browser-setup")
-    nodered = NodeRed(
-        userdir=workdir / "nodered", port=free_port(), admin_root="/admin",
-        admin_auth={"type": "credentials",
-                    "users": [{"username": USERNAME, "password": hash_password(PASSWORD), "permissions": "*"}]},
-        flows=example_flows() + project_flows(),
-        env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
-    nodered.start()
-    service = ServiceProcess(service_port, nodered.url, model_server.base_url, workdir / "memory.db",
-                             workdir / "service.log")
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AI_PROVIDER", "AI_MODEL"):
-        service.env.pop(name, None)
-    try:
-        service.start()
-        yield nodered, service
-    finally:
-        service.stop()
-        nodered.stop()
+    with running_stack(tmp_path_factory.mktemp("browser-setup"), model_server.base_url,
+                       without_env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "AI_PROVIDER", "AI_MODEL")) as stack:
+        yield stack
 
 
 def test_setup_from_the_empty_state_to_a_first_answer_and_retry_uses_the_new_configuration(keyless_stack, model):

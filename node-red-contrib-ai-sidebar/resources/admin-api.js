@@ -42,8 +42,6 @@
         this.status = status;
         this.code = (error && error.code) || (status ? "http_" + status : "network");
         this.message = describeError(status, error);
-        // The error object as the server sent it (some carry more than code and message: test-provider's url).
-        this.body = error || null;
     }
     ApiError.prototype = Object.create(Error.prototype);
     ApiError.prototype.constructor = ApiError;

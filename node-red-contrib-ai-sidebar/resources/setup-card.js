@@ -132,14 +132,18 @@
         }
         return window.NodeRedAiSidebar.adminApi.requestJson("POST", "ai-sidebar/test-provider", body)
             .then(function (answer) {
-                result.addClass("ai-sidebar-setup-ok").text(t("setup.testOk", {
-                    url: answer.url || "?", model: answer.model || answer.provider || "?",
-                    ms: Number(answer.latencyMs || 0).toLocaleString(RED.i18n.lang())
-                }));
-            }, function (err) {
-                var url = err && err.body && err.body.url;
+                if (answer && answer.ok) {
+                    result.addClass("ai-sidebar-setup-ok").text(t("setup.testOk", {
+                        url: answer.url || "?", model: answer.model || answer.provider || "?",
+                        ms: Number(answer.latencyMs || 0).toLocaleString(RED.i18n.lang())
+                    }));
+                    return;
+                }
+                var message = (answer && answer.error && answer.error.message) || "?";
                 result.addClass("ai-sidebar-setup-failed")
-                    .text(url ? t("setup.testFailedAt", { url: url, message: err.message }) : err.message);
+                    .text(answer && answer.url ? t("setup.testFailedAt", { url: answer.url, message: message }) : message);
+            }, function (err) {
+                result.addClass("ai-sidebar-setup-failed").text(err.message);
             });
     };
 

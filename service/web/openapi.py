@@ -109,9 +109,9 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/scenarios": {"get": _operation("Scenarios of a language (no system prompts)", _json("ok"),
                                                     401, parameters=[LANG])},
         "/ai-sidebar/test-provider": {"post": _operation(
-            "One tiny request to a provider (the ai-config node's settings, or the service's own): {ok, provider, "
-            "model, url (origin), latencyMs}; a provider fault is its usual error with error.url",
-            _json("ok"), 400, 401, 408, 429, 502, 504, body=TestProviderRequest)},
+            "One tiny request to a provider (the ai-config node's settings, or the service's own): {ok: true, "
+            "provider, model, url (origin), latencyMs}, or {ok: false, provider, model, url, error: {code, message}}",
+            _json("ok"), 400, 401, 408, body=TestProviderRequest)},
         "/ai-sidebar/execute-tool": {"post": _operation("Run a tool by name", _json("tool result"),
                                                         400, 401, 403, 404, 408, 409, 502, 503,
                                                         body=ExecuteToolRequest)},

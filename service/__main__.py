@@ -11,6 +11,7 @@ from multiprocessing.synchronize import Event
 
 from aiohttp import web
 
+from service.llm.providers import ProviderConfig, unready
 from service.settings import Settings, SettingsError
 from service.tracing.setup import install_from_env, wanted_exporters
 from service.web.app import create_app
@@ -31,6 +32,7 @@ def main() -> None:
         print(f"ai-sidebar-service: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     warn_without_token(settings)
+    warn_without_model(settings)
     count = worker_count(settings.workers, settings.port)
     if count == 1:
         serve(settings, None, reuse_port=False)
@@ -51,6 +53,17 @@ def warn_without_token(settings: Settings) -> None:
                 "approve changes or read other users' conversations. Set the same AI_SIDEBAR_TOKEN for Node-RED "
                 "and this service, or let Node-RED start it (aiSidebar.startService), to use writes and users.",
                 "which are set" if settings.nodered.token or settings.nodered.username else "none set")
+
+
+def warn_without_model(settings: Settings) -> None:
+    """Say at start when the service's own provider cannot answer (issue 31: the terminal said nothing until the
+    first question failed): which setting is missing, and that an ``ai-config`` node (the sidebar's setup card)
+    is the other way. The key's value never appears, only the names of settings."""
+    problem = unready(ProviderConfig.from_settings(settings))
+    if problem is None:
+        return
+    log.warning("no model can answer questions without an ai-config node: %s Until then the sidebar offers to "
+                "create an ai-config node (its setup card) and answers only with one.", problem.message)
 
 
 def serve(settings: Settings, ready: Event | None, reuse_port: bool) -> None:

@@ -142,11 +142,9 @@ class ServiceProcess:
         self.process = None
 
 
-@pytest.fixture(scope="module")
-def auth_stack(tmp_path_factory, model_server: ScriptedModelServer):
-    """Node-RED with adminAuth under /admin, the palette, and the service (running) behind it."""
-    service_port = free_port()
-    workdir = tmp_path_factory.mktemp("browser-auth")
+def auth_nodered(workdir: Path, service_port: int) -> NodeRed:
+    """Node-RED (started) with adminAuth under /admin (USERNAME with every permission), the example and project
+    flows and the palette, pointed at a service on ``service_port`` behind SERVICE_TOKEN."""
     nodered = NodeRed(
         userdir=workdir / "nodered", port=free_port(), admin_root="/admin",
         admin_auth={"type": "credentials",
@@ -154,14 +152,31 @@ def auth_stack(tmp_path_factory, model_server: ScriptedModelServer):
         flows=example_flows() + project_flows(),
         env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
     nodered.start()
-    service = ServiceProcess(service_port, nodered.url, model_server.base_url, workdir / "memory.db",
-                             workdir / "service.log")
+    return nodered
+
+
+@contextlib.contextmanager
+def running_stack(workdir: Path, model_url: str, without_env: tuple[str, ...] = ()) -> Iterator[tuple[NodeRed, Any]]:
+    """:func:`auth_nodered` and the service behind it (running, on a free port; ``without_env``: the environment
+    variables it starts without), both stopped at the end."""
+    service_port = free_port()
+    nodered = auth_nodered(workdir, service_port)
+    service = ServiceProcess(service_port, nodered.url, model_url, workdir / "memory.db", workdir / "service.log")
+    for name in without_env:
+        service.env.pop(name, None)
     try:
         service.start()
         yield nodered, service
     finally:
         service.stop()
         nodered.stop()
+
+
+@pytest.fixture(scope="module")
+def auth_stack(tmp_path_factory, model_server: ScriptedModelServer):
+    """Node-RED with adminAuth under /admin, the palette, and the service (running) behind it."""
+    with running_stack(tmp_path_factory.mktemp("browser-auth"), model_server.base_url) as stack:
+        yield stack
 
 
 def run_feature(nodered: NodeRed, mode: str, tab_id: str, **env: str) -> dict[str, Any]:

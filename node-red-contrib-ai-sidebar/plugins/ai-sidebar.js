@@ -215,6 +215,10 @@ module.exports = function (RED) {
     // service stores or runs a tool needs ai-sidebar.write. Node-RED grants "*.read" to read-only users.
     RED.httpAdmin.post("/ai-sidebar/stream-chat", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
         guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/stream-chat", { stream: true }));
+    // "Test connection" of the sidebar's setup card: one tiny request to the chosen ai-config node's provider,
+    // its key put in here from `configId` as for a chat.
+    RED.httpAdmin.post("/ai-sidebar/test-provider", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
+        guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/test-provider"));
     // Assist in the node edit dialogs (issue 20): asking the model only reads, like a chat.
     RED.httpAdmin.post("/ai-sidebar/assist", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
         guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/assist", { stream: true }));

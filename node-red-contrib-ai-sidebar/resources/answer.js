@@ -375,6 +375,8 @@
             this.toolResult(event);
             break;
         case "error":
+            // Which faults the answer met (the sidebar offers its setup card after a provider fault).
+            this.errorCodes = (this.errorCodes || []).concat([event.code]);
             this.error(event.message || event.code ? sidebarLib().adminApi.localizedError(event)
                 : t("error.incomplete"));
             break;

@@ -22,6 +22,8 @@
     const MAX_MESSAGE_CHARS = 10000;
     const COUNTER_SHARE = 0.9;
     const COUNTER_FROM = MAX_MESSAGE_CHARS * COUNTER_SHARE;
+    // Faults that setting up another model mends (README's error table): the setup card follows such an answer.
+    const SETUP_CODES = ["provider_not_configured", "invalid_api_key"];
 
     /**
      * The limit on a question as the service's scenarios answer states it.
@@ -65,6 +67,7 @@
      * @param {string} question.language the editor's language (`RED.i18n.lang()`)
      * @param {string} [question.scenario] the chosen scenario key
      * @param {string} [question.configId] the chosen `ai-config` node
+     * @param {string} [question.mode] the sidebar's mode, "ask" or "agent" (modeChoice)
      * @param {boolean} question.contextRemoved
      * @param {object[]} [question.debugMessages] attached Debug messages (editorContext.debugAttachment), sent
      *     even when the chip was removed
@@ -98,6 +101,9 @@
         if (question.configId) {
             body.configId = question.configId;
         }
+        if (question.mode) {
+            body.mode = question.mode;
+        }
         if (question.debugMessages && question.debugMessages.length) {
             body.debugMessages = question.debugMessages.slice();
         }
@@ -130,6 +136,29 @@
     }
 
     /**
+     * The request of a Retry or of "switch to Agent and send again": the question, context and scenario it went
+     * out with, but the AI configuration and mode chosen now (issue 31: a Retry after choosing a working
+     * configuration resent the old one and failed again).
+     *
+     * @param {{body: object}} request what build() returned for the first try (left unchanged)
+     * @param {{configId: string, mode: (string|undefined)}} now the picker's choice ("" for the service default)
+     *     and the mode
+     * @returns {{body: object}} a copy with `configId` and `mode` set (or left out) as now
+     */
+    function again(request, now) {
+        const body = Object.assign({}, request.body);
+        delete body.configId;
+        delete body.mode;
+        if (now.configId) {
+            body.configId = now.configId;
+        }
+        if (now.mode) {
+            body.mode = now.mode;
+        }
+        return Object.assign({}, request, { body: body });
+    }
+
+    /**
      * What follows the end of an answer.
      *
      * @param {object} ended
@@ -138,11 +167,14 @@
      * @param {boolean} ended.stopped the user stopped it
      * @param {boolean} ended.fromInput the question was typed (not an action's)
      * @param {boolean} ended.inputEmpty nothing was typed since
-     * @returns {{restoreInput: boolean, retry: boolean, markSaved: boolean, expectSaved: boolean}} put the
+     * @param {string[]} [ended.errorCodes] the codes of the errors the answer showed (its error events and a
+     *     refused request's)
+     * @returns {{restoreInput: boolean, retry: boolean, markSaved: boolean, expectSaved: boolean,
+     *     setup: boolean}} put the
      *     question back in the input (nothing of an answer came: refused, too long, service down; also for an
      *     action's question, so it can be changed and sent again); offer Retry (the answer failed, was cut off or
      *     was stopped); the session is saved now; the session list should name the session soon (read it again
-     *     until it does)
+     *     until it does); show the setup card under the answer (the model is not set up or refused the key)
      */
     function afterAnswer(ended) {
         const refused = ended.failed && !ended.received;
@@ -152,7 +184,10 @@
             markSaved: ended.received,
             // The service saves the turn and names a new session after its first question; a stopped one is saved
             // once the service notices the closed connection.
-            expectSaved: !refused || ended.stopped
+            expectSaved: !refused || ended.stopped,
+            setup: (ended.errorCodes || []).some(function (code) {
+                return SETUP_CODES.indexOf(code) !== -1;
+            })
         };
     }
 
@@ -162,6 +197,7 @@
         messageLimit: messageLimit,
         counter: counter,
         build: build,
+        again: again,
         afterAnswer: afterAnswer
     };
 }));

@@ -68,6 +68,28 @@
         return this.select.val() || "";
     };
 
+    /**
+     * Choose a deployed node by id (the one the sidebar's setup card created, once deployed).
+     *
+     * @param {string} id
+     * @returns {boolean} false while it is not in the list read last
+     */
+    ConfigPicker.prototype.chooseIfListed = function (id) {
+        var listed = this.configs.some(function (config) {
+            return config.id === id;
+        });
+        if (listed) {
+            this.select.val(id);
+            this.choose(id);
+        }
+        return listed;
+    };
+
+    /** The text the picker shows for the chosen configuration. */
+    ConfigPicker.prototype.label = function () {
+        return this.select.find("option:selected").text() || t("config.default");
+    };
+
     ConfigPicker.prototype.choose = function (id) {
         this.options.setSaved(id || null);
         this.note.hide();
@@ -126,7 +148,7 @@
     };
 
     ConfigPicker.prototype.updateTitle = function () {
-        var label = this.select.find("option:selected").text() || t("config.default");
+        var label = this.label();
         this.select.attr("title", t("config.tooltip", { label: label }));
         if (this.options.onChange) {
             this.options.onChange();

@@ -79,6 +79,19 @@
         } else {
             heading.text(view.message);
         }
+        if (lib().modeChoice.offersSwitch(event) && answer.question && answer.sidebar.resendInAgentMode) {
+            // Ask mode answered a request to change: one click switches to Agent and sends the question again.
+            $('<button type="button" class="red-ui-button red-ui-button-small ai-sidebar-notice-agent"></button>')
+                .append($('<i class="fa fa-magic" aria-hidden="true"></i>'))
+                .append(document.createTextNode(" " + t("mode.switchAndResend")))
+                .on("click", function (click) {
+                    click.preventDefault();
+                    if (answer.sidebar.resendInAgentMode(answer.question)) {
+                        $(this).prop("disabled", true);
+                    }
+                })
+                .appendTo(box);
+        }
         answer.addNotice(box, view);
         return view;
     }

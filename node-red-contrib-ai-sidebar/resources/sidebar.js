@@ -123,6 +123,24 @@
             },
             onChange: function () {
                 self.showModel();
+                if (self.setupCard) {
+                    self.setupCard.render();
+                }
+            }
+        });
+        // Ask or Agent (mode-choice.js): whether the assistant may propose changes; remembered per user.
+        this.mode = lib.modeChoice.initialMode(this.storage.get(lib.modeChoice.storageKey(username())),
+            RED.user.hasPermission("ai-sidebar.write"));
+        // Why the service's own model cannot answer, and the way to an ai-config node (setup-card.js).
+        this.setupCard = new lib.SetupCard({
+            configId: function () {
+                return self.configPicker.configId();
+            },
+            configLabel: function () {
+                return self.configPicker.label();
+            },
+            choose: function (id) {
+                return self.configPicker.chooseIfListed(id);
             }
         });
         this.sessions = new lib.SessionPicker({
@@ -177,7 +195,7 @@
         this.refreshContext();
         this.loadScenarios();
         this.sessions.load();
-        this.configPicker.load();
+        this.loadConfigs();
         if (this.conversation.isUnsaved()) {
             this.showEmptyState();
         } else {
@@ -237,8 +255,65 @@
 
     AiSidebar.prototype.refreshConfigs = function (event) {
         if (lib.configChoice.refreshesConfigs(event)) {
-            this.configPicker.load();
+            this.loadConfigs();
         }
+    };
+
+    /** Read the deployed ai-config nodes; a node the setup card created is chosen once it is listed. */
+    AiSidebar.prototype.loadConfigs = function () {
+        var self = this;
+        return this.configPicker.load().then(function () {
+            self.setupCard.configsLoaded();
+        });
+    };
+
+    /** Switch between Ask and Agent (remembered per user); the toggle shows the mode. */
+    AiSidebar.prototype.setMode = function (mode) {
+        this.mode = mode;
+        this.storage.set(lib.modeChoice.storageKey(username()), mode);
+        this.modeButtons.forEach(function (item) {
+            item.button.attr("aria-checked", String(item.mode === mode)).attr("tabindex", item.mode === mode ? 0 : -1)
+                .toggleClass("selected", item.mode === mode);
+        });
+    };
+
+    /**
+     * The Ask / Agent toggle: a radio group of two buttons (arrow keys move between them, as for any radio group;
+     * Tab reaches the chosen one).
+     */
+    AiSidebar.prototype.buildModeToggle = function () {
+        var self = this;
+        var group = $('<div class="ai-sidebar-mode button-group" role="radiogroup"></div>')
+            .attr("aria-label", t("mode.label"));
+        this.modeButtons = lib.modeChoice.MODES.map(function (mode) {
+            var button = $('<button type="button" role="radio" class="red-ui-button red-ui-button-small"></button>')
+                .addClass("ai-sidebar-mode-" + mode)
+                .text(t("mode." + mode))
+                .attr("title", t("mode." + mode + "Tooltip"))
+                .on("click", function (event) {
+                    event.preventDefault();
+                    self.setMode(mode);
+                })
+                .on("keydown", function (event) {
+                    if (["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"].indexOf(event.key) === -1) {
+                        return;
+                    }
+                    event.preventDefault();
+                    var other = lib.modeChoice.MODES[1 - lib.modeChoice.MODES.indexOf(mode)];
+                    self.setMode(other);
+                    group.find(".ai-sidebar-mode-" + other).trigger("focus");
+                })
+                .appendTo(group);
+            return { mode: mode, button: button };
+        });
+        this.setMode(this.mode);
+        return group;
+    };
+
+    /** "Switch to Agent mode" on an Ask mode answer's notice: switch and send the question again. */
+    AiSidebar.prototype.resendInAgentMode = function (question) {
+        this.setMode("agent");
+        return this.retry(question.message, question.request);
     };
 
     AiSidebar.prototype.buildDom = function () {
@@ -331,6 +406,7 @@
             .appendTo(composer);
         this.counter = $('<div class="ai-sidebar-counter" aria-live="polite"></div>').hide().appendTo(composer);
         var actions = $('<div class="ai-sidebar-actions"></div>').appendTo(composer);
+        this.buildModeToggle().appendTo(actions);
         this.scenarioSelect = $('<select class="ai-sidebar-scenario"></select>')
             .attr("title", t("sidebar.scenario"))
             .attr("aria-label", t("sidebar.scenario"))
@@ -365,13 +441,19 @@
         if (!this.modelLine) {
             return;
         }
-        var model = lib.configChoice.answeringModel(this.configPicker.configId(), this.configPicker.configs,
+        var configId = this.configPicker.configId();
+        var model = lib.configChoice.answeringModel(configId, this.configPicker.configs,
             this.serviceModel, this.defaultModels);
-        if (!model) {
+        if (this.setupCard.setup && !configId) {
+            // The service's own model cannot answer: the line says so rather than naming it as if ready.
+            this.modelLine.attr("title", this.setupCard.setup.message).attr("aria-label", this.setupCard.setup.message)
+                .addClass("ai-sidebar-model-missing").show()
+                .find(".ai-sidebar-model-name").text(t("setup.noModel"));
+        } else if (!model) {
             this.modelLine.hide();
         } else {
             var title = t("sidebar.modelTooltip", { model: model.model || model.provider, provider: model.provider });
-            this.modelLine.attr("title", title).attr("aria-label", title).show()
+            this.modelLine.attr("title", title).attr("aria-label", title).removeClass("ai-sidebar-model-missing").show()
                 .find(".ai-sidebar-model-name").text(model.text);
         }
         this.showHeaderLine();
@@ -564,6 +646,7 @@
             language: RED.i18n.lang(),
             scenario: this.scenarioSelect.val(),
             configId: this.configPicker.configId(),
+            mode: this.mode,
             contextRemoved: this.contextRemoved,
             debugMessages: this.debugAttached,
             flow: lib.editorContext.selectedFlow(RED),
@@ -590,7 +673,11 @@
                 self.updateCounter();
                 self.serviceModel = body && body.model;
                 self.defaultModels = body && body.defaultModels;
+                self.setupCard.setState(body && body.setup);
                 self.showModel();
+                if (self.setupCard.needed() && self.messages.find(".ai-sidebar-empty").length) {
+                    self.showEmptyState();
+                }
                 var scenarios = body && body.scenarios;
                 var choice = lib.scenarioChoice.options(scenarios,
                     self.scenarioSelect.val() || self.storage.get(lib.scenarioChoice.STORAGE_KEY));
@@ -674,6 +761,10 @@
     AiSidebar.prototype.showEmptyState = function () {
         this.messages.empty();
         var empty = $('<div class="ai-sidebar-empty"></div>').appendTo(this.messages);
+        if (this.setupCard.needed()) {
+            this.setupCard.render();
+            this.setupCard.element.appendTo(empty);
+        }
         $("<div></div>").text(t("sidebar.empty")).appendTo(empty);
         this.quickPrompts = $('<div class="ai-sidebar-prompts"></div>').appendTo(empty);
         this.refreshQuickPrompts();
@@ -952,8 +1043,9 @@
     };
 
     /**
-     * Retry: send a question again with the request it went out with (same context, configuration and scenario),
-     * as a new turn of the same conversation. The question leaves the input if a failed send had put it back.
+     * Retry: send a question again with the context and scenario it went out with, but the AI configuration and
+     * mode chosen now (chatRequest.again: a Retry after choosing a working configuration must use it), as a new
+     * turn of the same conversation. The question leaves the input if a failed send had put it back.
      *
      * @returns {boolean} whether a request was started (not while another answer streams)
      */
@@ -965,7 +1057,8 @@
             this.input.val("");
             this.updateCounter();
         }
-        this.ask(message, request, true);
+        this.ask(message, lib.chatRequest.again(request, { configId: this.configPicker.configId(), mode: this.mode }),
+            true);
         return true;
     };
 
@@ -978,6 +1071,8 @@
         this.sessions.close();
         this.appendUserMessage(message, request.contextView);
         var answer = new lib.Answer(this, this.appendMessage("assistant"));
+        // What a notice's "switch to Agent mode" sends again.
+        answer.question = { message: message, request: request };
         if (request.flowDataBytes) {
             answer.note(t("context.tooLarge", { size: Math.round(request.flowDataBytes / 1048576) }));
         }
@@ -988,7 +1083,9 @@
         var stopped = false;
         this.controller = controller;
         this.setBusy(true);
+        var refusedCode = null;
         lib.streamChat(request.body, controller.signal, answer).then(function (outcome) {
+            refusedCode = outcome.error ? outcome.error.code : null;
             if (outcome.ok) {
                 self.serviceOk();
             } else if (outcome.error) {
@@ -1012,7 +1109,8 @@
                 received: !!answer.received,
                 stopped: stopped,
                 fromInput: fromInput,
-                inputEmpty: !self.input.val()
+                inputEmpty: !self.input.val(),
+                errorCodes: (answer.errorCodes || []).concat(refusedCode ? [refusedCode] : [])
             });
             if (self.controller === controller) {
                 self.controller = null;
@@ -1034,6 +1132,16 @@
                 answer.offerRetry(function () {
                     return self.retry(message, request);
                 });
+            }
+            if (next.setup) {
+                // Mend it here: the card (moved from wherever it was) offers a new ai-config node and its test.
+                self.setupCard.render();
+                self.withScroll(function () {
+                    self.setupCard.element.appendTo(self.messages);
+                });
+            } else if (!answer.failed && answer.received) {
+                // A model answered: the card has done its work in this conversation.
+                self.setupCard.element.detach();
             }
             if (next.markSaved) {
                 self.conversation.markSaved();

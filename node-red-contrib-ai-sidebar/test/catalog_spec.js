@@ -13,7 +13,7 @@ const localesDir = path.join(packageRoot, "plugins", "locales");
 const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"];
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
 const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
-    "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js", "resources/clipboard.js",
+    "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js", "resources/setup-card.js", "resources/clipboard.js",
     "resources/function-code.js", "resources/service-banner.js", "resources/sidebar.js", "resources/approval-card.js",
     "resources/assist-panel.js", "resources/assist-function.js", "resources/assist-jsonata.js",
     "resources/assist-json.js"];
@@ -162,6 +162,8 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/sessions.js",
             "resources/node-red-contrib-ai-sidebar/config-choice.js",
             "resources/node-red-contrib-ai-sidebar/config-picker.js",
+            "resources/node-red-contrib-ai-sidebar/mode-choice.js",
+            "resources/node-red-contrib-ai-sidebar/setup-card.js",
             "resources/node-red-contrib-ai-sidebar/conversation.js",
             "resources/node-red-contrib-ai-sidebar/chat-request.js",
             "resources/node-red-contrib-ai-sidebar/editor-context.js",

@@ -109,7 +109,7 @@ describe("what follows an answer", function () {
     it("puts a refused question back in the empty input and does not wait for its session", function () {
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
             fromInput: true, inputEmpty: true }),
-        { restoreInput: true, retry: true, markSaved: false, expectSaved: false });
+        { restoreInput: true, retry: true, markSaved: false, expectSaved: false, setup: false });
         assert.strictEqual(chatRequest.afterAnswer({ failed: true, received: false, stopped: false,
             fromInput: true, inputEmpty: false }).restoreInput, false);
         // An action's question (explain selection) comes back too, to be changed and sent again.
@@ -120,16 +120,59 @@ describe("what follows an answer", function () {
     it("marks the session saved once some of the answer came, and waits for the list to name it", function () {
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: false, received: true, stopped: false,
             fromInput: true, inputEmpty: true }),
-        { restoreInput: false, retry: false, markSaved: true, expectSaved: true });
+        { restoreInput: false, retry: false, markSaved: true, expectSaved: true, setup: false });
         // Failed or cut off after some text: Retry is offered.
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: true, received: true, stopped: false,
             fromInput: true, inputEmpty: true }),
-        { restoreInput: false, retry: true, markSaved: true, expectSaved: true });
+        { restoreInput: false, retry: true, markSaved: true, expectSaved: true, setup: false });
     });
 
     it("waits for a stopped answer's session to be saved even when nothing of it came", function () {
         assert.deepStrictEqual(chatRequest.afterAnswer({ failed: false, received: false, stopped: true,
             fromInput: true, inputEmpty: true }),
-        { restoreInput: false, retry: true, markSaved: false, expectSaved: true });
+        { restoreInput: false, retry: true, markSaved: false, expectSaved: true, setup: false });
+    });
+});
+
+describe("a question sent again (Retry, switch to Agent)", function () {
+    it("sends the mode chosen with the question", function () {
+        assert.strictEqual(chatRequest.build(question({ mode: "ask" })).body.mode, "ask");
+        assert.strictEqual("mode" in chatRequest.build(question({})).body, false);
+    });
+
+    it("keeps the question and its context but takes the AI configuration and mode chosen now", function () {
+        const first = chatRequest.build(question({ configId: "old", mode: "ask" }));
+        first.contextView = { text: "Main" };
+        const again = chatRequest.again(first, { configId: "new", mode: "agent" });
+        assert.strictEqual(again.body.configId, "new");
+        assert.strictEqual(again.body.mode, "agent");
+        assert.strictEqual(again.body.message, "why does it fail?");
+        assert.deepStrictEqual(again.body.flowData, first.body.flowData);
+        assert.strictEqual(again.contextView, first.contextView);
+        // The first request is left as it went out.
+        assert.strictEqual(first.body.configId, "old");
+        assert.strictEqual(first.body.mode, "ask");
+    });
+
+    it("goes back to the service default when no configuration is chosen now", function () {
+        const first = chatRequest.build(question({ configId: "old" }));
+        assert.strictEqual("configId" in chatRequest.again(first, { configId: "" }).body, false);
+    });
+});
+
+describe("after an answer that met a provider fault", function () {
+    const ended = { failed: true, received: false, stopped: false, fromInput: true, inputEmpty: true };
+
+    it("offers the setup card when the model is not set up or refused the key", function () {
+        assert.strictEqual(chatRequest.afterAnswer(Object.assign({ errorCodes: ["provider_not_configured"] }, ended))
+            .setup, true);
+        assert.strictEqual(chatRequest.afterAnswer(Object.assign({ errorCodes: ["invalid_api_key"] }, ended)).setup,
+            true);
+    });
+
+    it("does not for other faults", function () {
+        assert.strictEqual(chatRequest.afterAnswer(Object.assign({ errorCodes: ["rate_limited"] }, ended)).setup,
+            false);
+        assert.strictEqual(chatRequest.afterAnswer(ended).setup, false);
     });
 });

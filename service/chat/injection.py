@@ -29,7 +29,8 @@ TEXT_PROPERTIES = ("name", "label", "info", "func", "initialize", "finalize", "t
 NAMED_LIMIT = 5  # nodes named in the sentence; the event's ``nodes`` lists them all (bounded below)
 NODES_LIMIT = 50
 # The other notices' sentence keys in guardrails.json.
-NOTICE_KEYS = ("mcpServerUnavailable", "historyLeftOut", "knowledgeIndexBuilding")
+NOTICE_KEYS = ("mcpServerUnavailable", "historyLeftOut", "knowledgeIndexBuilding", "changeNeedsAgent",
+               "changeNeedsTools")
 
 
 @dataclass(frozen=True)

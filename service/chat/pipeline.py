@@ -111,6 +111,7 @@ class ChatDeps:
     may_write: bool = True       # write permission: needed to run a tool by name (@tools:)
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
     approvals: Approvals | None = None  # None: no approval store, so write tools are not offered
+    offer_writes: bool = True  # False in the sidebar's Ask mode: the model is offered no write tool (issue 31)
     # Where turn usage is recorded and budgets are read: the memory database, also when this caller has no memory.
     ledger: MemoryStore | None = None
 
@@ -445,10 +446,11 @@ def _offered(deps: ChatDeps, tool_names: list[str]) -> list[str]:
     """The scenario's ``tool_names`` and the external MCP servers' tools, as far as this caller may use them.
 
     Without memory (an ai-chat node without it, an ai-config node that turned it off) memory tools are not
-    offered: they would read nothing; without an approval store no write tool is."""
+    offered: they would read nothing; without an approval store, or in Ask mode, no write tool is."""
     names = [*tool_names, *(name for name in deps.tools.external_names() if name not in tool_names)]
     offered = deps.tools.offered(names, permission=deps.permission, memory=deps.memory is not None)
-    return [name for name in offered if deps.approvals is not None or not deps.tools.writes(name)]
+    writes_allowed = deps.approvals is not None and deps.offer_writes
+    return [name for name in offered if writes_allowed or not deps.tools.writes(name)]
 
 
 async def _external_notices(deps: ChatDeps, emit: Emit, known: set[str], language: str) -> set[str]:

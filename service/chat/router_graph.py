@@ -30,6 +30,7 @@ from langgraph.graph import END, START, StateGraph
 
 from service.chat import pipeline as steps
 from service.chat.events import Emit
+from service.chat.mode_notice import tell_how_to_change
 from service.errors import error_event
 from service.llm.pii import mask_messages
 from service.nodered.messages import CodedError
@@ -142,10 +143,11 @@ async def agent(state: RouterState) -> RouterState:
 
 async def check_answer(state: RouterState) -> RouterState:
     """Before the answer ends: unknown node types of a generated flow, text in the flows that reads like
-    instructions to the model."""
+    instructions to the model, and how to get a change the answer could not propose (Ask mode, no tools)."""
     request, deps, turn = state["request"], state["deps"], state["turn"]
     await steps._check_flow_types(deps, turn, state["emit"], state["result"])
     await steps._warn_of_injection(request, deps, turn, state["emit"])
+    await tell_how_to_change(request, deps, turn, state["emit"], state["result"])
     return {}
 
 

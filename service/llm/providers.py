@@ -191,7 +191,35 @@ def _missing(config: ProviderConfig, setting: str) -> ServiceError:
                         params={"provider": config.provider, "setting": setting})
 
 
+# The setting that holds each provider's key (the ``setting`` of provider_not_configured).
+KEY_SETTINGS = {"openai": "OPENAI_API_KEY", "openai-compatible": "OPENAI_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
+                "google": "GOOGLE_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def unready(config: ProviderConfig) -> ServiceError | None:
+    """Why a model of ``config`` cannot answer before any request is sent, or ``None`` when it may: 400
+    ``provider_not_configured`` naming the missing setting (a key; for openai-compatible the base URL; for the
+    OpenAI-style providers the model), or its ``unsupported`` variant for a provider without a chat model here.
+    The same check the model's construction makes (:meth:`ChatModelFactory.get`); the sidebar's setup card and the
+    service's start warning read it."""
+    provider = config.provider
+    if provider not in PROVIDER_PACKAGES:
+        return ServiceError("provider_not_configured", status=400, key="provider_not_configured.unsupported",
+                            params={"provider": provider, "supported": ", ".join(SUPPORTED_PROVIDERS)})
+    if provider == "openai-compatible" and not config.base_url:
+        return _missing(config, "OPENAI_BASE_URL")
+    # A key-less OpenAI-style endpoint of one's own (Ollama, LM Studio) accepts any key.
+    if not config.api_key and not (provider in ("openai", "openai-compatible") and config.base_url):
+        return _missing(config, KEY_SETTINGS[provider])
+    if provider in ("openai", "openai-compatible") and not config.model:
+        return _missing(config, "AI_MODEL")
+    return None
+
+
 def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseChatModel:
+    problem = unready(config)
+    if problem is not None:
+        raise problem
     common: dict[str, Any] = {}
     if config.temperature is not None:
         common["temperature"] = config.temperature
@@ -199,12 +227,6 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
         common["max_tokens"] = config.max_tokens
     provider = config.provider
     if provider in ("openai", "openai-compatible"):
-        if provider == "openai-compatible" and not config.base_url:
-            raise _missing(config, "OPENAI_BASE_URL")
-        if not config.api_key and not config.base_url:
-            raise _missing(config, "OPENAI_API_KEY")
-        if not config.model:
-            raise _missing(config, "AI_MODEL")
         from langchain_openai import ChatOpenAI
 
         # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one.
@@ -213,8 +235,6 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
                                           stream_usage=True, timeout=config.timeout, max_retries=2,
                                           http_async_client=client, stream_chunk_timeout=None, **common))
     if provider == "deepseek":
-        if not config.api_key:
-            raise _missing(config, "DEEPSEEK_API_KEY")
         from langchain_deepseek import ChatDeepSeek
 
         extra: dict[str, Any] = {"api_base": config.base_url} if config.base_url else {}
@@ -223,8 +243,6 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
                                             timeout=config.timeout, max_retries=2, http_async_client=client,
                                             stream_chunk_timeout=None, **extra, **common))
     if provider == "google":
-        if not config.api_key:
-            raise _missing(config, "GOOGLE_API_KEY")
         from langchain_google_genai import ChatGoogleGenerativeAI
 
         return ChatGoogleGenerativeAI(model=config.model, google_api_key=config.api_key, timeout=config.timeout,
@@ -233,16 +251,13 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
         # Both given explicitly: ChatAnthropic would otherwise take ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL or a
         # LangSmith gateway from the process environment, and the environment's key could reach an ai-config
         # node's endpoint (ProviderConfig.from_settings drops it for any endpoint but the environment's).
-        if not config.api_key:
-            raise _missing(config, "ANTHROPIC_API_KEY")
         from service.llm.chat_anthropic import PooledChatAnthropic
 
         return PooledChatAnthropic(model=config.model or DEFAULT_MODELS["anthropic"] or "", api_key=config.api_key,
                                    base_url=config.base_url or ANTHROPIC_API_URL, streaming=True,
                                    stream_usage=True, timeout=config.timeout, max_retries=2,
                                    http_async_client=client, **common)
-    raise ServiceError("provider_not_configured", status=400, key="provider_not_configured.unsupported",
-                       params={"provider": provider, "supported": ", ".join(SUPPORTED_PROVIDERS)})
+    raise AssertionError(f"unready() let the provider {provider!r} through")
 
 
 M = TypeVar("M", bound=BaseChatModel)

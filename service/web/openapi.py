@@ -19,6 +19,7 @@ from service.web.schemas import (
     ExecuteToolRequest,
     ResumeRequest,
     StreamChatRequest,
+    TestProviderRequest,
     TokenRequest,
 )
 
@@ -93,7 +94,7 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
-                  TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest):
+                  TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest, TestProviderRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -107,6 +108,10 @@ def openapi_document() -> dict[str, Any]:
             "proposal or error event, done", EVENT_STREAM, 400, 401, 403, 408, 413, 429, body=AssistRequest)},
         "/ai-sidebar/scenarios": {"get": _operation("Scenarios of a language (no system prompts)", _json("ok"),
                                                     401, parameters=[LANG])},
+        "/ai-sidebar/test-provider": {"post": _operation(
+            "One tiny request to a provider (the ai-config node's settings, or the service's own): {ok: true, "
+            "provider, model, url (origin), latencyMs}, or {ok: false, provider, model, url, error: {code, message}}",
+            _json("ok"), 400, 401, 408, body=TestProviderRequest)},
         "/ai-sidebar/execute-tool": {"post": _operation("Run a tool by name", _json("tool result"),
                                                         400, 401, 403, 404, 408, 409, 502, 503,
                                                         body=ExecuteToolRequest)},

@@ -62,6 +62,7 @@ from service.web.keys import (
     TOOLS,
 )
 from service.web.openapi import openapi_document
+from service.web.provider_routes import setup_state
 from service.web.schemas import (
     AppliedRequest,
     AssistRequest,
@@ -100,10 +101,13 @@ async def scenarios(request: web.Request) -> web.Response:
     that answers when no ``ai-config`` node is chosen (``model``: ``{provider, model}``, ``model`` null when the
     provider has no default and AI_MODEL is unset), and ``defaultModels``: per provider, the model an ``ai-config``
     node that names none gets (as :meth:`ProviderConfig.from_settings` chooses it; null: none, the node must name
-    one)."""
+    one), and ``setup``: why that default model cannot answer (``{code, message, provider, setting}`` worded in
+    the language, :func:`service.web.provider_routes.setup_state`), null when it can."""
     catalog = request.app[SCENARIOS].get(request.query.get("lang"))
     settings = request.app[SETTINGS]
-    return web.json_response({**catalog.public(), "providers": list(SUPPORTED_PROVIDERS),
+    language = request.app[MESSAGES].negotiate(catalog.language, None)
+    setup = setup_state(settings, lambda error: error.translated(request.app[MESSAGES], language))
+    return web.json_response({**catalog.public(), "providers": list(SUPPORTED_PROVIDERS), "setup": setup,
                               "maxMessageChars": settings.max_message_chars,
                               "model": {"provider": settings.provider,
                                         "model": default_model(settings, settings.provider)},
@@ -207,6 +211,7 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
 
 async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: Caller) -> web.StreamResponse:
     deps = await _chat_deps(request, caller, body.provider)
+    deps.offer_writes = body.mode != "ask"
     result = new_result(body)
     describe_caller(result.session_id, caller.identity)
     if deps.memory is not None and body.sessionId:

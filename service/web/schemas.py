@@ -165,6 +165,9 @@ class StreamChatRequest(BaseModel):
     apply: Literal["deploy", "editor"] = Field("deploy", description=(
         "where an approved write lands: deploy (the Admin API, flows revision checked) or editor (a flow_change "
         "event for the sidebar to apply undeployed, as one undoable edit); the sidebar sends editor"))
+    mode: Literal["ask", "agent"] | None = Field(None, description=(
+        "the sidebar's mode: ask offers the model no write tools (read tools and knowledge stay; a request to "
+        "change gets a change_needs_agent notice), agent (or none) offers what the caller may use"))
 
     @property
     def flow_id(self) -> str | None:
@@ -227,6 +230,15 @@ class AssistRequest(BaseModel):
     language: str | None = Field(None, max_length=35)
     provider: ProviderOverride | None = None
     context: AssistContext = Field(default_factory=AssistContext)
+
+
+class TestProviderRequest(BaseModel):
+    """Body of ``POST /ai-sidebar/test-provider``: the provider to try (an ``ai-config`` node's settings, put in by
+    the plugin from ``configId``; none: the service's own) and the language of an error's sentence."""
+
+    model_config = ConfigDict(extra="ignore")
+    provider: ProviderOverride | None = None
+    language: str | None = Field(None, max_length=35)
 
 
 class ExecuteToolRequest(BaseModel):

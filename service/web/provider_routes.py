@@ -1,0 +1,89 @@
+"""Whether the model can answer (issue 31): the setup state the sidebar's empty state shows, and
+``POST /ai-sidebar/test-provider``, the sidebar's "Test connection" (one tiny request to the chosen provider)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.parse
+from typing import Any
+
+from aiohttp import web
+from langchain_core.messages import HumanMessage
+
+from service.errors import REQUEST_LANGUAGE, request_language
+from service.llm.providers import ANTHROPIC_API_URL, ProviderConfig, default_model, provider_error, unready
+from service.settings import Settings
+from service.web.keys import CHAT_MODELS, MESSAGES, SETTINGS
+from service.web.schemas import TestProviderRequest, parse_body
+
+routes = web.RouteTableDef()
+
+# Where each provider's client sends its requests when no base URL is set (each SDK's default endpoint).
+DEFAULT_ENDPOINTS = {"openai": "https://api.openai.com", "deepseek": "https://api.deepseek.com",
+                     "google": "https://generativelanguage.googleapis.com", "anthropic": ANTHROPIC_API_URL}
+PROBE = "Reply with the single word OK."
+PROBE_MAX_TOKENS = 16
+# Seconds a test waits at most (AI_LLM_TIMEOUT when shorter): a user who clicked "Test connection" waits for it, and a
+# model that needs longer to load answers the first question slowly but is reachable; the error says it timed out.
+PROBE_TIMEOUT = 25.0
+
+
+def endpoint_origin(config: ProviderConfig) -> str | None:
+    """The scheme, host and port the model requests of ``config`` go to, never a path, query or credentials
+    (a base URL may carry a key in them); ``None`` when it is not known."""
+    url = config.base_url or DEFAULT_ENDPOINTS.get(config.provider)
+    if not url:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:  # a bracket left open, a port out of range: the request itself fails and says so
+        return None
+    if not parts.scheme or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
+def setup_state(settings: Settings, translate) -> dict[str, Any] | None:
+    """Why the service's own provider (``AI_PROVIDER`` and its environment) cannot answer, or ``None`` when it
+    can: ``{code, message, provider, setting}``, ``message`` worded by ``translate(error)``."""
+    problem = unready(ProviderConfig.from_settings(settings))
+    if problem is None:
+        return None
+    return {"code": problem.code, "message": translate(problem), "provider": settings.provider,
+            "setting": (problem.params or {}).get("setting")}
+
+
+@routes.post("/ai-sidebar/test-provider")
+async def test_provider(request: web.Request) -> web.Response:
+    """Send one tiny request (:data:`PROBE`, at most :data:`PROBE_MAX_TOKENS` output tokens) to the provider of the
+    body's ``provider`` (an ``ai-config`` node's settings; none: the service's own) and answer with what came of it:
+    ``{ok: true, provider, model, url, latencyMs}`` (``url`` the origin the request reached, ``latencyMs`` the
+    whole request in milliseconds), or ``{ok: false, provider, model, url, error: {code, message}}`` with the
+    provider error's code (``provider_not_configured``, ``invalid_api_key``, ``rate_limited``, ``llm_timeout``,
+    ``llm_unreachable``, ``llm_error``), worded in the body's language. Both are 200: the test ran, and a browser
+    logs no failed request for a provider that is down. A body that does not parse is the usual 400. Behind the
+    service token like chat; the reply's text is not kept."""
+    body = await parse_body(request, TestProviderRequest)
+    if body.language:
+        request[REQUEST_LANGUAGE] = body.language
+    settings = request.app[SETTINGS]
+    config = ProviderConfig.from_settings(settings, body.provider)
+    url = endpoint_origin(config)
+    seconds = min(settings.llm_timeout, PROBE_TIMEOUT)
+    probe = ProviderConfig(provider=config.provider, model=config.model or default_model(settings, config.provider),
+                           api_key=config.api_key, base_url=config.base_url, max_tokens=PROBE_MAX_TOKENS,
+                           timeout=seconds)
+    started = time.monotonic()
+    answer: dict[str, Any] = {"provider": config.provider, "model": probe.model, "url": url}
+    try:
+        model = request.app[CHAT_MODELS].get(probe)
+        async with asyncio.timeout(seconds):
+            await model.ainvoke([HumanMessage(PROBE)])
+    except Exception as exc:  # every provider fault is a coded error with the provider's sentence redacted
+        error = provider_error(exc, timeout=seconds, secrets=[config.api_key])
+        message = error.translated(request.app[MESSAGES], request_language(request))
+        return web.json_response({"ok": False, **answer, "error": {"code": error.code, "message": message}})
+    return web.json_response({"ok": True, **answer, "latencyMs": round((time.monotonic() - started) * 1000)})

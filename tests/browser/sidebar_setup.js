@@ -1,0 +1,102 @@
+// Issue 31 in the browser: the Ask / Agent mode and the setup card (tests/test_browser_setup.py).
+// Input (env): EDITOR_URL, USERNAME, PASSWORD, OUT_DIR, TAB_ID, MODE (see below), and for MODE=setup MODEL_URL
+// (the scripted model server, an OpenAI-compatible endpoint) and API_KEY.
+//  - MODE=ask: switch to Ask with the keyboard, ask for a change: the answer ends with the notice and its switch
+//    button; the button switches to Agent and sends the question again, which gets an approval card; the mode is
+//    remembered after a reload.
+//  - MODE=setup: the service has no model: the empty state's setup card says why; a question fails with Retry and
+//    the card; a new ai-config node is created from the card, deployed, chosen and tested; Retry then answers.
+// Output: one JSON line on stdout.
+"use strict";
+const editor = require("./editor");
+
+async function modeOf(page) {
+    return page.evaluate(() => {
+        const checked = document.querySelector(".ai-sidebar-mode [aria-checked='true']");
+        return checked ? (checked.classList.contains("ai-sidebar-mode-ask") ? "ask" : "agent") : null;
+    });
+}
+
+async function askMode(page, result) {
+    const env = process.env;
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    result.initialMode = await modeOf(page);
+    // Keyboard only: Tab reaches the chosen mode, an arrow key moves to the other.
+    await page.focus(".ai-sidebar-mode [aria-checked='true']");
+    await page.keyboard.press("ArrowLeft");
+    result.afterArrow = await modeOf(page);
+    result.focusedMode = await page.evaluate(() => document.activeElement.className);
+    await editor.ask(page, "add a debug node for the alarms");
+    const notice = page.locator(".ai-sidebar-notice[data-code='change_needs_agent']");
+    result.noticeText = (await notice.count()) ? (await notice.innerText()).trim() : "";
+    result.switchButtons = await page.locator(".ai-sidebar-notice-agent").count();
+    await editor.screenshot(page, result, "sidebar-ask-mode-notice.png");
+    await editor.detailScreenshot(page.locator(".ai-sidebar"), result, "sidebar-ask-mode-notice-detail.png");
+    await page.click(".ai-sidebar-notice-agent");
+    await page.waitForSelector(".ai-sidebar-approval", { timeout: 30000 });
+    await editor.waitIdle(page);
+    result.modeAfterSwitch = await modeOf(page);
+    result.approvalCards = await page.locator(".ai-sidebar-approval").count();
+    result.questions = await page.locator(".ai-sidebar-message-user").count();
+    await editor.screenshot(page, result, "sidebar-agent-mode-card.png");
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await editor.editorReady(page);
+    result.modeAfterReload = await modeOf(page);
+}
+
+async function setup(page, result) {
+    const env = process.env;
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await page.waitForSelector(".ai-sidebar-empty .ai-sidebar-setup .ai-sidebar-setup-why", { timeout: 30000 });
+    result.why = (await page.locator(".ai-sidebar-setup-why").innerText()).trim();
+    result.modeLine = (await page.locator(".ai-sidebar-model").innerText()).trim();
+    await editor.screenshot(page, result, "sidebar-setup-card.png");
+    // A question before the fix fails, offers Retry and the card again.
+    await editor.ask(page, "what does this flow do?");
+    result.errorBeforeFix = (await page.locator(".ai-sidebar-error").last().innerText()).trim();
+    result.cardAfterError = await page.locator(".ai-sidebar-messages > .ai-sidebar-setup").count();
+    // Create the ai-config node from the card, in its own edit dialog.
+    await page.click(".ai-sidebar-setup-create");
+    await page.waitForSelector("#node-config-input-provider option[value='openai-compatible']",
+        { state: "attached", timeout: 30000 });
+    await page.selectOption("#node-config-input-provider", "openai-compatible");
+    await page.fill("#node-config-input-name", "Scripted model");
+    await page.fill("#node-config-input-model", "scripted-model");
+    await page.fill("#node-config-input-baseUrl", env.MODEL_URL);
+    await page.fill("#node-config-input-apiKey", env.API_KEY);
+    await editor.screenshot(page, result, "sidebar-setup-dialog.png");
+    await page.click("#node-config-dialog-ok");
+    // The editor deploys nothing while an edit tray shades the header: wait for it to close, as a user sees it.
+    await page.waitForSelector("#node-config-dialog-ok", { state: "detached", timeout: 10000 });
+    await page.waitForSelector("#red-ui-header-shade", { state: "hidden", timeout: 10000 });
+    await page.waitForSelector(".ai-sidebar-setup-deploy", { timeout: 10000 });
+    result.deployText = (await page.locator(".ai-sidebar-setup .ai-sidebar-setup-text").innerText()).trim();
+    await page.click(".ai-sidebar-setup-deploy");
+    // Node-RED deploys a configuration node no flow uses yet and says so in its success notice (4.1 and 5.x).
+    await page.waitForFunction(() => !!$(".ai-sidebar-config").val(), null, { timeout: 30000 });
+    result.chosenConfig = await page.evaluate(() => $(".ai-sidebar-config option:selected").text());
+    result.cardText = (await page.locator(".ai-sidebar-setup .ai-sidebar-setup-text").innerText()).trim();
+    await page.click(".ai-sidebar-setup-test");
+    await page.waitForSelector(".ai-sidebar-setup-ok, .ai-sidebar-setup-failed", { timeout: 30000 });
+    result.testResult = (await page.locator(".ai-sidebar-setup-result").innerText()).trim();
+    result.testOk = await page.locator(".ai-sidebar-setup-ok").count() > 0;
+    await editor.screenshot(page, result, "sidebar-setup-tested.png");
+    await editor.detailScreenshot(page.locator(".ai-sidebar"), result, "sidebar-setup-tested-detail.png");
+    // Retry the failed question: it goes out with the configuration chosen now.
+    await page.locator(".ai-sidebar-retry:visible").last().click();
+    await editor.waitIdle(page);
+    result.answerAfterRetry = await editor.lastAnswerText(page);
+    result.modelLineAfter = (await page.locator(".ai-sidebar-model").innerText()).trim();
+    result.cardAfterAnswer = await page.locator(".ai-sidebar-messages .ai-sidebar-setup").count();
+    await editor.screenshot(page, result, "sidebar-setup-answered.png");
+}
+
+editor.runEditorScript(async (page, result) => {
+    if (process.env.MODE === "ask") {
+        await askMode(page, result);
+    } else {
+        await setup(page, result);
+    }
+});

@@ -27,8 +27,9 @@ def test_up_recalls_the_question_copy_copies_the_markdown_and_regenerate_answers
     nodered, _ = auth_stack
     model.script(Reply(text=FIRST), Reply(text=SECOND))
 
-    seen = run_browser("sidebar_habits.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab_named(nodered, "01 - Catch error")["id"],
-                                             "QUESTION": QUESTION, "USERNAME": USERNAME, "PASSWORD": PASSWORD})
+    tab = tab_named(nodered, "01 - Catch error")
+    seen = run_browser("sidebar_habits.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "QUESTION": QUESTION,
+                                             "USERNAME": USERNAME, "PASSWORD": PASSWORD})
 
     assert "failure" not in seen, seen["failure"]
     assert seen["pageErrors"] == []

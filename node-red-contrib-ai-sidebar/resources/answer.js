@@ -73,6 +73,9 @@
         this.element = element;
         this.textElement = null;
         this.text = "";
+        // The whole answer's Markdown as the model sent it (every text block; `text` is the current block's):
+        // what its Copy button copies.
+        this.markdown = "";
         this.renderPending = false;
         this.toolCards = [];
         // unknown_node_types notices (notice-view.js): the Import buttons of their flows are marked at finish().
@@ -182,6 +185,7 @@
         this.received = true;
         this.currentText();
         this.text += content;
+        this.markdown += content;
         this.scheduleRender();
     };
 
@@ -414,6 +418,25 @@
         sidebarLib().flowBlocks.decorate(this.element);
         sidebarLib().answerLinks.decorate(this.element);
         sidebarLib().noticeView.markImports(this.element, this.notices);
+        if (this.markdown.trim()) {
+            actionRow(this.element).append(copyAnswerButton(this.markdown));
+        }
+    };
+
+    /**
+     * "Regenerate" under the last finished answer: the same question again, as a new answer after this one (nothing
+     * shown is replaced). `regenerate()` returns whether it started a request (not while another answer streams).
+     */
+    Answer.prototype.offerRegenerate = function (regenerate) {
+        var self = this;
+        var button = answerButton("fa-refresh", "answer.regenerate", "answer.regenerateLabel", "ai-sidebar-regenerate")
+            .on("click", function (event) {
+                event.preventDefault();
+                regenerate();
+            });
+        this.sidebar.withScroll(function () {
+            actionRow(self.element).append(button);
+        });
     };
 
     /**
@@ -436,6 +459,34 @@
             button.appendTo(self.element);
         });
     };
+
+    /** The row of buttons under an answer (Copy, Regenerate), made on first use. */
+    function actionRow(element) {
+        var row = element.children(".ai-sidebar-answer-actions");
+        if (!row.length) {
+            row = $('<div class="ai-sidebar-answer-actions"></div>').appendTo(element);
+        }
+        return row;
+    }
+
+    /** A small button with an icon and a word, its longer label as tooltip and accessible name. */
+    function answerButton(icon, textKey, labelKey, className) {
+        return $('<button type="button" class="red-ui-button red-ui-button-small"></button>')
+            .addClass(className)
+            .attr("title", t(labelKey))
+            .attr("aria-label", t(labelKey))
+            .append($('<i aria-hidden="true"></i>').addClass("fa " + icon))
+            .append(document.createTextNode(" " + t(textKey)));
+    }
+
+    /** "Copy": the whole answer's Markdown on the clipboard (clipboard.js). */
+    function copyAnswerButton(markdown) {
+        var button = answerButton("fa-clipboard", "answer.copy", "answer.copyLabel", "ai-sidebar-copy-answer");
+        return button.on("click", function (event) {
+            event.preventDefault();
+            sidebarLib().clipboard.copyText(markdown, button, "answer.copied");
+        });
+    }
 
     function stoppedMark() {
         return $('<div class="ai-sidebar-stopped"></div>')
@@ -501,6 +552,9 @@
         }
         sidebarLib().flowBlocks.decorate(element);
         sidebarLib().answerLinks.decorate(element);
+        if (message.content && String(message.content).trim()) {
+            actionRow(element).append(copyAnswerButton(String(message.content)));
+        }
     }
 
     /**

@@ -159,6 +159,28 @@
     }
 
     /**
+     * What Up and Down do in the question input (the habit users bring from Copilot Chat and shells): Up in an
+     * empty input brings back the conversation's last question; Down while that recalled question is unchanged
+     * empties the input again. Any other key, or Up/Down in a typed text, is left to the textarea (moving the caret).
+     *
+     * @param {string} key the keyboard event's `key` (the caller passes no key while a modifier or an IME
+     *     composition is active)
+     * @param {string} input what the input holds
+     * @param {string} last the conversation's last question as shown ("" when it has none)
+     * @param {?string} recalled what the last Up put in the input (null when nothing was recalled since)
+     * @returns {?string} the input's new text, or null when the key is not for recalling
+     */
+    function recall(key, input, last, recalled) {
+        if (key === "ArrowUp" && input === "" && last) {
+            return last;
+        }
+        if (key === "ArrowDown" && recalled !== null && recalled !== undefined && input === recalled) {
+            return "";
+        }
+        return null;
+    }
+
+    /**
      * What follows the end of an answer.
      *
      * @param {object} ended
@@ -198,6 +220,7 @@
         counter: counter,
         build: build,
         again: again,
+        recall: recall,
         afterAnswer: afterAnswer
     };
 }));

@@ -397,6 +397,11 @@
                 if (event.key === "Enter" && !event.shiftKey && !event.originalEvent.isComposing) {
                     event.preventDefault();
                     self.send();
+                    return;
+                }
+                if (!event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey &&
+                        !event.originalEvent.isComposing) {
+                    self.recallQuestion(event);
                 }
             })
             .on("input", function () {
@@ -1069,6 +1074,8 @@
         this.historyRequest = null;
         this.historyFailed = false;
         this.sessions.close();
+        this.messages.find(".ai-sidebar-regenerate").remove();
+        this.recalled = null;
         this.appendUserMessage(message, request.contextView);
         var answer = new lib.Answer(this, this.appendMessage("assistant"));
         // What a notice's "switch to Agent mode" sends again.
@@ -1132,6 +1139,11 @@
                 answer.offerRetry(function () {
                     return self.retry(message, request);
                 });
+            } else if (answer.received) {
+                // Regenerate under the last finished answer only: the next question takes it away (ask()).
+                answer.offerRegenerate(function () {
+                    return self.retry(message, request);
+                });
             }
             if (next.setup) {
                 // Mend it here: the card (moved from wherever it was) offers a new ai-config node and its test.
@@ -1173,6 +1185,23 @@
         this.showEmptyState();
         this.input.val("").trigger("focus");
         this.updateCounter();
+    };
+
+    /**
+     * Up in the empty input recalls the conversation's last question (as shown: typed, an action's, or from the
+     * stored history); Down while it is unchanged empties the input again (chatRequest.recall).
+     */
+    AiSidebar.prototype.recallQuestion = function (event) {
+        var last = this.messages.find(".ai-sidebar-message-user > .ai-sidebar-text").last().text();
+        var text = lib.chatRequest.recall(event.key, String(this.input.val()), last, this.recalled);
+        if (text === null) {
+            return;
+        }
+        event.preventDefault();
+        this.recalled = text ? text : null;
+        this.input.val(text);
+        this.updateCounter();
+        this.keepDraft();
     };
 
     AiSidebar.prototype.focusInput = function () {

@@ -176,3 +176,21 @@ describe("after an answer that met a provider fault", function () {
         assert.strictEqual(chatRequest.afterAnswer(ended).setup, false);
     });
 });
+
+describe("Up and Down in the question input (issue 31)", function () {
+    it("Up in an empty input recalls the last question, Down while it is unchanged empties the input", function () {
+        assert.strictEqual(chatRequest.recall("ArrowUp", "", "why does it fail?", null), "why does it fail?");
+        assert.strictEqual(chatRequest.recall("ArrowDown", "why does it fail?", "why does it fail?",
+            "why does it fail?"), "");
+    });
+
+    it("leaves the keys to the textarea in a typed or edited text, and without a question to recall", function () {
+        assert.strictEqual(chatRequest.recall("ArrowUp", "draft", "why does it fail?", null), null);
+        assert.strictEqual(chatRequest.recall("ArrowUp", "", "", null), null);
+        assert.strictEqual(chatRequest.recall("ArrowDown", "why does it fail? now", "why does it fail?",
+            "why does it fail?"), null);
+        // Down without an Up before it: the text may be the same, but it was typed.
+        assert.strictEqual(chatRequest.recall("ArrowDown", "why does it fail?", "why does it fail?", null), null);
+        assert.strictEqual(chatRequest.recall("Enter", "", "why does it fail?", null), null);
+    });
+});

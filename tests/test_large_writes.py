@@ -229,7 +229,9 @@ async def test_a_whole_generated_flow_approved_onto_a_new_tab_keeps_its_structur
     resumed = await approve(service, approval)
     assert next(e for e in resumed if e["type"] == "tool_result")["ok"] is True
     after = deployed(large_writable)
-    [tab, *nodes] = assert_untouched(before["flows"], after["flows"])
+    # The other ends of its links to existing nodes list the new link nodes too (Node-RED keeps both ends): Area 3's
+    # link in gets the new link out, Area 1's link out the new link in; nothing else changes.
+    [tab, *nodes] = assert_untouched(before["flows"], after["flows"], changed={"w3-li", "w1-lo"})
     assert (tab["type"], tab["label"]) == ("tab", "Area 7") and len(nodes) == len(flow)
     mapping = {old["id"]: new["id"] for old, new in zip(flow, nodes, strict=True)}
     assert not set(mapping.values()) & set(node_bytes(before["flows"]))
@@ -242,6 +244,10 @@ async def test_a_whole_generated_flow_approved_onto_a_new_tab_keeps_its_structur
         assert new == {**expected, "id": mapping[old["id"]], "z": tab["id"]}, old["id"]
     by_old = dict(zip([n["id"] for n in flow], nodes, strict=True))
     assert by_old["w7-lc"]["links"] == ["store-in"] and by_old["w7-lo"]["links"] == ["w3-li"]
+    ends = {node["id"]: node for node in after["flows"] if node["id"] in ("w3-li", "w1-lo")}
+    old_ends = {node["id"]: node for node in before["flows"] if node["id"] in ("w3-li", "w1-lo")}
+    assert ends["w3-li"]["links"] == [*old_ends["w3-li"]["links"], by_old["w7-lo"]["id"]]
+    assert ends["w1-lo"]["links"] == [*old_ends["w1-lo"]["links"], by_old["w7-li"]["id"]]
     assert by_old["w7-g"]["nodes"] == [mapping["w7-n000"]] and by_old["w7-n000"]["g"] == mapping["w7-g"]
     assert_credentials_kept(large_writable)
 

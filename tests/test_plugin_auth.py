@@ -24,7 +24,9 @@ def test_every_admin_route_in_the_plugin_source_is_permission_gated():
     calls = [line for line in SOURCE.splitlines() if re.search(r"RED\.httpAdmin\.\w+\(", line)]
     assert calls and all("RED.auth.needsPermission(" in line for line in calls)
     # Asking, searching and checking code read; running code in the runtime is what deploying a function allows.
-    reading = ("/ai-sidebar/stream-chat", "/ai-sidebar/search", "/ai-sidebar/assist", "/ai-sidebar/function-check")
+    # Testing a model connection is a tiny chat: it asks, it changes nothing.
+    reading = ("/ai-sidebar/stream-chat", "/ai-sidebar/search", "/ai-sidebar/assist", "/ai-sidebar/function-check",
+               "/ai-sidebar/test-provider")
     for verb, path, permission in ROUTES:
         expected = "ai-sidebar.read" if verb == "GET" or path in reading else \
             "flows.write" if path == "/ai-sidebar/function-sandbox" else "ai-sidebar.write"

@@ -78,7 +78,7 @@ EMBEDDING_DIMENSIONS = 256
 CONCEPTS: tuple[tuple[str, ...], ...] = (
     ("csv", "spreadsheet", "spreadsheets", "comma", "tabular"),
     ("delay", "postpone", "slow", "throttle", "wait"),
-    ("exec", "command", "shell", "terminal", "program"),
+    ("exec", "command", "shell", "terminal", "program", "binary", "executable", "utility"),
 )
 _CONCEPT_OF = {word: row[0] for row in CONCEPTS for word in row}
 

@@ -488,7 +488,9 @@ async def _retrieve(request: StreamChatRequest, deps: ChatDeps, turn: Turn, resu
         route = Route.DOCS if route in (Route.DOCS, Route.BOTH) else Route.NEITHER
         if route is Route.NEITHER:
             return
-    if slot.refresher.building:  # right after a start: say that the installed help is not in this answer yet
+    # Right after a start, before any help is indexed (an index kept from an earlier run answers at once): say that
+    # the installed help is not in this answer yet.
+    if slot.refresher.building and not await slot.knowledge.index.holds("docs", DEFAULT_LANGUAGE):
         await emit(events.notice("knowledge_index_building", load_patterns(deps.settings.locales_dir).notice(
             "knowledgeIndexBuilding", turn.catalog.language)))
     query = request.message

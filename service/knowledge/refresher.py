@@ -43,9 +43,10 @@ class KnowledgeRefresher:
 
     @property
     def building(self) -> bool:
-        """Whether the first index of this process is still being built: the automatic refresh is on and no
-        refresh has completed yet (Node-RED not reachable yet, or the first build still running)."""
-        return self.interval > 0 and self.refreshed_at is None
+        """Whether the first index of this process is still being built: the automatic refresh is on, no refresh
+        has completed yet, and none failed but for Node-RED not being reachable yet (a refresh refused for good —
+        ``nodered_unauthorized`` under adminAuth without the service's own account — builds nothing to wait for)."""
+        return self.interval > 0 and self.refreshed_at is None and self.last_error in (None, "nodered_unreachable")
 
     def want(self, language: str | None) -> None:
         """Index the docs of ``language`` (resolved to a shipped one) from the next refresh on."""

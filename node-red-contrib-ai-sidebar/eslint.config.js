@@ -3,7 +3,8 @@
  * (@eslint/js) on every script we write, with the globals of the place it runs in.
  *
  * - Runtime, tests and scripts run in Node.js as CommonJS.
- * - `resources/*.js` run in the Node-RED editor, whose globals (`RED`, jQuery as `$` and `jQuery`) they use; the
+ * - The scripts under `resources/` (one folder per feature) run in the Node-RED editor, whose globals (`RED`, jQuery
+ *   as `$` and `jQuery`) they use; the
  *   pure ones are UMD and also `require`d by the tests, hence `module`.
  * - The `<script type="text/javascript">` blocks of the editor's HTML files (node definitions, the sidebar) are
  *   linted by eslint-plugin-html with the editor's globals; `text/html` blocks (templates, help) are not JavaScript.

@@ -27,7 +27,7 @@
     }
 
     /**
-     * The renderer of answer text (resources/markdown.js): `render(element, text)` puts the text into the element
+     * The renderer of answer text (resources/shared/markdown.js): `render(element, text)` puts the text into the element
      * as sanitised markdown that loads nothing, then highlights its code blocks. Null when the vendored libraries
      * did not load (answers show as text).
      */

@@ -2,7 +2,7 @@
 
 const assert = require("assert");
 const Diff = require("diff");
-const approvalDiff = require("../resources/approval-diff");
+const approvalDiff = require("../resources/approval/approval-diff");
 
 // Previews as the service sends them (service/nodered/write_tools.py), ids as Node-RED makes them.
 const ADD = {

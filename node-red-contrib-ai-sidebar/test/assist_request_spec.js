@@ -2,7 +2,7 @@
 
 const assert = require("assert");
 const Diff = require("diff");
-const assist = require("../resources/assist-request");
+const assist = require("../resources/assist/assist-request");
 
 const CURRENT = { onStart: "", onMessage: "return msg;", onStop: "" };
 

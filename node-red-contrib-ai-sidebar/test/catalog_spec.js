@@ -12,11 +12,11 @@ const localesDir = path.join(packageRoot, "plugins", "locales");
 // The ten languages of the editor's own catalogs (@node-red/editor-client/locales) and of the service's scenarios.
 const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"];
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
-const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/admin-api.js", "resources/answer.js",
-    "resources/flow-blocks.js", "resources/sessions.js", "resources/config-picker.js", "resources/setup-card.js", "resources/clipboard.js",
-    "resources/function-code.js", "resources/service-banner.js", "resources/sidebar.js", "resources/approval-card.js",
-    "resources/assist-panel.js", "resources/assist-function.js", "resources/assist-jsonata.js",
-    "resources/assist-json.js"];
+const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/shared/admin-api.js", "resources/chat/answer.js",
+    "resources/chat/flow-blocks.js", "resources/conversations/sessions.js", "resources/config/config-picker.js", "resources/config/setup-card.js", "resources/shared/clipboard.js",
+    "resources/shared/function-code.js", "resources/service-status/service-banner.js", "resources/sidebar.js", "resources/approval/approval-card.js",
+    "resources/assist/assist-panel.js", "resources/assist/assist-function.js", "resources/assist/assist-jsonata.js",
+    "resources/assist/assist-json.js"];
 
 function catalog(lang) {
     return JSON.parse(fs.readFileSync(path.join(localesDir, lang, "ai-sidebar.json"), "utf8"));
@@ -79,7 +79,7 @@ describe("sidebar message catalogs", function () {
     });
 
     it("translates every error code the relay produces", function () {
-        const adminApi = fs.readFileSync(path.join(packageRoot, "resources", "admin-api.js"), "utf8");
+        const adminApi = fs.readFileSync(path.join(packageRoot, "resources", "shared", "admin-api.js"), "utf8");
         const codes = /RELAY_ERROR_CODES = (\[[^\]]*\])/.exec(adminApi)[1];
         JSON.parse(codes).forEach(function (code) {
             assert.strictEqual(typeof english.error.codes[code], "string", code);
@@ -94,7 +94,7 @@ describe("sidebar message catalogs", function () {
     });
 
     it("names every command and supervisor state the service-status route may send", function () {
-        const banner = require("../resources/service-banner");
+        const banner = require("../resources/service-status/service-banner");
         const route = require("../plugins/lib/service-status");
         const offered = route.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", supervisor: null,
             wheel: "/w.whl" }).commands.map(function (c) { return c.id; });
@@ -136,51 +136,51 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/vendor/purify.js",
             "resources/node-red-contrib-ai-sidebar/vendor/highlight.js",
             "resources/node-red-contrib-ai-sidebar/vendor/diff.js",
-            "resources/node-red-contrib-ai-sidebar/sse-parser.js",
-            "resources/node-red-contrib-ai-sidebar/flow-json.js",
-            "resources/node-red-contrib-ai-sidebar/config-reuse.js",
-            "resources/node-red-contrib-ai-sidebar/admin-api.js",
-            "resources/node-red-contrib-ai-sidebar/clipboard.js",
-            "resources/node-red-contrib-ai-sidebar/code-blocks.js",
-            "resources/node-red-contrib-ai-sidebar/function-code.js",
-            "resources/node-red-contrib-ai-sidebar/flow-blocks.js",
-            "resources/node-red-contrib-ai-sidebar/code-highlight.js",
-            "resources/node-red-contrib-ai-sidebar/markdown.js",
-            "resources/node-red-contrib-ai-sidebar/waiting.js",
-            "resources/node-red-contrib-ai-sidebar/live-reading.js",
-            "resources/node-red-contrib-ai-sidebar/error-codes.js",
-            "resources/node-red-contrib-ai-sidebar/node-links.js",
-            "resources/node-red-contrib-ai-sidebar/answer-links.js",
-            "resources/node-red-contrib-ai-sidebar/notices.js",
-            "resources/node-red-contrib-ai-sidebar/notice-view.js",
-            "resources/node-red-contrib-ai-sidebar/usage.js",
-            "resources/node-red-contrib-ai-sidebar/usage-view.js",
-            "resources/node-red-contrib-ai-sidebar/knowledge.js",
-            "resources/node-red-contrib-ai-sidebar/knowledge-panel.js",
-            "resources/node-red-contrib-ai-sidebar/answer.js",
-            "resources/node-red-contrib-ai-sidebar/search-hits.js",
-            "resources/node-red-contrib-ai-sidebar/sessions.js",
-            "resources/node-red-contrib-ai-sidebar/config-choice.js",
-            "resources/node-red-contrib-ai-sidebar/config-picker.js",
-            "resources/node-red-contrib-ai-sidebar/mode-choice.js",
-            "resources/node-red-contrib-ai-sidebar/setup-card.js",
-            "resources/node-red-contrib-ai-sidebar/conversation.js",
-            "resources/node-red-contrib-ai-sidebar/chat-request.js",
-            "resources/node-red-contrib-ai-sidebar/editor-context.js",
-            "resources/node-red-contrib-ai-sidebar/recent-debug.js",
-            "resources/node-red-contrib-ai-sidebar/scenario-choice.js",
-            "resources/node-red-contrib-ai-sidebar/service-watch.js",
-            "resources/node-red-contrib-ai-sidebar/service-banner.js",
+            "resources/node-red-contrib-ai-sidebar/shared/sse-parser.js",
+            "resources/node-red-contrib-ai-sidebar/shared/flow-json.js",
+            "resources/node-red-contrib-ai-sidebar/chat/config-reuse.js",
+            "resources/node-red-contrib-ai-sidebar/shared/admin-api.js",
+            "resources/node-red-contrib-ai-sidebar/shared/clipboard.js",
+            "resources/node-red-contrib-ai-sidebar/shared/code-blocks.js",
+            "resources/node-red-contrib-ai-sidebar/shared/function-code.js",
+            "resources/node-red-contrib-ai-sidebar/chat/flow-blocks.js",
+            "resources/node-red-contrib-ai-sidebar/shared/code-highlight.js",
+            "resources/node-red-contrib-ai-sidebar/shared/markdown.js",
+            "resources/node-red-contrib-ai-sidebar/chat/waiting.js",
+            "resources/node-red-contrib-ai-sidebar/chat/live-reading.js",
+            "resources/node-red-contrib-ai-sidebar/shared/error-codes.js",
+            "resources/node-red-contrib-ai-sidebar/shared/node-links.js",
+            "resources/node-red-contrib-ai-sidebar/chat/answer-links.js",
+            "resources/node-red-contrib-ai-sidebar/chat/notices.js",
+            "resources/node-red-contrib-ai-sidebar/chat/notice-view.js",
+            "resources/node-red-contrib-ai-sidebar/chat/usage.js",
+            "resources/node-red-contrib-ai-sidebar/chat/usage-view.js",
+            "resources/node-red-contrib-ai-sidebar/knowledge/knowledge.js",
+            "resources/node-red-contrib-ai-sidebar/knowledge/knowledge-panel.js",
+            "resources/node-red-contrib-ai-sidebar/chat/answer.js",
+            "resources/node-red-contrib-ai-sidebar/chat/search-hits.js",
+            "resources/node-red-contrib-ai-sidebar/conversations/sessions.js",
+            "resources/node-red-contrib-ai-sidebar/config/config-choice.js",
+            "resources/node-red-contrib-ai-sidebar/config/config-picker.js",
+            "resources/node-red-contrib-ai-sidebar/chat/mode-choice.js",
+            "resources/node-red-contrib-ai-sidebar/config/setup-card.js",
+            "resources/node-red-contrib-ai-sidebar/chat/conversation.js",
+            "resources/node-red-contrib-ai-sidebar/chat/chat-request.js",
+            "resources/node-red-contrib-ai-sidebar/chat/editor-context.js",
+            "resources/node-red-contrib-ai-sidebar/chat/recent-debug.js",
+            "resources/node-red-contrib-ai-sidebar/chat/scenario-choice.js",
+            "resources/node-red-contrib-ai-sidebar/service-status/service-watch.js",
+            "resources/node-red-contrib-ai-sidebar/service-status/service-banner.js",
             "resources/node-red-contrib-ai-sidebar/sidebar-tab.js",
-            "resources/node-red-contrib-ai-sidebar/approval-diff.js",
-            "resources/node-red-contrib-ai-sidebar/flow-change.js",
-            "resources/node-red-contrib-ai-sidebar/approval-card.js",
-            "resources/node-red-contrib-ai-sidebar/assist-request.js",
-            "resources/node-red-contrib-ai-sidebar/assist-editors.js",
-            "resources/node-red-contrib-ai-sidebar/assist-panel.js",
-            "resources/node-red-contrib-ai-sidebar/assist-function.js",
-            "resources/node-red-contrib-ai-sidebar/assist-jsonata.js",
-            "resources/node-red-contrib-ai-sidebar/assist-json.js",
+            "resources/node-red-contrib-ai-sidebar/approval/approval-diff.js",
+            "resources/node-red-contrib-ai-sidebar/approval/flow-change.js",
+            "resources/node-red-contrib-ai-sidebar/approval/approval-card.js",
+            "resources/node-red-contrib-ai-sidebar/assist/assist-request.js",
+            "resources/node-red-contrib-ai-sidebar/assist/assist-editors.js",
+            "resources/node-red-contrib-ai-sidebar/assist/assist-panel.js",
+            "resources/node-red-contrib-ai-sidebar/assist/assist-function.js",
+            "resources/node-red-contrib-ai-sidebar/assist/assist-jsonata.js",
+            "resources/node-red-contrib-ai-sidebar/assist/assist-json.js",
             "resources/node-red-contrib-ai-sidebar/sidebar.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);

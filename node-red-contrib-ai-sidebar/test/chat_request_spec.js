@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const chatRequest = require("../resources/chat-request");
+const chatRequest = require("../resources/chat/chat-request");
 
 function question(overrides) {
     return Object.assign({

@@ -1,8 +1,8 @@
 "use strict";
 
 const assert = require("assert");
-const codeBlocks = require("../resources/code-blocks");
-const flowJson = require("../resources/flow-json");
+const codeBlocks = require("../resources/shared/code-blocks");
+const flowJson = require("../resources/shared/flow-json");
 
 const FLOW = JSON.stringify([
     { id: "n1", type: "inject", z: "t1", wires: [["n2"]] },

@@ -4,7 +4,7 @@ const assert = require("assert");
 const fs = require("fs");
 const path = require("path");
 const vm = require("vm");
-const codeHighlight = require("../resources/code-highlight");
+const codeHighlight = require("../resources/shared/code-highlight");
 
 const packageRoot = path.join(__dirname, "..");
 

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const configChoice = require("../resources/config-choice");
+const configChoice = require("../resources/config/config-choice");
 
 function format(parts) {
     return parts.name + " (" + parts.detail + ")";

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const configReuse = require("../resources/config-reuse");
+const configReuse = require("../resources/chat/config-reuse");
 
 // Registry entries as Node-RED 4.1 declares them (core network/10-mqtt.html, 05-tls.html), cut to the properties
 // these tests use; `mqtt in` points at its broker through a `type` default like every config reference.

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const conversation = require("../resources/conversation");
+const conversation = require("../resources/chat/conversation");
 
 /** A Web Storage of the test's own, as localStorage behaves. */
 function memoryStorage() {

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const editorContext = require("../resources/editor-context");
+const editorContext = require("../resources/chat/editor-context");
 
 /** The parts of the editor API the module reads, over a workspace of the test's own. */
 function editor(active, selection) {

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const errorCodes = require("../resources/error-codes");
+const errorCodes = require("../resources/shared/error-codes");
 
 describe("stored error codes", function () {
     it("groups the service's codes by what the user can do", function () {

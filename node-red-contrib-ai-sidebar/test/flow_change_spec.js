@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const flowChange = require("../resources/flow-change");
+const flowChange = require("../resources/approval/flow-change");
 
 // The `changes` of flow_change events as the service sends them (write_tools.apply with apply "editor").
 const ADD_ON_NEW_TAB = {

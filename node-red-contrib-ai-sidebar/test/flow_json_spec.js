@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const flowJson = require("../resources/flow-json");
+const flowJson = require("../resources/shared/flow-json");
 
 const INJECT_DEBUG = [
     { id: "a1", type: "inject", z: "t1", wires: [["a2"]] },

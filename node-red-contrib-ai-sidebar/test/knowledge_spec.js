@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const knowledge = require("../resources/knowledge");
+const knowledge = require("../resources/knowledge/knowledge");
 
 const ANSWER = {
     available: true, refreshInterval: 30, refreshedAt: 1000, lastError: null, languages: ["en-US", "de"],

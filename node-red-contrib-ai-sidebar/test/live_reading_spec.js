@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const liveReading = require("../resources/live-reading");
+const liveReading = require("../resources/chat/live-reading");
 
 describe("live reading of a streamed answer", function () {
     it("reads whole sentences only, each once", function () {

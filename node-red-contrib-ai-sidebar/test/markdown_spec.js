@@ -4,7 +4,7 @@ const assert = require("assert");
 const fs = require("fs");
 const path = require("path");
 const vm = require("vm");
-const markdown = require("../resources/markdown");
+const markdown = require("../resources/shared/markdown");
 
 const packageRoot = path.join(__dirname, "..");
 

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const modeChoice = require("../resources/mode-choice");
+const modeChoice = require("../resources/chat/mode-choice");
 
 describe("the sidebar's mode", function () {
     it("opens in Agent mode for a user who may change flows and in Ask mode for a read-only one", function () {

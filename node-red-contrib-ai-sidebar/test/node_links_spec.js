@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const nodeLinks = require("../resources/node-links");
+const nodeLinks = require("../resources/shared/node-links");
 
 const WORKSPACE = [
     { id: "a1b2c3d4e5f60718", name: "Parse reading", type: "function" },

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const notices = require("../resources/notices");
+const notices = require("../resources/chat/notices");
 
 describe("notices under an answer", function () {
     it("lists each unknown node type once with the module to install or the closest installed type", function () {

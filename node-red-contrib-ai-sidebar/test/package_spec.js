@@ -63,7 +63,32 @@ describe("package manifest", function () {
             "plugins/lib/sandbox-child.js", "plugins/lib/sandbox-stubs.js", "plugins/lib/service-status.js",
             "plugins/lib/service-token.js",
             "plugins/lib/supervisor.js",
-            "resources/sse-parser.js"]);
+            "resources/shared/sse-parser.js"]);
+    });
+
+    it("keeps the editor scripts in one folder per feature, each loaded by the plugin's HTML", function () {
+        // Issue 32: resources/ holds a folder per feature (ARCHITECTURE.md names them); only the tab itself stays at
+        // the top. A script that is not in the HTML never runs in the editor; one at the top is in no feature.
+        const features = ["approval", "assist", "chat", "config", "conversations", "knowledge", "service-status",
+            "shared"];
+        const resources = path.join(packageRoot, "resources");
+        const scripts = [];
+        for (const entry of fs.readdirSync(resources, { withFileTypes: true })) {
+            if (entry.isDirectory() && entry.name !== "vendor") {
+                assert.ok(features.includes(entry.name), "unexpected folder resources/" + entry.name);
+                for (const file of fs.readdirSync(path.join(resources, entry.name))) {
+                    scripts.push(entry.name + "/" + file);
+                }
+            } else if (entry.isFile() && entry.name.endsWith(".js")) {
+                scripts.push(entry.name);
+            }
+        }
+        assert.deepStrictEqual(scripts.filter(function (file) { return !file.includes("/"); }).sort(),
+            ["sidebar-tab.js", "sidebar.js"]);
+        const html = fs.readFileSync(path.join(packageRoot, "plugins", "ai-sidebar.html"), "utf8");
+        const loaded = Array.from(html.matchAll(/src="resources\/node-red-contrib-ai-sidebar\/([^"]+)"/g),
+            function (match) { return match[1]; }).filter(function (file) { return !file.startsWith("vendor/"); });
+        assert.deepStrictEqual(scripts.slice().sort(), loaded.slice().sort());
     });
 
     it("declares as runtime dependencies exactly the packages the runtime requires", function () {

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const { RecentDebug } = require("../resources/recent-debug");
+const { RecentDebug } = require("../resources/chat/recent-debug");
 
 function item(nodeId, msg) {
     return { nodeId: nodeId, name: "", topic: "", property: "payload", format: "string", msg: msg };

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const scenarioChoice = require("../resources/scenario-choice");
+const scenarioChoice = require("../resources/chat/scenario-choice");
 
 const SCENARIOS = {
     general: { name: "Allgemein", description: "Fragen aller Art", prompts: ["a", "b", "c", "d"] },

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const searchHits = require("../resources/search-hits");
+const searchHits = require("../resources/chat/search-hits");
 
 describe("conversation search hits", function () {
     const body = { query: "catch", results: [

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const serviceBanner = require("../resources/service-banner");
+const serviceBanner = require("../resources/service-status/service-banner");
 
 function t(key, options) {
     return options ? key + JSON.stringify(options) : key;

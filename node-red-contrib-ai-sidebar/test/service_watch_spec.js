@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const serviceWatch = require("../resources/service-watch");
+const serviceWatch = require("../resources/service-status/service-watch");
 
 /** Timers of the test's own: timeouts are recorded, and the test fires the next one due (in order of time). */
 function manualTimers() {

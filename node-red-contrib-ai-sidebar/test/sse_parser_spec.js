@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const { createSseParser } = require("../resources/sse-parser");
+const { createSseParser } = require("../resources/shared/sse-parser");
 
 function collect() {
     const result = { events: [], invalid: [] };

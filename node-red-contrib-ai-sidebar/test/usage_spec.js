@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const usage = require("../resources/usage");
+const usage = require("../resources/chat/usage");
 
 describe("tokens and cost in the sidebar", function () {
     it("formats an answer's usage with grouped counts and the cost in US dollars", function () {

@@ -1,7 +1,7 @@
 "use strict";
 
 const assert = require("assert");
-const waiting = require("../resources/waiting");
+const waiting = require("../resources/chat/waiting");
 
 function feed(state, events) {
     events.forEach(function (pair) {

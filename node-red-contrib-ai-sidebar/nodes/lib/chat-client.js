@@ -5,11 +5,11 @@
  * The `ai-chat` node does not relay the stream to a browser: it collects the answer text, the tool calls with their
  * results, the usage and the session, and hands them back in one result. The request goes through the plugin's
  * relay (`plugins/lib/relay.js`), so the service URL, the service token and the connection timeout follow the same
- * rules as the sidebar's; the stream is parsed by the sidebar's own parser (`resources/sse-parser.js`).
+ * rules as the sidebar's; the stream is parsed by the sidebar's own parser (`resources/shared/sse-parser.js`).
  */
 "use strict";
 
-const { createSseParser } = require("../../resources/sse-parser");
+const { createSseParser } = require("../../resources/shared/sse-parser");
 
 /**
  * An Error with a stable snake_case `code` (Node-RED copies it to `msg.error.code` for a Catch node).

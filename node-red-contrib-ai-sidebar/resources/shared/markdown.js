@@ -153,7 +153,7 @@
      * @param {Window} options.window
      * @param {function(string): string} options.imageLabel the text shown for an image with that alt text
      * @param {object} [options.hljs] highlight.js; code blocks stay plain without it
-     * @param {object} [options.codeHighlight] resources/code-highlight.js
+     * @param {object} [options.codeHighlight] resources/shared/code-highlight.js
      * @returns {function(jQuery, string)}
      */
     function createRenderer(options) {

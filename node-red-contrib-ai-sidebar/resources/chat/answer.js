@@ -5,7 +5,7 @@
  * streams an answer (`streamChat`).
  *
  * Editor-only script: registers those four on `NodeRedAiSidebar`, with `errorLine`. Answer text is markdown from
- * a language model and is only ever inserted after the sidebar's renderer has sanitised it (resources/markdown.js:
+ * a language model and is only ever inserted after the sidebar's renderer has sanitised it (resources/shared/markdown.js:
  * marked + DOMPurify, then highlight.js on the code blocks' text); everything else goes in as text.
  */
 (function () {

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.hosts import HostAllowList
 from service.nodered.settings import EvidenceSettings, NodeRedSettings, SettingsError
 
@@ -83,9 +83,8 @@ class HostCheck:
 async def check_login(config: NodeRedSettings) -> None:
     """Log in once before serving, so that the log says at start whether the password account may deploy (the
     write tools need it; :meth:`NodeRedClient.check_login`)."""
-    import aiohttp
 
-    async with aiohttp.ClientSession() as session:
+    async with admin_session() as session:
         client = NodeRedClient(config.url, session, config.credentials_for(writes=True), timeout=config.timeout)
         await client.check_login()
 

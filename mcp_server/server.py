@@ -30,7 +30,7 @@ from service import __version__
 from service.knowledge.base import Knowledge
 from service.knowledge.lexicon import DEFAULT_LANGUAGE, bundled_locales
 from service.knowledge.tools import knowledge_tools
-from service.nodered.client import NodeRedClient, NodeRedError
+from service.nodered.client import NodeRedClient, NodeRedError, admin_session
 from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.hosts import HostAllowList
@@ -182,7 +182,7 @@ class SharedEvidence:
         """The buffer, with the subscription running."""
         if self._users == 0:
             config = self._config
-            self._session = aiohttp.ClientSession()
+            self._session = admin_session()
             client = NodeRedClient(config.url, self._session, config.credentials, timeout=config.timeout)
             self._subscriber = CommsSubscriber(client, self._session, self.buffer)
             self._subscriber.start()

@@ -9,7 +9,6 @@ import logging
 import sqlite3
 import time
 
-import aiohttp
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import ElicitResult
@@ -21,7 +20,7 @@ from service.identity import Identity
 from service.memory.approvals import EXPIRED_TOKENS_KEPT, ApprovalStore
 from service.memory.store import MemoryStore
 from service.nodered import write_tools
-from service.nodered.client import NodeRedClient, NodeRedError
+from service.nodered.client import NodeRedClient, NodeRedError, admin_session
 from service.nodered.messages import MessageCatalog, Sentence, english
 from service.nodered.tooling import ToolFailure
 from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
@@ -423,7 +422,7 @@ async def test_writes_to_a_locked_tab_are_refused_on_every_entry_point_and_chang
         line = [r.getMessage() for r in caplog.records if r.getMessage().startswith("routed ")][-1]
         return line.split(" tools=")[1].split(" chars=")[0]
 
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         client = NodeRedClient(writable_nodered.url, http)
         original = await client.get_flows()
         locked = {"id": "lockedtab1", "type": "tab", "label": "Plant", "locked": True, "disabled": False, "info": ""}
@@ -490,7 +489,7 @@ async def test_the_editors_locks_of_tabs_that_are_not_open_decide_what_is_planne
     """The sidebar sends ``lockedFlows`` (every tab and subflow locked in the editor now): a tab unlocked there but
     still locked when deployed gets its card, and one locked there but not yet deployed is refused, although
     neither is the open tab (whose state flowData would carry)."""
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         client = NodeRedClient(writable_nodered.url, http)
         original = await client.get_flows()
         tabs = [{"id": "deployedlocked", "type": "tab", "label": "Plant", "locked": True, "disabled": False},
@@ -534,7 +533,7 @@ async def test_a_locked_flows_list_that_is_not_ids_is_refused(service):
 
 
 async def test_a_deploy_over_a_changed_revision_is_a_conflict_and_overwrites_nothing(writable_nodered):
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         client = NodeRedClient(writable_nodered.url, http)
         old = await client.get_flows()
         change = write_tools.plan_create_tab(old["flows"], "Mine")
@@ -615,7 +614,7 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
 
 async def test_an_instruction_hidden_in_a_comment_cannot_delete_without_the_card(service, writable_nodered, model):
     tab = first_tab(writable_nodered)
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         client = NodeRedClient(writable_nodered.url, http)
         current = await client.get_flows()
         comment = {"id": "c0ffee0000000001", "type": "comment", "z": tab["id"], "name": "README", "x": 100,

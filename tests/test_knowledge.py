@@ -25,7 +25,7 @@ from service.knowledge.terms import FEW_ROWS
 from service.knowledge.text import query_terms
 from service.knowledge.workspace import WorkspaceStore
 from service.memory.store import MIGRATIONS, MemoryStore
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from tests.support.knowledge_questions import DOCS_QUESTIONS, PARAPHRASED_QUESTIONS
 from tests.support.nodered import CONTRIB_MODULES, NODERED_VERSION, REPO, NodeRed, example_flows, free_port
 from tests.support.router_messages import ROUTER_MESSAGES
@@ -47,7 +47,7 @@ def knowledge_nodered(tmp_path_factory):
 
 @pytest.fixture
 async def admin(knowledge_nodered):
-    async with aiohttp.ClientSession() as session:
+    async with admin_session() as session:
         yield NodeRedClient(knowledge_nodered.url, session), session
 
 
@@ -366,7 +366,7 @@ async def test_a_node_red_started_after_the_service_is_indexed_without_waiting_a
     1, 2, 4 ... s (told once, at info level) instead of one whole interval (here 3600 s) later."""
     caplog.set_level(logging.INFO, logger="service.knowledge.refresher")
     late = NodeRed(userdir=tmp_path / "late-nodered", port=free_port(), flows=example_flows(), with_palette=False)
-    async with aiohttp.ClientSession() as session:
+    async with admin_session() as session:
         refresher = KnowledgeRefresher(knowledge, NodeRedClient(late.url, session), interval=3600)
         task = asyncio.create_task(refresher.run())
         try:

@@ -5,14 +5,13 @@ decides), a failing provider leaves full text alone, and no embedding model mean
 
 from __future__ import annotations
 
-import aiohttp
 import pytest
 from pydantic import SecretStr
 
 from service.knowledge.base import Knowledge
 from service.knowledge.embeddings import embedder_for
 from service.knowledge.index import Chunk
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.web.app import create_app
 from service.web.keys import KNOWLEDGE
 from tests.support.knowledge_questions import DOCS_QUESTIONS
@@ -24,7 +23,7 @@ MODEL = "scripted-embedding"
 
 @pytest.fixture
 async def admin(nodered):
-    async with aiohttp.ClientSession() as session:
+    async with admin_session() as session:
         yield NodeRedClient(nodered.url, session)
 
 

@@ -10,7 +10,6 @@ import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import aiohttp
 import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
@@ -20,7 +19,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import SecretStr
 
 from mcp_server.server import ERROR_META, USER_TOKEN_META, NodeRedConfig, build_server
-from service.nodered.client import NodeRedClient, NodeRedCredentials
+from service.nodered.client import NodeRedClient, NodeRedCredentials, admin_session
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
@@ -161,7 +160,7 @@ async def test_unreachable_node_red_is_a_tool_error_naming_the_url():
 
 
 async def test_a_user_token_in_meta_replaces_the_server_credentials(nodered_with_auth):
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         login = NodeRedClient(nodered_with_auth.url, http,
                               NodeRedCredentials(username=ADMIN_USER, password=SecretStr(ADMIN_PASSWORD)))
         user_token = await login.login()

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from contextlib import asynccontextmanager
 
-import aiohttp
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -22,7 +21,7 @@ from mcp.types import ElicitResult, Implementation
 from mcp_server.server import ERROR_META, NodeRedConfig, build_server
 from mcp_server.settings import McpWriteSettings
 from service.nodered import write_tools
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.settings import SettingsError
 from tests.support.nodered import REPO
 from tests.support.writable import deployed
@@ -171,7 +170,7 @@ async def test_a_client_without_elicitation_is_refused_for_every_write_tool(writ
 
 async def test_a_deploy_while_the_user_decides_is_a_conflict_and_overwrites_nothing(writable_nodered, tmp_path):
     async def someone_deploys():
-        async with aiohttp.ClientSession() as http:
+        async with admin_session() as http:
             client = NodeRedClient(writable_nodered.url, http)
             current = await client.get_flows()
             await client.post_flows(write_tools.plan_create_tab(current["flows"], "Theirs").flows, current["rev"])

@@ -1,13 +1,16 @@
-"""The Admin API client's login: least privilege, and a refused password is not retried into a lockout."""
+"""The Admin API client's login (least privilege, a refused password is not retried into a lockout) and its
+connections (none reused after Node.js closed it)."""
 
 from __future__ import annotations
+
+import time
 
 import aiohttp
 import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
-from service.nodered.client import NodeRedClient, NodeRedCredentials, NodeRedError
+from service.nodered.client import NodeRedClient, NodeRedCredentials, NodeRedError, admin_session
 
 
 @pytest.fixture
@@ -49,3 +52,15 @@ async def test_missing_admin_root_says_how_to_fix_node_red_url(nodered):
         with pytest.raises(NodeRedError) as info:
             await client.get_flows()
     assert info.value.code == "not_found" and "httpAdminRoot" in info.value.message
+
+
+async def test_a_deploy_after_an_idle_busy_moment_does_not_reuse_a_connection_node_red_closed(nodered):
+    """Node.js closes a kept-alive connection after 5 s idle (``keepAliveTimeout``); a deploy that reuses it while
+    the event loop was too busy to see the close fails with "Server disconnected", and aiohttp retries only
+    idempotent requests. The blocking sleep *is* the condition under test: a loop busy past Node's 5 s."""
+    async with admin_session() as session:
+        client = NodeRedClient(nodered.url, session)
+        current = await client.get_flows()
+        time.sleep(7)  # Node's 5 s, and its timer's lateness on a busy machine
+        answer = await client.post_flows(current["flows"], current["rev"])
+    assert answer

@@ -3,7 +3,6 @@ execute-tool's rules and is listed by the MCP server; write tools need write per
 
 from __future__ import annotations
 
-import aiohttp
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from mcp.shared.memory import create_connected_server_and_client_session
@@ -13,7 +12,7 @@ from mcp_server.server import NodeRedConfig, build_server
 from service.chat.agent import AgentLimits, agent_tools, run_agent
 from service.chat.pipeline import ChatResult
 from service.llm.providers import ChatModelFactory, ProviderConfig
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.tooling import Tool, ToolFailure, ToolOutput
 from service.nodered.tools import READ_TOOLS
 from service.tools.context import ServiceToolContext
@@ -75,7 +74,7 @@ async def test_a_tool_declared_once_is_offered_to_the_agent_which_calls_it(setti
     model.script(Reply(tool_calls=[{"name": "count_flows", "arguments": {"kind": "tab"}}]),
                  Reply(text="You have some tabs."))
     result = ChatResult(session_id="s")
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         context = ServiceToolContext(nodered=NodeRedClient(nodered.url, http))
         offered = registry.offered(["count-flows", "search_memory"], permission="read", memory=False)
         assert offered == ["count_flows"]  # alias read, memory tool left out without memory
@@ -144,7 +143,7 @@ async def test_a_write_tool_is_neither_offered_nor_run_without_write_permission(
     assert registry.offered(["get_flow", "rename_tab"], permission="read", memory=True) == ["get_flow"]
     assert registry.offered(["get_flow", "rename-tab"], permission="write", memory=True) == ["get_flow",
                                                                                              "rename_tab"]
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         context = ServiceToolContext(nodered=NodeRedClient(nodered.url, http))
         params = await registry.parse("rename-tab", {"flow_id": "t1", "label": "New"})
         with pytest.raises(ToolFailure) as refused:

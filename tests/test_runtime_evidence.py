@@ -19,7 +19,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import SecretStr
 
 from mcp_server.server import NodeRedConfig, build_server
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.settings import NodeRedSettings
@@ -279,7 +279,7 @@ async def test_a_node_red_that_starts_after_the_service_is_waited_for_without_a_
     caplog.set_level(logging.INFO, logger="service.nodered.comms")
     late = NodeRed(userdir=tmp_path / "late", port=free_port(), with_palette=False)
     buffer = EvidenceBuffer()
-    async with aiohttp.ClientSession() as session:
+    async with admin_session() as session:
         subscriber = CommsSubscriber(NodeRedClient(late.url, session), session, buffer, backoff=(0.2, 0.5))
         subscriber.start()
         try:

@@ -19,7 +19,7 @@ from mcp.types import ElicitResult
 
 from mcp_server.server import NodeRedConfig, build_server
 from mcp_server.settings import McpWriteSettings
-from service.nodered.client import NodeRedClient, NodeRedCredentials
+from service.nodered.client import NodeRedClient, NodeRedCredentials, admin_session
 from service.nodered.hosts import HostAllowList, parse_hosts
 from tests.conftest import TEST_API_KEY
 from tests.support.health import wait_healthy
@@ -211,7 +211,7 @@ def password_nodered(tmp_path_factory):
 
 
 async def tab_labels(nodered) -> list[str]:
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         client = NodeRedClient(nodered.url, http, NodeRedCredentials(username=DEPLOYER[0],
                                                                      password=_secret(DEPLOYER[1])))
         return [n["label"] for n in (await client.get_flows())["flows"] if n["type"] == "tab"]
@@ -238,7 +238,7 @@ async def test_mcp_write_tools_deploy_with_a_password_account_that_may_deploy(pa
 
 async def test_a_read_only_password_account_still_reads_and_the_log_says_it_cannot_deploy(password_nodered,
                                                                                            caplog):
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         credentials = NodeRedCredentials(username=READER[0], password=_secret(READER[1]), scope="*")
         client = NodeRedClient(password_nodered.url, http, credentials)
         await client.check_login()

@@ -9,6 +9,7 @@ object goes through :func:`~service.nodered.redaction.strip_secrets` before any 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -109,6 +110,15 @@ def workspace_sources(flows: list[dict[str, Any]], node_sets: list[dict[str, Any
     return sources
 
 
+@functools.lru_cache(maxsize=4)
+def _label_patterns(names: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each label of ``names`` (longer than one character) normalized, with its compiled whole-word pattern: compiled
+    once per refresh's tuple, not once per label and search (a workspace has hundreds of tabs and subflows, more than
+    the ``re`` module's own cache holds)."""
+    return tuple((normalize(name), re.compile(phrase_pattern(" ".join(name.split()))))
+                 for name in names if len(name.strip()) > 1)
+
+
 class WorkspaceStore:
     """The user's workspace in the knowledge index.
 
@@ -182,8 +192,7 @@ class WorkspaceStore:
     def _named(self, query: str) -> set[str]:
         """The labels of :attr:`names` that ``query`` names, normalized."""
         text = normalize(query)
-        return {normalize(name) for name in self.names
-                if len(name.strip()) > 1 and re.search(phrase_pattern(" ".join(name.split())), text)}
+        return {label for label, pattern in _label_patterns(self.names) if pattern.search(text)}
 
     async def summary(self) -> list[Hit]:
         """The summary's chunks (counts, tabs, subflows, config nodes, modules, environment names)."""

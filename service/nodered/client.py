@@ -37,6 +37,18 @@ from service.nodered.messages import CodedError
 log = logging.getLogger(__name__)
 
 API_VERSION = "v2"
+# Node.js's http.Server closes a kept-alive connection after ``keepAliveTimeout`` idle, 5 s by default
+# (https://nodejs.org/api/http.html#serverkeepalivetimeout; Node-RED keeps the default). A request sent on a
+# connection the server has closed while the event loop was too busy to notice fails with "Server disconnected",
+# and aiohttp retries that only for idempotent methods, never for a deploy. So our side drops an idle connection
+# to Node-RED after 3 s: aiohttp checks the idle time itself when it picks a pooled connection.
+KEEPALIVE = 3.0  # seconds
+
+
+def admin_session() -> aiohttp.ClientSession:
+    """A new :class:`aiohttp.ClientSession` for the Admin API (and the comms websocket): pooled connections are
+    reused for at most :data:`KEEPALIVE` seconds of idle time, below Node.js's own 5 s. The caller closes it."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(keepalive_timeout=KEEPALIVE))
 VERSION_TTL = 60.0  # seconds the Node-RED version is reused
 LOGIN_RETRY_AFTER = 300  # seconds before trying a refused password login again
 CLIENT_ID = "node-red-admin"

@@ -11,7 +11,6 @@ import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import aiohttp
 import psycopg
 from aiohttp import web
 
@@ -29,7 +28,7 @@ from service.memory.approvals import ApprovalStore
 from service.memory.db import MemoryUnavailable, is_postgres_url
 from service.memory.store import MemorySlot, MemoryStore
 from service.memory.streams import HEARTBEAT, OpenStreams
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.hosts import HostAllowList
@@ -117,7 +116,7 @@ async def json_body_middleware(request: web.Request,
 
 async def _http_session(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
-    session = aiohttp.ClientSession()
+    session = admin_session()
     app[HTTP_SESSION] = session
     nodered = settings.nodered
     # The service offers write tools to callers that may write (an ai-chat node allowed to change flows deploys

@@ -21,8 +21,14 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import Completion, CompletionArgument, CompletionContext, PromptReference, Resource
-from mcp.types import ResourceTemplateReference
+from mcp.types import (
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    PromptReference,
+    Resource,
+    ResourceTemplateReference,
+)
 
 from service.knowledge.helpdoc import parse_node_configs
 from service.knowledge.summary import facts, summary_chunks
@@ -38,7 +44,7 @@ SUMMARY_URI = "nodered://workspace/summary"
 MAX_COMPLETIONS = 100  # the most values one completion answers (the MCP specification's limit)
 
 ClientOf = Callable[[Context[Any, Any, Any]], NodeRedClient]
-_TOOLS: dict[str, Tool] = {tool.name: tool for tool in READ_TOOLS}
+READ_TOOL_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in READ_TOOLS}
 
 
 def flow_uri(flow_id: str) -> str:
@@ -84,19 +90,24 @@ async def listed_resources(client: NodeRedClient) -> list[Resource]:
 
 def register_resources(mcp: FastMCP, client_of: ClientOf) -> None:
     """Add the resource templates, the summary and the completion handler to ``mcp``; every read uses the caller's
-    client (``client_of(mcp.get_context())``). A failure reading Node-RED answers as the request's error (its sentence)."""
+    client (``client_of(mcp.get_context())``: a ``Context`` parameter of a template function would pass through
+    pydantic's ``validate_call``, which copies it without its request). A failure reading Node-RED answers as the
+    request's error (its sentence)."""
+
+    def context() -> ToolContext:
+        return ToolContext(nodered=client_of(mcp.get_context()))
 
     @mcp.resource(FLOW_URI, name="flow", title="A tab or subflow", mime_type="text/plain",
                   description="One tab or subflow with its nodes, the config nodes they use and the subflows they "
                               "instantiate, compact and with secrets redacted (as get_flow answers).")
     async def flow(flow_id: str) -> str:
-        output = await _TOOLS["get_flow"].run(ToolContext(nodered=client_of(mcp.get_context())), flow_id=unquote(flow_id))
+        output = await READ_TOOL_BY_NAME["get_flow"].run(context(), flow_id=unquote(flow_id))
         return output.text
 
     @mcp.resource(CONFIG_URI, name="config-node", title="A config node", mime_type="text/plain",
                   description="One config node (broker, server, ...) with its settings, secrets redacted.")
     async def config(node_id: str) -> str:
-        output = await _TOOLS["get_node_info"].run(ToolContext(nodered=client_of(mcp.get_context())), node_ids=[unquote(node_id)])
+        output = await READ_TOOL_BY_NAME["get_node_info"].run(context(), node_ids=[unquote(node_id)])
         return output.text
 
     @mcp.resource(HELP_URI, name="node-help", title="Help of a node type", mime_type="text/plain",

@@ -41,6 +41,7 @@ from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 
 from .approval import approved_write
 from .audit import McpAudit
+from .prompts import register_prompts
 from .resources import listed_resources, register_resources
 from .settings import McpWriteSettings
 from .subscriptions import DeployAwareSubscriber, ResourceWatch, enable_subscriptions
@@ -276,6 +277,7 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     for declared in offered:
         register(mcp, declared)
     register_resources(mcp, client_of)
+    register_prompts(mcp, client_of, lambda: mcp.get_context().request_context.lifespan_context.evidence)
     if shared is not None:
         enable_subscriptions(mcp, shared.watch, client_of)
     return mcp

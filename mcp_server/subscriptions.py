@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 from urllib.parse import unquote
 
@@ -113,7 +113,7 @@ class DeployAwareSubscriber(CommsSubscriber):
     """The comms subscriber of the runtime evidence, also calling ``on_deploy`` (in a task of its own) when
     Node-RED announces a deploy."""
 
-    def __init__(self, *args: Any, on_deploy: Callable[[], Awaitable[None]], **kwargs: Any):
+    def __init__(self, *args: Any, on_deploy: Callable[[], Coroutine[Any, Any, None]], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._on_deploy = on_deploy
         self._tasks: set[asyncio.Task[None]] = set()
@@ -160,4 +160,4 @@ def enable_subscriptions(mcp: FastMCP, watch: ResourceWatch, client_of: ClientOf
             answer.resources.subscribe = True
         return answer
 
-    server.get_capabilities = capabilities  # type: ignore[method-assign]
+    server.get_capabilities = capabilities  # type: ignore[method-assign,assignment]

@@ -99,7 +99,10 @@ async def test_a_subscribed_tab_is_announced_after_a_deploy_that_changes_it(reso
         await session.subscribe_resource(AnyUrl(flow_uri("tabB")))
         # The comms subscription hears of deploys once it is connected: wait for it (the evidence tool says so).
         with anyio.fail_after(30):
-            while "(connected to" not in (await session.call_tool("get_node_status", {"flow_id": "tabA"})).content[0].text:
+            while True:
+                status = await session.call_tool("get_node_status", {"flow_id": "tabA"})
+                if "(connected to" in status.content[0].text:
+                    break
                 await anyio.sleep(0.1)
         current = resource_nodered.admin("/flows")
         changed = [{**n, "name": "scaled twice"} if n["id"] == "fn" else n for n in current["flows"]]

@@ -25,6 +25,7 @@ ON_NODERED_5 := NODE_RED_HOME=$(abspath $(NODERED5_DIR)/node_modules/node-red) N
 PALETTE := node-red-contrib-ai-sidebar
 USERDIR ?= $(NODERED_DIR)/userdir
 INSPECTOR := tests/inspector
+MERMAID := tests/mermaid
 # Browser tests drive Debian's Chromium (never a browser download).
 CHROMIUM := /usr/bin/chromium
 # Tests of the memory on PostgreSQL start a real server (tests/support/postgres.py) from Debian's package; its
@@ -109,7 +110,7 @@ install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
 
 # What only the tests need: the MCP Inspector CLI (with Node 22 from npm), the two contrib node packages; `make test`
 # adds Debian's Chromium.
-test-deps: install $(INSPECTOR)/node_modules/.installed $(CONTRIB_DIR)/node_modules/.installed
+test-deps: install $(INSPECTOR)/node_modules/.installed $(MERMAID)/node_modules/.installed $(CONTRIB_DIR)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -150,5 +151,10 @@ $(INSPECTOR)/node_modules/.installed: $(INSPECTOR)/package.json
 	cd $(INSPECTOR) && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
+# Mermaid's own parser for tests/test_mcp_diagram.py (run on the Node.js 22 of $(INSPECTOR)).
+$(MERMAID)/node_modules/.installed: $(MERMAID)/package.json
+	cd $(MERMAID) && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
 clean: ## remove everything `make install` made (not your Node-RED user dir)
-	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(CONTRIB_DIR) $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules
+	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(CONTRIB_DIR) $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules $(MERMAID)/node_modules

@@ -41,6 +41,7 @@ from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 
 from .approval import approved_write
 from .audit import McpAudit
+from .diagram import FLOW_DIAGRAM
 from .prompts import register_prompts
 from .resources import listed_resources, register_resources
 from .settings import McpWriteSettings
@@ -234,7 +235,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     while it runs."""
     holder = KnowledgeHolder(knowledge_db) if knowledge_db is not None else None
     evidence = evidence or EvidenceSettings()
-    offered = [tool for tool in (*tools, *(knowledge_tools(holder.current) if holder is not None else ()))
+    offered = [tool for tool in (*tools, FLOW_DIAGRAM,
+                                 *(knowledge_tools(holder.current) if holder is not None else ()))
                if tool.access == "read" and (evidence.enabled or tool.name not in EVIDENCE_TOOL_NAMES)]
     audit_db = writes.audit_db if writes is not None and writes.enabled else None
     if audit_db is not None:

@@ -24,7 +24,7 @@ from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
 ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types",
-             "search_node_docs", "search_workspace", "get_debug_messages", "get_node_status"}
+             "search_node_docs", "search_workspace", "get_debug_messages", "get_node_status", "flow_diagram"}
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
 HTTP_TOKEN = "mcp-http-token-for-tests-0123"
 

@@ -16,7 +16,7 @@ from service.assist.proposal import proposal_event
 from service.chat.events import Emit
 from service.chat.pipeline import ChatDeps, ChatResult, recording_errors, stream_answer, within_budget
 from service.errors import ServiceError, error_event
-from service.web.schemas import AssistRequest
+from service.requests import AssistRequest
 
 log = logging.getLogger(__name__)
 

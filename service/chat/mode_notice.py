@@ -19,7 +19,7 @@ from service.chat.injection import load_patterns
 if TYPE_CHECKING:
     from service.chat.events import Emit
     from service.chat.pipeline import ChatDeps, ChatResult, Turn
-    from service.web.schemas import StreamChatRequest
+    from service.requests import StreamChatRequest
 
 # notice code → sentence key of locales/<lang>/guardrails.json
 SENTENCES = {"change_needs_agent": "changeNeedsAgent", "change_needs_tools": "changeNeedsTools"}

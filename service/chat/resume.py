@@ -28,9 +28,9 @@ from service.chat.pipeline import (
 from service.errors import ServiceError
 from service.identity import Identity
 from service.nodered.tooling import ToolFailure
+from service.requests import ResumeRequest, SelectedFlow, SelectedNode, StreamChatRequest
 from service.tools.context import ServiceToolContext
 from service.tools.registry import ToolRegistry, failure_status
-from service.web.schemas import ResumeRequest, SelectedFlow, SelectedNode, StreamChatRequest
 
 log = logging.getLogger(__name__)
 

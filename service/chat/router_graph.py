@@ -34,7 +34,7 @@ from service.chat.mode_notice import tell_how_to_change
 from service.errors import error_event
 from service.llm.pii import mask_messages
 from service.nodered.messages import CodedError
-from service.web.schemas import StreamChatRequest
+from service.requests import StreamChatRequest
 
 log = logging.getLogger(__name__)
 

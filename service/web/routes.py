@@ -28,22 +28,29 @@ from service.chat.pipeline import (
 )
 from service.chat.resume import claim, continue_run, save_continuation
 from service.chat.view import recording_view
+from service.chat.wording import localized, localized_event, localized_summaries
 from service.errors import (
     REQUEST_LANGUAGE,
     ServiceError,
     error_event,
-    localized,
-    localized_event,
-    localized_summaries,
     request_language,
 )
 from service.identity import Caller, request_caller
 from service.llm.providers import SUPPORTED_PROVIDERS, ProviderConfig, default_model
 from service.llm.usage import counted, turn_usage
+from service.mcp_addresses import ALLOW_VARIABLE, AddressNotAllowed, AddressPolicy
 from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
+from service.requests import (
+    AppliedRequest,
+    AssistRequest,
+    ExecuteToolRequest,
+    ProviderOverride,
+    ResumeRequest,
+    StreamChatRequest,
+    TokenRequest,
+)
 from service.tools.context import ServiceToolContext
-from service.tools.mcp_addresses import ALLOW_VARIABLE, AddressNotAllowed, AddressPolicy
 from service.tools.registry import ToolRegistry, failure_status
 from service.tracing.spans import describe_caller
 from service.web.keys import (
@@ -63,16 +70,7 @@ from service.web.keys import (
 )
 from service.web.openapi import openapi_document
 from service.web.provider_routes import setup_state
-from service.web.schemas import (
-    AppliedRequest,
-    AssistRequest,
-    ExecuteToolRequest,
-    ProviderOverride,
-    ResumeRequest,
-    StreamChatRequest,
-    TokenRequest,
-    parse_body,
-)
+from service.web.schemas import parse_body
 from service.web.sse import EventStream
 
 log = logging.getLogger(__name__)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, model_validator
 
 from service.settings import McpServerConfig, Provider
@@ -312,3 +313,20 @@ class AppliedRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool: str = Field(min_length=1, max_length=128)
     outcome: AppliedOutcome
+
+
+MAX_JSON_DEPTH = 200  # jiter's recursion limit (pydantic-core's JSON parser): deeper nesting is refused
+
+
+def load_json(raw: bytes | str) -> Any:
+    """Parse JSON text with nesting bounded, so nothing recursive later (validation, redaction, ``json.dumps``)
+    can meet a structure deep enough to exhaust the stack.
+
+    pydantic-core's ``from_json`` (Rust, jiter) refuses nesting deeper than about :data:`MAX_JSON_DEPTH` levels
+    without recursing in Python; it is as fast as ``json.loads``. It is stricter in one way: a lone UTF-16
+    surrogate escape (``"\\ud800"``) is refused.
+
+    Raises:
+        ValueError: not JSON, or nested too deeply (the message says which and where).
+    """
+    return pydantic_core.from_json(raw)

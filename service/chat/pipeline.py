@@ -61,12 +61,11 @@ from service.memory.db import MemoryUnavailable
 from service.memory.usage import UsageStore
 from service.nodered.client import UNKNOWN_VERSION, NodeRedClient, NodeRedError
 from service.nodered.tooling import ToolFailure, ToolOutput
-from service.requests import ProviderOverride, StreamChatRequest
+from service.requests import ProviderOverride, StreamChatRequest, load_json
 from service.settings import Settings
 from service.tools.context import ServiceToolContext
 from service.tools.registry import Permission, ToolRegistry, canonical_name
 from service.tracing.spans import search_span
-from service.web.schemas import load_json
 
 if TYPE_CHECKING:
     from service.llm.usage import TurnUsage

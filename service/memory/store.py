@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from service.errors import ServiceError
 from service.identity import Identity
-from service.memory.db import Database, Row, open_database
+from service.memory.backends import open_database
+from service.memory.db import Database, Row
 from service.memory.db import MemoryUnavailable as MemoryUnavailable  # where callers have always found it
 from service.memory.migrations import MIGRATIONS as MIGRATIONS  # likewise
 from service.memory.migrations import POSTGRESQL, SQLITE

@@ -4,35 +4,18 @@ the event loop when large, within the read timeout, errors as 400/408 in the des
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import pydantic_core
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from service.errors import ServiceError
+from service.requests import MAX_JSON_DEPTH, load_json
 from service.web.keys import SETTINGS
 
 LARGE_BODY_BYTES = 256 * 1024  # bodies larger than this are decoded off the event loop
 
 Model = TypeVar("Model", bound=BaseModel)
-
-
-MAX_JSON_DEPTH = 200  # jiter's recursion limit (pydantic-core's JSON parser): deeper nesting is refused
-
-
-def load_json(raw: bytes | str) -> Any:
-    """Parse JSON text with nesting bounded, so nothing recursive later (validation, redaction, ``json.dumps``)
-    can meet a structure deep enough to exhaust the stack.
-
-    pydantic-core's ``from_json`` (Rust, jiter) refuses nesting deeper than about :data:`MAX_JSON_DEPTH` levels
-    without recursing in Python; it is as fast as ``json.loads``. It is stricter in one way: a lone UTF-16
-    surrogate escape (``"\\ud800"``) is refused.
-
-    Raises:
-        ValueError: not JSON, or nested too deeply (the message says which and where).
-    """
-    return pydantic_core.from_json(raw)
 
 
 async def parse_body(request: web.Request, model: type[Model]) -> Model:

@@ -21,7 +21,7 @@ SOURCES_LIMIT = 20     # sources listed on one tool_result event (contracts16 A)
 
 
 class Answer(Protocol):
-    """What the relayed text accumulates into (:class:`service.chat.pipeline.ChatResult`)."""
+    """What the relayed text accumulates into (:class:`service.chat.context.ChatResult`)."""
 
     answer: str
 

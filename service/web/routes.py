@@ -16,16 +16,10 @@ from aiohttp import web
 from service import __version__
 from service.assist.run import run_assist
 from service.chat.approvals import AWAITING, plan_action, refusal, token_hash
+from service.chat.context import ChatDeps, ChatResult, new_result
 from service.chat.events import Emit
-from service.chat.pipeline import (
-    ChatDeps,
-    ChatResult,
-    new_result,
-    over_budget,
-    run_chat,
-    save_turn,
-    save_usage,
-)
+from service.chat.ledger import over_budget, save_turn, save_usage
+from service.chat.pipeline import run_chat
 from service.chat.resume import claim, continue_run, save_continuation
 from service.chat.view import recording_view
 from service.chat.wording import localized, localized_event, localized_summaries

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
-from service.nodered.compact import bounded
 from service.nodered.messages import CodedError, english
+from service.nodered.text_budget import bounded
 
 Event = dict[str, Any]
 Emit = Callable[[Event], Awaitable[None]]

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from service.chat.events import Emit, Event
-from service.nodered.compact import bounded
 from service.nodered.node_secrets import strip_secrets
 from service.nodered.redaction import redact_text
+from service.nodered.text_budget import bounded
 from service.nodered.write_plans import redacted_diff
 
 # Events of a stream that the sidebar shows besides text (DESIGN.md "Stream events"); ``done`` is added by the save.

@@ -16,7 +16,7 @@ that request only (:meth:`ExternalServers.with_servers`); their connections are 
 definition, secrets included, so that the next request with the same definition reuses the running connection
 instead of starting another. Their HTTP requests reach only public addresses and those the operator allows
 (:mod:`service.mcp_addresses`), checked as each is sent. Which request servers the service accepts at all is
-the web layer's decision (:func:`service.web.routes.request_tools`).
+the web layer's decision (:func:`service.web.deps.request_tools`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The paths are modules of their own that this orchestrator reaches through the router graph
 (:mod:`service.chat.router_graph`), none of them importing it: the first decisions and the keyword path
-(:mod:`service.chat.keyword`), the direct trigger (:mod:`service.chat.direct`), retrieval
+(:mod:`service.chat.keyword_path`), the direct trigger (:mod:`service.chat.direct`), retrieval
 (:mod:`service.chat.retrieval_path`), the agent (:mod:`service.chat.agent_path`) and the pure chat
 (:mod:`service.chat.answer`); what they share is :mod:`service.chat.context`.
 

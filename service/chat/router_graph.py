@@ -1,6 +1,7 @@
 """The router graph (issue 21): a LangGraph ``StateGraph`` that takes each chat request down the cheapest path that
-can answer it, its nodes being the steps of the chat's paths (:mod:`service.chat.keyword`, :mod:`service.chat.direct`,
-:mod:`service.chat.retrieval_path`, :mod:`service.chat.agent_path`, :mod:`service.chat.answer`).
+can answer it, its nodes being the steps of the chat's paths (:mod:`service.chat.keyword_path`,
+:mod:`service.chat.direct`, :mod:`service.chat.retrieval_path`, :mod:`service.chat.agent_path`,
+:mod:`service.chat.answer`).
 
 The paths and the model calls each makes (the knowledge router's optional model fallback,
 ``AI_SIDEBAR_ROUTER_MODEL``, and the rewrite of a query that found nothing add one each):
@@ -35,7 +36,7 @@ from service.chat.checks import check_flow_types, warn_of_injection
 from service.chat.context import FATAL_TOOL_CODES, ChatDeps, ChatResult, Turn, recording_errors
 from service.chat.direct import ask_before_write, direct_trigger, run_tool
 from service.chat.events import Emit
-from service.chat.keyword import choose_scenario, follow_keywords, mark_needs_tools, read_error_source
+from service.chat.keyword_path import choose_scenario, follow_keywords, mark_needs_tools, read_error_source
 from service.chat.ledger import within_budget
 from service.chat.mode_notice import tell_how_to_change
 from service.chat.prompting import build_prompt

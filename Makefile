@@ -39,9 +39,10 @@ run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:18
 	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
 
 # The linters need the venv (ruff, mypy) and the palette's npm packages (eslint): no Node-RED, no browser.
-lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: ruff on the Python code, mypy on service and mcp_server, eslint on the palette package
+lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: ruff on the Python code, mypy on service and mcp_server, import-linter's layering contracts, eslint on the palette package
 	$(VENV)/bin/ruff check service mcp_server tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	cd $(PALETTE) && npm run --silent lint
 
 # Nine passes, three at a time (more overloads a 2-core machine and makes timing-sensitive tests flaky), the longest

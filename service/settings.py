@@ -5,26 +5,58 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from service.llm.pii import parse_types
-from service.llm.prices import ModelPrice
-from service.nodered.hosts import HostAllowList, parse_hosts
+from service.mcp_addresses import AddressPolicy
 from service.nodered.settings import (
     CONFIG_FILE_VARIABLE,
-    EnvSettings,
     EvidenceSettings,
+    HostGuarded,
     NodeRedSettings,
     SettingsError,
     is_loopback,
 )
 from service.nodered.write_tools import WRITE_TOOL_NAMES
-from service.tools.mcp_addresses import AddressPolicy
 
-__all__ = ["ENV_FIELDS", "EvidenceSettings", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
+# The kinds of personal data AI_SIDEBAR_PII may mask (service.llm.pii holds a detector for each), in checking order.
+PII_TYPES: tuple[str, ...] = ("iban", "credit_card", "email", "ip", "phone")
+
+
+def parse_types(setting: str) -> tuple[str, ...]:
+    """``AI_SIDEBAR_PII``'s value as the types to mask, in checking order: a comma-separated list of
+    :data:`PII_TYPES`, ``all`` (or empty) for all, ``off`` for none.
+
+    Raises:
+        ValueError: an unknown type (the message lists the known ones).
+    """
+    words = {word.strip().lower() for word in setting.split(",") if word.strip()}
+    if words == {"off"}:
+        return ()
+    if not words or words == {"all"}:
+        return PII_TYPES
+    unknown = sorted(words - set(PII_TYPES))
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)} is not a PII type; use {', '.join(PII_TYPES)}, all or off")
+    return tuple(kind for kind in PII_TYPES if kind in words)
+
+
+class ModelPrice(BaseModel):
+    """One model's price: ``input`` and ``output`` in USD per 1 million tokens, ``source`` the page they come from
+    and ``checked`` the date they were taken (both optional in an operator's own entries)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    source: str | None = None
+    checked: date | None = None
+
+
+__all__ = ["ENV_FIELDS", "PII_TYPES", "EvidenceSettings", "ModelPrice", "NodeRedSettings", "Settings", "SettingsError",
+           "bundled", "is_loopback", "parse_types"]
 
 # The providers a setting may name; those this installation can answer with are
 # service.llm.providers.SUPPORTED_PROVIDERS (what the ai-config dialog offers, from GET /ai-sidebar/scenarios).
@@ -79,7 +111,7 @@ class McpServerConfig(BaseModel):
         return self
 
 
-class Settings(EnvSettings):
+class Settings(HostGuarded):
     """Everything the service reads from its environment (each field's ``validation_alias`` is its variable); the
     Node-RED part is the core model :class:`NodeRedSettings`, the one the MCP server reads too. Secrets are
     ``SecretStr``: never log the model whole."""
@@ -204,17 +236,6 @@ class Settings(EnvSettings):
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")
 
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _host_names(cls, value: str | None) -> str | None:
-        parse_hosts(value)
-        return value
-
-    @property
-    def host_allow_list(self) -> HostAllowList:
-        """The hosts a request may name in ``Host`` and ``Origin`` (:mod:`service.nodered.hosts`)."""
-        return HostAllowList.of(parse_hosts(self.allowed_hosts), self.host)
-
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
@@ -252,7 +273,7 @@ class Settings(EnvSettings):
     @property
     def mcp_address_policy(self) -> AddressPolicy:
         """Where the MCP servers of requests may be (``AI_SIDEBAR_MCP_ALLOWED_HOSTS``, see
-        :class:`~service.tools.mcp_addresses.AddressPolicy`)."""
+        :class:`~service.mcp_addresses.AddressPolicy`)."""
         return AddressPolicy.parse(self.mcp_allowed_hosts)
 
     @field_validator("pii")

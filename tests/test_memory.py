@@ -15,7 +15,8 @@ import pytest
 
 from service.identity import Identity
 from service.memory.migrations import SQLITE, render
-from service.memory.store import HISTORY_WINDOW, MIGRATIONS, MemoryStore, SessionNotFound
+from service.memory.records import SessionNotFound
+from service.memory.store import HISTORY_WINDOW, MIGRATIONS, MemoryStore
 from service.web.app import create_app
 from tests.support.model_server import Reply
 from tests.support.sse import read_events

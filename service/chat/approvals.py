@@ -38,7 +38,7 @@ from service.errors import ServiceError
 from service.identity import Identity
 from service.memory.approvals import ApprovalStore
 from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable
-from service.nodered.redaction import strip_secrets
+from service.nodered.node_secrets import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.write_tools import approval_key
 from service.settings import Settings

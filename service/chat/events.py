@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
-from service.nodered.compact import bounded
 from service.nodered.messages import CodedError, english
+from service.nodered.text_budget import bounded
 
 Event = dict[str, Any]
 Emit = Callable[[Event], Awaitable[None]]
@@ -21,7 +21,7 @@ SOURCES_LIMIT = 20     # sources listed on one tool_result event (contracts16 A)
 
 
 class Answer(Protocol):
-    """What the relayed text accumulates into (:class:`service.chat.pipeline.ChatResult`)."""
+    """What the relayed text accumulates into (:class:`service.chat.context.ChatResult`)."""
 
     answer: str
 

@@ -12,25 +12,20 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from service.chat.agent_path import agent_answer
+from service.chat.answer import stream_answer
 from service.chat.approvals import Approvals, approved_as_shown, audit_entry, decisions_for, token_hash
+from service.chat.context import ChatDeps, ChatResult, Resume, ToolRun
+from service.chat.direct import run_tool
 from service.chat.events import Emit
-from service.chat.pipeline import (
-    ChatDeps,
-    ChatResult,
-    Resume,
-    ToolRun,
-    _agent_answer,
-    _choose_scenario,
-    _prompt,
-    _run_tool,
-    stream_answer,
-)
+from service.chat.keyword_path import choose_scenario
+from service.chat.prompting import build_prompt
 from service.errors import ServiceError
 from service.identity import Identity
 from service.nodered.tooling import ToolFailure
+from service.requests import ResumeRequest, SelectedFlow, SelectedNode, StreamChatRequest
 from service.tools.context import ServiceToolContext
 from service.tools.registry import ToolRegistry, failure_status
-from service.web.schemas import ResumeRequest, SelectedFlow, SelectedNode, StreamChatRequest
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +97,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                      identity=deps.identity, memory=deps.memory, knowledge=deps.knowledge,
                                      language=saved.get("language"), apply=saved.get("apply", "deploy"))
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
-        await _agent_answer([], saved.get("tools") or [], deps, context, emit, result,
+        await agent_answer([], saved.get("tools") or [], deps, context, emit, result,
                             Resume(claimed.run_id, converted))
         return
     action, decision = claimed.approval["actions"][0], claimed.decisions[0]
@@ -112,7 +107,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         sessionId=claimed.approval["sessionId"], language=saved.get("language"), apply=saved.get("apply", "deploy"),
         selectedFlow=SelectedFlow(id=saved["flowId"]) if saved.get("flowId") else None,
         selectedNodes=[SelectedNode(id=i) for i in saved.get("nodeIds") or []])
-    turn = _choose_scenario(request, deps, result)
+    turn = choose_scenario(request, deps, result)
     run = ToolRun(action["tool"], await deps.tools.parse(action["tool"], args))
     if decision["type"] == "reject":
         reason = decision.get("message")
@@ -120,12 +115,12 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                                  + (f": {reason}" if reason else "") + ". Nothing was changed.")
     else:
         await approved_as_shown(deps.tools, turn.context, action, args)
-        await _run_tool(run, deps, turn.context, emit)
+        await run_tool(run, deps, turn.context, emit)
         result.tools.append(run.name)
     if kind == "execute":
         return
     turn.tool_run = run
-    await stream_answer(await _prompt(request, deps, turn, result), deps, emit, result)
+    await stream_answer(await build_prompt(request, deps, turn, result), deps, emit, result)
 
 
 async def save_continuation(claimed: Claimed, deps: ChatDeps, result: ChatResult) -> None:

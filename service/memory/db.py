@@ -93,21 +93,6 @@ def is_postgres_url(target: str | Path) -> bool:
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
-async def open_database(target: str | Path) -> Database:
-    """Open and migrate the database at ``target``: a ``postgresql://`` URL, or an SQLite file path
-    (``":memory:"`` for tests).
-
-    Raises:
-        OSError, sqlite3.Error: the SQLite file cannot be created or opened.
-        MemoryUnavailable: the PostgreSQL server cannot be reached or refuses the migrations.
-    """
-    if is_postgres_url(target):
-        from service.memory.postgres import PostgresDatabase
-
-        return await PostgresDatabase.open(str(target))
-    return await SqliteDatabase.open(str(target))
-
-
 async def write_all(db: Database, statements: Sequence[Statement]) -> None:
     """:meth:`Database.write` for backends: every statement in one :meth:`Database.transaction`."""
     async with db.transaction() as tx:

@@ -14,8 +14,9 @@ from typing import Any, Literal
 from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.nodered.compact import MODEL_TOOL_LIMIT
 from service.nodered.messages import Sentence
+from service.nodered.text_budget import bounded
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 from service.tools.external_mcp import ExternalServers

@@ -11,9 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from service import __version__
-from service.web.knowledge_routes import ReindexRequest
-from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
-from service.web.schemas import (
+from service.requests import (
     AppliedRequest,
     AssistRequest,
     ExecuteToolRequest,
@@ -22,6 +20,8 @@ from service.web.schemas import (
     TestProviderRequest,
     TokenRequest,
 )
+from service.web.knowledge_routes import ReindexRequest
+from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}

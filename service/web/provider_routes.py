@@ -13,9 +13,10 @@ from langchain_core.messages import HumanMessage
 
 from service.errors import REQUEST_LANGUAGE, request_language
 from service.llm.providers import ANTHROPIC_API_URL, ProviderConfig, default_model, provider_error, unready
+from service.requests import TestProviderRequest
 from service.settings import Settings
 from service.web.keys import CHAT_MODELS, MESSAGES, SETTINGS
-from service.web.schemas import TestProviderRequest, parse_body
+from service.web.schemas import parse_body
 
 routes = web.RouteTableDef()
 

@@ -34,6 +34,7 @@ from langgraph.types import Command
 
 from service.chat import events
 from service.chat.events import Emit
+from service.chat.question import ASK_USER, planned_question, waiting_event
 from service.errors import ServiceError
 from service.identity import Identity
 from service.memory.approvals import ApprovalStore
@@ -90,7 +91,7 @@ class Approvals:
         token = secrets.token_urlsafe(32)
         await self.store.create_approval(uuid.uuid4().hex, run_id, token_hash(token), owner, kind, session_id,
                                          actions, context, time.time() + self.settings.approval_ttl)
-        return events.approval_required(run_id, token, actions)
+        return waiting_event(events.approval_required(run_id, token, actions), actions)
 
     async def reissue(self, run_id: str, owner: Identity) -> dict[str, Any]:
         """A fresh resume token for the owner's run ``run_id`` that still waits, replacing the old one (which
@@ -382,7 +383,8 @@ class ApprovalGate(AgentMiddleware):
         plan: dict[str, dict[str, Any]] = {}
         for call in calls:
             call_id = call.get("id") or ""
-            action = await plan_action(run.registry, run.approvals, run.context, call["name"], call["args"])
+            action = (planned_question(call["args"], alone=len(last.tool_calls) == 1) if call["name"] == ASK_USER
+                      else await plan_action(run.registry, run.approvals, run.context, call["name"], call["args"]))
             if action.get("ask") is False:
                 await run.approvals.record_policy(run.run_id, run.owner, {**action, "toolCallId": call_id})
             plan[call_id] = action

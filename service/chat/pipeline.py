@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action, refusal
+from service.chat.question import ASK_USER, ask_user_tool, waiting_status
 from service.chat.events import Emit, Origin
 from service.chat.history import agent_summarisation, fitted_history, left_out_notice
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
@@ -746,6 +747,9 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     offered = _offered(deps, tool_names)
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
+    if writes and deps.approvals is not None:  # a question pauses the run like a write: it needs the same store
+        tools.append(ask_user_tool(emit, result))
+        writes.append(ASK_USER)
     approval = AgentApproval(deps.approvals, resume.run_id if resume else uuid.uuid4().hex, deps.identity,
                              deps.tools, context, emit, writes, resume.decisions if resume else None,
                              called=result.tools) \
@@ -787,7 +791,7 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
             await emit(error_event(err))
             return
         result.tools.extend(action["tool"] for action in pending)  # waiting for the user, named like the others
-        result.status = AWAITING
+        result.status = waiting_status(pending, AWAITING)
 
 
 @dataclass

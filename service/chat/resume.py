@@ -14,6 +14,7 @@ from typing import Any
 
 from service.chat.approvals import Approvals, approved_as_shown, audit_entry, decisions_for, token_hash
 from service.chat.events import Emit
+from service.chat.question import answer_decisions
 from service.chat.pipeline import (
     ChatDeps,
     ChatResult,
@@ -73,12 +74,12 @@ async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, b
             await approvals.saver.adelete_thread(approval["runId"])
         raise ServiceError("approval_expired", status=410, params={"seconds": approvals.settings.approval_ttl})
     actions = approval["actions"]
-    decisions = [d.model_dump(exclude_none=True) for d in body.decisions]
+    decisions = answer_decisions(actions, [d.model_dump(exclude_none=True) for d in body.decisions], body.answer)
     decisions_for(actions, decisions)  # the count
     audit = []
     for action, decision in zip(actions, decisions, strict=True):
-        args = None
-        if decision["type"] == "edit":
+        args = decision["args"] if body.answer is not None else None  # the question's arguments with the answer
+        if decision["type"] == "edit" and body.answer is None:
             try:
                 decision["args"] = args = await registry.parse(action["tool"], decision["args"])
             except ToolFailure as failure:

@@ -9,6 +9,7 @@ import pydantic_core
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError, model_validator
 
+from service.chat.question import Answer
 from service.errors import ServiceError
 from service.settings import McpServerConfig, Provider
 from service.web.keys import SETTINGS
@@ -276,7 +277,8 @@ class ResumeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     resumeToken: str = Field(min_length=20, max_length=200, pattern=r"^[A-Za-z0-9_\-]+$")
     decisions: list[Annotated[ApproveDecision | EditDecision | RejectDecision, Field(discriminator="type")]] = \
-        Field(min_length=1, max_length=50)
+        Field(default_factory=list, max_length=50)
+    answer: Answer | None = Field(None, description="the answer to a ``question`` event, instead of decisions")
     provider: ProviderOverride | None = None
     language: str | None = Field(None, max_length=35)
 

@@ -22,12 +22,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action, refusal
-from service.chat.question import ASK_USER, ask_user_tool, waiting_status
 from service.chat.events import Emit, Origin
 from service.chat.history import agent_summarisation, fitted_history, left_out_notice
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
 from service.chat.injection import notice_message as injection_message
 from service.chat.named_context import with_named_nodes
+from service.chat.pauses import pause_tools, waiting_status
+from service.chat.plan import PLAN_NOTE
 from service.chat.prompts import (
     describe_flow,
     describe_nodes,
@@ -113,6 +114,8 @@ class ChatDeps:
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
     approvals: Approvals | None = None  # None: no approval store, so write tools are not offered
     offer_writes: bool = True  # False in the sidebar's Ask mode: the model is offered no write tool (issue 31)
+    planning: bool = False  # plan mode before the plan's approval: no write tool, propose_plan (issue 34)
+    build_plan: dict[str, Any] | None = None  # the approved plan whose listed writes need no card (service.chat.plan)
     # Where turn usage is recorded and budgets are read: the memory database, also when this caller has no memory.
     ledger: MemoryStore | None = None
 
@@ -377,8 +380,8 @@ def _mark_needs_tools(request: StreamChatRequest, deps: ChatDeps, turn: Turn) ->
     answers, with what was retrieved or the forced tool's result in its prompt. Only where the scenario offers
     tools and tools are on (an ``ai-chat`` node without tools keeps its one call)."""
     router = deps.knowledge.router if deps.knowledge is not None else None
-    turn.needs_tools = bool(router is not None and turn.scenario.tools and deps.tools_enabled
-                            and router.needs_tools(request.message, turn.catalog.language))
+    turn.needs_tools = bool(turn.scenario.tools and deps.tools_enabled and (deps.planning or (
+        router is not None and router.needs_tools(request.message, turn.catalog.language))))
 
 
 def _read_error_source(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -> None:
@@ -744,19 +747,21 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
         # The child starts in the background: the model is shown the tools it listed (none when it cannot start).
         await deps.tools.mcp.listed()
     told = await _external_notices(deps, emit, set(), result.language or DEFAULT_LANGUAGE)
-    offered = _offered(deps, tool_names)
+    built = _offered(deps, tool_names)
+    offered = [name for name in built if not deps.tools.writes(name)] if deps.planning else built  # plan: read
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
-    if writes and deps.approvals is not None:  # a question pauses the run like a write: it needs the same store
-        tools.append(ask_user_tool(emit, result))
-        writes.append(ASK_USER)
+    if deps.approvals is not None and (writes or deps.planning):  # questions and plans pause like writes
+        own = pause_tools(emit, result, deps.planning or deps.build_plan is not None)
+        tools += own
+        writes += [tool.name for tool in own]
     approval = AgentApproval(deps.approvals, resume.run_id if resume else uuid.uuid4().hex, deps.identity,
                              deps.tools, context, emit, writes, resume.decisions if resume else None,
-                             called=result.tools) \
+                             called=result.tools, plan=deps.build_plan) \
         if writes and deps.approvals is not None else None
     system = messages[0] if messages else None
     if system is not None:
-        messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}")
+        messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}{PLAN_NOTE if deps.planning else ''}")
     pending: list[dict[str, Any]] | None = None
 
     async def agent_or_chat(model: BaseChatModel) -> None:
@@ -781,7 +786,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
     # A server that died during the run.
     await _external_notices(deps, emit, told, result.language or DEFAULT_LANGUAGE)
     if pending and approval is not None and deps.approvals is not None:
-        saved = {"tools": offered, "scenario": result.scenario, "language": result.language,
+        saved = {"tools": built, "planning": deps.planning, "plan": deps.build_plan,
+                 "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,
                  "remember": deps.memory is not None}
         try:

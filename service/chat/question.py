@@ -107,19 +107,6 @@ def question_event(run_id: str, resume_token: str, action: dict[str, Any]) -> ev
             "choices": list(args.get("choices") or []), "free": bool(args.get("free", True))}
 
 
-def waiting_event(event: events.Event, actions: list[dict[str, Any]]) -> events.Event:
-    """The event a paused run shows: ``event`` (its ``approval_required``) turned into a ``question`` when the run
-    waits for an answer."""
-    if not is_question(actions):
-        return event
-    return question_event(event["runId"], event["resumeToken"], actions[0])
-
-
-def waiting_status(actions: list[dict[str, Any]], awaiting_approval: str) -> str:
-    """``done``'s status for a run paused on ``actions``."""
-    return AWAITING_ANSWER if is_question(actions) else awaiting_approval
-
-
 def answer_decisions(actions: list[dict[str, Any]], decisions: list[dict[str, Any]],
                      answer: Answer | None) -> list[dict[str, Any]]:
     """The decisions that answer a waiting run: for a question, one ``edit`` whose args carry the answer (the audit

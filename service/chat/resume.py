@@ -14,7 +14,7 @@ from typing import Any
 
 from service.chat.approvals import Approvals, approved_as_shown, audit_entry, decisions_for, token_hash
 from service.chat.events import Emit
-from service.chat.question import answer_decisions
+from service.chat.pauses import OWN_TOOLS
 from service.chat.pipeline import (
     ChatDeps,
     ChatResult,
@@ -26,6 +26,8 @@ from service.chat.pipeline import (
     _run_tool,
     stream_answer,
 )
+from service.chat.plan import after_decision, plan_decisions
+from service.chat.question import answer_decisions
 from service.errors import ServiceError
 from service.identity import Identity
 from service.nodered.tooling import ToolFailure
@@ -74,12 +76,16 @@ async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, b
             await approvals.saver.adelete_thread(approval["runId"])
         raise ServiceError("approval_expired", status=410, params={"seconds": approvals.settings.approval_ttl})
     actions = approval["actions"]
-    decisions = answer_decisions(actions, [d.model_dump(exclude_none=True) for d in body.decisions], body.answer)
+    decisions = plan_decisions(actions, answer_decisions(
+        actions, [d.model_dump(exclude_none=True) for d in body.decisions], body.answer))
     decisions_for(actions, decisions)  # the count
     audit = []
     for action, decision in zip(actions, decisions, strict=True):
-        args = decision["args"] if body.answer is not None else None  # the question's arguments with the answer
-        if decision["type"] == "edit" and body.answer is None:
+        own = action["tool"] in OWN_TOOLS  # a question or a plan: its arguments with the user's answer
+        args = decision.get("args") if own else None
+        if decision["type"] == "edit" and not own:
+            if "args" not in decision:
+                raise ServiceError("invalid_request", key="invalid_request.plan_decision")
             try:
                 decision["args"] = args = await registry.parse(action["tool"], decision["args"])
             except ToolFailure as failure:
@@ -103,6 +109,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                      identity=deps.identity, memory=deps.memory, knowledge=deps.knowledge,
                                      language=saved.get("language"), apply=saved.get("apply", "deploy"))
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
+        deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
         await _agent_answer([], saved.get("tools") or [], deps, context, emit, result,
                             Resume(claimed.run_id, converted))
         return

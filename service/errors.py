@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from service.chat.events import ApprovalRequired, FailedToolResult
+from service.chat.events import ApprovalRequired, FailedToolResult, Summarised
 from service.nodered.messages import CodedError, MessageCatalog, Sentence, english_catalog
 from service.web.keys import MESSAGES
 
@@ -74,7 +74,8 @@ def error_event(error: CodedError) -> ErrorEvent:
 def localized(emit: Emit, catalog: MessageCatalog, language: str) -> Emit:
     """``emit`` with every :class:`ErrorEvent`, the ``message`` of every failed ``tool_result``
     (:class:`service.chat.events.FailedToolResult`) and the action summaries of every ``approval_required``
-    (:class:`service.chat.events.ApprovalRequired`) worded in ``language`` (codes unchanged); other events pass as
+    (:class:`service.chat.events.ApprovalRequired`) and the ``summary`` of a ``verdict``
+    (:class:`service.chat.events.Summarised`) worded in ``language`` (codes unchanged); other events pass as
     they are. Every event of a stream leaves through this function."""
     async def send(event: dict[str, Any]) -> None:
         await emit(localized_event(event, catalog, language))
@@ -87,6 +88,8 @@ def localized_event(event: dict[str, Any], catalog: MessageCatalog, language: st
         return {**event, "message": event.error.translated(catalog, language)}
     if isinstance(event, FailedToolResult):
         return {**event, "message": event.failure.translated(catalog, language)}
+    if isinstance(event, Summarised):
+        return {**event, "summary": Sentence.translated(event.sentence, catalog, language, event["summary"])}
     if isinstance(event, ApprovalRequired):
         actions = localized_summaries(event["actions"], event.sentences, catalog, language)
         return {**event, "actions": [{**action, "warning": Sentence.translated(warning, catalog, language,

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, announce_change, run_agent
 from service.chat.approvals import AWAITING, AgentApproval, Approvals, plan_action, refusal
+from service.chat.check import build_checks
 from service.chat.events import Emit, Origin
 from service.chat.history import agent_summarisation, fitted_history, left_out_notice
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
@@ -769,7 +770,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
         try:
             pending = await run_agent(model, tools, messages, limits, emit, result, approval,
                                       tool_selector(offered, settings.tool_search_threshold),
-                                      guards=pii_middleware(settings.pii_types),
+                                      guards=[*pii_middleware(settings.pii_types),
+                                              *build_checks(approval, deps.evidence, settings.build_max_rounds)],
                                       condense=agent_summarisation(deps, model, messages[0] if messages else None,
                                                                    offered))
         except Exception as exc:

@@ -38,8 +38,9 @@ DESCRIPTION = (
     "Propose the plan of a change that needs more than one step, after reading what you need (flows, nodes, "
     "config nodes, runtime evidence) and before writing anything. Each step: a title, the changes it makes "
     "(tool: the write tool you will call, target: the tab id, node id or new tab label it changes, summary), and "
-    "how you will test it on the running flow. List what you assume. Call it alone in its step; the user approves, "
-    "edits or rejects it, and the answer comes back as this tool's result.")
+    "how you will test it on the running flow (check: the inject to trigger, the debug node and the value it "
+    "should show; the service runs it after each deploy). List what you assume. Call it alone in its step; the "
+    "user approves, edits or rejects it, and the answer comes back as this tool's result.")
 
 
 class PlannedChange(BaseModel):
@@ -51,6 +52,16 @@ class PlannedChange(BaseModel):
     summary: str = Field("", max_length=500, description="what it changes, in the user's language")
 
 
+class PlanCheck(BaseModel):
+    """How the service tests a step on the running flow after a deploy (:mod:`service.chat.check`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    inject: str = Field(min_length=1, max_length=200, description="name or id of the inject node to trigger")
+    debug: str = Field(min_length=1, max_length=200, description="name or id of the debug node showing the result")
+    expect: Any = Field(None, description="the value the debug node should show (numbers match within 0.05); "
+                                          "leave out to accept any message")
+
+
 class PlanStep(BaseModel):
     """One step of a plan."""
 
@@ -58,6 +69,7 @@ class PlanStep(BaseModel):
     title: str = Field(min_length=1, max_length=300)
     changes: list[PlannedChange] = Field(default_factory=list, max_length=20)
     test: str = Field("", max_length=1000, description="how the step is tested on the running flow")
+    check: PlanCheck | None = Field(None, description="the test the service runs after each deploy of the build")
 
 
 class ProposePlanArgs(BaseModel):

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from service.chat import events
 from service.chat.events import Emit
@@ -43,18 +43,21 @@ class AskUserArgs(BaseModel):
     answer: str | None = Field(None, max_length=2000, description="leave empty: filled with the user's reply")
 
 
-class Answer(BaseModel):
-    """The ``answer`` of a resume that answers a question: one of the offered ``choice``s, or free ``text``."""
+class AnswerChoice(BaseModel):
+    """The ``answer`` of a resume that picks one of the question's ``choices``."""
 
     model_config = ConfigDict(extra="forbid")
-    choice: str | None = Field(None, min_length=1, max_length=200)
-    text: str | None = Field(None, min_length=1, max_length=2000)
+    choice: str = Field(min_length=1, max_length=200)
 
-    @model_validator(mode="after")
-    def _one(self) -> Answer:
-        if (self.choice is None) == (self.text is None):
-            raise ValueError("give either 'choice' or 'text'")
-        return self
+
+class AnswerText(BaseModel):
+    """The ``answer`` of a resume in the user's own words (a question with ``free: true``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, max_length=2000)
+
+
+Answer = AnswerChoice | AnswerText
 
 
 def ask_user_tool(emit: Emit, result: Any) -> StructuredTool:
@@ -124,10 +127,11 @@ def answer_decisions(actions: list[dict[str, Any]], decisions: list[dict[str, An
     if answer is None:
         return decisions
     args = actions[0]["args"]
-    if answer.choice is not None and answer.choice not in (args.get("choices") or []):
+    if isinstance(answer, AnswerChoice):
+        given, fits = answer.choice, answer.choice in (args.get("choices") or [])
+    else:
+        given, fits = answer.text, bool(args.get("free", True))
+    if not fits:
         raise ServiceError("invalid_request", key="invalid_request.answer_choice",
                            params={"choices": ", ".join(args.get("choices") or [])})
-    if answer.text is not None and not args.get("free", True):
-        raise ServiceError("invalid_request", key="invalid_request.answer_choice",
-                           params={"choices": ", ".join(args.get("choices") or [])})
-    return [{"type": "edit", "args": {**args, "answer": answer.choice or answer.text}}]
+    return [{"type": "edit", "args": {**args, "answer": given}}]

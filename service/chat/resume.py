@@ -107,7 +107,8 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         context = ServiceToolContext(nodered=deps.nodered, flow_id=saved.get("flowId"),
                                      node_ids=saved.get("nodeIds") or [], user_token=deps.user_token,
                                      identity=deps.identity, memory=deps.memory, knowledge=deps.knowledge,
-                                     language=saved.get("language"), apply=saved.get("apply", "deploy"))
+                                     language=saved.get("language"), apply=saved.get("apply", "deploy"),
+                                     evidence=deps.evidence)
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
         deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
         await _agent_answer([], saved.get("tools") or [], deps, context, emit, result,

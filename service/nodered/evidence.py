@@ -23,6 +23,8 @@ costly part, about a millisecond per message) runs when a tool reads the buffer,
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections import OrderedDict, deque
@@ -225,6 +227,7 @@ class EvidenceBuffer:
         self.last_error: str | None = None
         self.connected_at: float | None = None
         self.status_texts = StatusTexts()  # the editor's wording of status texts, per language
+        self._waiters: list[asyncio.Future[None]] = []  # arrivals() waiting for the next message
 
     @classmethod
     def from_settings(cls, settings: Any) -> EvidenceBuffer:
@@ -291,6 +294,10 @@ class EvidenceBuffer:
         self._expire(entry.time - self.window)
         while len(self._entries) > self.max_entries:
             self._drop_oldest()
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
 
     def _expire(self, before: float) -> None:
         while self._entries and next(iter(self._entries.values())).time < before:
@@ -306,6 +313,27 @@ class EvidenceBuffer:
             del self._by_node[key]
 
     # -- reading -----------------------------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the latest message kept (0: none yet): pass it to :meth:`arrivals`."""
+        return self._seq
+
+    async def arrivals(self, node_ids: Collection[str], after: int, wait: float) -> list[Evidence]:
+        """The messages (debug output, errors, warnings) of ``node_ids`` kept after sequence number ``after``,
+        oldest first, waiting up to ``wait`` seconds for the first one: woken by each arrival, never polling.
+        ``[]`` when none came in time."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            found = [e for e in self._entries.values() if e.seq > after and e.node_id in node_ids]
+            remaining = deadline - loop.time()
+            if found or remaining <= 0:
+                return found
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, remaining)
 
     def select(self, *, flow_id: str | None = None, node_ids: Collection[str] | None = None,
                since: float | None = None, limit: int | None = None) -> list[Evidence]:

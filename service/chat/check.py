@@ -41,7 +41,7 @@ PLAN_TEST = "the approved plan's test"  # the audit message of the inject a chec
 @dataclass
 class Outcome:
     """What one round of checks saw: ``evidence`` ``[{kind, node, value?, message?, expected?}]`` (``kind``:
-    ``debug``, ``error``, ``missing``, ``unwired``, ``silent``, ``mismatch``) and ``failed``, English sentences of
+    ``debug``, ``error``, ``missing``, ``ambiguous``, ``unwired``, ``silent``, ``mismatch``) and ``failed``, English sentences of
     what failed (for the model)."""
 
     evidence: list[dict[str, Any]] = field(default_factory=list)
@@ -66,11 +66,12 @@ def matches(value: Any, expected: Any) -> bool:
     return bool(value == expected)
 
 
-def find(flows: list[dict[str, Any]], wanted: str, node_type: str) -> dict[str, Any] | None:
-    """The deployed node of ``node_type`` whose id, else whose name, is ``wanted``."""
+def find(flows: list[dict[str, Any]], wanted: str, node_type: str) -> list[dict[str, Any]]:
+    """The deployed nodes of ``node_type`` that ``wanted`` names: the one with that id, else those with that name
+    (several: the check cannot tell which one the plan meant)."""
     typed = [n for n in flows if n.get("type") == node_type]
-    return next((n for n in typed if n.get("id") == wanted), None) or \
-        next((n for n in typed if n.get("name") == wanted), None)
+    by_id = [n for n in typed if n.get("id") == wanted]
+    return by_id or [n for n in typed if n.get("name") == wanted]
 
 
 def route(flows: list[dict[str, Any]], start: str, end: str) -> list[str] | None:
@@ -107,14 +108,16 @@ async def run_checks(checks: list[dict[str, Any]], context: ToolContext, buffer:
     outcome = Outcome()
     flows = (await context.nodered.get_flows())["flows"]
     for check in checks:
-        inject, debug = find(flows, check["inject"], "inject"), find(flows, check["debug"], "debug")
-        missing = [(wanted, kind) for wanted, kind, node in ((check["inject"], "inject", inject),
-                                                            (check["debug"], "debug", debug)) if node is None]
-        for wanted, kind in missing:
-            outcome.evidence.append({"kind": "missing", "node": wanted})
-            outcome.failed.append(f"no deployed {kind} node is named or has the id {wanted!r}")
-        if inject is None or debug is None:
+        found = {kind: find(flows, check[kind], kind) for kind in ("inject", "debug")}
+        for kind, nodes in found.items():
+            if len(nodes) != 1:
+                outcome.evidence.append({"kind": "missing" if not nodes else "ambiguous", "node": check[kind]})
+                outcome.failed.append(f"no deployed {kind} node is named or has the id {check[kind]!r}" if not nodes
+                                      else f"{len(nodes)} deployed {kind} nodes are named {check[kind]!r}: the "
+                                           "check must name one (its id or a name of its own)")
+        if any(len(nodes) != 1 for nodes in found.values()):
             continue
+        inject, debug = found["inject"][0], found["debug"][0]
         path = route(flows, inject["id"], debug["id"])
         if path is None:
             outcome.evidence.append({"kind": "unwired", "node": _name(debug), "from": _name(inject)})
@@ -145,7 +148,7 @@ def _judge(check: dict[str, Any], debug: dict[str, Any], seen: list[Any], outcom
         outcome.failed.append(f"the debug node {_name(debug)!r} showed nothing"
                               + (f"; errors: {'; '.join(e['message'] for e in errors)}" if errors else ""))
         return
-    value = shown[0].value
+    value = _value(shown[0])
     if matches(value, check.get("expect")):
         outcome.evidence.append({"kind": "debug", "node": _name(debug), "value": value})
         return
@@ -153,6 +156,17 @@ def _judge(check: dict[str, Any], debug: dict[str, Any], seen: list[Any], outcom
                              "expected": check.get("expect")})
     outcome.failed.append(f"the debug node {_name(debug)!r} showed {value!r}, the plan expects "
                           f"{check.get('expect')!r}")
+
+
+def _value(entry: Any) -> Any:
+    """A debug message's value; a number (the editor's ``format`` ``number``, sent as text) as a number."""
+    if entry.format == "number" and isinstance(entry.value, str):
+        try:
+            number = float(entry.value)
+        except ValueError:
+            return entry.value
+        return int(number) if number.is_integer() else number
+    return entry.value
 
 
 def check_event(run_id: str, round_: int, outcome: Outcome) -> dict[str, Any]:

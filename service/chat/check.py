@@ -40,9 +40,9 @@ PLAN_TEST = "the approved plan's test"  # the audit message of the inject a chec
 
 @dataclass
 class Outcome:
-    """What one round of checks saw: ``evidence`` ``[{kind, node, value?, message?, expected?}]`` (``kind``:
-    ``debug``, ``error``, ``missing``, ``ambiguous``, ``unwired``, ``silent``, ``mismatch``) and ``failed``, English sentences of
-    what failed (for the model)."""
+    """What one round of checks saw: ``evidence`` ``[{kind, node, value?, message?, expected?, from?}]``
+    (``kind``: ``debug``, ``error``, ``missing``, ``ambiguous``, ``unwired``, ``silent``, ``mismatch``) and
+    ``failed``, English sentences of what failed (for the model)."""
 
     evidence: list[dict[str, Any]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)

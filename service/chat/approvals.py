@@ -386,9 +386,10 @@ class ApprovalGate(AgentMiddleware):
         if not calls:
             return None
         plan: dict[str, dict[str, Any]] = {}
+        alone = last is not None and len(last.tool_calls) == 1  # a question or a plan waits for the user alone
         for call in calls:
             call_id = call.get("id") or ""
-            action = (planned_pause(call["name"], call["args"], alone=len(last.tool_calls) == 1)
+            action = (planned_pause(call["name"], call["args"], alone)
                       if call["name"] in OWN_TOOLS
                       else await plan_action(run.registry, run.approvals, run.context, call["name"], call["args"]))
             if action.get("ask") and call["name"] not in OWN_TOOLS and \

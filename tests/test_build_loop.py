@@ -80,7 +80,10 @@ def of_type(events, kind) -> list[dict]:
     return [e for e in events if e["type"] == kind]
 
 
-async def start_build(aiohttp_client, settings, nodered, model, names):
+async def build_and_fix(aiohttp_client, settings, nodered, model, names, fix: str, last_words: str):
+    """The build up to its first failed check and the fix's card, then the fix approved: the card and the events
+    of the approved fix."""
+    model.responder = answering(fix_with(nodered, fix, names[1]), lambda _: Reply(text=last_words))
     client = await aiohttp_client(create_app(settings))
     buffer = client.app[EVIDENCE]
     await wait_for(lambda: buffer.connected, "the service subscribed to Node-RED's comms")
@@ -101,16 +104,13 @@ async def start_build(aiohttp_client, settings, nodered, model, names):
     assert [a["tool"] for a in card["actions"]] == ["update_node"] and not of_type(built, "verdict")
     told = [m for m in model.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "check failed (round 1 of" in told and "82.2" in told
-    return client, card
+    return card, await approve(client, card)
 
 
 async def test_a_wrong_function_is_found_by_the_check_fixed_after_approval_and_the_verdict_is_done(
         aiohttp_client, write_settings, writable_nodered, model):
-    names = ("fahrenheit", "celsius")
-    model.responder = answering(fix_with(writable_nodered, FIXED, names[1]),
-                                lambda _: Reply(text="100 °F is 37.78 °C."))
-    client, card = await start_build(aiohttp_client, write_settings, writable_nodered, model, names)
-    fixed = await approve(client, card)
+    card, fixed = await build_and_fix(aiohttp_client, write_settings, writable_nodered, model,
+                                      ("fahrenheit", "celsius"), FIXED, "100 °F is 37.78 °C.")
     checks, verdict = of_type(fixed, "check"), of_type(fixed, "verdict")
     assert [(c["round"], c["passed"]) for c in checks] == [(2, True)]
     assert verdict == [{"type": "verdict", "runId": card["runId"], "status": "done", "summary": verdict[0]["summary"],
@@ -128,11 +128,9 @@ async def test_a_wrong_function_is_found_by_the_check_fixed_after_approval_and_t
 async def test_fixes_that_keep_failing_stop_at_the_round_limit_with_a_not_done_verdict(
         aiohttp_client, write_settings, writable_nodered, model):
     settings = write_settings.model_copy(update={"build_max_rounds": 2})
-    names = ("fahrenheit again", "celsius again")
-    model.responder = answering(fix_with(writable_nodered, STILL_WRONG, names[1]),
-                                lambda _: Reply(text="It still fails: the function halves the value."))
-    client, card = await start_build(aiohttp_client, settings, writable_nodered, model, names)
-    fixed = await approve(client, card)
+    _, fixed = await build_and_fix(aiohttp_client, settings, writable_nodered, model,
+                                   ("fahrenheit again", "celsius again"), STILL_WRONG,
+                                   "It still fails: the function halves the value.")
     checks, verdict = of_type(fixed, "check"), of_type(fixed, "verdict")
     assert [(c["round"], c["passed"]) for c in checks] == [(2, False)]
     assert verdict[0]["status"] == "not_done" and "2 round" in verdict[0]["summary"]

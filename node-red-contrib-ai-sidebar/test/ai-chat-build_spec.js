@@ -9,7 +9,7 @@
  */
 
 const assert = require("assert");
-const { helper, aiChatNode, streamAnswer, nextMessage, runtimeAndService } = require("./ai-chat-harness");
+const { helper, aiChatNode, streamAnswer, nextMessage, never, runtimeAndService } = require("./ai-chat-harness");
 const aiConfigNode = require("../nodes/ai-config.js");
 
 const SERVICE_TOKEN = "service-token-for-ai-chat-build-tests";
@@ -32,11 +32,6 @@ function chatFlow() {
     ];
 }
 
-function never(id) {
-    helper.getNode(id).on("input", function (msg) {
-        throw new Error(id + " received " + JSON.stringify(msg));
-    });
-}
 
 describe("ai-chat node building with a plan", function () {
     this.timeout(10000);

@@ -25,6 +25,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 
 from service.chat.events import Emit, Summarised
+from service.nodered.client import NodeRedError
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import Sentence
 from service.nodered.tooling import ToolContext
@@ -102,11 +103,18 @@ async def run_checks(checks: list[dict[str, Any]], context: ToolContext, buffer:
     """One round: each check (``{inject, debug, expect}``) read back, triggered and watched on the running flow
     (``audit(inject_id)`` records the trigger before it happens).
 
+    First waits (up to ``seconds``) until Node-RED has started the deployed revision: its deploy answers before
+    the new nodes run, and an inject triggered earlier is not found.
+
     Raises:
-        NodeRedError: Node-RED cannot be read or the inject cannot be triggered.
+        NodeRedError: the deployed flows cannot be read.
     """
     outcome = Outcome()
-    flows = (await context.nodered.get_flows())["flows"]
+    deployed = await context.nodered.get_flows()
+    flows = deployed["flows"]
+    if buffer is not None and deployed.get("rev") and not await buffer.started(deployed["rev"], seconds):
+        outcome.failed.append(f"the deployed flows (revision {deployed['rev']}) did not start within {seconds:g} s")
+        return outcome
     for check in checks:
         found = {kind: find(flows, check[kind], kind) for kind in ("inject", "debug")}
         for kind, nodes in found.items():
@@ -130,7 +138,12 @@ async def run_checks(checks: list[dict[str, Any]], context: ToolContext, buffer:
             continue
         after = buffer.last_seq
         await audit(inject["id"])
-        await context.nodered.inject(inject["id"])
+        try:
+            await context.nodered.inject(inject["id"])
+        except NodeRedError as err:
+            outcome.evidence.append({"kind": "error", "node": _name(inject), "message": err.message})
+            outcome.failed.append(f"the inject {_name(inject)!r} could not be triggered: {err.message}")
+            continue
         seen = await buffer.arrivals(set(path), after, seconds)
         _judge(check, debug, seen, outcome)
     return outcome
@@ -246,7 +259,10 @@ class BuildCheck(AgentMiddleware):
             return answer
         round_ = int(run.plan.get("rounds") or 0) + 1
         run.plan["rounds"] = round_
-        outcome = await run_checks(run.checks(), run.context, run.buffer, run.audit)
+        try:
+            outcome = await run_checks(run.checks(), run.context, run.buffer, run.audit)
+        except NodeRedError as err:  # the flows cannot be read back: the round fails, the run goes on
+            outcome = Outcome(failed=[f"the deployed flows could not be read: {err.message}"])
         await run.emit(check_event(run.run_id, round_, outcome))
         if outcome.passed or round_ >= run.max_rounds:
             run.plan["verdict"] = "done" if outcome.passed else "not_done"

@@ -227,7 +227,8 @@ class EvidenceBuffer:
         self.last_error: str | None = None
         self.connected_at: float | None = None
         self.status_texts = StatusTexts()  # the editor's wording of status texts, per language
-        self._waiters: list[asyncio.Future[None]] = []  # arrivals() waiting for the next message
+        self._waiters: list[asyncio.Future[None]] = []  # arrivals() and started() waiting for the next message
+        self.started_rev: str | None = None  # the revision of the flows Node-RED last finished starting
 
     @classmethod
     def from_settings(cls, settings: Any) -> EvidenceBuffer:
@@ -294,6 +295,16 @@ class EvidenceBuffer:
         self._expire(entry.time - self.window)
         while len(self._entries) > self.max_entries:
             self._drop_oldest()
+        self._wake()
+
+    def add_started(self, data: Any) -> None:
+        """Keep a ``notification/runtime-deploy`` payload (``{revision}``: Node-RED sends it once the flows of that
+        revision have started, after the deploy's answer)."""
+        if isinstance(data, dict) and isinstance(data.get("revision"), str):
+            self.started_rev = data["revision"]
+            self._wake()
+
+    def _wake(self) -> None:
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -323,13 +334,24 @@ class EvidenceBuffer:
         """The messages (debug output, errors, warnings) of ``node_ids`` kept after sequence number ``after``,
         oldest first, waiting up to ``wait`` seconds for the first one: woken by each arrival, never polling.
         ``[]`` when none came in time."""
+        return await self._until(lambda: [e for e in self._entries.values()
+                                          if e.seq > after and e.node_id in node_ids], wait) or []
+
+    async def started(self, revision: str, wait: float) -> bool:
+        """Whether Node-RED has started the flows of ``revision`` (its deploy answers before they run), waiting up
+        to ``wait`` seconds for the notification."""
+        return bool(await self._until(lambda: self.started_rev == revision, wait))
+
+    async def _until(self, found: Callable[[], Any], wait: float) -> Any:
+        """``found()`` once it is truthy, re-evaluated at each arrival, or its last (falsy) value after ``wait``
+        seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
-            found = [e for e in self._entries.values() if e.seq > after and e.node_id in node_ids]
+            result = found()
             remaining = deadline - loop.time()
-            if found or remaining <= 0:
-                return found
+            if result or remaining <= 0:
+                return result
             waiter: asyncio.Future[None] = loop.create_future()
             self._waiters.append(waiter)
             with contextlib.suppress(TimeoutError):

@@ -71,18 +71,20 @@ async def events_of(response):
     return await read_events(response)
 
 
-async def approve(client, paused, **decision):
+async def approve(client, paused, language=None, **decision):
     return await events_of(await client.post("/ai-sidebar/resume", json={
-        "resumeToken": paused["resumeToken"], "decisions": [{"type": "approve", **decision}]}, headers=ALICE))
+        "resumeToken": paused["resumeToken"], "decisions": [{"type": "approve", **decision}],
+        **({"language": language} if language else {})}, headers=ALICE))
 
 
 def of_type(events, kind) -> list[dict]:
     return [e for e in events if e["type"] == kind]
 
 
-async def build_and_fix(aiohttp_client, settings, nodered, model, names, fix: str, last_words: str):
-    """The build up to its first failed check and the fix's card, then the fix approved: the card and the events
-    of the approved fix."""
+async def build_and_fix(aiohttp_client, settings, nodered, model, names, fix: str, last_words: str,
+                        language: str | None = None):
+    """The build up to its first failed check and the fix's card, then the fix approved (in ``language``): the card
+    and the events of the approved fix."""
     model.responder = answering(fix_with(nodered, fix, names[1]), lambda _: Reply(text=last_words))
     client = await aiohttp_client(create_app(settings))
     buffer = client.app[EVIDENCE]
@@ -104,7 +106,7 @@ async def build_and_fix(aiohttp_client, settings, nodered, model, names, fix: st
     assert [a["tool"] for a in card["actions"]] == ["update_node"] and not of_type(built, "verdict")
     told = [m for m in model.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "check failed (round 1 of" in told and "82.2" in told
-    return card, await approve(client, card)
+    return card, await approve(client, card, language)
 
 
 async def test_a_wrong_function_is_found_by_the_check_fixed_after_approval_and_the_verdict_is_done(
@@ -130,10 +132,11 @@ async def test_fixes_that_keep_failing_stop_at_the_round_limit_with_a_not_done_v
     settings = write_settings.model_copy(update={"build_max_rounds": 2})
     _, fixed = await build_and_fix(aiohttp_client, settings, writable_nodered, model,
                                    ("fahrenheit again", "celsius again"), STILL_WRONG,
-                                   "It still fails: the function halves the value.")
+                                   "It still fails: the function halves the value.", language="de")
     checks, verdict = of_type(fixed, "check"), of_type(fixed, "verdict")
     assert [(c["round"], c["passed"]) for c in checks] == [(2, False)]
-    assert verdict[0]["status"] == "not_done" and "2 round" in verdict[0]["summary"]
+    assert verdict[0]["status"] == "not_done" and verdict[0]["summary"].startswith("Nicht fertig")  # German asked
+    assert "2 Runde" in verdict[0]["summary"]
     assert verdict[0]["evidence"] == [{"kind": "mismatch", "node": "celsius again", "value": 50, "expected": 37.78}]
     told = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "round limit is reached" in told

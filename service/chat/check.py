@@ -192,10 +192,10 @@ def verdict_event(run_id: str, round_: int, outcome: Outcome) -> Summarised:
     request's language on its way out."""
     if outcome.passed:
         shown = next((e for e in outcome.evidence if e["kind"] == "debug"), None)
-        sentence = Sentence("build.verdict.done", node=shown["node"] if shown else "",
+        sentence = Sentence("change.verdict.done", node=shown["node"] if shown else "",
                             value=_short(shown["value"]) if shown else "")
     else:
-        sentence = Sentence("build.verdict.not_done", rounds=round_)
+        sentence = Sentence("change.verdict.not_done", rounds=round_)
     return Summarised({"type": "verdict", "runId": run_id, "status": "done" if outcome.passed else "not_done",
                        "summary": sentence.english, "evidence": outcome.evidence}, sentence)
 

@@ -28,7 +28,7 @@ from service.chat.history import agent_summarisation, fitted_history, left_out_n
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns, suspicious_nodes
 from service.chat.injection import notice_message as injection_message
 from service.chat.named_context import with_named_nodes
-from service.chat.pauses import pause_tools, waiting_status
+from service.chat.pauses import OWN_TOOLS, pause_tools, waiting_status
 from service.chat.plan import PLAN_NOTE
 from service.chat.prompts import (
     describe_flow,
@@ -769,7 +769,8 @@ async def _agent_answer(messages: list[BaseMessage], tool_names: list[str], deps
         nonlocal pending
         try:
             pending = await run_agent(model, tools, messages, limits, emit, result, approval,
-                                      tool_selector(offered, settings.tool_search_threshold),
+                                      tool_selector(offered, settings.tool_search_threshold,
+                                                    [tool.name for tool in tools if tool.name in OWN_TOOLS]),
                                       guards=[*pii_middleware(settings.pii_types),
                                               *build_checks(approval, deps.evidence, settings.build_max_rounds)],
                                       condense=agent_summarisation(deps, model, messages[0] if messages else None,

@@ -162,9 +162,10 @@ class StreamChatRequest(BaseModel):
     apply: Literal["deploy", "editor"] = Field("deploy", description=(
         "where an approved write lands: deploy (the Admin API, flows revision checked) or editor (a flow_change "
         "event for the sidebar to apply undeployed, as one undoable edit); the sidebar sends editor"))
-    mode: Literal["ask", "agent"] | None = Field(None, description=(
+    mode: Literal["ask", "agent", "plan"] | None = Field(None, description=(
         "the sidebar's mode: ask offers the model no write tools (read tools and knowledge stay; a request to "
-        "change gets a change_needs_agent notice), agent (or none) offers what the caller may use"))
+        "change gets a change_needs_agent notice), agent (or none) offers what the caller may use, plan (or a "
+        "message starting with '/plan ') reads and proposes a plan before any write"))
 
     @property
     def flow_id(self) -> str | None:
@@ -250,19 +251,39 @@ class ExecuteToolRequest(BaseModel):
 class ApproveDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["approve"]
+    planChanges: bool | None = Field(None, description="a plan only: its listed writes then run without a card")
 
 
 class EditDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["edit"]
-    args: dict[str, Any] = Field(description="the arguments to run the tool with instead (checked like the "
-                                             "model's: 400 invalid_params when wrong)")
+    args: dict[str, Any] | None = Field(None, description="a write: the arguments to run the tool with instead "
+                                                          "(checked like the model's: 400 invalid_params when wrong)")
+    message: str | None = Field(None, min_length=1, max_length=2000,
+                                description="a plan: what to change in it, told to the model")
 
 
 class RejectDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["reject"]
     message: str | None = Field(None, max_length=2000, description="why: the model is told")
+
+
+class AnswerChoice(BaseModel):
+    """The ``answer`` of a resume that picks one of the question's ``choices``."""
+
+    model_config = ConfigDict(extra="forbid")
+    choice: str = Field(min_length=1, max_length=200)
+
+
+class AnswerText(BaseModel):
+    """The ``answer`` of a resume in the user's own words (a question with ``free: true``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, max_length=2000)
+
+
+Answer = AnswerChoice | AnswerText
 
 
 class ResumeRequest(BaseModel):
@@ -273,7 +294,8 @@ class ResumeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     resumeToken: str = Field(min_length=20, max_length=200, pattern=r"^[A-Za-z0-9_\-]+$")
     decisions: list[Annotated[ApproveDecision | EditDecision | RejectDecision, Field(discriminator="type")]] = \
-        Field(min_length=1, max_length=50)
+        Field(default_factory=list, max_length=50)
+    answer: Answer | None = Field(None, description="the answer to a ``question`` event, instead of decisions")
     provider: ProviderOverride | None = None
     language: str | None = Field(None, max_length=35)
 

@@ -164,6 +164,9 @@ class Settings(HostGuarded):
                                     validation_alias="AI_SIDEBAR_APPROVAL_MAX_BYTES",
                                     description="bytes (UTF-8 JSON) of one approval card's arguments and diff; a "
                                                 "larger write is refused with approval_too_large")
+    build_max_rounds: int = Field(3, ge=1, le=20, validation_alias="AI_SIDEBAR_BUILD_MAX_ROUNDS",
+                                  description="check rounds of a plan's build (the first check and its fixes) before "
+                                              "the verdict is not_done")
     max_pending_approvals: int = Field(20, ge=1, le=10_000, validation_alias="AI_SIDEBAR_MAX_PENDING_APPROVALS",
                                        description="approvals one identity may leave waiting; one more is refused "
                                                    "with too_many_pending_approvals")

@@ -14,10 +14,13 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, run_agent
 from service.chat.answer import tools_unsupported, with_model
 from service.chat.approvals import AWAITING, AgentApproval
+from service.chat.check import build_checks
 from service.chat.context import ChatDeps, ChatResult, Resume, Turn
 from service.chat.events import Emit
 from service.chat.history import agent_summarisation
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns
+from service.chat.pauses import OWN_TOOLS, pause_tools, waiting_status
+from service.chat.plan import PLAN_NOTE
 from service.chat.tool_search import tool_selector
 from service.errors import ServiceError, error_event
 from service.llm.pii import pii_middleware
@@ -92,24 +95,31 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
         # The child starts in the background: the model is shown the tools it listed (none when it cannot start).
         await deps.tools.mcp.listed()
     told = await external_notices(deps, emit, set(), result.language or DEFAULT_LANGUAGE)
-    offered = offered_tools(deps, tool_names)
+    built = offered_tools(deps, tool_names)
+    offered = [name for name in built if not deps.tools.writes(name)] if deps.planning else built  # plan: read
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
+    if deps.approvals is not None and (writes or deps.planning):  # questions and plans pause like writes
+        own = pause_tools(emit, result, deps.planning or deps.build_plan is not None)
+        tools += own
+        writes += [tool.name for tool in own]
     approval = AgentApproval(deps.approvals, resume.run_id if resume else uuid.uuid4().hex, deps.identity,
                              deps.tools, context, emit, writes, resume.decisions if resume else None,
-                             called=result.tools) \
+                             called=result.tools, plan=deps.build_plan) \
         if writes and deps.approvals is not None else None
     system = messages[0] if messages else None
     if system is not None:
-        messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}")
+        messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}{PLAN_NOTE if deps.planning else ''}")
     pending: list[dict[str, Any]] | None = None
 
     async def agent_or_chat(model: BaseChatModel) -> None:
         nonlocal pending
         try:
             pending = await run_agent(model, tools, messages, limits, emit, result, approval,
-                                      tool_selector(offered, settings.tool_search_threshold),
-                                      guards=pii_middleware(settings.pii_types),
+                                      tool_selector(offered, settings.tool_search_threshold,
+                                                    [tool.name for tool in tools if tool.name in OWN_TOOLS]),
+                                      guards=[*pii_middleware(settings.pii_types),
+                                              *build_checks(approval, deps.evidence, settings.build_max_rounds)],
                                       condense=agent_summarisation(deps, model, messages[0] if messages else None,
                                                                    offered))
         except Exception as exc:
@@ -126,7 +136,8 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
     # A server that died during the run.
     await external_notices(deps, emit, told, result.language or DEFAULT_LANGUAGE)
     if pending and approval is not None and deps.approvals is not None:
-        saved = {"tools": offered, "scenario": result.scenario, "language": result.language,
+        saved = {"tools": built, "planning": deps.planning, "plan": deps.build_plan,
+                 "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,
                  "remember": deps.memory is not None}
         try:
@@ -136,4 +147,4 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
             await emit(error_event(err))
             return
         result.tools.extend(action["tool"] for action in pending)  # waiting for the user, named like the others
-        result.status = AWAITING
+        result.status = waiting_status(pending, AWAITING)

@@ -51,6 +51,8 @@ class ChatDeps:
     granted_tools: bool = True   # an ai-chat node's own config may withhold tools (X-AI-Sidebar-Flow-Grants)
     approvals: Approvals | None = None  # None: no approval store, so write tools are not offered
     offer_writes: bool = True  # False in the sidebar's Ask mode: the model is offered no write tool (issue 31)
+    planning: bool = False  # plan mode before the plan's approval: no write tool, propose_plan (issue 34)
+    build_plan: dict[str, Any] | None = None  # the approved plan whose listed writes need no card (service.chat.plan)
     # Where turn usage is recorded and budgets are read: the memory database, also when this caller has no memory.
     ledger: MemoryStore | None = None
 

@@ -103,6 +103,15 @@ def approval_required(run_id: str, resume_token: str, actions: list[dict[str, An
                             [a.get("warning") for a in actions])
 
 
+class Summarised(dict):
+    """An event whose ``summary`` is a catalog sentence (``sentence``: a :class:`service.nodered.messages.Sentence`),
+    English here and in the request's language once the stream sends it (a build's ``verdict``)."""
+
+    def __init__(self, event: Event, sentence: Any):
+        super().__init__(event)
+        self.sentence = sentence
+
+
 def flow_change(tool: str, changes: dict[str, Any]) -> Event:
     """An approved write for a request from the editor, handed to the sidebar undeployed (to apply as one undoable
     edit): ``changes`` is the diff (added, removed, changed, wires) plus ``nodes``, the full new nodes."""

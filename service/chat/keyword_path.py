@@ -54,8 +54,8 @@ def mark_needs_tools(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -> 
     answers, with what was retrieved or the forced tool's result in its prompt. Only where the scenario offers
     tools and tools are on (an ``ai-chat`` node without tools keeps its one call)."""
     router = deps.knowledge.router if deps.knowledge is not None else None
-    turn.needs_tools = bool(router is not None and turn.scenario.tools and deps.tools_enabled
-                            and router.needs_tools(request.message, turn.catalog.language))
+    turn.needs_tools = bool(turn.scenario.tools and deps.tools_enabled and (deps.planning or (
+        router is not None and router.needs_tools(request.message, turn.catalog.language))))
 
 
 def read_error_source(request: StreamChatRequest, deps: ChatDeps, turn: Turn) -> None:

@@ -18,6 +18,9 @@ from service.chat.approvals import Approvals, approved_as_shown, audit_entry, de
 from service.chat.context import ChatDeps, ChatResult, Resume, ToolRun
 from service.chat.direct import run_tool
 from service.chat.events import Emit
+from service.chat.pauses import OWN_TOOLS
+from service.chat.plan import after_decision, plan_decisions
+from service.chat.question import answer_decisions
 from service.chat.keyword_path import choose_scenario
 from service.chat.prompting import build_prompt
 from service.errors import ServiceError
@@ -68,12 +71,16 @@ async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, b
             await approvals.saver.adelete_thread(approval["runId"])
         raise ServiceError("approval_expired", status=410, params={"seconds": approvals.settings.approval_ttl})
     actions = approval["actions"]
-    decisions = [d.model_dump(exclude_none=True) for d in body.decisions]
+    decisions = plan_decisions(actions, answer_decisions(
+        actions, [d.model_dump(exclude_none=True) for d in body.decisions], body.answer))
     decisions_for(actions, decisions)  # the count
     audit = []
     for action, decision in zip(actions, decisions, strict=True):
-        args = None
-        if decision["type"] == "edit":
+        own = action["tool"] in OWN_TOOLS  # a question or a plan: its arguments with the user's answer
+        args = decision.get("args") if own else None
+        if decision["type"] == "edit" and not own:
+            if "args" not in decision:
+                raise ServiceError("invalid_request", key="invalid_request.plan_decision")
             try:
                 decision["args"] = args = await registry.parse(action["tool"], decision["args"])
             except ToolFailure as failure:
@@ -95,8 +102,10 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         context = ServiceToolContext(nodered=deps.nodered, flow_id=saved.get("flowId"),
                                      node_ids=saved.get("nodeIds") or [], user_token=deps.user_token,
                                      identity=deps.identity, memory=deps.memory, knowledge=deps.knowledge,
-                                     language=saved.get("language"), apply=saved.get("apply", "deploy"))
+                                     language=saved.get("language"), apply=saved.get("apply", "deploy"),
+                                     evidence=deps.evidence)
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
+        deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
         await agent_answer([], saved.get("tools") or [], deps, context, emit, result,
                             Resume(claimed.run_id, converted))
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.chat.events import ApprovalRequired, Emit, FailedToolResult
+from service.chat.events import ApprovalRequired, Emit, FailedToolResult, Summarised
 from service.errors import ErrorEvent
 from service.nodered.messages import MessageCatalog, Sentence
 
@@ -13,7 +13,8 @@ from service.nodered.messages import MessageCatalog, Sentence
 def localized(emit: Emit, catalog: MessageCatalog, language: str) -> Emit:
     """``emit`` with every :class:`ErrorEvent`, the ``message`` of every failed ``tool_result``
     (:class:`service.chat.events.FailedToolResult`) and the action summaries of every ``approval_required``
-    (:class:`service.chat.events.ApprovalRequired`) worded in ``language`` (codes unchanged); other events pass as
+    (:class:`service.chat.events.ApprovalRequired`) and the ``summary`` of a ``verdict``
+    (:class:`service.chat.events.Summarised`) worded in ``language`` (codes unchanged); other events pass as
     they are. Every event of a stream leaves through this function."""
     async def send(event: dict[str, Any]) -> None:
         await emit(localized_event(event, catalog, language))
@@ -26,6 +27,8 @@ def localized_event(event: dict[str, Any], catalog: MessageCatalog, language: st
         return {**event, "message": event.error.translated(catalog, language)}
     if isinstance(event, FailedToolResult):
         return {**event, "message": event.failure.translated(catalog, language)}
+    if isinstance(event, Summarised):
+        return {**event, "summary": Sentence.translated(event.sentence, catalog, language, event["summary"])}
     if isinstance(event, ApprovalRequired):
         actions = localized_summaries(event["actions"], event.sentences, catalog, language)
         return {**event, "actions": [{**action, "warning": Sentence.translated(warning, catalog, language,

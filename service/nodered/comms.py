@@ -30,7 +30,7 @@ from service.nodered.evidence import EvidenceBuffer
 
 log = logging.getLogger(__name__)
 
-TOPICS = ("debug", "status/#")
+TOPICS = ("debug", "status/#", "notification/runtime-deploy")  # the last: flows of a revision started
 BACKOFF = (0.5, 1.0, 2.0, 3.0)  # seconds before reconnecting; the last repeats (evidence flows again within 10 s)
 HEARTBEAT = 15.0  # seconds between websocket pings: a Node-RED that vanished without closing is noticed
 REFUSED_RETRY = 60.0  # seconds between attempts while Node-RED refuses the credentials
@@ -164,6 +164,8 @@ class CommsSubscriber:
                 self.buffer.add_debug(item.get("data"))
             elif isinstance(topic, str) and topic.startswith("status/"):
                 self.buffer.add_status(topic[len("status/"):], item.get("data"))
+            elif topic == "notification/runtime-deploy":
+                self.buffer.add_started(item.get("data"))
 
     def _connected(self) -> None:
         self.connections += 1

@@ -20,6 +20,7 @@ from service.chat.context import ChatDeps, ChatResult, new_result
 from service.chat.events import Emit
 from service.chat.ledger import over_budget, save_turn, save_usage
 from service.chat.pipeline import run_chat
+from service.chat.plan import planning
 from service.chat.resume import claim, continue_run, save_continuation
 from service.chat.view import recording_view
 from service.chat.wording import localized, localized_event, localized_summaries
@@ -201,6 +202,7 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
 async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: Caller) -> web.StreamResponse:
     deps = await chat_deps(request, caller, body.provider)
     deps.offer_writes = body.mode != "ask"
+    deps.planning, body.message = planning(body.mode, body.message)
     result = new_result(body)
     describe_caller(result.session_id, caller.identity)
     if deps.memory is not None and body.sessionId:

@@ -12,7 +12,6 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
-import psycopg
 from aiohttp import web
 
 from service.chat.approvals import Approvals, ApprovalSlot, open_approvals
@@ -26,7 +25,7 @@ from service.knowledge.router import Router
 from service.llm.prices import PriceTable
 from service.llm.providers import ChatModelFactory, ProviderConfig, preload
 from service.memory.approvals import ApprovalStore
-from service.memory.db import MemoryUnavailable, is_postgres_url
+from service.memory.db import MemoryUnavailable, driver_errors, is_postgres_url
 from service.memory.store import MemorySlot, MemoryStore
 from service.memory.streams import HEARTBEAT, OpenStreams
 from service.nodered.client import NodeRedClient
@@ -237,7 +236,7 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     try:
         approvals, close = await open_approvals(ApprovalStore(store), settings)
-    except (OSError, sqlite3.Error, psycopg.Error) as err:
+    except (OSError, *driver_errors()) as err:
         log.error("approvals cannot be opened (%s); the assistant will not offer to change flows", err)
         yield
         return

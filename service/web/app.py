@@ -234,9 +234,10 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
         yield
         return
     settings = app[SETTINGS]
+    failures: tuple[type[Exception], ...] = (OSError, *driver_errors())
     try:
         approvals, close = await open_approvals(ApprovalStore(store), settings)
-    except (OSError, *driver_errors()) as err:
+    except failures as err:
         log.error("approvals cannot be opened (%s); the assistant will not offer to change flows", err)
         yield
         return

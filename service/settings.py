@@ -3,6 +3,7 @@ file named by ``AI_SIDEBAR_CONFIG`` holding the same names, environment winning 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -214,6 +215,15 @@ class Settings(EnvSettings):
     def host_allow_list(self) -> HostAllowList:
         """The hosts a request may name in ``Host`` and ``Origin`` (:mod:`service.nodered.hosts`)."""
         return HostAllowList.of(parse_hosts(self.allowed_hosts), self.host)
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _numpy_installed(cls, value: str | None) -> str | None:
+        # numpy is the extra "embeddings" (issue 33: 73 MB that a default install does not need); say how to get it
+        # at start rather than when the first vectors are computed.
+        if value and importlib.util.find_spec("numpy") is None:
+            raise ValueError("needs numpy, which is not installed: pip install 'node-red-ai-sidebar[embeddings]'")
+        return value
 
     @field_validator("database_url")
     @classmethod

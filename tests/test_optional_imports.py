@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from tests.conftest import TEST_API_KEY
-from tests.support.nodered import REPO
+from tests.support.nodered import REPO, free_port
 
 # The service's start in a fresh interpreter: the app with its cleanup contexts started (memory database, MCP child,
 # knowledge index, the configured provider's package imported in the background by service.llm.providers.preload),
@@ -54,3 +54,15 @@ def test_a_default_start_loads_the_configured_provider_and_none_of_the_optional_
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert "langchain_openai.chat_models" in loaded, done.stderr[-3000:]
     assert [m for m in loaded if any(m == name or m.startswith(name + ".") for name in OPTIONAL)] == []
+
+
+def test_an_embedding_model_without_the_embeddings_extra_stops_the_start_and_names_the_extra(tmp_path):
+    # numpy is the extra "embeddings": an interpreter where it cannot be imported stands for an install without it.
+    script = "import sys; sys.modules['numpy'] = None; from service.__main__ import main; main()"
+    env = {**os.environ, "AI_SIDEBAR_EMBEDDING_MODEL": "text-embedding-3-small", "OPENAI_API_KEY": TEST_API_KEY,
+           "AI_SIDEBAR_PORT": str(free_port()), "MEMORY_DB_PATH": str(tmp_path / "memory.db")}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "AI_SIDEBAR_EMBEDDING_MODEL" in done.stderr
+    assert "pip install 'node-red-ai-sidebar[embeddings]'" in done.stderr

@@ -57,18 +57,14 @@ def _latency(path: str, key: str, quantile: str) -> Callable[[dict[str, Any]], f
 
 
 FIGURES: tuple[Figure, ...] = (
-    Figure("added time to first token, service → model", 0, "added TTFT p50, service",
-           _latency("service/chat", "added_ttft_ms", "p50")),
-    Figure("added time to first token, service → model", 1, "added TTFT p99, service",
-           _latency("service/chat", "added_ttft_ms", "p99")),
-    Figure("added time to first token, sidebar route", 0, "added TTFT p50, sidebar",
-           _latency("sidebar/chat", "added_ttft_ms", "p50")),
-    Figure("added time to first token, sidebar route", 1, "added TTFT p99, sidebar",
-           _latency("sidebar/chat", "added_ttft_ms", "p99")),
-    Figure("added relay delay per token", 0, "added relay per token p50, service",
-           _latency("service/chat", "added_token_relay_ms", "p50")),
-    Figure("added relay delay per token", 1, "added relay per token p50, sidebar",
-           _latency("sidebar/chat", "added_token_relay_ms", "p50")),
+    *(Figure(row, index, f"added TTFT {quantile}, {who}", _latency(f"{who}/chat", "added_ttft_ms", quantile))
+      for row, who in (("added time to first token, service → model", "service"),
+                       ("added time to first token, sidebar route", "sidebar"))
+      for index, quantile in enumerate(("p50", "p99"))),
+    # One row, "service / sidebar, p50": the service's number first.
+    *(Figure("added relay delay per token", index, f"added relay per token p50, {who}",
+             _latency(f"{who}/chat", "added_token_relay_ms", "p50"))
+      for index, who in enumerate(("service", "sidebar"))),
     *(Figure("… p99 gap between tokens", index, f"{streams} streams: p99 gap between tokens",
              lambda results, streams=streams: _level(results, streams, "inter_token_gap_ms", "p99"))
       for index, streams in enumerate((50, 100, 200))),

@@ -3,6 +3,7 @@ file named by ``AI_SIDEBAR_CONFIG`` holding the same names, environment winning 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from datetime import date
@@ -233,11 +234,20 @@ class Settings(HostGuarded):
                                      description="milliseconds within which streamed tokens are joined into one "
                                                  "token event (0: one event per model chunk)")
     workers: int | None = Field(None, ge=1, le=256, validation_alias="AI_SIDEBAR_WORKERS",
-                                description="service processes sharing the port (default: the CPUs the service "
-                                            "may use; make run: 1)")
+                                description="service processes sharing the port (default 1: each one is about "
+                                            "200 MB with its MCP child)")
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _numpy_installed(cls, value: str | None) -> str | None:
+        # numpy is the extra "embeddings" (issue 33: 73 MB that a default install does not need); say how to get it
+        # at start rather than when the first vectors are computed.
+        if value and importlib.util.find_spec("numpy") is None:
+            raise ValueError("needs numpy, which is not installed: pip install 'node-red-ai-sidebar[embeddings]'")
+        return value
 
     @field_validator("database_url")
     @classmethod

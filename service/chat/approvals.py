@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 import aiosqlite
-import psycopg
 from langchain.agents.middleware import AgentMiddleware, AgentState, HumanInTheLoopMiddleware
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, ToolMessage
@@ -39,7 +38,8 @@ from service.chat.plan import listed
 from service.errors import ServiceError
 from service.identity import Identity
 from service.memory.approvals import ApprovalStore
-from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable
+from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable, driver_errors
+from service.memory.migrations import POSTGRESQL
 from service.nodered.node_secrets import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.write_tools import approval_key
@@ -158,11 +158,13 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
     Raises:
         OSError, sqlite3.Error, psycopg.Error: the checkpointer's tables cannot be set up.
     """
-    from service.memory.postgres import PostgresDatabase
-
     db = store.database
-    if isinstance(db, PostgresDatabase):
+    if db.dialect == POSTGRESQL:  # by its dialect: an isinstance check would import psycopg on SQLite too
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        from service.memory.postgres import PostgresDatabase
+
+        assert isinstance(db, PostgresDatabase)
 
         saver = _without_errors(AsyncPostgresSaver)(db.pool)
         async with db.pool.connection() as conn:
@@ -248,7 +250,7 @@ def _without_errors(saver_class: type) -> type:
         async def _memory_faults(self) -> AsyncIterator[None]:
             try:
                 yield
-            except (sqlite3.Error, psycopg.Error) as err:
+            except driver_errors() as err:
                 if isinstance(self.conn, aiosqlite.Connection):  # PostgreSQL: the pool rolls back what it gets back
                     async with self.lock:
                         if self.conn.in_transaction:

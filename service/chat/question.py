@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.chat import events
 from service.chat.events import Emit
 from service.errors import ServiceError
-from service.requests import Answer, AnswerChoice, AnswerText
+from service.requests import Answer, AnswerChoice
 
 ASK_USER = "ask_user"
 AWAITING_ANSWER = "awaiting_answer"  # the ``status`` of ``done`` when a run waits for an answer

@@ -18,11 +18,11 @@ from service.chat.approvals import Approvals, approved_as_shown, audit_entry, de
 from service.chat.context import ChatDeps, ChatResult, Resume, ToolRun
 from service.chat.direct import run_tool
 from service.chat.events import Emit
+from service.chat.keyword_path import choose_scenario
 from service.chat.pauses import OWN_TOOLS
 from service.chat.plan import after_decision, plan_decisions
-from service.chat.question import answer_decisions
-from service.chat.keyword_path import choose_scenario
 from service.chat.prompting import build_prompt
+from service.chat.question import answer_decisions
 from service.errors import ServiceError
 from service.identity import Identity
 from service.nodered.tooling import ToolFailure

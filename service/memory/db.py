@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, cast
@@ -29,6 +30,14 @@ Statement = tuple[str, Sequence[Any]]
 # How long a statement waits for a lock another connection holds, in milliseconds, before the memory is unavailable:
 # SQLite's busy_timeout, PostgreSQL's lock_timeout (service.memory.postgres).
 BUSY_TIMEOUT_MS = 5000
+
+
+def driver_errors() -> tuple[type[Exception], ...]:
+    """The base error classes of the database drivers loaded in this process: ``sqlite3.Error`` always,
+    ``psycopg.Error`` once psycopg is imported. Only a ``DATABASE_URL`` imports psycopg (:mod:`service.memory.postgres`,
+    about 50 ms and 10 MB), and no psycopg error can be raised before it is, so a SQLite service never loads it."""
+    psycopg = sys.modules.get("psycopg")
+    return (sqlite3.Error,) if psycopg is None else (sqlite3.Error, psycopg.Error)
 
 
 class MemoryUnavailable(ServiceError):

@@ -11,7 +11,6 @@ import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import psycopg
 from aiohttp import web
 
 from service.chat.approvals import Approvals, ApprovalSlot, open_approvals
@@ -25,7 +24,7 @@ from service.knowledge.router import Router
 from service.llm.prices import PriceTable
 from service.llm.providers import ChatModelFactory, ProviderConfig, preload
 from service.memory.approvals import ApprovalStore
-from service.memory.db import MemoryUnavailable, is_postgres_url
+from service.memory.db import MemoryUnavailable, driver_errors, is_postgres_url
 from service.memory.store import MemorySlot, MemoryStore
 from service.memory.streams import HEARTBEAT, OpenStreams
 from service.nodered.client import NodeRedClient, admin_session
@@ -234,9 +233,10 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
         yield
         return
     settings = app[SETTINGS]
+    failures: tuple[type[Exception], ...] = (OSError, *driver_errors())
     try:
         approvals, close = await open_approvals(ApprovalStore(store), settings)
-    except (OSError, sqlite3.Error, psycopg.Error) as err:
+    except failures as err:
         log.error("approvals cannot be opened (%s); the assistant will not offer to change flows", err)
         yield
         return

@@ -359,7 +359,10 @@
         this.banner.element.appendTo(this.content);
 
         var body = $('<div class="ai-sidebar-body"></div>').appendTo(this.content);
-        this.messages = $('<div class="ai-sidebar-messages"></div>').appendTo(body);
+        // A named log for assistive technology; aria-live off because the answer is read out a sentence at a time
+        // by its own live region (this.reader), not again token by token here.
+        this.messages = $('<div class="ai-sidebar-messages" role="log" aria-live="off"></div>')
+            .attr("aria-label", t("sidebar.messagesLabel")).appendTo(body);
         // A conversation opens at its latest message. One loaded while the tab is hidden (a reload with another
         // tab shown, Node-RED 5's stacked sections) has no height to scroll yet: it is scrolled once it has,
         // unless the user scrolled up since.

@@ -1,0 +1,65 @@
+// Issue 31, finding 6 in the browser (tests/test_browser_polish.py): axe-core on the AI tab in four states a user
+// meets (a chat with an answer, the conversation list open, the Knowledge panel, an approval card), each with no
+// critical or serious finding; the header at the default width shows the model and usage whole.
+// Input (env): EDITOR_URL, USERNAME, PASSWORD, OUT_DIR, TAB_ID, QUESTION (answered with text), CHANGE (answered
+// with an approval card).
+// Output: one JSON line on stdout.
+"use strict";
+const editor = require("./editor");
+
+/** An axe-core scan of the AI tab: its version and the serious and critical findings ({id, impact, targets}). */
+async function axeScan(page) {
+    if (!(await page.evaluate(() => !!window.axe))) {
+        await page.addScriptTag({ path: require.resolve("axe-core/axe.min.js") });
+    }
+    return page.evaluate(async () => {
+        const results = await window.axe.run(document.querySelector(".ai-sidebar"), { resultTypes: ["violations"] });
+        return {
+            version: window.axe.version,
+            findings: results.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+                .map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+                    targets: v.nodes.map((n) => n.target.join(" ")) }))
+        };
+    });
+}
+
+/** The message list's role and accessible name as the page gives them. */
+async function messageList(page) {
+    return page.evaluate(() => {
+        const list = document.querySelector(".ai-sidebar-messages");
+        const labelled = list.getAttribute("aria-labelledby");
+        return { role: list.getAttribute("role"),
+            name: list.getAttribute("aria-label") || (labelled && document.getElementById(labelled).textContent) };
+    });
+}
+
+editor.runEditorScript(async (page, result) => {
+    const env = process.env;
+    await page.setViewportSize({ width: 1366, height: 768 });
+    await editor.showTab(page, env.TAB_ID);
+    await editor.newChat(page);
+    await editor.ask(page, env.QUESTION);
+    result.messageList = await messageList(page);
+    result.scans = {};
+    result.scans.chat = await axeScan(page);
+    await editor.screenshot(page, result, "polish-chat.png");
+
+    // The conversation list, with this conversation in it.
+    await page.click(".ai-sidebar-session-button");
+    await page.waitForSelector(".ai-sidebar-session", { timeout: 10000 });
+    result.scans.conversations = await axeScan(page);
+    await editor.screenshot(page, result, "polish-conversations.png");
+    await page.keyboard.press("Escape");
+
+    await page.click(".ai-sidebar-knowledge-button");
+    await page.waitForSelector(".ai-sidebar-knowledge-store", { timeout: 20000 });
+    result.scans.knowledge = await axeScan(page);
+    await editor.screenshot(page, result, "polish-knowledge.png");
+    await page.click(".ai-sidebar-knowledge-button");
+
+    await editor.ask(page, env.CHANGE);
+    await page.waitForSelector(".ai-sidebar-approval", { timeout: 10000 });
+    result.scans.approval = await axeScan(page);
+    await editor.screenshot(page, result, "polish-approval.png");
+    await editor.detailScreenshot(page.locator(".ai-sidebar"), result, "polish-approval-detail.png");
+});

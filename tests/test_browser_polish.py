@@ -1,6 +1,7 @@
 """Issue 31, finding 6 ("Smaller"), in a real headless Chromium against a real Node-RED (adminAuth, under /admin), the
 service as a process and the scripted model: axe-core finds nothing critical or serious of ours on the AI tab in the
-states a user meets (a chat with an answer, the conversation list open, the Knowledge panel, an approval card)."""
+states a user meets (a chat with an answer, the conversation list open, the Knowledge panel, an approval card); the
+header shows the model and the usage whole at the default width."""
 
 from __future__ import annotations
 
@@ -41,5 +42,11 @@ def test_axe_finds_nothing_critical_or_serious_in_chat_conversation_list_knowled
     for state, scan in seen["scans"].items():
         assert scan["version"] == "4.14.1", state
         assert scan["findings"] == [], state
+    # At the default width the header shows the model and the conversation's usage whole, and the scenario's
+    # select keeps the width of its choice (Node-RED 5's sidebar squeezed it to "Gene…").
+    header = seen["header"]
+    assert header["model"] == "openai/gpt-4o-mini" and not header["modelCut"], header
+    assert header["usage"].startswith("This conversation: ") and not header["usageCut"], header
+    assert header["scenario"] == "General" and not header["scenarioSqueezed"] and header["sendInside"], header
     # The answers arrive in a log the screen reader can name.
     assert seen["messageList"] == {"role": "log", "name": "Conversation with the AI assistant"}

@@ -424,16 +424,19 @@
                 self.refreshQuickPrompts();
             })
             .appendTo(actions);
+        // Stop and Send stay side by side (on a line of their own in a very narrow sidebar). Stop shows only its
+        // icon, named for assistive technology: its word took the width the scenario's choice needs.
+        var sendButtons = $('<span class="ai-sidebar-send-buttons"></span>').appendTo(actions);
         this.stopButton = $('<button type="button" class="red-ui-button ai-sidebar-stop"></button>')
             .append($('<i class="fa fa-stop" aria-hidden="true"></i>'))
             .attr("title", t("sidebar.stopTooltip"))
-            .append(document.createTextNode(" " + t("sidebar.stop")))
+            .attr("aria-label", t("sidebar.stop"))
             .prop("disabled", true)
             .on("click", function (event) {
                 event.preventDefault();
                 self.stop();
             })
-            .appendTo(actions);
+            .appendTo(sendButtons);
         this.sendButton = $('<button type="button" class="red-ui-button primary ai-sidebar-send"></button>')
             .append($('<i class="fa fa-paper-plane" aria-hidden="true"></i>'))
             .append(document.createTextNode(" " + t("sidebar.send")))
@@ -441,7 +444,7 @@
                 event.preventDefault();
                 self.send();
             })
-            .appendTo(actions);
+            .appendTo(sendButtons);
     };
 
     /** Name the model that answers the next question under the header (configChoice.answeringModel). */

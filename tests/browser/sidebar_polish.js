@@ -33,12 +33,46 @@ async function messageList(page) {
     });
 }
 
+/**
+ * The header line and the composer's row at this width: the model's and the usage's texts and whether either is
+ * cut (wider than its box), the scenario select's width against the width its chosen name needs, and
+ * whether Send is inside the sidebar.
+ */
+async function headerLayout(page) {
+    return page.evaluate(() => {
+        const cut = (el) => el.scrollWidth > el.clientWidth + 1;
+        const model = document.querySelector(".ai-sidebar-model");
+        const usage = document.querySelector(".ai-sidebar-session-usage");
+        const select = document.querySelector(".ai-sidebar-scenario");
+        // The width the chosen option's name needs: a copy of the select holding only that option, unsqueezed.
+        const alone = select.cloneNode(false);
+        alone.appendChild(select.options[select.selectedIndex].cloneNode(true));
+        alone.style.cssText = "position: absolute; width: auto; min-width: 0; max-width: none; flex: none;";
+        select.parentNode.appendChild(alone);
+        const natural = alone.getBoundingClientRect().width;
+        alone.remove();
+        const sidebar = document.querySelector(".ai-sidebar").getBoundingClientRect();
+        return {
+            sidebarWidth: Math.round(sidebar.width),
+            model: model.innerText.trim(), modelCut: cut(model),
+            usage: usage.innerText.trim(), usageCut: cut(usage),
+            scenario: select.options[select.selectedIndex].text,
+            scenarioSqueezed: select.getBoundingClientRect().width < natural - 1,
+            scenarioWidths: [Math.round(select.getBoundingClientRect().width), Math.round(natural)],
+            sendInside: document.querySelector(".ai-sidebar-send").getBoundingClientRect().right <= sidebar.right + 0.5
+        };
+    });
+}
+
 editor.runEditorScript(async (page, result) => {
     const env = process.env;
     await page.setViewportSize({ width: 1366, height: 768 });
     await editor.showTab(page, env.TAB_ID);
     await editor.newChat(page);
     await editor.ask(page, env.QUESTION);
+    await page.waitForSelector(".ai-sidebar-session-usage", { state: "visible", timeout: 15000 });
+    result.header = await headerLayout(page);
+    await editor.detailScreenshot(page.locator(".ai-sidebar"), result, "polish-header.png");
     result.messageList = await messageList(page);
     result.scans = {};
     result.scans.chat = await axeScan(page);

@@ -54,6 +54,7 @@ from service.knowledge.retrieval import (
     without_model,
 )
 from service.knowledge.router import Route
+from service.llm.endpoints import located
 from service.llm.pii import mask, pii_middleware
 from service.llm.providers import ChatModelFactory, ProviderConfig, first_chunk_within, provider_error
 from service.llm.usage import day_start
@@ -835,7 +836,8 @@ async def _with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel]
         log.warning("memory failed during the run (agent checkpoint or approval record): %s", exc.message)
         await emit(error_event(exc))
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
-        fault = provider_error(exc, timeout=config.timeout, secrets=_secrets(deps, config))
+        fault = located(provider_error(exc, timeout=config.timeout, secrets=_secrets(deps, config)), config,
+                        from_node=bool(deps.provider and deps.provider.baseUrl))
         log.warning("model request failed: %s (%s: %s)", fault.code, type(exc).__name__, fault.message)
         await emit(error_event(fault))
 

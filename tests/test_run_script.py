@@ -205,12 +205,17 @@ def test_make_run_on_a_moved_port_prints_that_url_reaches_it_and_keeps_secrets_o
         assert {f.name: mode(f) & 0o077 for f in files} == {f.name: 0 for f in files}
         assert (mode(userdir), mode(userdir / "ai-sidebar")) == (0o700, 0o700)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Stop run.sh's process group (Node-RED and the service): SIGTERM, then SIGKILL after 20 s."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(5)
 
 
 def _run_script_env(tmp_path, **extra):
@@ -261,9 +266,4 @@ def test_node_red_5_under_make_run_starts_with_its_own_node_js(tmp_path):
         started = next(line for line in log.read_text().splitlines() if line.startswith("Node-RED 5."))
         assert " on Node.js v22." in started
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
+        _stop(process)

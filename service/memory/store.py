@@ -27,6 +27,7 @@ from service.memory.db import Database, Row, open_database
 from service.memory.db import MemoryUnavailable as MemoryUnavailable  # where callers have always found it
 from service.memory.migrations import MIGRATIONS as MIGRATIONS  # likewise
 from service.memory.migrations import POSTGRESQL, SQLITE
+from service.memory.snippets import snippet
 
 if TYPE_CHECKING:
     from service.llm.usage import TurnUsage
@@ -125,7 +126,7 @@ _HEADLINE = "'StartSel=[, StopSel=], MaxWords=12, MinWords=4, MaxFragments=1, Fr
 _SEARCH: dict[str, dict[str, str]] = {
     SQLITE: {
         "messages": "SELECT s.id AS session_id, m.message_type, m.created_at, bm25(messages_fts) AS rank, "
-                    "snippet(messages_fts, 0, '[', ']', '…', 12) AS snippet FROM messages_fts "
+                    "m.content FROM messages_fts "
                     "JOIN short_term_memory m ON m.id = messages_fts.rowid JOIN sessions s ON s.key = m.session_key "
                     "WHERE messages_fts MATCH ? AND s.owner_kind = ? AND s.owner = ? AND s.conversation = ? "
                     "ORDER BY rank LIMIT ?",
@@ -136,8 +137,7 @@ _SEARCH: dict[str, dict[str, str]] = {
     },
     POSTGRESQL: {
         "messages": "SELECT s.id AS session_id, m.message_type, m.created_at, -ts_rank(m.search, q) AS rank, "
-                    f"ts_headline('simple', m.content, q, {_HEADLINE}) AS snippet "
-                    "FROM websearch_to_tsquery('simple', ?) AS q, short_term_memory m "
+                    "m.content FROM websearch_to_tsquery('simple', ?) AS q, short_term_memory m "
                     "JOIN sessions s ON s.key = m.session_key "
                     "WHERE m.search @@ q AND s.owner_kind = ? AND s.owner = ? AND s.conversation = ? "
                     "ORDER BY rank LIMIT ?",
@@ -455,7 +455,8 @@ class MemoryStore:
         if category in (None, "message"):
             rows = await self.db.fetchall(sql["messages"], (match, *scope, limit))
             results += [{"category": "message", "sessionId": r["session_id"], "role": r["message_type"],
-                         "snippet": r["snippet"], "score": -r["rank"], "createdAt": r["created_at"]} for r in rows]
+                         "snippet": snippet(r["content"], words), "score": -r["rank"],
+                         "createdAt": r["created_at"]} for r in rows]
         if category != "message":
             knowledge = sql["knowledge"]
             params: list[Any] = [match, *scope]

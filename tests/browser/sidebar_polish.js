@@ -6,22 +6,7 @@
 // Output: one JSON line on stdout.
 "use strict";
 const editor = require("./editor");
-
-/** An axe-core scan of the AI tab: its version and the serious and critical findings ({id, impact, targets}). */
-async function axeScan(page) {
-    if (!(await page.evaluate(() => !!window.axe))) {
-        await page.addScriptTag({ path: require.resolve("axe-core/axe.min.js") });
-    }
-    return page.evaluate(async () => {
-        const results = await window.axe.run(document.querySelector(".ai-sidebar"), { resultTypes: ["violations"] });
-        return {
-            version: window.axe.version,
-            findings: results.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-                .map((v) => ({ id: v.id, impact: v.impact, help: v.help,
-                    targets: v.nodes.map((n) => n.target.join(" ")) }))
-        };
-    });
-}
+const { axeScan } = require("./sidebar_a11y");
 
 /** The message list's role and accessible name as the page gives them. */
 async function messageList(page) {

@@ -42,6 +42,9 @@ def test_axe_finds_nothing_critical_or_serious_in_chat_conversation_list_knowled
     for state, scan in seen["scans"].items():
         assert scan["version"] == "4.14.1", state
         assert scan["findings"] == [], state
+    # "New chat" once: the conversation list's button names the list until the conversation has a name.
+    assert [text.strip() for text in seen["newChatHeader"]].count("New chat") == 1, seen["newChatHeader"]
+    assert "Conversations" in [text.strip() for text in seen["newChatHeader"]], seen["newChatHeader"]
     # At the default width the header shows the model and the conversation's usage whole, and the scenario's
     # select keeps the width of its choice (Node-RED 5's sidebar squeezed it to "Gene…").
     header = seen["header"]

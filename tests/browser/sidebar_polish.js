@@ -54,6 +54,8 @@ editor.runEditorScript(async (page, result) => {
     await page.setViewportSize({ width: 1366, height: 768 });
     await editor.showTab(page, env.TAB_ID);
     await editor.newChat(page);
+    // The header of a new conversation: the texts of its buttons.
+    result.newChatHeader = await page.locator(".ai-sidebar .red-ui-sidebar-header button:visible").allInnerTexts();
     await editor.ask(page, env.QUESTION);
     await page.waitForSelector(".ai-sidebar-session-usage", { state: "visible", timeout: 15000 });
     result.header = await headerLayout(page);

@@ -275,9 +275,10 @@
 
     SessionPicker.prototype.updateButton = function () {
         var session = this.current();
-        var name = session && session.name ? session.name : t("session.untitled");
-        this.buttonLabel.text(name);
-        this.button.attr("title", t("session.listTooltip") + "\n" + name);
+        var name = session && session.name;
+        // A conversation without a name yet is not called "New chat" here: that is the button beside this one.
+        this.buttonLabel.text(name || t("session.listTooltip"));
+        this.button.attr("title", t("session.listTooltip") + (name ? "\n" + name : ""));
         this.buttonPin.toggle(!!(session && session.pinned));
     };
 

@@ -38,8 +38,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run lint test test-python test-node test-deps install clean bench
 
-run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
-	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
+# `NODE_RED=5 make run` starts Node-RED 5 instead of 4.1 (installed in .nodered5 on first use, run with its Node.js 22),
+# on the same user dir: the same flows, settings and conversations.
+NODE_RED ?= 4
+RUN_ON_5 := $(filter 5,$(NODE_RED))
+run: install $(if $(RUN_ON_5),$(NODERED5)) ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both; NODE_RED=5: Node-RED 5)
+	USERDIR="$(USERDIR)" NODERED="$(if $(RUN_ON_5),$(NODERED5),$(NODERED))" \
+		NODE_BIN="$(if $(RUN_ON_5),$(NODE_22),node)" VENV="$(VENV)" bash scripts/run.sh
 
 # The linters need the venv (ruff, mypy) and the palette's npm packages (eslint): no Node-RED, no browser.
 lint: $(VENV)/.installed-test $(PALETTE)/node_modules/.installed-dev ## run the linters: ruff on the Python code, mypy on service and mcp_server, import-linter's layering contracts, eslint on the palette package

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Start the assistant service and Node-RED together; Ctrl-C stops both.
-# Called by `make run` with USERDIR, NODERED and VENV set.
+# Called by `make run` with USERDIR, NODERED, NODE_BIN (the Node.js that runs Node-RED: Node-RED 5 needs 22.9 or
+# later, `NODE_RED=5 make run` gives the one installed beside it) and VENV set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 USERDIR=${USERDIR:-.nodered/userdir}
 NODERED=${NODERED:-.nodered/node_modules/node-red/red.js}
+NODE_BIN=${NODE_BIN:-node}
 VENV=${VENV:-.venv}
 export USERDIR VENV
 # Everything the script, Node-RED and the service create (flows_cred.json, memory.db) is for this user only.
@@ -77,6 +79,8 @@ for _ in $(seq 1 100); do
 done
 
 echo "Node-RED editor: ${editor_url}  (AI tab in the sidebar; Ctrl-C stops both)"
-env "${credential_env[@]}" node "$NODERED" --userDir "$USERDIR" --settings "$USERDIR/settings.js" &
+nodered_version=$("$NODE_BIN" -p 'require(require("path").resolve(process.argv[1], "../package.json")).version' "$NODERED")
+echo "Node-RED $nodered_version on Node.js $("$NODE_BIN" --version)"
+env "${credential_env[@]}" "$NODE_BIN" "$NODERED" --userDir "$USERDIR" --settings "$USERDIR/settings.js" &
 nodered_pid=$!
 wait "$nodered_pid"

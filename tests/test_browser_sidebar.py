@@ -742,7 +742,7 @@ def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_s
 
     seen = run_feature(nodered, "stop", tab["id"], QUESTIONS=json.dumps([first, second]))
 
-    assert seen["headerBefore"] == "New chat"
+    assert seen["headerBefore"] == "Conversations"
     assert seen["stoppedMarks"] == ["stopped"] and seen["notes"] == []
     assert seen["retryAfterStop"] == ["Retry"]
     # The stopped turn was saved and the header shows its name without reopening anything.

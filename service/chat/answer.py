@@ -14,6 +14,7 @@ from service.chat import events
 from service.chat.context import ChatDeps, ChatResult
 from service.chat.events import Emit
 from service.errors import ServiceError, error_event
+from service.llm.endpoints import located
 from service.llm.providers import ProviderConfig, first_chunk_within, provider_error
 from service.memory.db import MemoryUnavailable
 
@@ -57,7 +58,8 @@ async def with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel],
         log.warning("memory failed during the run (agent checkpoint or approval record): %s", exc.message)
         await emit(error_event(exc))
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
-        fault = provider_error(exc, timeout=config.timeout, secrets=request_secrets(deps, config))
+        fault = located(provider_error(exc, timeout=config.timeout, secrets=request_secrets(deps, config)), config,
+                        from_node=bool(deps.provider and deps.provider.baseUrl))
         log.warning("model request failed: %s (%s: %s)", fault.code, type(exc).__name__, fault.message)
         await emit(error_event(fault))
 

@@ -40,7 +40,7 @@ _HEADLINE = "'StartSel=[, StopSel=], MaxWords=12, MinWords=4, MaxFragments=1, Fr
 SEARCH_SQL: dict[str, dict[str, str]] = {
     SQLITE: {
         "messages": "SELECT s.id AS session_id, m.message_type, m.created_at, bm25(messages_fts) AS rank, "
-                    "snippet(messages_fts, 0, '[', ']', '…', 12) AS snippet FROM messages_fts "
+                    "m.content FROM messages_fts "
                     "JOIN short_term_memory m ON m.id = messages_fts.rowid JOIN sessions s ON s.key = m.session_key "
                     "WHERE messages_fts MATCH ? AND s.owner_kind = ? AND s.owner = ? AND s.conversation = ? "
                     "ORDER BY rank LIMIT ?",
@@ -51,8 +51,7 @@ SEARCH_SQL: dict[str, dict[str, str]] = {
     },
     POSTGRESQL: {
         "messages": "SELECT s.id AS session_id, m.message_type, m.created_at, -ts_rank(m.search, q) AS rank, "
-                    f"ts_headline('simple', m.content, q, {_HEADLINE}) AS snippet "
-                    "FROM websearch_to_tsquery('simple', ?) AS q, short_term_memory m "
+                    "m.content FROM websearch_to_tsquery('simple', ?) AS q, short_term_memory m "
                     "JOIN sessions s ON s.key = m.session_key "
                     "WHERE m.search @@ q AND s.owner_kind = ? AND s.owner = ? AND s.conversation = ? "
                     "ORDER BY rank LIMIT ?",

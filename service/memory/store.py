@@ -29,6 +29,7 @@ from service.memory.migrations import MIGRATIONS as MIGRATIONS  # likewise
 from service.memory.migrations import SQLITE
 from service.memory.records import SAID, TURN_COLUMNS, SessionNotFound, Summary, Turn, session_dict, turn_from_row
 from service.memory.search import SEARCH_SQL, fts_query, search_words
+from service.memory.snippets import snippet
 
 if TYPE_CHECKING:
     from service.llm.usage import TurnUsage
@@ -352,7 +353,8 @@ class MemoryStore:
         if category in (None, "message"):
             rows = await self.db.fetchall(sql["messages"], (match, *scope, limit))
             results += [{"category": "message", "sessionId": r["session_id"], "role": r["message_type"],
-                         "snippet": r["snippet"], "score": -r["rank"], "createdAt": r["created_at"]} for r in rows]
+                         "snippet": snippet(r["content"], words), "score": -r["rank"],
+                         "createdAt": r["created_at"]} for r in rows]
         if category != "message":
             knowledge = sql["knowledge"]
             params: list[Any] = [match, *scope]

@@ -316,6 +316,9 @@ class AppliedRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool: str = Field(min_length=1, max_length=128)
     outcome: AppliedOutcome
+    # What the editor made of the applied change since (resources/approval/applied-watch.js): given, it updates the
+    # newest report of ``tool`` instead of adding one ("applied" again after a Redo clears it).
+    later: Literal["applied", "undone", "changed"] | None = None
 
 
 Model = TypeVar("Model", bound=BaseModel)

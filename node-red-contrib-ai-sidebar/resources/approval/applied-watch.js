@@ -70,7 +70,16 @@
      */
     function follow(RED, record, line, onState) {
         var watched = { record: record, entry: record.entry, applied: valuesNow(RED, record), state: "applied" };
+        var queued = false;
+        // Checked once the editor's step ended: an undo or redo emits its events before it updates the history.
+        function queue() {
+            if (!queued) {
+                queued = true;
+                setTimeout(check, 0);
+            }
+        }
         function check() {
+            queued = false;
             if (!document.body.contains(line[0])) {
                 stop();
                 return;
@@ -82,11 +91,11 @@
             }
         }
         function stop() {
-            RED.events.off("workspace:dirty", check);
-            RED.events.off("nodes:change", check);
+            RED.events.off("workspace:dirty", queue);
+            RED.events.off("nodes:change", queue);
         }
-        RED.events.on("workspace:dirty", check);
-        RED.events.on("nodes:change", check);
+        RED.events.on("workspace:dirty", queue);
+        RED.events.on("nodes:change", queue);
         return stop;
     }
 

@@ -177,7 +177,8 @@
             // The line follows the editor (Ctrl-Z, Redo, the user's edits), and so does what the service keeps.
             lib().appliedWatch.follow(RED, outcome.record, line, function (state) {
                 var later = Object.assign({}, outcome, { later: state });
-                line.replaceWith(line = self.showOutcome(answer, event.tool, later, false, true));
+                var fresh = self.showOutcome(answer, event.tool, later, false, true);
+                line.attr("data-state", fresh.attr("data-state")).empty().append(fresh.contents());
                 if (runId) {
                     self.reportOutcome(runId, event.tool, outcome, state);
                 }
@@ -207,7 +208,7 @@
      * Say on the write's tool card what the editor applied (`outcome`: flowChange.applyChange's), or why not.
      * `restored`: told again in a reopened conversation, where "not deployed, Ctrl-Z undoes it" may no longer hold.
      * `outcome.later` ("undone", "changed"; applied-watch.js): what the editor made of it since. `detached`: the
-     * line is returned, not placed (it replaces the one shown). Returns the line.
+     * line is returned, not placed (its contents replace the shown line's). Returns the line.
      */
     ApprovalCards.prototype.showOutcome = function (answer, tool, outcome, restored, detached) {
         var text;

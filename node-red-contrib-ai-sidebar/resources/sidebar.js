@@ -720,6 +720,7 @@
                 self.serviceOk();
                 return;
             }
+            self.watch.supervised(lib.serviceBanner.restartExpected(status));
             self.serviceError(new lib.adminApi.ApiError(502, {
                 code: "service_unreachable", serviceUrl: (status && status.serviceUrl) || ""
             }));

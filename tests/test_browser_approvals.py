@@ -229,16 +229,16 @@ def test_a_reopened_conversation_shows_its_cards_decisions_sources_and_links_and
 def test_the_card_follows_undo_redo_and_edits_and_the_total_counts_the_continued_run_at_once(auth_stack, model):  # noqa: F811 (the fixture)
     nodered, _ = auth_stack
     tab = tab_named(nodered, TAB)
-    script_add_nodes(model, tab["id"])
+    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": NEW_NODES}}]),
+                 Reply(text="I added an inject node wired to a debug node."),
+                 Reply(text="Regenerated: the inject node ticks into the debug node."))
 
     seen = run_approvals(nodered, "follow", tab["id"])
 
     # The header's total counts the continued run as soon as it ended: it is what the service counted in all.
     with_card, after = seen["totalWithCard"], seen["totalAfterApproval"]
     assert with_card and after and after["text"] != with_card["text"]
-    totals = admin_request(nodered, admin_token(nodered), "GET",
-                           f"/ai-sidebar/usage?by=session&sessionId={after['sessionId']}")
-    row = next(r for r in totals["totals"] if r["sessionId"] == after["sessionId"])
+    row = next(r for r in seen["serviceTotals"]["totals"] if r["sessionId"] == after["sessionId"])
     assert row["turns"] == 2
     assert f"{row['inputTokens']:,} tokens in" in after["text"] and f"{row['outputTokens']:,} out" in after["text"]
     # Ctrl-Z: the line says undone, and the service was told; Ctrl-Y: applied again.
@@ -264,3 +264,9 @@ def test_the_card_follows_undo_redo_and_edits_and_the_total_counts_the_continued
     assert pressed(seen["reopened"]) == pressed(seen["live"]) == [["Approve"]]
     assert seen["reopenedUsage"] == seen["liveUsage"] >= 1
     assert seen["reopenedTotal"]["text"] == after["text"]
+    # Regenerate works under the restored last answer: the same question goes to the model again.
+    assert seen["reopenedRegenerate"] == 1
+    assert [m["role"] for m in seen["regenerated"]][-2:] == ["user", "assistant"]
+    assert seen["regenerated"][-2]["text"] == QUESTION and "Regenerated:" in seen["regenerated"][-1]["text"]
+    asked = [[m for m in r["messages"] if m["role"] == "user"][-1]["content"] for r in model.requests]
+    assert QUESTION in str(asked[-1])

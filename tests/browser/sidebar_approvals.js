@@ -388,7 +388,7 @@ async function reported(page, state, action) {
  * The card and its line follow the editor (issue 31): the conversation's total right after the approved run,
  * then Ctrl-Z (undone), Ctrl-Y (applied again), the user renaming an applied node as the edit dialog does (changed
  * since), Ctrl-Z of that (applied), Ctrl-Z (undone); then the editor opened again shows the conversation with its
- * tool cards, answer usage and the line as it was left.
+ * tool cards, answer usage and the line as it was left, and Regenerate under its last answer asks again.
  */
 async function followMode(context, result) {
     let page = await openPage(context, result);
@@ -401,6 +401,9 @@ async function followMode(context, result) {
         return element && element.innerText.trim() !== before;
     }, (result.totalWithCard || {}).text, { timeout: 10000 }).catch(() => null);
     result.totalAfterApproval = await sessionTotal(page);
+    // What the service counted for the conversation by then, read through the plugin as the sidebar reads it.
+    result.serviceTotals = await page.evaluate((sessionId) => window.NodeRedAiSidebar.adminApi.requestJson("GET",
+        window.NodeRedAiSidebar.usage.sessionQuery(sessionId)), (result.totalAfterApproval || {}).sessionId || "");
     result.applied = await appliedLine(page);
     result.undoneReport = await reported(page, "undone", () => keyOnCanvas(page, "Control+z"));
     result.undone = await lineBecomes(page, "undone");
@@ -440,6 +443,14 @@ async function followMode(context, result) {
     result.reopenedUsage = await page.locator(".ai-sidebar-message-assistant .ai-sidebar-usage").count();
     result.reopenedTotal = await sessionTotal(page);
     await editor.screenshot(page, result, "sidebar-approval-reopened-undone.png");
+    // Regenerate under the restored last answer sends its question again.
+    result.reopenedRegenerate = await page.locator(".ai-sidebar-regenerate").count();
+    const questions = await page.locator(".ai-sidebar-message-user").count();
+    await page.locator(".ai-sidebar-regenerate").last().click();
+    await page.waitForFunction((count) => document.querySelectorAll(".ai-sidebar-message-user").length > count,
+        questions, { timeout: 10000 });
+    await editor.waitIdle(page);
+    result.regenerated = await editor.transcript(page);
 }
 
 async function main() {

@@ -31,6 +31,8 @@ export AI_SIDEBAR_SERVICE_URL=${AI_SIDEBAR_SERVICE_URL:-http://$AI_SIDEBAR_HOST:
 export NODE_RED_URL=${NODE_RED_URL:-${editor_url%/}}
 export MEMORY_DB_PATH=${MEMORY_DB_PATH:-$USERDIR/ai-sidebar/memory.db}
 export AI_SIDEBAR_TOKEN=${AI_SIDEBAR_TOKEN:-$(cat "$USERDIR/ai-sidebar/service-token")}
+# The loop below restarts the service: the sidebar's banner says so instead of offering pip and docker commands.
+export AI_SIDEBAR_SERVICE_SUPERVISED=${AI_SIDEBAR_SERVICE_SUPERVISED:-make run}
 
 # A settings.js copied by an earlier version falls back to a public credential secret: give it the generated one
 # (only Node-RED gets it; the service never needs it).

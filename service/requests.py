@@ -335,6 +335,9 @@ class AppliedRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool: str = Field(min_length=1, max_length=128)
     outcome: AppliedOutcome
+    # What the editor made of the applied change since (resources/approval/applied-watch.js): given, it updates the
+    # newest report of ``tool`` instead of adding one ("applied" again after a Redo clears it).
+    later: Literal["applied", "undone", "changed"] | None = None
 
 
 MAX_JSON_DEPTH = 200  # jiter's recursion limit (pydantic-core's JSON parser): deeper nesting is refused

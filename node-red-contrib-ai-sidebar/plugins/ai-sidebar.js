@@ -185,7 +185,8 @@ module.exports = function (RED) {
             supervisor: supervisorStatus(),
             wheel: bundledWheel(),
             venv: RED.settings.userDir ? path.join(RED.settings.userDir, "ai-sidebar", "venv") : undefined,
-            nodeRedPort: Number(RED.settings.uiPort) || undefined
+            nodeRedPort: Number(RED.settings.uiPort) || undefined,
+            supervisedBy: process.env.AI_SIDEBAR_SERVICE_SUPERVISED
         }));
     }
 

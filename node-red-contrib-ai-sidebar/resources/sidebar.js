@@ -726,6 +726,7 @@
                 self.serviceOk();
                 return;
             }
+            self.watch.supervised(lib.serviceBanner.restartExpected(status));
             self.serviceError(new lib.adminApi.ApiError(502, {
                 code: "service_unreachable", serviceUrl: (status && status.serviceUrl) || ""
             }));
@@ -976,10 +977,30 @@
         if (summarisedThrough !== null) {
             this.appendSummaryNote();
         }
+        this.offerRegenerateRestored(messages);
         if (foundElement) {
             this.showFound(foundElement);
         } else {
             this.scrollToBottom();
+        }
+    };
+
+    /**
+     * Regenerate under a restored conversation's last answer, as under a live one: its question sent again, with
+     * the editor's context, AI configuration and mode as they are now (the history keeps no whole request).
+     */
+    AiSidebar.prototype.offerRegenerateRestored = function (messages) {
+        var self = this;
+        var last = messages[messages.length - 1];
+        var question = messages.filter(function (message) {
+            return message && message.role === "user" && typeof message.content === "string";
+        }).pop();
+        var element = this.messages.children(".ai-sidebar-message-assistant").last();
+        if (last && last.role === "assistant" && typeof last.content === "string" && last.content.trim() &&
+                question && element.length) {
+            lib.offerRegenerate(this, element, function () {
+                return self.send(question.content);
+            });
         }
     };
 

@@ -401,6 +401,8 @@ async def approval_applied(request: web.Request) -> web.Response:
     """``{tool, outcome}``: what the editor made of the ``flow_change`` of an approved write of one of the caller's
     runs (the counts it applied, or why it applied nothing), kept with the approval so that the reopened
     conversation's card says the same (``GET /ai-sidebar/history``'s ``approvals``) → ``{runId, recorded: true}``.
+    With ``later`` ("undone", "changed", "applied"): what the editor made of that change since, set on the newest
+    report of ``tool`` (as ``outcome.later``; "applied" removes it).
     Needs write permission, like the approval.
 
     Errors: 400 ``invalid_request``, 403 ``forbidden``, 404 ``approval_not_found`` (no answered approval of that
@@ -414,7 +416,7 @@ async def approval_applied(request: web.Request) -> web.Response:
         raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
     run_id = request.match_info["runId"]
     outcome = body.outcome.model_dump(exclude_none=True)
-    if not await approvals.store.record_applied(run_id, caller.identity, body.tool, outcome):
+    if not await approvals.store.record_applied(run_id, caller.identity, body.tool, outcome, body.later):
         raise ServiceError("approval_not_found", status=404)
     return web.json_response({"runId": run_id, "recorded": True})
 

@@ -56,6 +56,8 @@ from service.web.keys import (
     STREAMS,
     TOOLS,
 )
+from service.web.history_routes import history_context
+from service.web.history_routes import routes as history_routes
 from service.web.knowledge_routes import routes as knowledge_routes
 from service.web.limits import StreamLimiter
 from service.web.memory_routes import routes as memory_routes
@@ -371,6 +373,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(_evidence)
     app.cleanup_ctx.append(_memory)
     app.cleanup_ctx.append(_approvals)
+    app.cleanup_ctx.append(history_context)
     app.cleanup_ctx.append(_knowledge)
     app.cleanup_ctx.append(_mcp_child)
     app.cleanup_ctx.append(_model_package)
@@ -381,4 +384,5 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(knowledge_routes)
     app.add_routes(usage_routes)
     app.add_routes(provider_routes)
+    app.add_routes(history_routes)
     return app

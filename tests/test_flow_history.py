@@ -13,10 +13,12 @@ from typing import Any
 
 import aiohttp
 import pytest
+from pydantic import SecretStr
 
 from service.history.capture import history_for
 from service.history.store import HistoryStore
 from service.memory.db import open_database
+from service.nodered.settings import NodeRedSettings
 from service.nodered.tooling import ToolFailure
 from service.tools.context import ServiceToolContext
 from service.web.app import create_app
@@ -70,14 +72,15 @@ async def wait_for(condition: Callable[[], Any], timeout: float = 20.0, what: st
         await asyncio.sleep(0.02)
 
 
-async def deploy(nodered: NodeRed, flows: list[dict[str, Any]]) -> str:
-    """Deploy ``flows`` over the current rev as an editor does (full deploy); returns the new rev."""
+async def deploy(nodered: NodeRed, flows: list[dict[str, Any]], kind: str = "nodes") -> str:
+    """Deploy ``flows`` over the current rev as an editor does (``kind``: Node-RED's deployment type, the
+    editor's default "modified nodes"); returns the new rev."""
     async with aiohttp.ClientSession() as http:
         headers = {"Node-RED-API-Version": "v2"}
         async with http.get(f"{nodered.url}/flows", headers=headers) as answer:
             rev = (await answer.json())["rev"]
         async with http.post(f"{nodered.url}/flows", json={"rev": rev, "flows": flows},
-                             headers={**headers, "Node-RED-Deployment-Type": "full"}) as answer:
+                             headers={**headers, "Node-RED-Deployment-Type": kind}) as answer:
             assert answer.status == 200, await answer.text()
             return (await answer.json())["rev"]
 
@@ -292,6 +295,7 @@ async def test_200_deploys_of_a_500_node_workspace_keep_under_5_percent_of_full_
     flows = workspace()
     assert sum(1 for node in flows if node["type"] == "function") == 500
     revs = [await deploy_captured(history_client, history_nodered, flows)]
+    started = time.monotonic()
     full_copy = len(json.dumps(flows, separators=(",", ":")))
     for round_number in range(199):
         for k in range(3):  # a few nodes each deploy
@@ -299,17 +303,21 @@ async def test_200_deploys_of_a_500_node_workspace_keep_under_5_percent_of_full_
             if target["type"] == "function":
                 target["func"] = target["func"] + f"\n// change {round_number}.{k}"
         revs.append(await deploy_captured(history_client, history_nodered, flows))
+    elapsed = time.monotonic() - started
     store = history_for(history_client.app[NODERED]).store
-    assert all([await store.has(rev) for rev in revs])
+    assert all([await store.has(rev) for rev in revs]) and len(set(revs)) == 200
     usage = await store.storage()
     ratio = usage["bytes"] / (200 * full_copy)
     assert ratio <= 0.05, (usage, full_copy, ratio)
+    print(f"200 deploys captured in {elapsed:.1f} s; stored {usage} = {ratio:.2%} of 200 full copies")
     # every snapshot is whole again: the first and the last as deployed
-    assert await store.flows(revs[-1]) == await live(history_nodered)
+    def by_id(flows: list[dict[str, Any]] | None) -> dict[str, Any]:
+        return {node["id"]: node for node in flows or []}
+    assert by_id(await store.flows(revs[-1])) == by_id(await live(history_nodered))
 
 
-async def test_retention_keeps_the_newest_and_the_pinned(tmp_path):
-    db = await open_database(tmp_path / "retention.db")
+async def test_retention_keeps_the_newest_and_the_pinned(memory_target):
+    db = await open_database(memory_target)
     store = await HistoryStore.open(db)
     for number in range(6):
         await store.save(f"rev{number}", [{"id": "t", "type": "tab", "label": f"v{number}"}], origin="editor",
@@ -324,3 +332,31 @@ async def test_retention_keeps_the_newest_and_the_pinned(tmp_path):
     assert [s.rev for s in await store.listing()] == ["rev0"]
     assert (await store.storage())["parts"] == 2  # rev0's tab and manifest; the others collected
     await db.close()
+
+
+@pytest.mark.postgres
+async def test_replicas_on_postgresql_store_one_snapshot_per_rev(aiohttp_client, history_nodered, model, tmp_path,
+                                                                 postgres_url):
+    """Two replicas, each with its own comms connection (one reaches Node-RED as 127.0.0.1, the other as
+    localhost), capture every deploy into one database: one row per rev, no failure."""
+    clients = []
+    for number, host in enumerate(("127.0.0.1", "localhost")):
+        settings = settings_for(history_nodered, model, tmp_path / f"replica{number}").model_copy(update={
+            "database_url": SecretStr(postgres_url),
+            "nodered": NodeRedSettings(url=f"http://{host}:{history_nodered.port}")})
+        clients.append(await aiohttp_client(create_app(settings)))
+    stores = [history_for(client.app[NODERED]).store for client in clients]
+    revs = []
+    for round_number in range(5):
+        revs.append(await deploy(history_nodered, changed(base_flows(), "a000000000000001",
+                                                          func=f"return msg; // {round_number}")))
+        for store in stores:
+            async def captured(store=store, rev=revs[-1]) -> bool:
+                return await store.has(rev)
+            await wait_for(captured, what=f"both replicas saw {revs[-1]}")
+    captures = [history_for(client.app[NODERED]) for client in clients]
+    assert sum(capture.captured for capture in captures) >= 5  # the deploys were split between them or not
+    rows = await stores[0].db.fetchall("SELECT rev, COUNT(*) AS n FROM flow_history_snapshots GROUP BY rev")
+    assert all(row["n"] == 1 for row in rows) and {row["rev"] for row in rows} >= set(revs)
+    listing = await (await clients[1].get("/ai-sidebar/flow-history")).json()
+    assert [d["rev"] for d in listing["deploys"][:5]] == revs[::-1]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections import OrderedDict
 from typing import Any
@@ -30,7 +29,7 @@ from service.history.store import HistoryStore
 from service.memory.db import MemoryUnavailable
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient, NodeRedError
-from service.nodered.comms import CommsRefused, CommsSubscriber
+from service.nodered.comms import CommsSubscriber
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.tooling import ToolContext
 
@@ -152,18 +151,9 @@ class DeployWatcher(CommsSubscriber):
         super().__init__(client, session, EvidenceBuffer(per_node=1, max_entries=1))
         self.capture = capture
 
-    def _take(self, text: str) -> None:
-        try:
-            batch = json.loads(text)
-        except ValueError:
-            return
-        if isinstance(batch, dict):
-            if batch.get("auth") == "fail":
-                raise CommsRefused()
-            return
-        for item in batch if isinstance(batch, list) else ():
-            if isinstance(item, dict) and item.get("topic") == DEPLOY_TOPIC and isinstance(item.get("data"), dict):
-                self.capture.notice(item["data"].get("revision"))
+    def _item(self, item: dict[str, Any]) -> None:
+        if item.get("topic") == DEPLOY_TOPIC and isinstance(item.get("data"), dict):
+            self.capture.notice(item["data"].get("revision"))
 
 
 # The captures running in this process, by the admin root of their Node-RED (NodeRedClient.base_url): how the tools

@@ -4,7 +4,7 @@ in force then), or ``now`` (the flows deployed now, read from Node-RED)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from service.history.store import HistoryStore, iso
@@ -12,6 +12,7 @@ from service.nodered.client import NodeRedClient
 from service.nodered.messages import CodedError
 
 MAX_POINT = 128  # characters of a point
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class PointError(CodedError):
@@ -35,13 +36,16 @@ class Point:
 def parse_time(text: str) -> float | None:
     """Unix seconds of an ISO 8601 time (``2026-12-02T10:00``, ``...Z``, ``...+01:00``; without an offset UTC), or
     ``None`` when ``text`` is not one."""
+    text = text.strip().upper()  # RFC 3339 allows a lowercase "t" and "z"
+    if text[17:19] == "60":  # a leap second: the second before it
+        text = text[:17] + "59.999" + text[19:].lstrip("0123456789.")
     try:
-        moment = datetime.fromisoformat(text.strip())
+        moment = datetime.fromisoformat(text)
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH).total_seconds()  # no overflow at year 1 or 9999, unlike timestamp()
 
 
 async def resolve(store: HistoryStore, client: NodeRedClient, point: str) -> Point:

@@ -45,7 +45,8 @@ def split(flows: list[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
         text = canonical(clean)
         key = content_hash(text)
         parts[key] = text
-        container = node.get("z") if isinstance(node.get("z"), str) else ""
+        z = node.get("z")
+        container = z if isinstance(z, str) else ""
         groups.setdefault(container, []).append(key)
     manifests = []
     for container in sorted(groups, key=lambda z: (z != "", z)):  # the tabs and global config nodes first

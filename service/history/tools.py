@@ -179,9 +179,9 @@ async def restore_flows(ctx: ToolContext, to: str, scope: str = "tab", target_id
     """The tool ``restore_flows``, run after approval: planned again on the live flows; the approved diff must
     still be what it makes (else ``flows_conflict``, nothing written), then deployed over the rev it was planned on
     (:func:`~service.nodered.write_tools.commit`), or handed to the editor for a request from the sidebar."""
-    args = {"to": to, "scope": scope, "target_id": target_id}
+    args: dict[str, Any] = {"to": to, "scope": scope, "target_id": target_id}
     async with write_tools._write_lock(ctx.nodered):
-        change, rev = await plan_restore(ctx, **args)
+        change, rev = await plan_restore(ctx, to, scope, target_id)
         approved = ctx.approved.get(write_tools.approval_key("restore_flows", args))
         if approved is not None and not write_tools.same_change(approved, change.preview()["diff"]):
             raise ToolFailure("flows_conflict", key="flows_conflict.approved")

@@ -159,13 +159,16 @@ class CommsSubscriber:
                 raise CommsRefused()
             return
         for item in batch if isinstance(batch, list) else ():
-            if not isinstance(item, dict):
-                continue
-            topic = item.get("topic")
-            if topic == "debug":
-                self.buffer.add_debug(item.get("data"))
-            elif isinstance(topic, str) and topic.startswith("status/"):
-                self.buffer.add_status(topic[len("status/"):], item.get("data"))
+            if isinstance(item, dict):
+                self._item(item)
+
+    def _item(self, item: dict[str, Any]) -> None:
+        """One ``{topic, data}`` message Node-RED sent (a subclass may take other topics)."""
+        topic = item.get("topic")
+        if topic == "debug":
+            self.buffer.add_debug(item.get("data"))
+        elif isinstance(topic, str) and topic.startswith("status/"):
+            self.buffer.add_status(topic[len("status/"):], item.get("data"))
 
     def _connected(self) -> None:
         self.connections += 1

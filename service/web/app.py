@@ -40,6 +40,8 @@ from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
 from service.tracing.spans import active as tracing_active
 from service.tracing.spans import request_middleware
+from service.web.history_routes import history_context
+from service.web.history_routes import routes as history_routes
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
@@ -56,8 +58,6 @@ from service.web.keys import (
     STREAMS,
     TOOLS,
 )
-from service.web.history_routes import history_context
-from service.web.history_routes import routes as history_routes
 from service.web.knowledge_routes import routes as knowledge_routes
 from service.web.limits import StreamLimiter
 from service.web.memory_routes import routes as memory_routes

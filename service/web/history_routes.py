@@ -22,11 +22,11 @@ from pydantic import BaseModel, ConfigDict
 
 from service.errors import ServiceError
 from service.history.capture import CAPTURES, Capture, DeployWatcher, history_for
-from service.history.store import HistoryStore
-from service.memory.db import MemoryUnavailable
 from service.history.diff import flow_diff
 from service.history.points import PointError, parse_time, resolve
+from service.history.store import HistoryStore
 from service.identity import request_caller
+from service.memory.db import MemoryUnavailable
 from service.nodered.client import NodeRedError
 from service.tools.registry import failure_status
 from service.web.keys import HTTP_SESSION, MEMORY, NODERED, SETTINGS

@@ -59,9 +59,13 @@ SESSION_ID = {"name": "sessionId", "in": "path", "required": True,
 RUN_ID = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
 LIMIT = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}}
 REV = {"name": "rev", "in": "path", "required": True, "schema": {"type": "string"}}
-HISTORY_BEFORE = {"name": "before", "in": "query", "required": False, "schema": {"type": "string"}}
-HISTORY_POINTS = [{"name": "from", "in": "query", "required": True, "schema": {"type": "string"}},
-                  {"name": "to", "in": "query", "required": False, "schema": {"type": "string", "default": "now"}}]
+HISTORY_BEFORE = {"name": "before", "in": "query", "required": False, "description": "ISO 8601 date-time",
+                  "schema": {"type": "string", "format": "date-time"}}
+# A point of the flow history: a deploy's rev (Node-RED's: hex digits), an ISO 8601 date-time, or now.
+HISTORY_POINT = {"anyOf": [{"type": "string", "pattern": "^[0-9a-f]{16,64}$"},
+                           {"type": "string", "format": "date-time"}, {"const": "now"}]}
+HISTORY_POINTS = [{"name": "from", "in": "query", "required": True, "schema": HISTORY_POINT},
+                  {"name": "to", "in": "query", "required": False, "schema": {**HISTORY_POINT, "default": "now"}}]
 LANG = {"name": "lang", "in": "query", "required": False, "schema": {"type": "string"}}
 _USAGE_TOTALS = {"turns": {"type": "integer"}, "inputTokens": {"type": "integer"}, "outputTokens": {"type": "integer"},
                  "cost": {"type": ["number", "null"], "description": "USD; null when no turn had a priced model"},

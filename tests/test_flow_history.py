@@ -360,3 +360,28 @@ async def test_replicas_on_postgresql_store_one_snapshot_per_rev(aiohttp_client,
     assert all(row["n"] == 1 for row in rows) and {row["rev"] for row in rows} >= set(revs)
     listing = await (await clients[1].get("/ai-sidebar/flow-history")).json()
     assert [d["rev"] for d in listing["deploys"][:5]] == revs[::-1]
+
+
+async def test_the_agent_restores_a_tab_only_after_the_user_approves_the_card(history_client, history_nodered,
+                                                                              model):
+    good = await deploy_captured(history_client, history_nodered, base_flows())
+    broken = changed(base_flows(), "a000000000000001", func=f'const apiKey = "{SECRET}";\nthrow new Error("x");')
+    await deploy_captured(history_client, history_nodered, broken)
+    model.script(Reply(tool_calls=[{"name": "restore_flows", "arguments": {"to": good, "scope": "tab",
+                                                                           "target_id": TAB_A}}]),
+                 Reply(text="Restored the Alpha tab."))
+    alice = {"X-Node-RED-User": "alice"}
+    response = await history_client.post("/ai-sidebar/stream-chat", json={
+        "message": "put the Alpha tab back as it was", "scenario": "general", "sessionId": "h1"}, headers=alice)
+    events = await read_events(response)
+    assert [e["type"] for e in events] == ["approval_required", "done"], events
+    action = events[0]["actions"][0]
+    assert action["tool"] == "restore_flows" and action["summary"].startswith('Restore tab "Alpha"')
+    assert [(c["id"], list(c["properties"])) for c in action["diff"]["changed"]] == [("a000000000000001", ["func"])]
+    assert SECRET not in json.dumps(events)  # the card shows the value it replaces redacted
+    assert {n["id"]: n for n in await live(history_nodered)}["a000000000000001"]["func"] != "return msg;"
+    resumed = await read_events(await history_client.post("/ai-sidebar/resume", json={
+        "resumeToken": events[0]["resumeToken"], "decisions": [{"type": "approve"}]}, headers=alice))
+    result = next(e for e in resumed if e["type"] == "tool_result")
+    assert result["ok"] and result["result"].startswith('Deployed: Restore tab "Alpha"'), result
+    assert {n["id"]: n for n in await live(history_nodered)}["a000000000000001"]["func"] == "return msg;"

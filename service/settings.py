@@ -155,6 +155,12 @@ class Settings(HostGuarded):
                     "open streams on that PostgreSQL server, shared by every replica; unset: SQLite at "
                     "MEMORY_DB_PATH (which holds each replica's knowledge index either way)")
     memory_retention_days: int = Field(30, ge=0, validation_alias="MEMORY_RETENTION_DAYS")
+    flow_history: bool = Field(True, validation_alias="AI_SIDEBAR_FLOW_HISTORY",
+                               description="keep every deploy's flows in the memory database (issue 35)")
+    flow_history_keep: int = Field(1000, ge=1, validation_alias="AI_SIDEBAR_FLOW_HISTORY_KEEP",
+                                    description="deploys kept at most (pinned ones besides)")
+    flow_history_days: float = Field(90.0, ge=0, validation_alias="AI_SIDEBAR_FLOW_HISTORY_DAYS",
+                                     description="days a deploy is kept (0: no age limit; pinned ones always)")
     knowledge_refresh: float = Field(30.0, ge=0, validation_alias="AI_SIDEBAR_KNOWLEDGE_REFRESH",
                                      description="seconds between refreshes of the knowledge index from Node-RED "
                                                  "(0: no automatic refresh, only POST /ai-sidebar/knowledge/reindex)")

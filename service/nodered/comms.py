@@ -59,6 +59,8 @@ class CommsSubscriber:
         backoff: seconds before each reconnection attempt, the last one repeating.
     """
 
+    topics: tuple[str, ...] = TOPICS  # what it subscribes to (retained messages replayed); a subclass may change it
+
     def __init__(self, client: NodeRedClient, session: aiohttp.ClientSession, buffer: EvidenceBuffer,
                  backoff: Sequence[float] = BACKOFF, heartbeat: float = HEARTBEAT):
         self._client, self._session, self.buffer = client, session, buffer
@@ -139,7 +141,7 @@ class CommsSubscriber:
                 answer = await ws.receive(timeout=AUTH_TIMEOUT)
                 if answer.type is not aiohttp.WSMsgType.TEXT or _auth_answer(answer.data) != "ok":
                     raise CommsRefused()
-            for topic in TOPICS:
+            for topic in self.topics:
                 await ws.send_str(json.dumps({"subscribe": topic}))
             self._connected()
             async for message in ws:
@@ -157,15 +159,18 @@ class CommsSubscriber:
                 raise CommsRefused()
             return
         for item in batch if isinstance(batch, list) else ():
-            if not isinstance(item, dict):
-                continue
-            topic = item.get("topic")
-            if topic == "debug":
-                self.buffer.add_debug(item.get("data"))
-            elif isinstance(topic, str) and topic.startswith("status/"):
-                self.buffer.add_status(topic[len("status/"):], item.get("data"))
-            elif topic == "notification/runtime-deploy":
-                self.buffer.add_started(item.get("data"))
+            if isinstance(item, dict):
+                self._item(item)
+
+    def _item(self, item: dict[str, Any]) -> None:
+        """One ``{topic, data}`` message Node-RED sent (a subclass may take other topics)."""
+        topic = item.get("topic")
+        if topic == "debug":
+            self.buffer.add_debug(item.get("data"))
+        elif isinstance(topic, str) and topic.startswith("status/"):
+            self.buffer.add_status(topic[len("status/"):], item.get("data"))
+        elif topic == "notification/runtime-deploy":
+            self.buffer.add_started(item.get("data"))
 
     def _connected(self) -> None:
         self.connections += 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -191,6 +192,10 @@ async def apply(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutput
         return await commit(ctx, change, rev)
 
 
+# Called after each deploy a write tool made, with its context, the new ``rev`` and the change (the service's flow
+# history records the assistant's deploys through it; the core knows nothing of the history).
+DEPLOY_HOOKS: list[Callable[[ToolContext, str | None, Change], None]] = []
+
 _WRITE_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
@@ -227,6 +232,8 @@ async def commit(ctx: ToolContext, change: Change, rev: str | None) -> ToolOutpu
         new_rev = await ctx.nodered.post_flows(change.flows, rev)
     except NodeRedError as err:
         raise ToolFailure(err.code, **err.sentence_args()) from None
+    for hook in DEPLOY_HOOKS:
+        hook(ctx, new_rev, change)
     return ToolOutput(data={"status": "deployed", "summary": change.summary, "changes": changes, "rev": new_rev},
                       text=f"Deployed: {change.summary}")
 

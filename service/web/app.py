@@ -38,6 +38,8 @@ from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
 from service.tracing.spans import active as tracing_active
 from service.tracing.spans import request_middleware
+from service.web.history_routes import history_context
+from service.web.history_routes import routes as history_routes
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
@@ -370,6 +372,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(_evidence)
     app.cleanup_ctx.append(_memory)
     app.cleanup_ctx.append(_approvals)
+    app.cleanup_ctx.append(history_context)
     app.cleanup_ctx.append(_knowledge)
     app.cleanup_ctx.append(_mcp_child)
     app.cleanup_ctx.append(_model_package)
@@ -380,4 +383,5 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(knowledge_routes)
     app.add_routes(usage_routes)
     app.add_routes(provider_routes)
+    app.add_routes(history_routes)
     return app

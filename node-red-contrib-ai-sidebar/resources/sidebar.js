@@ -267,7 +267,7 @@
         });
     };
 
-    /** Switch between Ask and Agent (remembered per user); the toggle shows the mode. */
+    /** Switch between Ask, Agent and Plan (remembered per user); the toggle shows the mode. */
     AiSidebar.prototype.setMode = function (mode) {
         this.mode = mode;
         this.storage.set(lib.modeChoice.storageKey(username()), mode);
@@ -278,7 +278,7 @@
     };
 
     /**
-     * The Ask / Agent toggle: a radio group of two buttons (arrow keys move between them, as for any radio group;
+     * The Ask / Agent / Plan toggle: a radio group of buttons (arrow keys move between them, as for any radio group;
      * Tab reaches the chosen one).
      */
     AiSidebar.prototype.buildModeToggle = function () {
@@ -295,11 +295,11 @@
                     self.setMode(mode);
                 })
                 .on("keydown", function (event) {
-                    if (["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"].indexOf(event.key) === -1) {
+                    var other = lib.modeChoice.nextMode(mode, event.key);
+                    if (!other) {
                         return;
                     }
                     event.preventDefault();
-                    var other = lib.modeChoice.MODES[1 - lib.modeChoice.MODES.indexOf(mode)];
                     self.setMode(other);
                     group.find(".ai-sidebar-mode-" + other).trigger("focus");
                 })

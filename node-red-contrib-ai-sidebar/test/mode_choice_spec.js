@@ -7,12 +7,26 @@ describe("the sidebar's mode", function () {
     it("opens in Agent mode for a user who may change flows and in Ask mode for a read-only one", function () {
         assert.strictEqual(modeChoice.initialMode(null, true), "agent");
         assert.strictEqual(modeChoice.initialMode(null, false), "ask");
-        assert.strictEqual(modeChoice.initialMode("plan", true), "agent");
+        assert.strictEqual(modeChoice.initialMode("build", true), "agent");
     });
 
     it("opens in the mode the user chose last", function () {
         assert.strictEqual(modeChoice.initialMode("ask", true), "ask");
         assert.strictEqual(modeChoice.initialMode("agent", false), "agent");
+    });
+
+    it("offers Plan beside Ask and Agent, remembered like them", function () {
+        assert.deepStrictEqual(modeChoice.MODES, ["ask", "agent", "plan"]);
+        assert.strictEqual(modeChoice.initialMode("plan", true), "plan");
+    });
+
+    it("moves through the three modes with the arrow keys, round the ends", function () {
+        assert.strictEqual(modeChoice.nextMode("ask", "ArrowRight"), "agent");
+        assert.strictEqual(modeChoice.nextMode("agent", "ArrowDown"), "plan");
+        assert.strictEqual(modeChoice.nextMode("plan", "ArrowRight"), "ask");
+        assert.strictEqual(modeChoice.nextMode("ask", "ArrowLeft"), "plan");
+        assert.strictEqual(modeChoice.nextMode("plan", "ArrowUp"), "agent");
+        assert.strictEqual(modeChoice.nextMode("plan", "Enter"), null);
     });
 
     it("is remembered per Node-RED user", function () {

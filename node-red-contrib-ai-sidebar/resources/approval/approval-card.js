@@ -122,6 +122,8 @@
         this.sidebar = sidebar;
         this.username = options.username;
         this.restoreRequest = null;
+        // Questions, plans, checks and verdicts (build-cards.js) resume through resume() below.
+        this.build = new (lib().BuildCards)(this);
     }
 
     /**
@@ -130,6 +132,9 @@
      * a stored flow_change (which has no changes: the editor applied them once) only what the editor reported.
      */
     ApprovalCards.prototype.handleEvent = function (answer, event) {
+        if (this.build.handleEvent(answer, event)) {
+            return;
+        }
         if (event.type === "approval_required" && typeof event.runId === "string" && Array.isArray(event.actions)) {
             answer.received = true;
             if (typeof event.resumeToken === "string") {
@@ -276,6 +281,10 @@
      */
     ApprovalCards.prototype.renderCard = function (element, approval) {
         var self = this;
+        var paused = this.build.renderCard(element, approval);
+        if (paused) {
+            return paused;
+        }
         var Diff = (lib().vendor || {}).Diff;
         var card = $('<div class="ai-sidebar-approval" role="group"></div>')
             .attr("data-run-id", approval.runId).attr("aria-label", t("approval.title"));
@@ -486,18 +495,32 @@
 
     /** Post the decisions and stream the continued run into the card's answer. */
     ApprovalCards.prototype.send = function (state, decisions) {
+        return this.resume(state, { decisions: decisions });
+    };
+
+    /**
+     * Resume the card's run with `fields` (`{decisions}`, or a question's `{answer}`) and stream the continued run
+     * into the card's answer. `state`: `{approval: {runId}, element, card, status, reopen?}` (`reopen(message)`:
+     * how the card opens again when the answer was not taken). `texts`: locale keys of the status while sending and
+     * once sent (the approval's by default).
+     */
+    ApprovalCards.prototype.resume = function (state, fields, texts) {
         var sidebar = this.sidebar;
+        texts = texts || { sending: "approval.sending", sent: "approval.sent" };
+        var reopenCard = state.reopen || function (message) {
+            reopen(state, message);
+        };
         if (sidebar.controller) {
-            reopen(state, t("approval.busy"));
+            reopenCard(t("approval.busy"));
             return;
         }
         state.card.addClass("ai-sidebar-approval-sent").find("button, textarea, input").prop("disabled", true);
         // A restored card's "waiting since" note is no longer true once decided (back if the decision fails).
         state.card.prev(".ai-sidebar-approval-waiting").hide();
-        state.status.text(t("approval.sending"));
+        state.status.text(t(texts.sending));
         var runId = state.approval.runId;
         var key = lib().approvalDiff.tokenKey(runId, this.username);
-        var body = { decisions: decisions, language: RED.i18n.lang() };
+        var body = Object.assign({}, fields, { language: RED.i18n.lang() });
         var configId = sidebar.configPicker.configId();
         if (configId) {
             body.configId = configId;
@@ -557,11 +580,11 @@
             var status = outcome.error ? outcome.error.status : 0;
             if (outcome.ok) {
                 sidebar.storage.set(key, null);
-                state.status.text(t("approval.sent"));
+                state.status.text(t(texts.sent));
             } else if (status === 400 || status === 403 || status === 429 || status >= 500) {
                 // Refused before anything was recorded (wrong edited arguments, a busy or unreachable service):
                 // the run still waits.
-                reopen(state);
+                reopenCard();
                 sidebar.serviceError(outcome.error);
             } else {
                 sidebar.storage.set(key, null);
@@ -577,11 +600,11 @@
                     sidebar.storage.set(key, null);
                     state.status.text("");
                 } else {
-                    reopen(state);
+                    reopenCard();
                 }
             } else {
                 answer.error(t("error.network", { message: (err && err.message) || String(err) }));
-                reopen(state);
+                reopenCard();
             }
         }).then(function () {
             answer.finish();

@@ -1,6 +1,7 @@
 /**
  * The sidebar's mode (issue 31): "agent" lets the assistant propose changes (write tools, each behind an approval
- * card), "ask" only answers (read tools and knowledge). Sent as `mode` with each chat request
+ * card), "ask" only answers (read tools and knowledge), "plan" (issue 34) has it read first and propose a plan card
+ * before any change (README "Plan, ask, build, check"; `/plan ` at the start of a message does the same). Sent as `mode` with each chat request
  * (StreamChatRequest.mode); remembered per Node-RED user in the browser, like the chosen AI configuration.
  *
  * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.modeChoice`) and in Node.js by the
@@ -18,7 +19,7 @@
     "use strict";
 
     const STORAGE_KEY = "node-red-contrib-ai-sidebar.mode";
-    const MODES = ["ask", "agent"];
+    const MODES = ["ask", "agent", "plan"];
     // The service's notice on an answer given in Ask mode to a request to change (service/chat/mode_notice.py).
     const SWITCH_NOTICE = "change_needs_agent";
 
@@ -57,7 +58,25 @@
         return !!event && event.code === SWITCH_NOTICE;
     }
 
+    /**
+     * The mode an arrow key moves to in the radio group: Right and Down the next, Left and Up the previous, round
+     * the ends (WAI-ARIA radio group pattern).
+     *
+     * @param {string} mode the mode chosen now
+     * @param {string} key the `KeyboardEvent.key`
+     * @returns {?string} the mode to choose, or null for any other key
+     */
+    function nextMode(mode, key) {
+        var step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[key];
+        if (!step) {
+            return null;
+        }
+        var index = Math.max(0, MODES.indexOf(mode));
+        return MODES[(index + step + MODES.length) % MODES.length];
+    }
+
     return {
+        nextMode: nextMode,
         STORAGE_KEY: STORAGE_KEY,
         MODES: MODES,
         storageKey: storageKey,

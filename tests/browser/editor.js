@@ -8,14 +8,16 @@ const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disabl
     "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 /**
- * Chromium and one browser context (one profile: pages share localStorage, hence the editor's login).
- * `viewport` is the window in CSS pixels ({width, height}, default 1400×900); another context of the same browser
- * (a second profile) takes the same with `browser.newContext({ viewport })`.
+ * Chromium and one browser context (one profile: pages share localStorage, hence the editor's login), in the
+ * language `locale` when given. `viewport` is the window in CSS pixels ({width, height}, default 1400×900);
+ * another context of the same browser (a second profile) takes the same with `browser.newContext({ viewport })`.
  */
-async function launch(viewport) {
+async function launch(viewport, locale) {
     const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
                                             args: CHROMIUM_FLAGS });
-    const context = await browser.newContext({ viewport: viewport || { width: 1400, height: 900 } });
+    // `locale` (e.g. "de"): the browser's language, which the editor takes when the user chose none.
+    const context = await browser.newContext(Object.assign({ viewport: viewport || { width: 1400, height: 900 } },
+        locale ? { locale } : {}));
     return { browser, context };
 }
 

@@ -27,10 +27,11 @@ async function launch(viewport, locale) {
  * exception's stack) and `pageErrors` (what openEditor recorded), the browser closed in every case.
  *
  * @param {function(object, object): Promise<void>} body the checks, filling `result`
+ * @param {{viewport: (object|undefined), locale: (string|undefined)}} [options] as for launch()
  */
-async function runEditorScript(body) {
+async function runEditorScript(body, options) {
     const env = process.env;
-    const { browser, context } = await launch();
+    const { browser, context } = await launch((options || {}).viewport, (options || {}).locale);
     const result = {};
     const record = {};
     try {

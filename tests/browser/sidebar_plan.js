@@ -98,24 +98,9 @@ async function questionMode(page, result) {
     await editor.screenshot(page, result, env.SHOT + "-question-answered.png");
 }
 
-async function main() {
-    const { browser, context } = await editor.launch({ width: 1280, height: 800 }, env.LOCALE);
-    const result = {};
-    const record = {};
-    try {
-        const page = await editor.openEditor(context, env.EDITOR_URL, record,
-            { username: env.USERNAME, password: env.PASSWORD });
-        await editor.showTab(page, env.TAB_ID);
-        result.lang = await page.evaluate(() => RED.i18n.lang());
-        result.width = await editor.resizeSidebar(page, 240);
-        await (env.MODE === "plan" ? planMode : questionMode)(page, result);
-    } catch (err) {
-        result.failure = String(err && err.stack || err);
-    } finally {
-        result.pageErrors = record.pageErrors || [];
-        await browser.close();
-    }
-    process.stdout.write(JSON.stringify(result) + "\n");
-}
-
-main();
+editor.runEditorScript(async (page, result) => {
+    await editor.showTab(page, env.TAB_ID);
+    result.lang = await page.evaluate(() => RED.i18n.lang());
+    result.width = await editor.resizeSidebar(page, 240);
+    await (env.MODE === "plan" ? planMode : questionMode)(page, result);
+}, { viewport: { width: 1280, height: 800 }, locale: env.LOCALE });

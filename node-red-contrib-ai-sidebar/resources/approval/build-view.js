@@ -29,6 +29,22 @@
     }
 
     /**
+     * The fields of a `type` event, or the arguments of a pending run whose one action is a call of `tool`.
+     *
+     * @returns {?object} null for anything else
+     */
+    function fieldsOf(source, type, tool) {
+        if (!source || typeof source.runId !== "string") {
+            return null;
+        }
+        if (source.type === type) {
+            return source;
+        }
+        var action = Array.isArray(source.actions) && source.actions.length === 1 ? source.actions[0] : null;
+        return action && action.tool === tool && action.args ? action.args : null;
+    }
+
+    /**
      * What a question card shows, from a `question` event or a pending run (`{runId, actions: [{tool: "ask_user",
      * args}]}`).
      *
@@ -36,16 +52,9 @@
      * @returns {?{runId: string, question: string, choices: string[], free: boolean}} null when it is no question
      */
     function questionOf(source) {
-        if (!source || typeof source.runId !== "string") {
+        var fields = fieldsOf(source, "question", ASK_USER);
+        if (!fields) {
             return null;
-        }
-        var fields = source;
-        if (source.type !== "question") {
-            var action = Array.isArray(source.actions) && source.actions.length === 1 ? source.actions[0] : null;
-            if (!action || action.tool !== ASK_USER || !action.args) {
-                return null;
-            }
-            fields = action.args;
         }
         return {
             runId: source.runId,
@@ -64,16 +73,9 @@
      *     null when it is no plan
      */
     function planOf(source) {
-        if (!source || typeof source.runId !== "string") {
+        var fields = fieldsOf(source, "plan", PROPOSE_PLAN);
+        if (!fields) {
             return null;
-        }
-        var fields = source;
-        if (source.type !== "plan") {
-            var action = Array.isArray(source.actions) && source.actions.length === 1 ? source.actions[0] : null;
-            if (!action || action.tool !== PROPOSE_PLAN || !action.args) {
-                return null;
-            }
-            fields = action.args;
         }
         var steps = (Array.isArray(fields.steps) ? fields.steps : []).filter(function (step) {
             return step && typeof step === "object";
@@ -136,7 +138,7 @@
         } else {
             try {
                 text = JSON.stringify(value);
-            } catch (err) {
+            } catch {
                 text = String(value);
             }
         }

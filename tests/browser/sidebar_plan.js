@@ -74,6 +74,10 @@ async function planMode(page, result) {
         fitsWidth: (await cardView(page, ".ai-sidebar-build-verdict")).fitsWidth
     };
     result.reader = (await page.locator(".ai-sidebar-sr-only").allInnerTexts()).join(" ");
+    // The list follows a stream only while it is at its end; the user scrolls to the verdict, as here.
+    await page.locator(".ai-sidebar-build-verdict").last().scrollIntoViewIfNeeded();
+    await editor.detailScreenshot(page.locator(".ai-sidebar-build-verdict").last(), result,
+        env.SHOT + "-verdict.png");
     await editor.screenshot(page, result, env.SHOT + "-plan-verdict.png");
 }
 

@@ -39,6 +39,7 @@ from service.tools.mcp_client import McpTools
 from service.tools.registry import ToolRegistry
 from service.tracing.spans import active as tracing_active
 from service.tracing.spans import request_middleware
+from service.web.completion_routes import routes as completion_routes
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
@@ -380,4 +381,5 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(knowledge_routes)
     app.add_routes(usage_routes)
     app.add_routes(provider_routes)
+    app.add_routes(completion_routes)
     return app

@@ -28,9 +28,13 @@
         "node-input-template-editor": { kind: "template" },
         "red-ui-editor-type-expression": { kind: "jsonata" }
     };
+    // Monaco creates an editor's inline completion controller when the page is next idle (a contribution
+    // instantiated "eventually"): keys typed before then ask nothing. Asking for it creates it at once.
+    var CONTROLLER = "editor.contrib.inlineCompletionsController";
     var SELECTOR = Object.keys(EDITORS).map(function (id) { return "#" + id; }).join(",");
 
     var registration = null;
+    var creation = null;
     var source = null;
     var refused = false; // the service said completion is off for this Node-RED
 
@@ -147,6 +151,14 @@
         }
         source = new (lib().completionSource.CompletionSource)({ ask: ask });
         registration = monaco.languages.registerInlineCompletionsProvider("*", provider);
+        creation = monaco.editor.onDidCreateEditor(function (editor) {
+            var focus = editor.onDidFocusEditorText(function () {
+                focus.dispose();
+                if (editorOf(editor.getModel())) {
+                    editor.getContribution(CONTROLLER);
+                }
+            });
+        });
     }
 
     /** Undo {@link register} (the plugin is removed). */
@@ -157,6 +169,7 @@
         }
         if (registration) {
             registration.dispose();
+            creation.dispose();
             registration = null;
         }
     }
@@ -165,6 +178,6 @@
     window.NodeRedAiSidebar.completionProvider = {
         register: register,
         unregister: unregister,
-        stats: function () { return { requests: source ? source.requests : 0 }; }
+        stats: function () { return { registered: !!registration, requests: source ? source.requests : 0 }; }
     };
 }());

@@ -39,8 +39,9 @@
         this.ask = options.ask;
         this.delay = options.delay === undefined ? DELAY_MS : options.delay;
         this.cacheSize = options.cacheSize || CACHE_SIZE;
-        this.setTimer = options.setTimeout || setTimeout;
-        this.clearTimer = options.clearTimeout || clearTimeout;
+        // Called as plain functions: a browser's own setTimeout refuses to run as another object's method.
+        this.setTimer = options.setTimeout || function (fn, ms) { return setTimeout(fn, ms); };
+        this.clearTimer = options.clearTimeout || function (id) { clearTimeout(id); };
         this.cache = new Map();
         this.current = null;
         this.requests = 0; // requests sent (not cache hits, not the debounced ones)

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from tests.support.model_server import Reply, ScriptedModelServer
-from tests.support.nodered import REPO, NodeRed, free_port, hash_password
-from tests.test_browser_assist import wait_for_log
+from tests.support.nodered import REPO
+from tests.test_browser_assist import editor_stack
 from tests.test_browser_sidebar import (  # noqa: F401  (browser_installed is a fixture)
     ARTIFACTS,
     PASSWORD,
@@ -67,25 +67,8 @@ def asked(model: ScriptedModelServer, before: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def completion_stack(tmp_path_factory, model_server: ScriptedModelServer):
     """Node-RED with adminAuth under /admin, the palette, these flows, and the service (subscribed to the comms)."""
-    service_port = free_port()
-    workdir = tmp_path_factory.mktemp("browser-completion")
-    nodered = NodeRed(
-        userdir=workdir / "nodered", port=free_port(), admin_root="/admin",
-        admin_auth={"type": "credentials",
-                    "users": [{"username": USERNAME, "password": hash_password(PASSWORD), "permissions": "*"}]},
-        flows=FLOWS,
-        env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
-    nodered.start()
-    service = ServiceProcess(service_port, nodered.url, model_server.base_url, workdir / "memory.db",
-                             workdir / "service.log")
-    service.env.update({"NODE_RED_USERNAME": USERNAME, "NODE_RED_PASSWORD": PASSWORD})
-    try:
-        service.start()
-        wait_for_log(service.log_path, "subscribed to Node-RED's comms websocket")
-        yield nodered, service
-    finally:
-        service.stop()
-        nodered.stop()
+    with editor_stack(tmp_path_factory.mktemp("browser-completion"), model_server, FLOWS) as nodered:
+        yield nodered
 
 
 def wait_until(condition, what: str, timeout: float = 30.0) -> None:
@@ -98,7 +81,7 @@ def wait_until(condition, what: str, timeout: float = 30.0) -> None:
 
 @pytest.fixture(scope="module")
 def seen(completion_stack, model_server: ScriptedModelServer) -> dict:
-    nodered, _service = completion_stack
+    nodered = completion_stack
     model_server.reset()
     model_server.responder = answer
     env = browser_env({"EDITOR_URL": nodered.url, "USERNAME": USERNAME, "PASSWORD": PASSWORD, "TAB_ID": TAB,

@@ -110,3 +110,34 @@ describe("completion source", function () {
         assert.strictEqual(source.requests, 1);
     });
 });
+
+describe("completion source while typing at 8 keys per second", function () {
+    it("sends at most 10 requests for 100 keystrokes (issue 39's budget)", async function () {
+        // A clock the test moves: each keystroke 125 ms after the last, then the pause after the last one.
+        let now = 0;
+        const timers = [];
+        const clock = {
+            setTimeout: function (fn, ms) { const timer = { at: now + ms, fn: fn }; timers.push(timer); return timer; },
+            clearTimeout: function (timer) { timer.cleared = true; },
+            advance: function (ms) {
+                now += ms;
+                timers.filter(function (t) { return !t.cleared && !t.fired && t.at <= now; }).forEach(function (t) {
+                    t.fired = true;
+                    t.fn();
+                });
+            }
+        };
+        const model = scriptedAsk();
+        const source = new CompletionSource({ ask: model.ask, setTimeout: clock.setTimeout,
+            clearTimeout: clock.clearTimeout });
+        let text = "";
+        for (let key = 0; key < 100; key++) {
+            text += "abcdefghij"[key % 10];
+            source.complete(body(text)).catch(function () {});
+            clock.advance(125);
+        }
+        clock.advance(1000);
+        assert.ok(source.requests <= 10, source.requests + " requests");
+        assert.strictEqual(model.calls[model.calls.length - 1].body.before, text);
+    });
+});

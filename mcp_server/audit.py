@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from service.nodered.redaction import strip_secrets
+from service.nodered.node_secrets import strip_secrets
 
 # approve: the person accepted with approve=true; decline: declined, or accepted with approve=false; cancel: dismissed
 # without deciding; refused: the client cannot ask (no elicitation capability) or its answer was unusable.

@@ -24,6 +24,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.session import ServerSession
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Resource as McpResource
 from pydantic import Field
 
 from service import __version__
@@ -40,7 +41,11 @@ from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 
 from .approval import approved_write
 from .audit import McpAudit
+from .diagram import FLOW_DIAGRAM
+from .prompts import register_prompts
+from .resources import listed_resources, register_resources
 from .settings import McpWriteSettings
+from .subscriptions import DeployAwareSubscriber, ResourceWatch, enable_subscriptions
 
 # ``_meta`` key of a tools/call request carrying the Node-RED token of the user on whose behalf the call is made
 # (the service forwards the editor user's token so that a call never reads with more rights than that user has).
@@ -135,7 +140,7 @@ class KnowledgeHolder:
 ToolCtx = Context[ServerSession, ServerState, Any]
 
 
-def _client(ctx: ToolCtx) -> NodeRedClient:
+def client_of(ctx: ToolCtx) -> NodeRedClient:
     """The lifespan's client, narrowed to the caller's own Node-RED token when the request carries one."""
     state: ServerState = ctx.request_context.lifespan_context
     meta = ctx.request_context.meta
@@ -153,7 +158,13 @@ async def _answer(work: Awaitable[ToolOutput]) -> CallToolResult:
 
 class NodeRedMcp(FastMCP):
     """FastMCP whose tool failures (:class:`ToolFailure`) are answered as ``isError`` results with the plain
-    sentence as text and the code under ``_meta`` (:data:`ERROR_META`); other errors stay FastMCP's."""
+    sentence as text and the code under ``_meta`` (:data:`ERROR_META`); other errors stay FastMCP's. Its resource
+    list names every tab, subflow and config node the caller can read (:mod:`mcp_server.resources`)."""
+
+    async def list_resources(self) -> list[McpResource]:
+        listed = await listed_resources(client_of(self.get_context()))
+        uris = {str(resource.uri) for resource in listed}
+        return listed + [resource for resource in await super().list_resources() if str(resource.uri) not in uris]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
@@ -177,6 +188,14 @@ class SharedEvidence:
         self._users = 0
         self._session: aiohttp.ClientSession | None = None
         self._subscriber: CommsSubscriber | None = None
+        self.client: NodeRedClient | None = None  # the server's own client, while the subscription runs
+        # Resource subscriptions, notified after a deploy that the comms subscription hears of.
+        self.watch = ResourceWatch(self._read_flows)
+
+    async def _read_flows(self) -> list[dict[str, Any]]:
+        if self.client is None:
+            raise RuntimeError("no comms subscription running")
+        return (await self.client.get_flows())["flows"]
 
     async def acquire(self) -> EvidenceBuffer:
         """The buffer, with the subscription running."""
@@ -184,7 +203,9 @@ class SharedEvidence:
             config = self._config
             self._session = admin_session()
             client = NodeRedClient(config.url, self._session, config.credentials, timeout=config.timeout)
-            self._subscriber = CommsSubscriber(client, self._session, self.buffer)
+            self.client = client
+            self._subscriber = DeployAwareSubscriber(client, self._session, self.buffer,
+                                                     on_deploy=self.watch.deployed)
             self._subscriber.start()
         self._users += 1
         return self.buffer
@@ -195,7 +216,7 @@ class SharedEvidence:
         if self._users == 0 and self._subscriber is not None and self._session is not None:
             await self._subscriber.stop()
             await self._session.close()
-            self._subscriber = self._session = None
+            self._subscriber = self._session = self.client = None
 
 
 def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 8766,
@@ -214,7 +235,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     while it runs."""
     holder = KnowledgeHolder(knowledge_db) if knowledge_db is not None else None
     evidence = evidence or EvidenceSettings()
-    offered = [tool for tool in (*tools, *(knowledge_tools(holder.current) if holder is not None else ()))
+    offered = [tool for tool in (*tools, FLOW_DIAGRAM,
+                                 *(knowledge_tools(holder.current) if holder is not None else ()))
                if tool.access == "read" and (evidence.enabled or tool.name not in EVIDENCE_TOOL_NAMES)]
     audit_db = writes.audit_db if writes is not None and writes.enabled else None
     if audit_db is not None:
@@ -256,6 +278,10 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     mcp._mcp_server.version = __version__
     for declared in offered:
         register(mcp, declared)
+    register_resources(mcp, client_of)
+    register_prompts(mcp, client_of, lambda: mcp.get_context().request_context.lifespan_context.evidence)
+    if shared is not None:
+        enable_subscriptions(mcp, shared.watch, client_of)
     return mcp
 
 
@@ -273,8 +299,8 @@ def register(mcp: FastMCP, tool: Tool) -> None:
         state: ServerState = ctx.request_context.lifespan_context
         if tool.access == "write":
             assert state.audit is not None, "write tools are registered only with an audit"
-            return await _answer(approved_write(ctx, _client(ctx), tool, arguments, state.audit))
-        return await _answer(tool.run(ToolContext(nodered=_client(ctx), evidence=state.evidence), **arguments))
+            return await _answer(approved_write(ctx, client_of(ctx), tool, arguments, state.audit))
+        return await _answer(tool.run(ToolContext(nodered=client_of(ctx), evidence=state.evidence), **arguments))
 
     call.__name__ = tool.name
     # inspect.signature() honours __signature__ (PEP 362) but typeshed does not declare it on functions.

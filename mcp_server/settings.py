@@ -8,11 +8,10 @@ from typing import Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from service.nodered.hosts import HostAllowList, parse_hosts
-from service.nodered.settings import EnvSettings, SettingsError, is_loopback
+from service.nodered.settings import EnvSettings, HostGuarded, SettingsError, is_loopback
 
 
-class McpHttpSettings(EnvSettings):
+class McpHttpSettings(HostGuarded):
     """``MCP_HTTP_TOKEN`` (or ``--token``): the bearer token HTTP clients must send; ``MCP_HTTP_ALLOWED_HOSTS``: host
     names (comma-separated, any port) requests may name in ``Host`` and ``Origin`` besides the loopback names and
     ``host`` (``*``: any); ``host`` and ``port``: the ``--host`` / ``--port`` flags. Only the HTTP transport reads
@@ -29,17 +28,6 @@ class McpHttpSettings(EnvSettings):
         """A token of spaces is no token (``MCP_HTTP_TOKEN=" "`` let the write tools start)."""
         text = value.get_secret_value() if isinstance(value, SecretStr) else value
         return None if isinstance(text, str) and not text.strip() else value
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _host_names(cls, value: str | None) -> str | None:
-        parse_hosts(value)
-        return value
-
-    @property
-    def host_allow_list(self) -> HostAllowList:
-        """The hosts a request may name (:mod:`service.nodered.hosts`)."""
-        return HostAllowList.of(parse_hosts(self.allowed_hosts), self.host)
 
     def check_bind(self, writes: bool = False) -> None:
         """Refuse a non-loopback bind without a token (anyone reaching the port could read Node-RED), and the write

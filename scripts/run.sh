@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Start the assistant service and Node-RED together; Ctrl-C stops both.
-# Called by `make run` with USERDIR, NODERED and VENV set.
+# Called by `make run` with USERDIR, NODERED, NODE_BIN (the Node.js that runs Node-RED: Node-RED 5 needs 22.9 or
+# later, `NODE_RED=5 make run` gives the one installed beside it) and VENV set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 USERDIR=${USERDIR:-.nodered/userdir}
 NODERED=${NODERED:-.nodered/node_modules/node-red/red.js}
+NODE_BIN=${NODE_BIN:-node}
 VENV=${VENV:-.venv}
 export USERDIR VENV
 # Everything the script, Node-RED and the service create (flows_cred.json, memory.db) is for this user only.
@@ -29,6 +31,8 @@ export AI_SIDEBAR_SERVICE_URL=${AI_SIDEBAR_SERVICE_URL:-http://$AI_SIDEBAR_HOST:
 export NODE_RED_URL=${NODE_RED_URL:-${editor_url%/}}
 export MEMORY_DB_PATH=${MEMORY_DB_PATH:-$USERDIR/ai-sidebar/memory.db}
 export AI_SIDEBAR_TOKEN=${AI_SIDEBAR_TOKEN:-$(cat "$USERDIR/ai-sidebar/service-token")}
+# The loop below restarts the service: the sidebar's banner says so instead of offering pip and docker commands.
+export AI_SIDEBAR_SERVICE_SUPERVISED=${AI_SIDEBAR_SERVICE_SUPERVISED:-make run}
 
 # A settings.js copied by an earlier version falls back to a public credential secret: give it the generated one
 # (only Node-RED gets it; the service never needs it).
@@ -77,6 +81,8 @@ for _ in $(seq 1 100); do
 done
 
 echo "Node-RED editor: ${editor_url}  (AI tab in the sidebar; Ctrl-C stops both)"
-env "${credential_env[@]}" node "$NODERED" --userDir "$USERDIR" --settings "$USERDIR/settings.js" &
+nodered_version=$("$NODE_BIN" -p 'require(require("path").resolve(process.argv[1], "../package.json")).version' "$NODERED")
+echo "Node-RED $nodered_version on Node.js $("$NODE_BIN" --version)"
+env "${credential_env[@]}" "$NODE_BIN" "$NODERED" --userDir "$USERDIR" --settings "$USERDIR/settings.js" &
 nodered_pid=$!
 wait "$nodered_pid"

@@ -14,15 +14,15 @@ from typing import Any
 
 from aiohttp import web
 
-from service.chat.events import ApprovalRequired, FailedToolResult
-from service.nodered.messages import CodedError, MessageCatalog, Sentence, english_catalog
-from service.web.keys import MESSAGES
+from service.nodered.messages import CodedError, MessageCatalog, english_catalog
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
 # The ``language`` of a request body, for handlers that read one (stream-chat): it wins over Accept-Language.
 REQUEST_LANGUAGE = web.RequestKey("ai_sidebar_language", str)
+# The app's sentence catalog (locales/<lang>/errors.json), set by the app factory; re-exported by
+# :mod:`service.web.keys` with the other app keys. It lives here, at the bottom, because errors are worded with it.
+MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")
 
 
 class ServiceError(CodedError):
@@ -69,39 +69,6 @@ class ErrorEvent(dict):
 def error_event(error: CodedError) -> ErrorEvent:
     """The one way to build a stream ``error`` event from a :class:`ServiceError` or a tool failure."""
     return ErrorEvent(error)
-
-
-def localized(emit: Emit, catalog: MessageCatalog, language: str) -> Emit:
-    """``emit`` with every :class:`ErrorEvent`, the ``message`` of every failed ``tool_result``
-    (:class:`service.chat.events.FailedToolResult`) and the action summaries of every ``approval_required``
-    (:class:`service.chat.events.ApprovalRequired`) worded in ``language`` (codes unchanged); other events pass as
-    they are. Every event of a stream leaves through this function."""
-    async def send(event: dict[str, Any]) -> None:
-        await emit(localized_event(event, catalog, language))
-    return send
-
-
-def localized_event(event: dict[str, Any], catalog: MessageCatalog, language: str) -> dict[str, Any]:
-    """One event as :func:`localized` sends it (also for an event answered outside a stream: execute-tool's)."""
-    if isinstance(event, ErrorEvent):
-        return {**event, "message": event.error.translated(catalog, language)}
-    if isinstance(event, FailedToolResult):
-        return {**event, "message": event.failure.translated(catalog, language)}
-    if isinstance(event, ApprovalRequired):
-        actions = localized_summaries(event["actions"], event.sentences, catalog, language)
-        return {**event, "actions": [{**action, "warning": Sentence.translated(warning, catalog, language,
-                                                                               action["warning"])}
-                                     if action.get("warning") else action
-                                     for action, warning in zip(actions, event.warnings, strict=True)]}
-    return event
-
-
-def localized_summaries(actions: list[dict[str, Any]], sentences: list[Any], catalog: MessageCatalog,
-                        language: str) -> list[dict[str, Any]]:
-    """``actions`` (``[{..., summary}]``) with each ``summary`` worded in ``language`` from its sentence
-    (``sentences``, in the same order; ``None``: kept in English)."""
-    return [{**action, "summary": Sentence.translated(sentence, catalog, language, action["summary"])}
-            for action, sentence in zip(actions, sentences, strict=True)]
 
 
 _HTTP_CODES = {

@@ -3,28 +3,61 @@ file named by ``AI_SIDEBAR_CONFIG`` holding the same names, environment winning 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from service.llm.pii import parse_types
-from service.llm.prices import ModelPrice
-from service.nodered.hosts import HostAllowList, parse_hosts
+from service.mcp_addresses import AddressPolicy
 from service.nodered.settings import (
     CONFIG_FILE_VARIABLE,
-    EnvSettings,
     EvidenceSettings,
+    HostGuarded,
     NodeRedSettings,
     SettingsError,
     is_loopback,
 )
 from service.nodered.write_tools import WRITE_TOOL_NAMES
-from service.tools.mcp_addresses import AddressPolicy
 
-__all__ = ["ENV_FIELDS", "EvidenceSettings", "NodeRedSettings", "Settings", "SettingsError", "bundled", "is_loopback"]
+# The kinds of personal data AI_SIDEBAR_PII may mask (service.llm.pii holds a detector for each), in checking order.
+PII_TYPES: tuple[str, ...] = ("iban", "credit_card", "email", "ip", "phone")
+
+
+def parse_types(setting: str) -> tuple[str, ...]:
+    """``AI_SIDEBAR_PII``'s value as the types to mask, in checking order: a comma-separated list of
+    :data:`PII_TYPES`, ``all`` (or empty) for all, ``off`` for none.
+
+    Raises:
+        ValueError: an unknown type (the message lists the known ones).
+    """
+    words = {word.strip().lower() for word in setting.split(",") if word.strip()}
+    if words == {"off"}:
+        return ()
+    if not words or words == {"all"}:
+        return PII_TYPES
+    unknown = sorted(words - set(PII_TYPES))
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)} is not a PII type; use {', '.join(PII_TYPES)}, all or off")
+    return tuple(kind for kind in PII_TYPES if kind in words)
+
+
+class ModelPrice(BaseModel):
+    """One model's price: ``input`` and ``output`` in USD per 1 million tokens, ``source`` the page they come from
+    and ``checked`` the date they were taken (both optional in an operator's own entries)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    source: str | None = None
+    checked: date | None = None
+
+
+__all__ = ["ENV_FIELDS", "PII_TYPES", "EvidenceSettings", "ModelPrice", "NodeRedSettings", "Settings", "SettingsError",
+           "bundled", "is_loopback", "parse_types"]
 
 # The providers a setting may name; those this installation can answer with are
 # service.llm.providers.SUPPORTED_PROVIDERS (what the ai-config dialog offers, from GET /ai-sidebar/scenarios).
@@ -79,7 +112,7 @@ class McpServerConfig(BaseModel):
         return self
 
 
-class Settings(EnvSettings):
+class Settings(HostGuarded):
     """Everything the service reads from its environment (each field's ``validation_alias`` is its variable); the
     Node-RED part is the core model :class:`NodeRedSettings`, the one the MCP server reads too. Secrets are
     ``SecretStr``: never log the model whole."""
@@ -122,6 +155,12 @@ class Settings(EnvSettings):
                     "open streams on that PostgreSQL server, shared by every replica; unset: SQLite at "
                     "MEMORY_DB_PATH (which holds each replica's knowledge index either way)")
     memory_retention_days: int = Field(30, ge=0, validation_alias="MEMORY_RETENTION_DAYS")
+    flow_history: bool = Field(True, validation_alias="AI_SIDEBAR_FLOW_HISTORY",
+                               description="keep every deploy's flows in the memory database (issue 35)")
+    flow_history_keep: int = Field(1000, ge=1, validation_alias="AI_SIDEBAR_FLOW_HISTORY_KEEP",
+                                    description="deploys kept at most (pinned ones besides)")
+    flow_history_days: float = Field(90.0, ge=0, validation_alias="AI_SIDEBAR_FLOW_HISTORY_DAYS",
+                                     description="days a deploy is kept (0: no age limit; pinned ones always)")
     knowledge_refresh: float = Field(30.0, ge=0, validation_alias="AI_SIDEBAR_KNOWLEDGE_REFRESH",
                                      description="seconds between refreshes of the knowledge index from Node-RED "
                                                  "(0: no automatic refresh, only POST /ai-sidebar/knowledge/reindex)")
@@ -132,6 +171,9 @@ class Settings(EnvSettings):
                                     validation_alias="AI_SIDEBAR_APPROVAL_MAX_BYTES",
                                     description="bytes (UTF-8 JSON) of one approval card's arguments and diff; a "
                                                 "larger write is refused with approval_too_large")
+    build_max_rounds: int = Field(3, ge=1, le=20, validation_alias="AI_SIDEBAR_BUILD_MAX_ROUNDS",
+                                  description="check rounds of a plan's build (the first check and its fixes) before "
+                                              "the verdict is not_done")
     max_pending_approvals: int = Field(20, ge=1, le=10_000, validation_alias="AI_SIDEBAR_MAX_PENDING_APPROVALS",
                                        description="approvals one identity may leave waiting; one more is refused "
                                                    "with too_many_pending_approvals")
@@ -200,22 +242,20 @@ class Settings(EnvSettings):
                                      description="milliseconds within which streamed tokens are joined into one "
                                                  "token event (0: one event per model chunk)")
     workers: int | None = Field(None, ge=1, le=256, validation_alias="AI_SIDEBAR_WORKERS",
-                                description="service processes sharing the port (default: the CPUs the service "
-                                            "may use; make run: 1)")
+                                description="service processes sharing the port (default 1: each one is about "
+                                            "200 MB with its MCP child)")
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")
 
-    @field_validator("allowed_hosts")
+    @field_validator("embedding_model")
     @classmethod
-    def _host_names(cls, value: str | None) -> str | None:
-        parse_hosts(value)
+    def _numpy_installed(cls, value: str | None) -> str | None:
+        # numpy is the extra "embeddings" (issue 33: 73 MB that a default install does not need); say how to get it
+        # at start rather than when the first vectors are computed.
+        if value and importlib.util.find_spec("numpy") is None:
+            raise ValueError("needs numpy, which is not installed: pip install 'node-red-ai-sidebar[embeddings]'")
         return value
-
-    @property
-    def host_allow_list(self) -> HostAllowList:
-        """The hosts a request may name in ``Host`` and ``Origin`` (:mod:`service.nodered.hosts`)."""
-        return HostAllowList.of(parse_hosts(self.allowed_hosts), self.host)
 
     @field_validator("database_url")
     @classmethod
@@ -254,7 +294,7 @@ class Settings(EnvSettings):
     @property
     def mcp_address_policy(self) -> AddressPolicy:
         """Where the MCP servers of requests may be (``AI_SIDEBAR_MCP_ALLOWED_HOSTS``, see
-        :class:`~service.tools.mcp_addresses.AddressPolicy`)."""
+        :class:`~service.mcp_addresses.AddressPolicy`)."""
         return AddressPolicy.parse(self.mcp_allowed_hosts)
 
     @field_validator("pii")

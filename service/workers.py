@@ -27,16 +27,15 @@ Serve = Callable[[Event | None], None]
 
 
 def worker_count(configured: int | None, port: int) -> int:
-    """``AI_SIDEBAR_WORKERS``, else the CPUs this process may run on (``os.sched_getaffinity``, which a container's
-    cpuset limits, else ``os.cpu_count``); 1 on port 0 (each worker would get a port of its own)."""
+    """``AI_SIDEBAR_WORKERS``, else 1; 1 on port 0 too (each worker would get a port of its own).
+
+    One by default because most Node-RED installations run on small machines (a Raspberry Pi, a 1-2 GB gateway or
+    VM): each worker is a whole service with its own MCP child, about 200 MB with it (issue 33, README "Workers"),
+    and one event loop already serves a few editors' streams. A host with the memory for more sets the count.
+    """
     if port == 0:
         return 1
-    if configured:
-        return configured
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # not on every platform
-        return os.cpu_count() or 1
+    return configured or 1
 
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}

@@ -224,3 +224,49 @@ def test_a_reopened_conversation_shows_its_cards_decisions_sources_and_links_and
     assert seen["afterApprove"][-1]["cards"][0]["decided"] == ["Approved"]
     assert seen["waitingAfterApprove"] == 0  # the "waiting since" note went with the decision
     assert "Added them after your reload." in seen["afterApprove"][-1]["text"]
+
+
+def test_the_card_follows_undo_redo_and_edits_and_the_total_counts_the_continued_run_at_once(auth_stack, model):  # noqa: F811 (the fixture)
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, TAB)
+    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": NEW_NODES}}]),
+                 Reply(text="I added an inject node wired to a debug node."),
+                 Reply(text="Regenerated: the inject node ticks into the debug node."))
+
+    seen = run_approvals(nodered, "follow", tab["id"])
+
+    # The header's total counts the continued run as soon as it ended: it is what the service counted in all.
+    with_card, after = seen["totalWithCard"], seen["totalAfterApproval"]
+    assert with_card and after and after["text"] != with_card["text"]
+    row = next(r for r in seen["serviceTotals"]["totals"] if r["sessionId"] == after["sessionId"])
+    assert row["turns"] == 2
+    assert f"{row['inputTokens']:,} tokens in" in after["text"] and f"{row['outputTokens']:,} out" in after["text"]
+    # Ctrl-Z: the line says undone, and the service was told; Ctrl-Y: applied again.
+    assert seen["applied"]["state"] == "applied" and seen["applied"]["text"].startswith("Applied in the editor")
+    assert seen["undone"] == {"state": "undone", "count": 1, "text":
+                              "Applied, then undone in the editor (Ctrl-Z): new nodes: 2. Redo (Ctrl-Y) applies it "
+                              "again."}
+    assert seen["undoneReport"] == 200
+    assert "ai-tick" not in seen["undoneCanvas"]["names"] and "ai-tick" in seen["redoneCanvas"]["names"]
+    assert seen["redone"]["state"] == "applied"
+    # The user renamed an applied node: the card no longer presents its values as current; undoing the rename
+    # makes it what was applied again.
+    assert seen["changed"]["state"] == "changed"
+    assert seen["changed"]["text"].startswith("Applied, then changed in the editor: new nodes: 2.")
+    assert seen["renameUndone"]["state"] == "applied" and seen["undoneAgain"]["state"] == "undone"
+    assert seen["lastReport"] == 200
+    # Opened again: the same answers, tool cards, usage lines and the line as it was left.
+    assert seen["reopenedLine"]["state"] == "undone" and seen["reopenedLine"]["text"] == seen["undoneAgain"]["text"]
+    assert [m["tools"] for m in seen["reopened"]] == [m["tools"] for m in seen["live"]]
+    assert [m["text"] for m in seen["reopened"]] == [m["text"] for m in seen["live"]]
+    def pressed(view):
+        return [c["pressed"] for m in view for c in m["cards"]]
+    assert pressed(seen["reopened"]) == pressed(seen["live"]) == [["Approve"]]
+    assert seen["reopenedUsage"] == seen["liveUsage"] >= 1
+    assert seen["reopenedTotal"]["text"] == after["text"]
+    # Regenerate works under the restored last answer: the same question goes to the model again.
+    assert seen["reopenedRegenerate"] == 1
+    assert [m["role"] for m in seen["regenerated"]][-2:] == ["user", "assistant"]
+    assert seen["regenerated"][-2]["text"] == QUESTION and "Regenerated:" in seen["regenerated"][-1]["text"]
+    asked = [[m for m in r["messages"] if m["role"] == "user"][-1]["content"] for r in model.requests]
+    assert QUESTION in str(asked[-1])

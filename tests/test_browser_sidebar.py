@@ -142,25 +142,28 @@ class ServiceProcess:
         self.process = None
 
 
-def auth_nodered(workdir: Path, service_port: int) -> NodeRed:
+def auth_nodered(workdir: Path, service_port: int, env: dict[str, str] | None = None) -> NodeRed:
     """Node-RED (started) with adminAuth under /admin (USERNAME with every permission), the example and project
-    flows and the palette, pointed at a service on ``service_port`` behind SERVICE_TOKEN."""
+    flows and the palette, pointed at a service on ``service_port`` behind SERVICE_TOKEN (``env``: more of its
+    environment)."""
     nodered = NodeRed(
         userdir=workdir / "nodered", port=free_port(), admin_root="/admin",
         admin_auth={"type": "credentials",
                     "users": [{"username": USERNAME, "password": hash_password(PASSWORD), "permissions": "*"}]},
         flows=example_flows() + project_flows(),
-        env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+        env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN,
+             **(env or {})})
     nodered.start()
     return nodered
 
 
 @contextlib.contextmanager
-def running_stack(workdir: Path, model_url: str, without_env: tuple[str, ...] = ()) -> Iterator[tuple[NodeRed, Any]]:
-    """:func:`auth_nodered` and the service behind it (running, on a free port; ``without_env``: the environment
-    variables it starts without), both stopped at the end."""
+def running_stack(workdir: Path, model_url: str, without_env: tuple[str, ...] = (),
+                  nodered_env: dict[str, str] | None = None) -> Iterator[tuple[NodeRed, Any]]:
+    """:func:`auth_nodered` (with ``nodered_env``) and the service behind it (running, on a free port;
+    ``without_env``: the environment variables it starts without), both stopped at the end."""
     service_port = free_port()
-    nodered = auth_nodered(workdir, service_port)
+    nodered = auth_nodered(workdir, service_port, nodered_env)
     service = ServiceProcess(service_port, nodered.url, model_url, workdir / "memory.db", workdir / "service.log")
     for name in without_env:
         service.env.pop(name, None)
@@ -742,7 +745,7 @@ def test_stop_marks_the_answer_and_names_the_session_and_a_failed_turn_reloads_s
 
     seen = run_feature(nodered, "stop", tab["id"], QUESTIONS=json.dumps([first, second]))
 
-    assert seen["headerBefore"] == "New chat"
+    assert seen["headerBefore"] == "Conversations"
     assert seen["stoppedMarks"] == ["stopped"] and seen["notes"] == []
     assert seen["retryAfterStop"] == ["Retry"]
     # The stopped turn was saved and the header shows its name without reopening anything.

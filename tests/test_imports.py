@@ -100,9 +100,10 @@ def test_no_import_cycle_among_the_service_modules():
 
 
 def test_the_graph_counts_module_level_imports_only():
-    """What the cycle check sees: pipeline imports agent at module level; agent names pipeline's ChatResult only
-    for type checkers, and the memory store reads the flow slicer inside a function: neither is an edge."""
+    """What the cycle check sees: the agent path imports agent at module level; agent names the turn's ChatResult
+    only for type checkers, and the memory store reads the flow slicer inside a function: neither is an edge (the
+    import-linter contracts of ``make lint`` count those too: tests/test_layering.py)."""
     graph = module_level_graph()
-    assert "service.chat.agent" in graph["service.chat.pipeline"]
-    assert "service.chat.pipeline" not in graph["service.chat.agent"]
+    assert "service.chat.agent" in graph["service.chat.agent_path"]
+    assert "service.chat.context" not in graph["service.chat.agent"]
     assert "service.nodered.flows" not in graph["service.memory.store"]

@@ -89,3 +89,21 @@ def test_inspector_cli_calls_get_settings_and_gets_the_running_node_red_version(
     assert result.get("isError") is not True, result
     assert result["structuredContent"]["nodeRedVersion"] == version
     assert version in "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+def test_inspector_cli_lists_the_resources_templates_and_prompts(nodered, tmp_path):
+    returncode, resources, stderr = inspect(nodered.url, tmp_path, "--method", "resources/list")
+    assert returncode == 0, stderr
+    uris = {resource["uri"] for resource in resources["result"]["resources"]}
+    assert "nodered://workspace/summary" in uris
+    assert {f"nodered://flows/{tab['id']}" for tab in nodered.tabs()} <= uris
+
+    returncode, templates, stderr = inspect(nodered.url, tmp_path, "--method", "resources/templates/list")
+    assert returncode == 0, stderr
+    assert {"nodered://flows/{flow_id}", "nodered://config/{node_id}", "nodered://node-help/{node_type}"} <= {
+        template["uriTemplate"] for template in templates["result"]["resourceTemplates"]}
+
+    returncode, prompts, stderr = inspect(nodered.url, tmp_path, "--method", "prompts/list")
+    assert returncode == 0, stderr
+    assert {prompt["name"] for prompt in prompts["result"]["prompts"]} == {
+        "explain_flow", "debug_node", "review_security", "document_tab"}

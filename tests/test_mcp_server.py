@@ -24,7 +24,7 @@ from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
 ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types",
-             "search_node_docs", "search_workspace", "get_debug_messages", "get_node_status"}
+             "search_node_docs", "search_workspace", "get_debug_messages", "get_node_status", "flow_diagram"}
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
 HTTP_TOKEN = "mcp-http-token-for-tests-0123"
 
@@ -239,3 +239,17 @@ async def test_server_info_reports_this_packages_version_not_the_sdks(nodered):
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         info = await session.initialize()
     assert info.serverInfo.version == __version__
+
+
+async def test_streamable_http_serves_resources_and_prompts_with_the_server_credentials(http_server,
+                                                                                      nodered_with_auth):
+    from pydantic import AnyUrl
+
+    tab = nodered_with_auth.tabs()[0]
+    async with http_session(http_server) as session:
+        uris = {str(resource.uri) for resource in (await session.list_resources()).resources}
+        assert f"nodered://flows/{tab['id']}" in uris and "nodered://workspace/summary" in uris
+        read = await session.read_resource(AnyUrl(f"nodered://flows/{tab['id']}"))
+        assert read.contents[0].text.startswith(f'Tab "{tab["label"]}" [{tab["id"]}]')
+        prompt = await session.get_prompt("explain_flow", {"flow_id": tab["id"]})
+        assert f"[{tab['id']}]" in prompt.messages[0].content.text

@@ -17,9 +17,9 @@ import logging
 import pytest
 from aiohttp import web
 
+from service.mcp_addresses import AddressPolicy, is_public
 from service.settings import McpServerConfig, Settings, SettingsError
 from service.tools.external_mcp import ExternalServers
-from service.tools.mcp_addresses import AddressPolicy, is_public
 from service.tools.mcp_http import RefusedAddress, pinned_client_factory
 from service.web.app import create_app
 from tests.support.model_server import Reply

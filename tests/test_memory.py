@@ -15,7 +15,8 @@ import pytest
 
 from service.identity import Identity
 from service.memory.migrations import SQLITE, render
-from service.memory.store import HISTORY_WINDOW, MIGRATIONS, MemoryStore, SessionNotFound
+from service.memory.records import SessionNotFound
+from service.memory.store import HISTORY_WINDOW, MIGRATIONS, MemoryStore
 from service.web.app import create_app
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
@@ -210,6 +211,20 @@ async def test_search_ranks_by_bm25_with_snippets_and_treats_operators_as_text(s
     assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
     assert await store.search(alice, 'debug" OR "mqtt') == []  # quotes and OR are text, not syntax
     assert await store.search(alice, "NEAR( * ") == []
+
+
+async def test_a_search_hit_shows_about_a_sentence_around_the_match_with_every_match_marked(store):
+    before = "The greenhouse flow reads eleven sensors every minute and keeps their values for a day. "
+    after = " sends the readings on to the dashboard, and a second switch routes the alarms to the phone."
+    await store.save_turn("long", alice, before + "Then the Quokka switch node" + after, "noted", {})
+
+    [hit] = await store.search(alice, "quokka")
+
+    # Not FTS5's 12 trigram tokens (14 characters): about 120, cut at spaces, the hit a third of the way in.
+    assert 100 <= len(hit["snippet"]) <= 160, hit["snippet"]
+    assert hit["snippet"].startswith("…") and hit["snippet"].endswith("…")
+    assert "Then the [Quokka] switch node sends the readings" in hit["snippet"]
+    assert not hit["snippet"].removeprefix("…").startswith(("e ", "s "))  # no word cut in two
 
 
 async def test_search_finds_chinese_text(store):

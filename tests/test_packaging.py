@@ -189,6 +189,17 @@ def test_make_test_python_needs_no_chromium_and_make_test_installs_it():
     assert "apt-get install -y -qq chromium" in _dry_run("test")
 
 
+def test_make_run_installs_neither_the_test_extra_nor_the_devdependencies_and_make_test_and_lint_add_them():
+    # Issue 31/33: `make run` installed pytest, the linters, mocha, eslint and Node-RED's test helper (about 345 MB).
+    run = _dry_run("run")
+    assert "pip install --quiet -e .\n" in run and "[test]" not in run
+    assert "npm install --omit=dev" in run and "cd node-red-contrib-ai-sidebar && npm install --no-audit" not in run
+    for target in ("test", "lint"):
+        commands = _dry_run(target)
+        assert "pip install --quiet -e '.[test]'" in commands
+        assert "cd node-red-contrib-ai-sidebar && npm install --no-audit" in commands
+
+
 def test_browser_tests_skip_without_chromium_only_when_optional():
     command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                "tests/test_browser_sidebar.py", "-k", "streams_the_answer_into_the_sidebar"]

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_server.server import NodeRedConfig, build_server
 from service.chat.agent import AgentLimits, agent_tools, run_agent
-from service.chat.pipeline import ChatResult
+from service.chat.context import ChatResult
 from service.llm.providers import ChatModelFactory, ProviderConfig
 from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.tooling import Tool, ToolFailure, ToolOutput

@@ -205,12 +205,17 @@ def test_make_run_on_a_moved_port_prints_that_url_reaches_it_and_keeps_secrets_o
         assert {f.name: mode(f) & 0o077 for f in files} == {f.name: 0 for f in files}
         assert (mode(userdir), mode(userdir / "ai-sidebar")) == (0o700, 0o700)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Stop run.sh's process group (Node-RED and the service): SIGTERM, then SIGKILL after 20 s."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(5)
 
 
 def _run_script_env(tmp_path, **extra):
@@ -236,3 +241,29 @@ def test_make_run_refuses_a_port_where_another_assistant_service_answers(tmp_pat
     assert run.returncode == 2
     assert f"already answers on http://127.0.0.1:{service_process.service_port}" in run.stderr
     assert "AI_SIDEBAR_PORT=8766 make run" in run.stderr
+
+
+NODERED_5 = REPO / ".nodered5" / "node_modules" / "node-red" / "red.js"
+
+
+@pytest.mark.skipif(not NODERED_5.exists(), reason="Node-RED 5 is not installed in .nodered5 (make test installs it)")
+def test_node_red_5_under_make_run_starts_with_its_own_node_js(tmp_path):
+    # What `NODE_RED=5 make run` hands to run.sh (the Makefile's own words, not run).
+    dry = subprocess.run(["make", "-n", "run", "NODE_RED=5"], cwd=REPO, capture_output=True, text=True, check=True)
+    command = dry.stdout.replace("\\\n", " ")
+    assert 'NODERED=".nodered5/node_modules/node-red/red.js"' in command
+    node_22 = str(REPO / ".nodered5" / "node_modules" / ".bin" / "node")
+    assert f'NODE_BIN="{node_22}"' in command
+    log = tmp_path / "run.log"
+    # The PATH's node is the system's (20 here), which Node-RED 5 refuses: run.sh must start the one it is given.
+    env = {**_run_script_env(tmp_path, NODE_BIN=node_22, AI_SIDEBAR_PORT=str(free_port())),
+           "NODERED": str(NODERED_5), "PATH": os.environ["PATH"]}
+    with log.open("wb") as output:
+        process = subprocess.Popen(["bash", str(REPO / "scripts" / "run.sh")], cwd=REPO, env=env, stdout=output,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for(lambda: b"Started flows" in log.read_bytes(), 90, "Node-RED 5 did not start flows", log)
+        started = next(line for line in log.read_text().splitlines() if line.startswith("Node-RED 5."))
+        assert " on Node.js v22." in started
+    finally:
+        _stop(process)

@@ -23,9 +23,9 @@ import pytest
 from service.chat.prompts import describe_flow, describe_nodes
 from service.chat.scenarios import PLACEHOLDER, ScenarioCatalog, load_base, load_language, normalize
 from service.nodered.settings import NodeRedSettings
+from service.requests import SelectedNode
 from service.settings import REPO_ROOT
 from service.web.app import create_app
-from service.web.schemas import SelectedNode
 from tests.support.nodered import NODERED_HOME, free_port
 from tests.support.sse import read_events
 

@@ -9,7 +9,7 @@ from langchain_anthropic import ChatAnthropic
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from service.chat.pipeline import parse_direct_trigger
+from service.chat.direct import parse_direct_trigger
 from service.errors import ServiceError
 from service.llm.providers import ChatModelFactory, ProviderConfig, provider_error
 from service.settings import Settings, SettingsError

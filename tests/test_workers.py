@@ -82,6 +82,27 @@ def test_two_workers_answer_on_one_port_from_two_pids_and_stop_on_sigterm(nodere
             process.wait(10)
 
 
+def test_without_the_setting_the_service_is_one_process_that_answers_itself(nodered, model_server, tmp_path):
+    # Issue 33: the default was one worker per usable CPU, so a service started by the plugin on a 4-core Raspberry
+    # Pi forked four workers (over a GB with their MCP children). Without AI_SIDEBAR_WORKERS it is one process now.
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if key != "AI_SIDEBAR_WORKERS"}
+    env.update({"AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "NODE_RED_URL": nodered.url,
+                "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
+                "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "MCP_TOOLS_ENABLED": "false"})
+    log_path = tmp_path / "service.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=REPO)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, 90, 0.2)
+        assert {health(port)["pid"] for _ in range(4)} == {process.pid}, log_path.read_text()[-2000:]
+        assert children_of(process.pid) == []
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
 def children_of(pid: int) -> list[int]:
     """The child pids of ``pid`` (``/proc/<pid>/task/<tid>/children``, proc(5))."""
     found: list[int] = []
@@ -235,9 +256,10 @@ def test_workers_that_ignore_the_stop_are_killed_after_the_grace_period_and_the_
                 os.kill(pid, signal.SIGKILL)
 
 
-def test_worker_count_is_the_setting_else_the_usable_cpus_and_one_on_port_zero():
+def test_worker_count_is_the_setting_else_one_whatever_the_cpus_and_one_on_port_zero():
+    # One by default (issue 33): a plugin-started service on a 4-core Raspberry Pi took four workers, over a GB.
     assert worker_count(3, 8765) == 3
-    assert worker_count(None, 8765) == len(os.sched_getaffinity(0))
+    assert worker_count(None, 8765) == 1
     assert worker_count(4, 0) == 1
 
 

@@ -24,6 +24,15 @@
  * the run (`POST /ai-sidebar/resume`): approved writes are deployed through the Admin API with the flows revision
  * checked, and the rest of the answer goes out like any answer.
  *
+ * Plan, ask, build, check (issue 34): a message starting with `/plan ` asks for a plan first. A run that waits for
+ * the plan's approval leaves on the approval output with `msg.plan = {runId, resumeToken, steps, assumptions}`, one
+ * that waits for an answer with `msg.clarification = {runId, resumeToken, question, choices, free}` (not
+ * `msg.question`, which a catch path reads); `msg.resume =
+ * {resumeToken, decisions}` answers a plan (`[{type: "approve", planChanges?}]`, `[{type: "edit", message}]`,
+ * `[{type: "reject", message?}]`), `msg.resume = {resumeToken, answer: {choice} | {text}}` a question. A build's
+ * checks on the running flow come with the answer as `msg.checks = [{round, passed, evidence}]` and its end as
+ * `msg.verdict = {status: "done" | "not_done", summary, evidence}`.
+ *
  * In a catch path (`msg.error` set by a `catch` node) the node asks about the caught error: the error goes to the
  * service as data (`lib/caught-error.js`), the question is `msg.question` or a default one in the node's language,
  * and `msg.payload` (the data of the message that failed) is not sent. With tools on, the service also reads the
@@ -319,11 +328,15 @@ module.exports = function (RED) {
                 return nodeError("flows_not_allowed", "flows_not_allowed");
             }
             const resume = msg.resume;
+            const decided = Boolean(resume && Array.isArray(resume.decisions) && resume.decisions.length > 0);
+            const answered = Boolean(resume && resume.answer && typeof resume.answer === "object" &&
+                !Array.isArray(resume.answer));
             if (!resume || typeof resume !== "object" || typeof resume.resumeToken !== "string" ||
-                !resume.resumeToken || !Array.isArray(resume.decisions) || !resume.decisions.length) {
+                !resume.resumeToken || decided === answered) {
                 return nodeError("invalid_resume", "invalid_resume");
             }
-            const body = { resumeToken: resume.resumeToken, decisions: resume.decisions };
+            const body = decided ? { resumeToken: resume.resumeToken, decisions: resume.decisions }
+                : { resumeToken: resume.resumeToken, answer: resume.answer };
             if (msg.sessionId !== undefined && msg.sessionId !== null && msg.sessionId !== "" &&
                 typeof msg.sessionId !== "string" && typeof msg.sessionId !== "number") {
                 return nodeError("invalid_session_id", "property_not_string",
@@ -438,7 +451,8 @@ module.exports = function (RED) {
                 if (result.usage) {
                     msg.usage = result.usage;
                 }
-                if (result.sessionId && !result.approval) {
+                const waiting = result.approval || result.plan || result.question;
+                if (result.sessionId && !waiting) {
                     // An approval keeps msg.sessionId as the flow set it: a resume must name the same conversation.
                     msg.sessionId = result.sessionId;
                 }
@@ -450,9 +464,26 @@ module.exports = function (RED) {
                     fail(job, describe(result.errors[0]));
                     return;
                 }
-                if (result.approval && node.allowFlows) {
-                    msg.approval = result.approval;
-                    msg.payload = approvalLine(result.approval.actions);
+                if (result.checks.length) {
+                    msg.checks = result.checks;
+                }
+                if (result.verdict) {
+                    msg.verdict = result.verdict;
+                }
+                if (waiting && node.allowFlows) {
+                    if (result.approval) {
+                        msg.approval = result.approval;
+                        msg.payload = approvalLine(result.approval.actions);
+                    } else if (result.plan) {
+                        msg.plan = result.plan;
+                        msg.payload = RED._("ai-chat.approval.plan", { count: result.plan.steps.length,
+                            titles: result.plan.steps.map(function (step) {
+                                return String((step && step.title) || "");
+                            }).join("; ") });
+                    } else {
+                        msg.clarification = result.question;
+                        msg.payload = RED._("ai-chat.approval.question", { question: result.question.question });
+                    }
                     lastOutcome = "approval";
                     job.send(onOutput(node.outputCount - 1, msg));
                     job.done();

@@ -185,7 +185,8 @@ module.exports = function (RED) {
             supervisor: supervisorStatus(),
             wheel: bundledWheel(),
             venv: RED.settings.userDir ? path.join(RED.settings.userDir, "ai-sidebar", "venv") : undefined,
-            nodeRedPort: Number(RED.settings.uiPort) || undefined
+            nodeRedPort: Number(RED.settings.uiPort) || undefined,
+            supervisedBy: process.env.AI_SIDEBAR_SERVICE_SUPERVISED
         }));
     }
 
@@ -243,6 +244,15 @@ module.exports = function (RED) {
     // Everyone may read their own token and cost totals; the service widens them to everyone's for write callers.
     RED.httpAdmin.get("/ai-sidebar/usage", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/usage"));
+    // Flow history (issue 35): as sensitive as the flows, so Node-RED's own flows permissions.
+    RED.httpAdmin.get("/ai-sidebar/flow-history", RED.auth.needsPermission("flows.read"),
+        forwardTo("/ai-sidebar/flow-history"));
+    RED.httpAdmin.get("/ai-sidebar/flow-history/diff", RED.auth.needsPermission("flows.read"),
+        forwardTo("/ai-sidebar/flow-history/diff"));
+    RED.httpAdmin.patch("/ai-sidebar/flow-history/:rev", RED.auth.needsPermission("flows.write"), realSegment("rev"),
+        requireJsonBody, forwardTo(function (req) {
+            return "/ai-sidebar/flow-history/" + encodeURIComponent(req.params.rev);
+        }));
     // Reindexing makes the service read all of Node-RED's help and flows again: a change, so write.
     RED.httpAdmin.post("/ai-sidebar/knowledge/reindex", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
         forwardTo("/ai-sidebar/knowledge/reindex"));

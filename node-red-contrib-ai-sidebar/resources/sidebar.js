@@ -359,7 +359,10 @@
         this.banner.element.appendTo(this.content);
 
         var body = $('<div class="ai-sidebar-body"></div>').appendTo(this.content);
-        this.messages = $('<div class="ai-sidebar-messages"></div>').appendTo(body);
+        // A named log for assistive technology; aria-live off because the answer is read out a sentence at a time
+        // by its own live region (this.reader), not again token by token here.
+        this.messages = $('<div class="ai-sidebar-messages" role="log" aria-live="off"></div>')
+            .attr("aria-label", t("sidebar.messagesLabel")).appendTo(body);
         // A conversation opens at its latest message. One loaded while the tab is hidden (a reload with another
         // tab shown, Node-RED 5's stacked sections) has no height to scroll yet: it is scrolled once it has,
         // unless the user scrolled up since.
@@ -421,16 +424,19 @@
                 self.refreshQuickPrompts();
             })
             .appendTo(actions);
+        // Stop and Send stay side by side (on a line of their own in a very narrow sidebar). Stop shows only its
+        // icon, named for assistive technology: its word took the width the scenario's choice needs.
+        var sendButtons = $('<span class="ai-sidebar-send-buttons"></span>').appendTo(actions);
         this.stopButton = $('<button type="button" class="red-ui-button ai-sidebar-stop"></button>')
             .append($('<i class="fa fa-stop" aria-hidden="true"></i>'))
             .attr("title", t("sidebar.stopTooltip"))
-            .append(document.createTextNode(" " + t("sidebar.stop")))
+            .attr("aria-label", t("sidebar.stop"))
             .prop("disabled", true)
             .on("click", function (event) {
                 event.preventDefault();
                 self.stop();
             })
-            .appendTo(actions);
+            .appendTo(sendButtons);
         this.sendButton = $('<button type="button" class="red-ui-button primary ai-sidebar-send"></button>')
             .append($('<i class="fa fa-paper-plane" aria-hidden="true"></i>'))
             .append(document.createTextNode(" " + t("sidebar.send")))
@@ -438,7 +444,7 @@
                 event.preventDefault();
                 self.send();
             })
-            .appendTo(actions);
+            .appendTo(sendButtons);
     };
 
     /** Name the model that answers the next question under the header (configChoice.answeringModel). */
@@ -720,6 +726,7 @@
                 self.serviceOk();
                 return;
             }
+            self.watch.supervised(lib.serviceBanner.restartExpected(status));
             self.serviceError(new lib.adminApi.ApiError(502, {
                 code: "service_unreachable", serviceUrl: (status && status.serviceUrl) || ""
             }));
@@ -970,10 +977,30 @@
         if (summarisedThrough !== null) {
             this.appendSummaryNote();
         }
+        this.offerRegenerateRestored(messages);
         if (foundElement) {
             this.showFound(foundElement);
         } else {
             this.scrollToBottom();
+        }
+    };
+
+    /**
+     * Regenerate under a restored conversation's last answer, as under a live one: its question sent again, with
+     * the editor's context, AI configuration and mode as they are now (the history keeps no whole request).
+     */
+    AiSidebar.prototype.offerRegenerateRestored = function (messages) {
+        var self = this;
+        var last = messages[messages.length - 1];
+        var question = messages.filter(function (message) {
+            return message && message.role === "user" && typeof message.content === "string";
+        }).pop();
+        var element = this.messages.children(".ai-sidebar-message-assistant").last();
+        if (last && last.role === "assistant" && typeof last.content === "string" && last.content.trim() &&
+                question && element.length) {
+            lib.offerRegenerate(this, element, function () {
+                return self.send(question.content);
+            });
         }
     };
 

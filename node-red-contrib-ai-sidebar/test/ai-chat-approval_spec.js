@@ -8,7 +8,7 @@
  */
 
 const assert = require("assert");
-const { helper, aiChatNode, streamAnswer, nextMessage, runtimeAndService } = require("./ai-chat-harness");
+const { helper, aiChatNode, streamAnswer, nextMessage, never, runtimeAndService } = require("./ai-chat-harness");
 const aiConfigNode = require("../nodes/ai-config.js");
 
 const SERVICE_TOKEN = "service-token-for-ai-chat-approval-tests";
@@ -35,12 +35,6 @@ function chatFlow(chat, outputs) {
     }));
 }
 
-/** Fail when a helper node receives anything. */
-function never(id) {
-    helper.getNode(id).on("input", function (msg) {
-        throw new Error(id + " received " + JSON.stringify(msg));
-    });
-}
 
 describe("ai-chat node with flow changes allowed", function () {
     this.timeout(10000);

@@ -81,4 +81,13 @@ function runtimeAndService(token) {
     return stack;
 }
 
-module.exports = { helper, i18n, NAMESPACE, aiChatNode, frame, streamAnswer, nextMessage, runtimeAndService };
+/** Fail when the helper node `id` receives anything. */
+function never(id) {
+    helper.getNode(id).on("input", function (msg) {
+        throw new Error(id + " received " + JSON.stringify(msg));
+    });
+}
+
+module.exports = {
+    helper, i18n, NAMESPACE, aiChatNode, frame, streamAnswer, nextMessage, never, runtimeAndService
+};

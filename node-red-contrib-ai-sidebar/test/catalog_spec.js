@@ -174,6 +174,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/sidebar-tab.js",
             "resources/node-red-contrib-ai-sidebar/approval/approval-diff.js",
             "resources/node-red-contrib-ai-sidebar/approval/flow-change.js",
+            "resources/node-red-contrib-ai-sidebar/approval/applied-watch.js",
             "resources/node-red-contrib-ai-sidebar/approval/approval-card.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-request.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-editors.js",

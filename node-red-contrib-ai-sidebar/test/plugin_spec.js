@@ -59,7 +59,9 @@ const READ_ROUTES = [
     ["GET", "ai-sidebar/sessions"],
     ["GET", "ai-sidebar/knowledge"],
     ["GET", "ai-sidebar/approvals"],
-    ["GET", "ai-sidebar/usage"]
+    ["GET", "ai-sidebar/usage"],
+    ["GET", "ai-sidebar/flow-history"],
+    ["GET", "ai-sidebar/flow-history/diff?from=now"]
 ];
 const WRITE_ROUTES = [
     ["POST", "ai-sidebar/templates"],
@@ -69,7 +71,8 @@ const WRITE_ROUTES = [
     ["POST", "ai-sidebar/execute-tool"],
     ["POST", "ai-sidebar/knowledge/reindex"],
     ["POST", "ai-sidebar/resume"],
-    ["POST", "ai-sidebar/approvals/r1/token"]
+    ["POST", "ai-sidebar/approvals/r1/token"],
+    ["PATCH", "ai-sidebar/flow-history/r1"]
 ];
 
 /**
@@ -426,7 +429,10 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 ["POST", "ai-sidebar/knowledge/reindex", "/ai-sidebar/knowledge/reindex"],
                 ["GET", "ai-sidebar/approvals?limit=5", "/ai-sidebar/approvals?limit=5"],
                 ["POST", "ai-sidebar/approvals/a%20b/token", "/ai-sidebar/approvals/a%20b/token"],
-                ["GET", "ai-sidebar/usage?by=day&since=2026-12-01", "/ai-sidebar/usage?by=day&since=2026-12-01"]
+                ["GET", "ai-sidebar/usage?by=day&since=2026-12-01", "/ai-sidebar/usage?by=day&since=2026-12-01"],
+                ["GET", "ai-sidebar/flow-history?limit=5", "/ai-sidebar/flow-history?limit=5"],
+                ["GET", "ai-sidebar/flow-history/diff?from=abc&to=now", "/ai-sidebar/flow-history/diff?from=abc&to=now"],
+                ["PATCH", "ai-sidebar/flow-history/a%20b", "/ai-sidebar/flow-history/a%20b"]
             ];
             for (const [method, route, expected] of routes) {
                 const result = await json(await callRoute(nodeRed.url, [method, route]));

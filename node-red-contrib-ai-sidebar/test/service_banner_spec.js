@@ -27,10 +27,23 @@ describe("the service banner's help", function () {
         const view = serviceBanner.describe({ supervisor: { state: "failed", pid: null, exitCode: 1,
             command: "python3 -m service", lastLines: ["Traceback", "ModuleNotFoundError: No module named 'aiohttp'"] },
         commands: [] }, t);
-        assert.deepStrictEqual(view.supervisor, { text: "service.supervisor.failed{\"pid\":\"\",\"code\":\"1\"}",
+        assert.deepStrictEqual(view.supervisor, { text: "service.supervisor.failed{\"pid\":\"\",\"code\":\"1\",\"by\":\"\"}",
             lines: ["Traceback", "ModuleNotFoundError: No module named 'aiohttp'"] });
         assert.strictEqual(serviceBanner.describe({ supervisor: { state: "running", pid: 4242 } }, t).supervisor.text,
-            "service.supervisor.running{\"pid\":\"4242\",\"code\":\"\"}");
+            "service.supervisor.running{\"pid\":\"4242\",\"code\":\"\",\"by\":\"\"}");
+    });
+
+    it("names what restarts the service outside Node-RED, offers no command, and expects it back", function () {
+        const status = { supervisor: { state: "external", by: "make run", pid: null, exitCode: null, lastLines: [] },
+            commands: [] };
+        assert.deepStrictEqual(serviceBanner.describe(status, t), { supervisor: {
+            text: "service.supervisor.external{\"pid\":\"\",\"code\":\"\",\"by\":\"make run\"}", lines: [] },
+        commands: [] });
+        assert.strictEqual(serviceBanner.restartExpected(status), true);
+        assert.strictEqual(serviceBanner.restartExpected({ supervisor: { state: "running" } }), true);
+        assert.strictEqual(serviceBanner.restartExpected({ supervisor: { state: "failed" } }), false);
+        assert.strictEqual(serviceBanner.restartExpected({ supervisor: null, commands: [] }), false);
+        assert.strictEqual(serviceBanner.restartExpected(null), false);
     });
 
     it("shows nothing more than the error when the route could not be read", function () {

@@ -71,6 +71,19 @@ describe("the service status behind the banner", function () {
         assert.doesNotMatch(JSON.stringify(answer), /sk-should-never-show/);
     });
 
+    it("names what restarts the service outside Node-RED instead of commands (make run)", function () {
+        const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", wheel: WHEEL,
+            supervisor: null, supervisedBy: " make run " });
+        assert.deepStrictEqual(answer.supervisor, { state: "external", by: "make run", pid: null, exitCode: null,
+            command: "", lastLines: [] });
+        assert.deepStrictEqual(answer.commands, []);
+        // The plugin's own supervisor is the one to show when both are there; an empty name is none.
+        assert.strictEqual(status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765",
+            supervisor: { state: "running", pid: 1 }, supervisedBy: "make run" }).supervisor.state, "running");
+        assert.strictEqual(status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765",
+            supervisor: null, supervisedBy: "  " }).supervisor, null);
+    });
+
     it("offers the wheel after a supervised service failed, keeping its last twenty lines", function () {
         const lines = Array.from({ length: 25 }, function (_, i) { return "line " + i; });
         const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", wheel: WHEEL,

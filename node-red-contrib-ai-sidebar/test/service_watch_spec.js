@@ -87,7 +87,8 @@ describe("watching the service", function () {
             timers.fireNext();
             service.up = true;
             timers.fireNext();
-            assert.deepStrictEqual(seen, ["reconnecting: restarting", "check at 2000", "check at 6000", "up"]);
+            // Every second while it reconnects: the line goes within a second of the service answering again.
+            assert.deepStrictEqual(seen, ["reconnecting: restarting", "check at 1000", "check at 2000", "up"]);
             // The advice that was due later is not given.
             assert.strictEqual(timers.active.size, 0);
         });
@@ -101,17 +102,50 @@ describe("watching the service", function () {
         while (timers.now < 30000) {
             timers.fireNext();
         }
-        assert.deepStrictEqual(seen, ["reconnecting: restarting", "check at 2000", "check at 6000",
-            "check at 14000", "down: down at 14000", "check at 30000", "down: down at 30000"]);
+        const checks = seen.filter(function (line) { return line.indexOf("check at") === 0; });
+        // A check a second until the advice at 15 s, then 2, 4, 8 s apart.
+        assert.deepStrictEqual(checks.slice(0, 15), Array.from({ length: 15 }, function (_, i) {
+            return "check at " + (i + 1) * 1000;
+        }));
+        assert.deepStrictEqual(seen.slice(seen.indexOf("check at 14000")), ["check at 14000", "down: down at 14000",
+            "check at 15000", "down: down at 15000", "check at 17000", "down: down at 17000", "check at 21000",
+            "down: down at 21000", "check at 29000", "down: down at 29000", "check at 45000", "down: down at 45000"]);
         service.up = true;
         timers.fireNext();
-        assert.strictEqual(timers.now, 60000);
-        assert.deepStrictEqual(seen.slice(-2), ["check at 60000", "up"]);
-        // Down again later: it reconnects first again, from the first delay on.
+        assert.strictEqual(timers.now, 75000);
+        assert.deepStrictEqual(seen.slice(-2), ["check at 75000", "up"]);
+        // Down again later: it reconnects first again, checking every second.
         service.up = false;
         service.watch.failed(unreachable("restarting again"));
         assert.deepStrictEqual(seen.slice(-1), ["reconnecting: restarting again"]);
-        assert.strictEqual(timers.fireNext(), 2000);
+        assert.strictEqual(timers.fireNext(), 1000);
+    });
+
+    it("keeps checking every second after the advice while a supervisor restarts the service", function () {
+        const timers = manualTimers();
+        const seen = [];
+        const service = watch(timers, seen);
+        service.watch.reached();
+        service.watch.supervised(true);
+        service.watch.failed(unreachable("restarting"));
+        while (timers.now < 40000) {
+            timers.fireNext();
+        }
+        // The advice is given (what restarts it, no commands: service-banner.js), and the checks stay a second apart.
+        assert.ok(seen.indexOf("down: down at 14000") !== -1);
+        const checks = seen.filter(function (line) { return line.indexOf("check at") === 0; });
+        assert.deepStrictEqual(checks, Array.from({ length: 40 }, function (_, i) { return "check at " + (i + 1) * 1000; }));
+        service.up = true;
+        timers.fireNext();
+        assert.deepStrictEqual(seen.slice(-2), ["check at 41000", "up"]);
+        // Nothing restarts it any more (the supervisor gave up): the checks back off again.
+        service.up = false;
+        service.watch.supervised(false);
+        service.watch.failed(unreachable("gone"));
+        while (timers.now < 80000) {
+            timers.fireNext();
+        }
+        assert.ok(timers.fired.slice(-3).every(function (ms) { return ms > 1000; }), timers.fired.slice(-3));
     });
 
     it("ignores failures that are not the service being down", function () {

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.assist.context import NodeContext
 from service.llm.providers import ProviderConfig
 from service.nodered.redaction import redact_text
-from service.web.schemas import ID_PATTERN, ProviderOverride
+from service.requests import ID_PATTERN, ProviderOverride
 
 CODE_LIMIT = 20_000         # characters of the code before, and after, the cursor a request may carry
 PREFIX_SHOWN = 6_000        # characters before the cursor shown to the model (the nearest ones)

@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from service.assist.context import NodeContext
 from service.nodered.redaction import redact_text
-from service.web.schemas import AssistRequest
+from service.requests import AssistRequest
 
 PART_LIMIT = 20_000     # characters of one code part, expression or JSON text shown to the model
 MESSAGE_LIMIT = 4_000   # characters of one message (sample, test message) shown to the model

@@ -2,7 +2,7 @@
 ``token`` events, then emit exactly one ``proposal`` or one ``error`` (``no_proposal``, ``invalid_json``).
 
 The model call, its limits, token events, provider errors and the daily budget are the chat pipeline's own
-(:func:`service.chat.pipeline.stream_answer`, :func:`~service.chat.pipeline.within_budget`). Nothing is stored
+(:func:`service.chat.answer.stream_answer`, :func:`~service.chat.ledger.within_budget`). Nothing is stored
 but the run's token usage (the route records it).
 """
 
@@ -13,10 +13,12 @@ import logging
 from service.assist.context import node_context
 from service.assist.prompts import assist_messages
 from service.assist.proposal import proposal_event
+from service.chat.answer import stream_answer
+from service.chat.context import ChatDeps, ChatResult, recording_errors
 from service.chat.events import Emit
-from service.chat.pipeline import ChatDeps, ChatResult, recording_errors, stream_answer, within_budget
+from service.chat.ledger import within_budget
 from service.errors import ServiceError, error_event
-from service.web.schemas import AssistRequest
+from service.requests import AssistRequest
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from service.tools.registry import Permission, ToolRegistry
 
 if TYPE_CHECKING:
     from service.chat.approvals import AgentApproval
-    from service.chat.pipeline import ChatResult
+    from service.chat.context import ChatResult
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 import aiosqlite
-import psycopg
 from langchain.agents.middleware import AgentMiddleware, AgentState, HumanInTheLoopMiddleware
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, ToolMessage
@@ -34,11 +33,14 @@ from langgraph.types import Command
 
 from service.chat import events
 from service.chat.events import Emit
+from service.chat.pauses import OWN_TOOLS, planned_pause, waiting_event
+from service.chat.plan import listed
 from service.errors import ServiceError
 from service.identity import Identity
 from service.memory.approvals import ApprovalStore
-from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable
-from service.nodered.redaction import strip_secrets
+from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable, driver_errors
+from service.memory.migrations import POSTGRESQL
+from service.nodered.node_secrets import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.write_tools import approval_key
 from service.settings import Settings
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 
 AWAITING = "awaiting_approval"  # the ``status`` of ``done`` when a run waits for the user
 PLAN_KEY = "approval_plan"
+LISTED_IN_PLAN = "listed in the approved plan"  # the audit message of a write the user approved with its plan
 
 
 @dataclass
@@ -90,7 +93,7 @@ class Approvals:
         token = secrets.token_urlsafe(32)
         await self.store.create_approval(uuid.uuid4().hex, run_id, token_hash(token), owner, kind, session_id,
                                          actions, context, time.time() + self.settings.approval_ttl)
-        return events.approval_required(run_id, token, actions)
+        return waiting_event(events.approval_required(run_id, token, actions), actions)
 
     async def reissue(self, run_id: str, owner: Identity) -> dict[str, Any]:
         """A fresh resume token for the owner's run ``run_id`` that still waits, replacing the old one (which
@@ -127,9 +130,11 @@ class Approvals:
                 await self.saver.adelete_thread(approval["runId"])
         return len(purged)
 
-    async def record_policy(self, run_id: str, owner: Identity, action: dict[str, Any]) -> None:
-        """The audit row of a write its policy lets run without a card (decided by ``policy``)."""
-        await self.store.record(owner, [audit_entry(run_id, action, "approve", "policy")])
+    async def record_policy(self, run_id: str, owner: Identity, action: dict[str, Any],
+                            message: str | None = None) -> None:
+        """The audit row of a write its policy (or, with ``message`` :data:`LISTED_IN_PLAN`, the approved plan)
+        lets run without a card (decided by ``policy``)."""
+        await self.store.record(owner, [audit_entry(run_id, action, "approve", "policy", message)])
 
 
 @dataclass
@@ -153,11 +158,13 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
     Raises:
         OSError, sqlite3.Error, psycopg.Error: the checkpointer's tables cannot be set up.
     """
-    from service.memory.postgres import PostgresDatabase
-
     db = store.database
-    if isinstance(db, PostgresDatabase):
+    if db.dialect == POSTGRESQL:  # by its dialect: an isinstance check would import psycopg on SQLite too
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        from service.memory.postgres import PostgresDatabase
+
+        assert isinstance(db, PostgresDatabase)
 
         saver = _without_errors(AsyncPostgresSaver)(db.pool)
         async with db.pool.connection() as conn:
@@ -243,7 +250,7 @@ def _without_errors(saver_class: type) -> type:
         async def _memory_faults(self) -> AsyncIterator[None]:
             try:
                 yield
-            except (sqlite3.Error, psycopg.Error) as err:
+            except driver_errors() as err:
                 if isinstance(self.conn, aiosqlite.Connection):  # PostgreSQL: the pool rolls back what it gets back
                     async with self.lock:
                         if self.conn.in_transaction:
@@ -324,6 +331,7 @@ class AgentApproval:
     writes: list[str] = field(default_factory=list)
     resume: list[dict[str, Any]] | None = None
     called: list[str] = field(default_factory=list)
+    plan: dict[str, Any] | None = None  # an approved plan whose listed writes need no card (service.chat.plan)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -380,10 +388,18 @@ class ApprovalGate(AgentMiddleware):
         if not calls:
             return None
         plan: dict[str, dict[str, Any]] = {}
+        alone = last is not None and len(last.tool_calls) == 1  # a question or a plan waits for the user alone
         for call in calls:
             call_id = call.get("id") or ""
-            action = await plan_action(run.registry, run.approvals, run.context, call["name"], call["args"])
-            if action.get("ask") is False:
+            action = (planned_pause(call["name"], call["args"], alone)
+                      if call["name"] in OWN_TOOLS
+                      else await plan_action(run.registry, run.approvals, run.context, call["name"], call["args"]))
+            if action.get("ask") and call["name"] not in OWN_TOOLS and \
+                    listed(run.plan, call["name"], call["args"], run.context.flow_id):
+                action["ask"] = False
+                await run.approvals.record_policy(run.run_id, run.owner, {**action, "toolCallId": call_id},
+                                                  LISTED_IN_PLAN)
+            elif action.get("ask") is False:
                 await run.approvals.record_policy(run.run_id, run.owner, {**action, "toolCallId": call_id})
             plan[call_id] = action
         return {PLAN_KEY: plan}
@@ -416,7 +432,8 @@ class ApprovalGate(AgentMiddleware):
 
 def decisions_for(actions: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The user's decisions (``{type: approve}``, ``{type: edit, args}``, ``{type: reject, message}``) in
-    LangChain's form (``edit`` becomes ``edited_action``), one per action.
+    LangChain's form (``edit`` becomes ``edited_action``, and so does any decision with ``args``: an answered
+    question or plan, see :mod:`service.chat.pauses`), one per action.
 
     Raises:
         ServiceError: 400 ``invalid_request`` when the counts differ.
@@ -426,7 +443,7 @@ def decisions_for(actions: list[dict[str, Any]], decisions: list[dict[str, Any]]
                            params={"given": len(decisions), "expected": len(actions)})
     converted = []
     for action, decision in zip(actions, decisions, strict=True):
-        if decision["type"] == "edit":
+        if decision["type"] == "edit" or "args" in decision:  # a plan's approval runs it with the decision
             converted.append({"type": "edit", "edited_action": {"name": action["tool"], "args": decision["args"]}})
         elif decision["type"] == "reject":
             converted.append({"type": "reject", **({"message": decision["message"]} if decision.get("message")

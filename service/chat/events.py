@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
-from service.nodered.compact import bounded
 from service.nodered.messages import CodedError, english
+from service.nodered.text_budget import bounded
 
 Event = dict[str, Any]
 Emit = Callable[[Event], Awaitable[None]]
@@ -21,7 +21,7 @@ SOURCES_LIMIT = 20     # sources listed on one tool_result event (contracts16 A)
 
 
 class Answer(Protocol):
-    """What the relayed text accumulates into (:class:`service.chat.pipeline.ChatResult`)."""
+    """What the relayed text accumulates into (:class:`service.chat.context.ChatResult`)."""
 
     answer: str
 
@@ -101,6 +101,15 @@ def approval_required(run_id: str, resume_token: str, actions: list[dict[str, An
     return ApprovalRequired({"type": "approval_required", "runId": run_id, "resumeToken": resume_token,
                              "actions": shown}, [a.get("sentence") for a in actions],
                             [a.get("warning") for a in actions])
+
+
+class Summarised(dict):
+    """An event whose ``summary`` is a catalog sentence (``sentence``: a :class:`service.nodered.messages.Sentence`),
+    English here and in the request's language once the stream sends it (a build's ``verdict``)."""
+
+    def __init__(self, event: Event, sentence: Any):
+        super().__init__(event)
+        self.sentence = sentence
 
 
 def flow_change(tool: str, changes: dict[str, Any]) -> Event:

@@ -31,7 +31,7 @@ from service.errors import ServiceError
 from service.llm.providers import ProviderConfig
 
 if TYPE_CHECKING:
-    from service.chat.pipeline import ChatDeps
+    from service.chat.context import ChatDeps
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def turn_messages(history: list[dict[str, Any]]) -> list[BaseMessage]:
 class Fitted:
     """The history a request carries (``messages``: the summary first when there is one, then the turns kept
     verbatim) and ``left_out``: how many earlier messages reach the model neither verbatim nor through the
-    summary (the answer then says so, see :func:`service.chat.pipeline._prompt`)."""
+    summary (the answer then says so, see :func:`service.chat.prompting.build_prompt`)."""
 
     messages: list[BaseMessage]
     left_out: int = 0

@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from service.chat import events
+from service.chat.agent_path import agent_tool_names, uses_agent
 from service.chat.injection import load_patterns
 
 if TYPE_CHECKING:
+    from service.chat.context import ChatDeps, ChatResult, Turn
     from service.chat.events import Emit
-    from service.chat.pipeline import ChatDeps, ChatResult, Turn
-    from service.web.schemas import StreamChatRequest
+    from service.requests import StreamChatRequest
 
 # notice code → sentence key of locales/<lang>/guardrails.json
 SENTENCES = {"change_needs_agent": "changeNeedsAgent", "change_needs_tools": "changeNeedsTools"}
@@ -28,9 +29,6 @@ SENTENCES = {"change_needs_agent": "changeNeedsAgent", "change_needs_tools": "ch
 def needed_notice(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult) -> str | None:
     """The notice code the answer needs (a key of :data:`SENTENCES`), or ``None``: the caller cannot act on it,
     the run waits for an approval, the message does not need tools, or write tools were offered."""
-    # Imported here: the pipeline imports this module's caller (the router graph imports both).
-    from service.chat import pipeline as steps
-
     if deps.identity.kind == "flow" or not deps.may_write or deps.approvals is None or result.status is not None:
         return None
     router = deps.knowledge.router if deps.knowledge is not None else None
@@ -38,7 +36,7 @@ def needed_notice(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
         return None
     if request.mode == "ask":
         return "change_needs_agent"
-    if steps._uses_agent(deps, turn) and any(deps.tools.writes(name) for name in steps._agent_tools(deps, turn)):
+    if uses_agent(deps, turn) and any(deps.tools.writes(name) for name in agent_tool_names(deps, turn)):
         return None
     return "change_needs_tools"
 

@@ -17,7 +17,7 @@ from service.nodered.named_nodes import configuration_block, configuration_of
 
 if TYPE_CHECKING:
     from service.nodered.tooling import ToolOutput
-    from service.web.schemas import StreamChatRequest
+    from service.requests import StreamChatRequest
 
 log = logging.getLogger(__name__)
 

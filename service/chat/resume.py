@@ -12,25 +12,23 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from service.chat.agent_path import agent_answer
+from service.chat.answer import stream_answer
 from service.chat.approvals import Approvals, approved_as_shown, audit_entry, decisions_for, token_hash
+from service.chat.context import ChatDeps, ChatResult, Resume, ToolRun
+from service.chat.direct import run_tool
 from service.chat.events import Emit
-from service.chat.pipeline import (
-    ChatDeps,
-    ChatResult,
-    Resume,
-    ToolRun,
-    _agent_answer,
-    _choose_scenario,
-    _prompt,
-    _run_tool,
-    stream_answer,
-)
+from service.chat.keyword_path import choose_scenario
+from service.chat.pauses import OWN_TOOLS
+from service.chat.plan import after_decision, plan_decisions
+from service.chat.prompting import build_prompt
+from service.chat.question import answer_decisions
 from service.errors import ServiceError
 from service.identity import Identity
 from service.nodered.tooling import ToolFailure
+from service.requests import ResumeRequest, SelectedFlow, SelectedNode, StreamChatRequest
 from service.tools.context import ServiceToolContext
 from service.tools.registry import ToolRegistry, failure_status
-from service.web.schemas import ResumeRequest, SelectedFlow, SelectedNode, StreamChatRequest
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +71,16 @@ async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, b
             await approvals.saver.adelete_thread(approval["runId"])
         raise ServiceError("approval_expired", status=410, params={"seconds": approvals.settings.approval_ttl})
     actions = approval["actions"]
-    decisions = [d.model_dump(exclude_none=True) for d in body.decisions]
+    decisions = plan_decisions(actions, answer_decisions(
+        actions, [d.model_dump(exclude_none=True) for d in body.decisions], body.answer))
     decisions_for(actions, decisions)  # the count
     audit = []
     for action, decision in zip(actions, decisions, strict=True):
-        args = None
-        if decision["type"] == "edit":
+        own = action["tool"] in OWN_TOOLS  # a question or a plan: its arguments with the user's answer
+        args = decision.get("args") if own else None
+        if decision["type"] == "edit" and not own:
+            if "args" not in decision:
+                raise ServiceError("invalid_request", key="invalid_request.plan_decision")
             try:
                 decision["args"] = args = await registry.parse(action["tool"], decision["args"])
             except ToolFailure as failure:
@@ -100,9 +102,11 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         context = ServiceToolContext(nodered=deps.nodered, flow_id=saved.get("flowId"),
                                      node_ids=saved.get("nodeIds") or [], user_token=deps.user_token,
                                      identity=deps.identity, memory=deps.memory, knowledge=deps.knowledge,
-                                     language=saved.get("language"), apply=saved.get("apply", "deploy"))
+                                     language=saved.get("language"), apply=saved.get("apply", "deploy"),
+                                     evidence=deps.evidence)
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
-        await _agent_answer([], saved.get("tools") or [], deps, context, emit, result,
+        deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
+        await agent_answer([], saved.get("tools") or [], deps, context, emit, result,
                             Resume(claimed.run_id, converted))
         return
     action, decision = claimed.approval["actions"][0], claimed.decisions[0]
@@ -112,7 +116,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         sessionId=claimed.approval["sessionId"], language=saved.get("language"), apply=saved.get("apply", "deploy"),
         selectedFlow=SelectedFlow(id=saved["flowId"]) if saved.get("flowId") else None,
         selectedNodes=[SelectedNode(id=i) for i in saved.get("nodeIds") or []])
-    turn = _choose_scenario(request, deps, result)
+    turn = choose_scenario(request, deps, result)
     run = ToolRun(action["tool"], await deps.tools.parse(action["tool"], args))
     if decision["type"] == "reject":
         reason = decision.get("message")
@@ -120,12 +124,12 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                                  + (f": {reason}" if reason else "") + ". Nothing was changed.")
     else:
         await approved_as_shown(deps.tools, turn.context, action, args)
-        await _run_tool(run, deps, turn.context, emit)
+        await run_tool(run, deps, turn.context, emit)
         result.tools.append(run.name)
     if kind == "execute":
         return
     turn.tool_run = run
-    await stream_answer(await _prompt(request, deps, turn, result), deps, emit, result)
+    await stream_answer(await build_prompt(request, deps, turn, result), deps, emit, result)
 
 
 async def save_continuation(claimed: Claimed, deps: ChatDeps, result: ChatResult) -> None:

@@ -1,5 +1,7 @@
 """The router graph (issue 21): a LangGraph ``StateGraph`` that takes each chat request down the cheapest path that
-can answer it, its nodes being the pipeline's own steps (:mod:`service.chat.pipeline`).
+can answer it, its nodes being the steps of the chat's paths (:mod:`service.chat.keyword_path`,
+:mod:`service.chat.direct`, :mod:`service.chat.retrieval_path`, :mod:`service.chat.agent_path`,
+:mod:`service.chat.answer`).
 
 The paths and the model calls each makes (the knowledge router's optional model fallback,
 ``AI_SIDEBAR_ROUTER_MODEL``, and the rewrite of a query that found nothing add one each):
@@ -28,13 +30,21 @@ from typing import Any, Literal, TypedDict, TypeVar
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph import END, START, StateGraph
 
-from service.chat import pipeline as steps
+from service.chat.agent_path import agent_answer, uses_agent
+from service.chat.answer import stream_answer
+from service.chat.checks import check_flow_types, warn_of_injection
+from service.chat.context import FATAL_TOOL_CODES, ChatDeps, ChatResult, Turn, recording_errors
+from service.chat.direct import ask_before_write, direct_trigger, run_tool
 from service.chat.events import Emit
+from service.chat.keyword_path import choose_scenario, follow_keywords, mark_needs_tools, read_error_source
+from service.chat.ledger import within_budget
 from service.chat.mode_notice import tell_how_to_change
+from service.chat.prompting import build_prompt
+from service.chat.retrieval_path import answer_without_model, retrieve_knowledge
 from service.errors import error_event
 from service.llm.pii import mask_messages
 from service.nodered.messages import CodedError
-from service.web.schemas import StreamChatRequest
+from service.requests import StreamChatRequest
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +58,10 @@ class RouterState(TypedDict, total=False):
     the steps fill in, the path taken so far and whether the run ended before an answer (``stop``)."""
 
     request: StreamChatRequest
-    deps: steps.ChatDeps
+    deps: ChatDeps
     emit: Emit
-    result: steps.ChatResult
-    turn: steps.Turn
+    result: ChatResult
+    turn: Turn
     path: Path | None
     stop: bool
 
@@ -73,15 +83,15 @@ async def classify(state: RouterState) -> RouterState:
 
     One node for these cheap decisions: every step of a LangGraph run costs time before the first token."""
     request, deps, emit, result = state["request"], state["deps"], state["emit"], state["result"]
-    turn = steps._choose_scenario(request, deps, result)
-    if not await steps.within_budget(deps, emit):
+    turn = choose_scenario(request, deps, result)
+    if not await within_budget(deps, emit):
         return {"turn": turn, "stop": True}
     try:
-        if await steps._direct_trigger(request, deps, turn):
+        if await direct_trigger(request, deps, turn):
             return {"turn": turn, "path": "direct"}
-        steps._follow_keywords(request, deps, turn, result)
-        steps._read_error_source(request, deps, turn)
-        steps._mark_needs_tools(request, deps, turn)
+        follow_keywords(request, deps, turn, result)
+        read_error_source(request, deps, turn)
+        mark_needs_tools(request, deps, turn)
     except CodedError as err:
         await emit(error_event(err))
         return {"turn": turn, "stop": True}
@@ -90,7 +100,7 @@ async def classify(state: RouterState) -> RouterState:
 
 async def approval(state: RouterState) -> RouterState:
     """A write tool by name: planned, and unless its policy lets it run, an approval is stored and the run waits."""
-    return {"stop": await steps._ask_before_write(state["request"], state["deps"], state["turn"], state["emit"],
+    return {"stop": await ask_before_write(state["request"], state["deps"], state["turn"], state["emit"],
                                                   state["result"])}
 
 
@@ -99,36 +109,37 @@ async def tool(state: RouterState) -> RouterState:
     explained)."""
     run, result = state["turn"].tool_run, state["result"]
     assert run is not None
-    await steps._run_tool(run, state["deps"], state["turn"].context, state["emit"])
+    await run_tool(run, state["deps"], state["turn"].context, state["emit"])
     result.tools.append(run.name)
     failure = run.failure
-    return {"stop": failure is not None and failure.code in steps.FATAL_TOOL_CODES and run.origin != "error"}
+    return {"stop": failure is not None and failure.code in FATAL_TOOL_CODES and run.origin != "error"}
 
 
 async def retrieve(state: RouterState) -> RouterState:
-    """Routed retrieval from the node help and the workspace (:func:`steps._retrieve`); with no model configured
-    what was retrieved is the answer (and the run ends)."""
+    """Routed retrieval from the node help and the workspace
+    (:func:`~service.chat.retrieval_path.retrieve_knowledge`); with no model configured what was retrieved is the
+    answer (and the run ends)."""
     deps, turn = state["deps"], state["turn"]
-    await steps._retrieve(state["request"], deps, turn, state["result"], state["emit"])
+    await retrieve_knowledge(state["request"], deps, turn, state["result"], state["emit"])
     if turn.retrieved:
-        stop = await steps._answer_without_model(deps, turn, state["emit"], state["result"])
+        stop = await answer_without_model(deps, turn, state["emit"], state["result"])
         # A request that needs tools keeps them: the agent answers with what was retrieved in its prompt.
-        return {"path": "agent" if not stop and steps._uses_agent(deps, turn) else "retrieval", "stop": stop}
-    return {"path": "agent" if steps._uses_agent(deps, turn) else "chat"}
+        return {"path": "agent" if not stop and uses_agent(deps, turn) else "retrieval", "stop": stop}
+    return {"path": "agent" if uses_agent(deps, turn) else "chat"}
 
 
 async def _messages(state: RouterState) -> list:
     """The prompt, masked of PII (``AI_SIDEBAR_PII``) whatever the path; the agent's later tool results are masked
     by its middleware."""
     deps = state["deps"]
-    prompt = await steps._prompt(state["request"], deps, state["turn"], state["result"], state["emit"])
+    prompt = await build_prompt(state["request"], deps, state["turn"], state["result"], state["emit"])
     return mask_messages(prompt, deps.settings.pii_types)
 
 
 async def answer(state: RouterState) -> RouterState:
     """One model call streams the answer (after a tool, with retrieved knowledge, or a plain chat)."""
     messages = await _messages(state)
-    await _outside_graph(steps.stream_answer(messages, state["deps"], state["emit"], state["result"]))
+    await _outside_graph(stream_answer(messages, state["deps"], state["emit"], state["result"]))
     return {}
 
 
@@ -136,7 +147,7 @@ async def agent(state: RouterState) -> RouterState:
     """The agent: the model may call the scenario's tools, step after step, within the agent's limits."""
     messages = await _messages(state)
     turn = state["turn"]
-    await _outside_graph(steps._agent_answer(messages, turn.scenario.tools, state["deps"], turn.context,
+    await _outside_graph(agent_answer(messages, turn.scenario.tools, state["deps"], turn.context,
                                              state["emit"], state["result"]))
     return {}
 
@@ -145,8 +156,8 @@ async def check_answer(state: RouterState) -> RouterState:
     """Before the answer ends: unknown node types of a generated flow, text in the flows that reads like
     instructions to the model, and how to get a change the answer could not propose (Ask mode, no tools)."""
     request, deps, turn = state["request"], state["deps"], state["turn"]
-    await steps._check_flow_types(deps, turn, state["emit"], state["result"])
-    await steps._warn_of_injection(request, deps, turn, state["emit"])
+    await check_flow_types(deps, turn, state["emit"], state["result"])
+    await warn_of_injection(request, deps, turn, state["emit"])
     await tell_how_to_change(request, deps, turn, state["emit"], state["result"])
     return {}
 
@@ -174,7 +185,7 @@ async def after_tool(state: RouterState) -> str:
     prompt); else one call answers."""
     if state.get("stop"):
         return END
-    return "agent" if steps._uses_agent(state["deps"], state["turn"]) else "answer"
+    return "agent" if uses_agent(state["deps"], state["turn"]) else "answer"
 
 
 async def after_retrieval(state: RouterState) -> str:
@@ -207,8 +218,8 @@ def build_router() -> Any:
 ROUTER = build_router()
 
 
-async def run_routed(request: StreamChatRequest, deps: steps.ChatDeps, emit: Emit,
-                     result: steps.ChatResult) -> Path | None:
+async def run_routed(request: StreamChatRequest, deps: ChatDeps, emit: Emit,
+                     result: ChatResult) -> Path | None:
     """Run one request through :data:`ROUTER`, filling ``result`` and emitting events as
     :func:`service.chat.pipeline.run_chat` documents; returns the path it took (``None``: it ended before one was
     decided, e.g. over the budget or an invalid trigger).
@@ -216,7 +227,7 @@ async def run_routed(request: StreamChatRequest, deps: steps.ChatDeps, emit: Emi
     Raises:
         ConnectionResetError: the client went away.
     """
-    final = await ROUTER.ainvoke({"request": request, "deps": deps, "emit": steps.recording_errors(emit, result),
+    final = await ROUTER.ainvoke({"request": request, "deps": deps, "emit": recording_errors(emit, result),
                                   "result": result, "path": None, "stop": False})
     path = final.get("path")
     # ``route`` on the record: what the labelled-set test and the benchmark read (tests/support/router_paths.py).

@@ -5,6 +5,8 @@ name and description) which tools the request needs, and each model call of the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from langchain.agents.middleware import AgentMiddleware, LLMToolSelectorMiddleware
 
 from service.chat.history import MAX_TOOLS_PER_REQUEST
@@ -16,11 +18,13 @@ SELECTOR_PROMPT = ("Select the tools a Node-RED assistant needs to answer the us
                    "own services are named <server>__<tool>. Choose only tools that fit the request.")
 
 
-def tool_selector(tools: list[str], threshold: int) -> AgentMiddleware | None:
-    """The selector for an agent offered ``tools``, or ``None`` when there are ``threshold`` or fewer. A selection
-    the model cannot give (malformed after one retry) leaves the core tools alone, never an error."""
+def tool_selector(tools: list[str], threshold: int, always: Sequence[str] = ()) -> AgentMiddleware | None:
+    """The selector for an agent offered ``tools``, or ``None`` when there are ``threshold`` or fewer. ``always``:
+    more tools every request keeps (the run's pausing tools, ``ask_user`` and ``propose_plan``: not counted in
+    ``tools``). A selection the model cannot give (malformed after one retry) leaves the core tools alone, never an
+    error."""
     if len(tools) <= threshold:
         return None
-    kept = [name for name in ALWAYS_OFFERED if name in tools]
+    kept = [*(name for name in ALWAYS_OFFERED if name in tools), *always]
     return LLMToolSelectorMiddleware(system_prompt=SELECTOR_PROMPT, max_tools=MAX_TOOLS_PER_REQUEST - len(kept),
                                      always_include=kept, max_retries=1, on_parsing_failure="none")

@@ -5,7 +5,7 @@ sidebar replays them through the code that renders the live stream (resources/an
 marks, so nothing is rendered twice in two ways.
 
 Stored events never hold a secret: tool parameters and approval arguments are redacted as the audit redacts them
-(:func:`service.nodered.redaction.strip_secrets`), tool results and messages with
+(:func:`service.nodered.node_secrets.strip_secrets`), tool results and messages with
 :func:`~service.nodered.redaction.redact_text`; an ``approval_required`` keeps no resume token, a ``flow_change``
 no changes (the editor applied them once; what it made of them is the approval's ``applied``).
 """
@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from service.chat.events import Emit, Event
-from service.nodered.compact import bounded
-from service.nodered.redaction import redact_text, strip_secrets
-from service.nodered.write_tools import redacted_diff
+from service.nodered.node_secrets import strip_secrets
+from service.nodered.redaction import redact_text
+from service.nodered.text_budget import bounded
+from service.nodered.write_plans import redacted_diff
 
 # Events of a stream that the sidebar shows besides text (DESIGN.md "Stream events"); ``done`` is added by the save.
 SHOWN = frozenset({"tool_call", "tool_result", "error", "notice", "approval_required", "flow_change"})
@@ -26,7 +27,7 @@ RESULT_CHARS = 4_000      # of a tool result: the tool card shows no more (answe
 
 
 class Viewed(Protocol):
-    """What a run accumulates (:class:`service.chat.pipeline.ChatResult`): its text and its shown events."""
+    """What a run accumulates (:class:`service.chat.context.ChatResult`): its text and its shown events."""
 
     answer: str
     view: list[Event]

@@ -16,7 +16,7 @@ from typing import Any
 from service.knowledge.base import Knowledge
 from service.knowledge.index import Hit
 from service.knowledge.router import Route, normalize
-from service.nodered.compact import bounded
+from service.nodered.text_budget import bounded
 
 DOCS_TOOL, WORKSPACE_TOOL = "search_node_docs", "search_workspace"
 DEFAULT_LIMIT = 4          # chunks per store given to a model with a question

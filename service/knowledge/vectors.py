@@ -17,12 +17,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiosqlite
-import numpy as np
 
 from service.knowledge import background
+
+# numpy (about 0.1 s and 15 MB to import) is imported by the functions that use it: only a configured embedding
+# model builds an EmbeddingIndex, so a default start never loads it (issue 33).
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +63,8 @@ def embedded_text(title: str, text: str) -> str:
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.where(norms == 0, 1, norms)
 
@@ -128,6 +134,8 @@ class EmbeddingIndex:
         Raises:
             Exception: whatever the embeddings client raised (nothing is stored for the failed batch).
         """
+        import numpy as np
+
         rows = await (await self._db.execute("SELECT title, text FROM knowledge_chunks")).fetchall()
         texts = {text_hash(t): t for t in (embedded_text(row[0], row[1]) for row in rows)}
         known = {row[0] for row in await (await self._db.execute(
@@ -149,6 +157,8 @@ class EmbeddingIndex:
 
     async def _load(self) -> None:
         """The matrices of every store and language: chunk ids and their unit vectors."""
+        import numpy as np
+
         rows = await (await self._db.execute(
             "SELECT c.id, c.store, c.language, c.title, c.text FROM knowledge_chunks c")).fetchall()
         vectors: dict[str, bytes] = {row[0]: row[1] for row in await (await self._db.execute(
@@ -170,6 +180,8 @@ class EmbeddingIndex:
     async def nearest(self, query: str, store: str, language: str, limit: int) -> list[int]:
         """Up to ``limit`` chunk ids of ``store`` in ``language``, most similar to ``query`` first; ``[]`` when
         nothing of them is embedded yet or the query's embedding failed or took longer than ``query_timeout``."""
+        import numpy as np
+
         matrix = self._matrices.get((store, language))
         if matrix is None:
             return []

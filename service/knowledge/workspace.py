@@ -4,7 +4,7 @@
 Sources are ``tab:<id>``, ``subflow:<id>``, ``configs`` and ``summary``; each is fingerprinted by the chunks it
 produces, so a deploy reindexes only the tabs it changed (and the summary or config list when their facts changed).
 A refresh whose flows revision (``GET /flows`` ``rev``) and node-set list are unchanged writes nothing. Every
-object goes through :func:`~service.nodered.redaction.strip_secrets` before any text is taken from it.
+object goes through :func:`~service.nodered.node_secrets.strip_secrets` before any text is taken from it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from service.knowledge.lexicon import Lexicons
 from service.knowledge.phrases import normalize, phrase_pattern
 from service.knowledge.summary import WorkspaceFacts, facts, label, summary_chunks
 from service.nodered.flows import LAYOUT_KEYS, index_flows, is_config
-from service.nodered.redaction import strip_secrets
+from service.nodered.node_secrets import strip_secrets
 
 STORE = "workspace"
 LANGUAGE = ""  # workspace text is whatever language the user wrote it in

@@ -26,11 +26,12 @@ from langchain.agents.middleware.pii import PIIMatch, detect_credit_card, detect
 from langchain_core.messages import BaseMessage
 
 from service.nodered.named_nodes import configuration_spans
+from service.settings import PII_TYPES as PII_TYPES
+from service.settings import parse_types as parse_types
 
 Detector = Callable[[str], list[PIIMatch]]
 
 # Checked in this order: an IBAN or a card number would otherwise be read as a phone number, an IP address too.
-PII_TYPES: tuple[str, ...] = ("iban", "credit_card", "email", "ip", "phone")
 
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 # A phone number starts with a country code (+49), an area code in brackets ((030)) or a trunk prefix (0...), and
@@ -121,24 +122,6 @@ DETECTORS: dict[str, Detector] = {"iban": detect_iban, "credit_card": detect_cre
                                   "email": within_runs(detect_email, re.compile("@")),
                                   "ip": outside_configuration(within_runs(detect_ip, re.compile(r"[0-9]\.[0-9]"))),
                                   "phone": detect_phone}
-
-
-def parse_types(setting: str) -> tuple[str, ...]:
-    """``AI_SIDEBAR_PII``'s value as the types to mask, in checking order: a comma-separated list of
-    :data:`PII_TYPES`, ``all`` (or empty) for all, ``off`` for none.
-
-    Raises:
-        ValueError: an unknown type (the message lists the known ones).
-    """
-    words = {word.strip().lower() for word in setting.split(",") if word.strip()}
-    if words == {"off"}:
-        return ()
-    if not words or words == {"all"}:
-        return PII_TYPES
-    unknown = sorted(words - set(PII_TYPES))
-    if unknown:
-        raise ValueError(f"{', '.join(unknown)} is not a PII type; use {', '.join(PII_TYPES)}, all or off")
-    return tuple(kind for kind in PII_TYPES if kind in words)
 
 
 def detectors(types: Sequence[str]) -> list[tuple[str, Detector]]:

@@ -7,25 +7,15 @@ source page and the date it was taken. A model without a price has no cost (``No
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import TypeAdapter
+
+from service.settings import ModelPrice as ModelPrice
 
 PRICES_FILE = Path(__file__).with_name("prices.yaml")
 TOKENS_PER_UNIT = 1_000_000  # prices are per million tokens
-
-
-class ModelPrice(BaseModel):
-    """One model's price: ``input`` and ``output`` in USD per 1 million tokens, ``source`` the page they come from
-    and ``checked`` the date they were taken (both optional in an operator's own entries)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    source: str | None = None
-    checked: date | None = None
 
 
 PriceMap = dict[str, dict[str, ModelPrice]]

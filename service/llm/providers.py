@@ -19,7 +19,7 @@ from service.nodered.flows import REDACTED, redact_text
 from service.settings import PROVIDERS, Settings
 
 if TYPE_CHECKING:
-    from service.web.schemas import ProviderOverride
+    from service.requests import ProviderOverride
 
 T = TypeVar("T")
 OPENAI_STYLE = frozenset({"openai", "openai-compatible", "deepseek"})

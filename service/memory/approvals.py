@@ -190,9 +190,13 @@ class ApprovalStore:
             shown.setdefault(row["run_id"], []).append(entry)
         return shown
 
-    async def record_applied(self, run_id: str, owner: Identity, tool: str, outcome: dict[str, Any]) -> bool:
+    async def record_applied(self, run_id: str, owner: Identity, tool: str, outcome: dict[str, Any],
+                             later: str | None = None) -> bool:
         """Keep what the editor made of an approved change it applied (``outcome``: flow-change.js's counts, or its
         ``problem``) with the owner's newest answered approval of run ``run_id``; ``False`` when the owner has none.
+        ``later`` ("undone", "changed" or "applied": resources/approval/applied-watch.js) is what became of it in the
+        editor since: it is set as ``outcome["later"]`` of the newest report of ``tool`` ("applied" removes it; no
+        report of ``tool``: ``outcome`` is added with it).
 
         Raises:
             MemoryUnavailable: the database cannot be written.
@@ -203,7 +207,11 @@ class ApprovalStore:
                 "status = 'resumed' ORDER BY created_at DESC LIMIT 1", (run_id, *_approval_scope(owner)))
             if not rows:
                 return False
-            applied = [*json.loads(rows[0]["applied"] or "[]"), {"tool": tool, "outcome": outcome}][-MAX_APPLIED:]
+            applied = json.loads(rows[0]["applied"] or "[]")
+            if later is None:
+                applied = [*applied, {"tool": tool, "outcome": outcome}][-MAX_APPLIED:]
+            else:
+                later_state(applied, tool, outcome, later)
             await tx.execute("UPDATE approval_runs SET applied = ? WHERE approval_id = ?",
                              (json.dumps(applied, ensure_ascii=False), rows[0]["approval_id"]))
         return True
@@ -216,6 +224,19 @@ class ApprovalStore:
         return [{"runId": r["run_id"], "approvalId": r["approval_id"], "sessionId": r["session_id"],
                  "actions": json.loads(r["actions"]),
                  "createdAt": r["created_at"], "expiresAt": r["expires_at"]} for r in rows]
+
+
+def later_state(applied: list[dict[str, Any]], tool: str, outcome: dict[str, Any], later: str) -> None:
+    """Set what became of ``tool``'s newest report in ``applied`` (changed in place): ``outcome["later"]`` is
+    ``later``, or absent for "applied"; without a report of ``tool``, ``outcome`` is added with it."""
+    report = next((entry for entry in reversed(applied) if entry.get("tool") == tool), None)
+    if report is None:
+        report = {"tool": tool, "outcome": dict(outcome)}
+        applied.append(report)
+        del applied[:-MAX_APPLIED]
+    report["outcome"].pop("later", None)
+    if later != "applied":
+        report["outcome"]["later"] = later
 
 
 def _approval_scope(owner: Identity) -> tuple[str, str, str]:

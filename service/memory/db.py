@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, cast
@@ -29,6 +30,14 @@ Statement = tuple[str, Sequence[Any]]
 # How long a statement waits for a lock another connection holds, in milliseconds, before the memory is unavailable:
 # SQLite's busy_timeout, PostgreSQL's lock_timeout (service.memory.postgres).
 BUSY_TIMEOUT_MS = 5000
+
+
+def driver_errors() -> tuple[type[Exception], ...]:
+    """The base error classes of the database drivers loaded in this process: ``sqlite3.Error`` always,
+    ``psycopg.Error`` once psycopg is imported. Only a ``DATABASE_URL`` imports psycopg (:mod:`service.memory.postgres`,
+    about 50 ms and 10 MB), and no psycopg error can be raised before it is, so a SQLite service never loads it."""
+    psycopg = sys.modules.get("psycopg")
+    return (sqlite3.Error,) if psycopg is None else (sqlite3.Error, psycopg.Error)
 
 
 class MemoryUnavailable(ServiceError):
@@ -91,21 +100,6 @@ class Database(Protocol):
 def is_postgres_url(target: str | Path) -> bool:
     """Whether ``target`` (``DATABASE_URL`` or ``MEMORY_DB_PATH``) names a PostgreSQL server."""
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
-
-
-async def open_database(target: str | Path) -> Database:
-    """Open and migrate the database at ``target``: a ``postgresql://`` URL, or an SQLite file path
-    (``":memory:"`` for tests).
-
-    Raises:
-        OSError, sqlite3.Error: the SQLite file cannot be created or opened.
-        MemoryUnavailable: the PostgreSQL server cannot be reached or refuses the migrations.
-    """
-    if is_postgres_url(target):
-        from service.memory.postgres import PostgresDatabase
-
-        return await PostgresDatabase.open(str(target))
-    return await SqliteDatabase.open(str(target))
 
 
 async def write_all(db: Database, statements: Sequence[Statement]) -> None:

@@ -2,7 +2,7 @@
 embedded default) or PostgreSQL (``DATABASE_URL``) through :mod:`service.memory.db`; the schema is
 :data:`service.memory.migrations.MIGRATIONS`.
 
-The store's SQL is written once for both databases; only full-text search differs (:data:`_SEARCH`). Every
+The store's SQL is written once for both databases; only full-text search differs (:data:`SEARCH_SQL`). Every
 method that touches a session takes the owner's :class:`~service.identity.Identity`, stored as three columns
 (kind, name, conversation): an owner never lists, reads, searches or deletes another owner's sessions, and session
 ids are unique per owner, so another owner's session is exactly as unknown as one that does not exist.
@@ -15,7 +15,6 @@ PostgreSQL's ``ts_rank()`` over a ``websearch_to_tsquery()`` with ``ts_headline(
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from service.errors import ServiceError
 from service.identity import Identity
-from service.memory.db import Database, Row, open_database
+from service.memory.backends import open_database
+from service.memory.db import Database, Row
 from service.memory.db import MemoryUnavailable as MemoryUnavailable  # where callers have always found it
 from service.memory.migrations import MIGRATIONS as MIGRATIONS  # likewise
-from service.memory.migrations import POSTGRESQL, SQLITE
+from service.memory.migrations import SQLITE
+from service.memory.records import SAID, TURN_COLUMNS, SessionNotFound, Summary, Turn, session_dict, turn_from_row
+from service.memory.search import SEARCH_SQL, fts_query, search_words
+from service.memory.snippets import snippet
 
 if TYPE_CHECKING:
     from service.llm.usage import TurnUsage
@@ -37,116 +40,11 @@ HISTORY_MAX_CHARS = 40_000   # and at most this many characters (newest first)
 HISTORY_BACKLOG = 1_000
 
 
-
 @dataclass
 class MemorySlot:
     """Where the app keeps its store: ``None`` until opened, and when the database could not be opened."""
 
     store: MemoryStore | None = None
-
-
-class SessionNotFound(ServiceError):
-    """The requester has no session with that id (404 ``session_not_found``); another owner's session of that id
-    gives exactly the same answer."""
-
-    def __init__(self, session_id: str):
-        super().__init__("session_not_found", status=404, params={"session_id": session_id})
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One saved message: ``role`` is ``user`` or ``assistant``; ``created_at`` Unix seconds."""
-
-    id: int
-    role: str
-    content: str
-    metadata: dict[str, Any]
-    created_at: float
-    # What the sidebar showed of an answer besides its text (service.chat.view); None: not read, or stored before
-    # answers kept it.
-    events: list[dict[str, Any]] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        shown = {"id": self.id, "role": self.role, "content": self.content, "metadata": self.metadata,
-                 "createdAt": self.created_at}
-        if self.events is not None:
-            shown["events"] = self.events
-        return shown
-
-
-@dataclass(frozen=True)
-class Summary:
-    """A session's summary of its messages up to ``through_id`` (written by the model; ``created_at`` Unix
-    seconds)."""
-
-    text: str
-    through_id: int
-    created_at: float
-
-
-def _session_dict(row: Row) -> dict[str, Any]:
-    return {"id": row["id"], "name": row["name"], "pinned": bool(row["pinned"]), "scenario": row["scenario"],
-            "createdAt": row["created_at"], "updatedAt": row["updated_at"]}
-
-
-def search_words(text: str) -> list[str]:
-    """The words of free text a search looks for: at most 16, each of 3+ characters (SQLite's trigram index
-    needs three), without quotes or operators."""
-    return [w for w in re.findall(r"\w[\w\-.]*", text, flags=re.UNICODE) if len(w) >= 3][:16]
-
-
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 query from free text: each of its :func:`search_words` quoted, all must match.
-
-    Returns ``None`` when nothing searchable is left. Quoting makes FTS5 operators in the user's text inert (and
-    PostgreSQL's ``websearch_to_tsquery`` syntax too: each word becomes a quoted phrase).
-    """
-    words = search_words(text)
-    if not words:
-        return None
-    return " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
-
-
-# The columns of a message read back as a :class:`Turn` (not PostgreSQL's search vector); the model's reads leave
-# out ``events`` (only the sidebar shows them) and the answers that had no text (a fault, a run that waits).
-_TURN = "id, message_type, content, metadata, created_at"
-_SAID = "(message_type = 'user' OR content <> '')"
-
-
-def _turn(row: Row) -> Turn:
-    events = row["events"] if "events" in row.keys() else None
-    return Turn(row["id"], row["message_type"], row["content"], json.loads(row["metadata"]), row["created_at"],
-                json.loads(events) if events else None)
-
-
-# Full-text search per dialect: ``messages`` takes (query, owner scope, limit); ``knowledge`` (query, owner scope),
-# then an optional category condition and ``ORDER BY rank LIMIT ?``. Lower ``rank`` is better in both.
-_HEADLINE = "'StartSel=[, StopSel=], MaxWords=12, MinWords=4, MaxFragments=1, FragmentDelimiter=…'"
-_SEARCH: dict[str, dict[str, str]] = {
-    SQLITE: {
-        "messages": "SELECT s.id AS session_id, m.message_type, m.created_at, bm25(messages_fts) AS rank, "
-                    "snippet(messages_fts, 0, '[', ']', '…', 12) AS snippet FROM messages_fts "
-                    "JOIN short_term_memory m ON m.id = messages_fts.rowid JOIN sessions s ON s.key = m.session_key "
-                    "WHERE messages_fts MATCH ? AND s.owner_kind = ? AND s.owner = ? AND s.conversation = ? "
-                    "ORDER BY rank LIMIT ?",
-        "knowledge": "SELECT l.key, l.category, l.updated_at, bm25(knowledge_fts) AS rank, "
-                     "snippet(knowledge_fts, 1, '[', ']', '…', 12) AS snippet FROM knowledge_fts "
-                     "JOIN long_term_memory l ON l.id = knowledge_fts.rowid WHERE knowledge_fts MATCH ? AND "
-                     "(l.owner_kind = 'shared' OR (l.owner_kind = ? AND l.owner = ? AND l.conversation = ?))",
-    },
-    POSTGRESQL: {
-        "messages": "SELECT s.id AS session_id, m.message_type, m.created_at, -ts_rank(m.search, q) AS rank, "
-                    f"ts_headline('simple', m.content, q, {_HEADLINE}) AS snippet "
-                    "FROM websearch_to_tsquery('simple', ?) AS q, short_term_memory m "
-                    "JOIN sessions s ON s.key = m.session_key "
-                    "WHERE m.search @@ q AND s.owner_kind = ? AND s.owner = ? AND s.conversation = ? "
-                    "ORDER BY rank LIMIT ?",
-        "knowledge": "SELECT l.key, l.category, l.updated_at, -ts_rank(l.search, q) AS rank, "
-                     f"ts_headline('simple', l.value, q, {_HEADLINE}) AS snippet "
-                     "FROM websearch_to_tsquery('simple', ?) AS q, long_term_memory l WHERE l.search @@ q AND "
-                     "(l.owner_kind = 'shared' OR (l.owner_kind = ? AND l.owner = ? AND l.conversation = ?))",
-    },
-}
 
 
 class MemoryStore:
@@ -277,7 +175,7 @@ class MemoryStore:
         await self._write([("INSERT INTO sessions(owner_kind, owner, conversation, id, name, scenario, created_at, "
                             "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (*_scope(owner), session_id, name, scenario, now, now))])
-        return _session_dict(await self._existing(owner, session_id))
+        return session_dict(await self._existing(owner, session_id))
 
     async def update_session(self, owner: Identity, session_id: str, name: str | None = None,
                              pinned: bool | None = None) -> dict[str, Any]:
@@ -292,7 +190,7 @@ class MemoryStore:
             statements.append(("UPDATE sessions SET pinned = ? WHERE key = ?", (int(pinned), row["key"])))
         if statements:
             await self._write(statements)
-        return _session_dict(await self._existing(owner, session_id))
+        return session_dict(await self._existing(owner, session_id))
 
     async def delete_session(self, owner: Identity, session_id: str) -> None:
         """Delete a session and its messages. Raises :class:`SessionNotFound`."""
@@ -362,16 +260,16 @@ class MemoryStore:
         if row is None:
             raise SessionNotFound(session_id)
         rows = await self.db.fetchall(
-            f"SELECT * FROM (SELECT {_TURN}, events FROM short_term_memory WHERE session_key = ? ORDER BY id DESC "
-            "LIMIT ?) AS newest ORDER BY id", (row["key"], limit))
-        return [_turn(r) for r in rows]
+            f"SELECT * FROM (SELECT {TURN_COLUMNS}, events FROM short_term_memory WHERE session_key = ? "
+            "ORDER BY id DESC LIMIT ?) AS newest ORDER BY id", (row["key"], limit))
+        return [turn_from_row(r) for r in rows]
 
     async def _recent(self, session_key: int, limit: int) -> list[Turn]:
         """The newest ``limit`` messages the model may read (answers with text), oldest first."""
         rows = await self.db.fetchall(
-            f"SELECT * FROM (SELECT {_TURN} FROM short_term_memory WHERE session_key = ? AND {_SAID} "
+            f"SELECT * FROM (SELECT {TURN_COLUMNS} FROM short_term_memory WHERE session_key = ? AND {SAID} "
             "ORDER BY id DESC LIMIT ?) AS newest ORDER BY id", (session_key, limit))
-        return [_turn(r) for r in rows]
+        return [turn_from_row(r) for r in rows]
 
     async def window(self, owner: Identity, session_id: str) -> list[Turn]:
         """The turns to send back to the model: at most :data:`HISTORY_WINDOW` messages and
@@ -402,10 +300,10 @@ class MemoryStore:
             return None, []
         summary = await self._summary(row["key"])
         rows = await self.db.fetchall(
-            f"SELECT * FROM (SELECT {_TURN} FROM short_term_memory WHERE session_key = ? AND id > ? AND {_SAID} "
+            f"SELECT * FROM (SELECT {TURN_COLUMNS} FROM short_term_memory WHERE session_key = ? AND id > ? AND {SAID} "
             "ORDER BY id DESC LIMIT ?) AS newest ORDER BY id",
             (row["key"], summary.through_id if summary else 0, HISTORY_BACKLOG))
-        return summary, [_turn(r) for r in rows]
+        return summary, [turn_from_row(r) for r in rows]
 
     async def summary(self, owner: Identity, session_id: str) -> Summary | None:
         """The owner's session's summary, ``None`` when it has none. Raises :class:`SessionNotFound`."""
@@ -438,7 +336,7 @@ class MemoryStore:
         rows = await self.db.fetchall(
             "SELECT s.*, (SELECT COUNT(*) FROM short_term_memory m WHERE m.session_key = s.key) AS messages "
             f"FROM sessions s WHERE {_OWNED} ORDER BY pinned DESC, updated_at DESC", _scope(owner))
-        return [{**_session_dict(r), "messages": r["messages"]} for r in rows]
+        return [{**session_dict(r), "messages": r["messages"]} for r in rows]
 
     async def search(self, owner: Identity, query: str, category: str | None = None,
                      limit: int = 10) -> list[dict[str, Any]]:
@@ -448,14 +346,15 @@ class MemoryStore:
         words = search_words(query)
         if not words:
             return []
-        sql = _SEARCH[self.db.dialect]
+        sql = SEARCH_SQL[self.db.dialect]
         match = fts_query(query) if self.db.dialect == SQLITE else " ".join(f'"{w}"' for w in words)
         scope = _scope(owner)
         results: list[dict[str, Any]] = []
         if category in (None, "message"):
             rows = await self.db.fetchall(sql["messages"], (match, *scope, limit))
             results += [{"category": "message", "sessionId": r["session_id"], "role": r["message_type"],
-                         "snippet": r["snippet"], "score": -r["rank"], "createdAt": r["created_at"]} for r in rows]
+                         "snippet": snippet(r["content"], words), "score": -r["rank"],
+                         "createdAt": r["created_at"]} for r in rows]
         if category != "message":
             knowledge = sql["knowledge"]
             params: list[Any] = [match, *scope]

@@ -21,7 +21,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from service.nodered.redaction import REDACTED, strip_secrets
+from service.nodered.node_secrets import strip_secrets
+from service.nodered.redaction import REDACTED
 from service.nodered.tooling import ToolFailure
 
 # Structure: never secret, never shown as a value that looks like one.

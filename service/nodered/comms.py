@@ -30,7 +30,7 @@ from service.nodered.evidence import EvidenceBuffer
 
 log = logging.getLogger(__name__)
 
-TOPICS = ("debug", "status/#")
+TOPICS = ("debug", "status/#", "notification/runtime-deploy")  # the last: flows of a revision started
 BACKOFF = (0.5, 1.0, 2.0, 3.0)  # seconds before reconnecting; the last repeats (evidence flows again within 10 s)
 HEARTBEAT = 15.0  # seconds between websocket pings: a Node-RED that vanished without closing is noticed
 REFUSED_RETRY = 60.0  # seconds between attempts while Node-RED refuses the credentials
@@ -58,6 +58,8 @@ class CommsSubscriber:
         buffer: where messages go; its ``connected`` and ``last_error`` tell the tools the subscription's state.
         backoff: seconds before each reconnection attempt, the last one repeating.
     """
+
+    topics: tuple[str, ...] = TOPICS  # what it subscribes to (retained messages replayed); a subclass may change it
 
     def __init__(self, client: NodeRedClient, session: aiohttp.ClientSession, buffer: EvidenceBuffer,
                  backoff: Sequence[float] = BACKOFF, heartbeat: float = HEARTBEAT):
@@ -139,7 +141,7 @@ class CommsSubscriber:
                 answer = await ws.receive(timeout=AUTH_TIMEOUT)
                 if answer.type is not aiohttp.WSMsgType.TEXT or _auth_answer(answer.data) != "ok":
                     raise CommsRefused()
-            for topic in TOPICS:
+            for topic in self.topics:
                 await ws.send_str(json.dumps({"subscribe": topic}))
             self._connected()
             async for message in ws:
@@ -157,13 +159,18 @@ class CommsSubscriber:
                 raise CommsRefused()
             return
         for item in batch if isinstance(batch, list) else ():
-            if not isinstance(item, dict):
-                continue
-            topic = item.get("topic")
-            if topic == "debug":
-                self.buffer.add_debug(item.get("data"))
-            elif isinstance(topic, str) and topic.startswith("status/"):
-                self.buffer.add_status(topic[len("status/"):], item.get("data"))
+            if isinstance(item, dict):
+                self._item(item)
+
+    def _item(self, item: dict[str, Any]) -> None:
+        """One ``{topic, data}`` message Node-RED sent (a subclass may take other topics)."""
+        topic = item.get("topic")
+        if topic == "debug":
+            self.buffer.add_debug(item.get("data"))
+        elif isinstance(topic, str) and topic.startswith("status/"):
+            self.buffer.add_status(topic[len("status/"):], item.get("data"))
+        elif topic == "notification/runtime-deploy":
+            self.buffer.add_started(item.get("data"))
 
     def _connected(self) -> None:
         self.connections += 1

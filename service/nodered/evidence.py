@@ -23,6 +23,8 @@ costly part, about a millisecond per message) runs when a tool reads the buffer,
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections import OrderedDict, deque
@@ -225,6 +227,8 @@ class EvidenceBuffer:
         self.last_error: str | None = None
         self.connected_at: float | None = None
         self.status_texts = StatusTexts()  # the editor's wording of status texts, per language
+        self._waiters: list[asyncio.Future[None]] = []  # arrivals() and started() waiting for the next message
+        self.started_rev: str | None = None  # the revision of the flows Node-RED last finished starting
 
     @classmethod
     def from_settings(cls, settings: Any) -> EvidenceBuffer:
@@ -291,6 +295,20 @@ class EvidenceBuffer:
         self._expire(entry.time - self.window)
         while len(self._entries) > self.max_entries:
             self._drop_oldest()
+        self._wake()
+
+    def add_started(self, data: Any) -> None:
+        """Keep a ``notification/runtime-deploy`` payload (``{revision}``: Node-RED sends it once the flows of that
+        revision have started, after the deploy's answer)."""
+        if isinstance(data, dict) and isinstance(data.get("revision"), str):
+            self.started_rev = data["revision"]
+            self._wake()
+
+    def _wake(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
 
     def _expire(self, before: float) -> None:
         while self._entries and next(iter(self._entries.values())).time < before:
@@ -306,6 +324,38 @@ class EvidenceBuffer:
             del self._by_node[key]
 
     # -- reading -----------------------------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the latest message kept (0: none yet): pass it to :meth:`arrivals`."""
+        return self._seq
+
+    async def arrivals(self, node_ids: Collection[str], after: int, wait: float) -> list[Evidence]:
+        """The messages (debug output, errors, warnings) of ``node_ids`` kept after sequence number ``after``,
+        oldest first, waiting up to ``wait`` seconds for the first one: woken by each arrival, never polling.
+        ``[]`` when none came in time."""
+        return await self._until(lambda: [e for e in self._entries.values()
+                                          if e.seq > after and e.node_id in node_ids], wait) or []
+
+    async def started(self, revision: str, wait: float) -> bool:
+        """Whether Node-RED has started the flows of ``revision`` (its deploy answers before they run), waiting up
+        to ``wait`` seconds for the notification."""
+        return bool(await self._until(lambda: self.started_rev == revision, wait))
+
+    async def _until(self, found: Callable[[], Any], wait: float) -> Any:
+        """``found()`` once it is truthy, re-evaluated at each arrival, or its last (falsy) value after ``wait``
+        seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            result = found()
+            remaining = deadline - loop.time()
+            if result or remaining <= 0:
+                return result
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, remaining)
 
     def select(self, *, flow_id: str | None = None, node_ids: Collection[str] | None = None,
                since: float | None = None, limit: int | None = None) -> list[Evidence]:

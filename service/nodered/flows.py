@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Secret detection lives in its own module; these names stay importable from here.
-from service.nodered.redaction import REDACTED, redact_text, strip_secrets  # noqa: F401
+from service.nodered.node_secrets import strip_secrets  # noqa: F401
+from service.nodered.redaction import REDACTED, redact_text  # noqa: F401
 
 # Layout and bookkeeping properties that say nothing about behaviour.
 LAYOUT_KEYS = frozenset({"x", "y", "w", "h", "l", "g", "z", "wires", "id", "type", "name", "_users", "inputLabels",

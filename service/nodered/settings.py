@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 import yaml
@@ -27,6 +27,7 @@ from pydantic_settings import (
 )
 
 from .client import NodeRedCredentials
+from .hosts import HostAllowList, parse_hosts
 
 CONFIG_FILE_VARIABLE = "AI_SIDEBAR_CONFIG"
 
@@ -141,6 +142,28 @@ class EnvSettings(BaseSettings):
         name = str(first["loc"][0])
         by_field = {field: variable for variable, field in cls.env_fields().items()}
         return f"{by_field.get(name, name)}: {message}"
+
+
+class HostGuarded(EnvSettings):
+    """Settings of a server guarded against DNS rebinding: its ``allowed_hosts`` (a comma-separated
+    ``*_ALLOWED_HOSTS`` value, checked with :func:`~service.nodered.hosts.parse_hosts` at load) and the ``host`` it
+    listens on, both fields of the subclass (the service's ``AI_SIDEBAR_ALLOWED_HOSTS``, the MCP server's
+    ``MCP_HTTP_ALLOWED_HOSTS``)."""
+
+    if TYPE_CHECKING:
+        allowed_hosts: str | None
+        host: str
+
+    @field_validator("allowed_hosts", check_fields=False)
+    @classmethod
+    def _host_names(cls, value: str | None) -> str | None:
+        parse_hosts(value)
+        return value
+
+    @property
+    def host_allow_list(self) -> HostAllowList:
+        """The hosts a request may name in ``Host`` and ``Origin`` (:mod:`service.nodered.hosts`)."""
+        return HostAllowList.of(parse_hosts(self.allowed_hosts), self.host)
 
 
 class NodeRedSettings(EnvSettings):

@@ -15,10 +15,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from service.nodered.client import NodeRedClient
-from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.nodered.compact import MODEL_TOOL_LIMIT
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import CodedError
 from service.nodered.named_nodes import configuration_block
+from service.nodered.text_budget import bounded
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 

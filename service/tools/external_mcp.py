@@ -15,8 +15,8 @@ Servers a request names (an ``ai-config`` node's, sent with its provider setting
 that request only (:meth:`ExternalServers.with_servers`); their connections are kept in a pool keyed by the whole
 definition, secrets included, so that the next request with the same definition reuses the running connection
 instead of starting another. Their HTTP requests reach only public addresses and those the operator allows
-(:mod:`service.tools.mcp_addresses`), checked as each is sent. Which request servers the service accepts at all is
-the web layer's decision (:func:`service.web.routes.request_tools`).
+(:mod:`service.mcp_addresses`), checked as each is sent. Which request servers the service accepts at all is
+the web layer's decision (:func:`service.web.deps.request_tools`).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from typing import Any
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.types import Tool
 
+from service.mcp_addresses import AddressPolicy, origin
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import McpServerConfig
-from service.tools.mcp_addresses import AddressPolicy, origin
 from service.tools.mcp_client import PASS_THROUGH_ENV, McpTools
 from service.tools.mcp_http import pinned_client_factory
 

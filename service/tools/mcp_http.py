@@ -1,5 +1,5 @@
 """The HTTP client of a request's MCP server: every request it sends, the first and any redirect whoever follows it,
-goes only to an address :class:`~service.tools.mcp_addresses.AddressPolicy` allowed (issue 29).
+goes only to an address :class:`~service.mcp_addresses.AddressPolicy` allowed (issue 29).
 
 The ``mcp`` SDK's streamable HTTP transport takes an ``httpx_client_factory``; the client it gets here has a
 transport that resolves each request's host, checks every address, and sends the request to the checked address
@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from service.tools.mcp_addresses import ALLOW_VARIABLE, Address, AddressNotAllowed, AddressPolicy, origin
+from service.mcp_addresses import ALLOW_VARIABLE, Address, AddressNotAllowed, AddressPolicy, origin
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.nodered.compact import bounded
+from service.nodered.text_budget import bounded
 from service.nodered.tooling import Tool, ToolFailure, ToolOutput
 from service.tools.context import ServiceToolContext as ToolContext
 

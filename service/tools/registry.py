@@ -14,8 +14,10 @@ from typing import Any, Literal
 from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from service.nodered.compact import MODEL_TOOL_LIMIT, bounded
+from service.history.tools import HISTORY_TOOLS
+from service.nodered.compact import MODEL_TOOL_LIMIT
 from service.nodered.messages import Sentence
+from service.nodered.text_budget import bounded
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 from service.tools.external_mcp import ExternalServers
@@ -33,7 +35,7 @@ IN_PROCESS_CORE = frozenset({"get_flow", "get_node_info"}) | EVIDENCE_TOOL_NAMES
 MEMORY_TOOL_NAMES = frozenset(tool.name for tool in MEMORY_TOOLS)
 # Every name a scenario may list: the core's tools (read and write), the memory tools and the knowledge tools.
 TOOL_NAMES = (frozenset(tool.name for tool in (*READ_TOOLS, *WRITE_TOOLS)) | MEMORY_TOOL_NAMES
-              | frozenset(tool.name for tool in KNOWLEDGE_TOOLS))
+              | frozenset(tool.name for tool in (*KNOWLEDGE_TOOLS, *HISTORY_TOOLS)))
 
 # HTTP status of a tool failure outside a stream (execute-tool); anything else is an upstream fault (502).
 # A 4xx means the user must change something: the request, a selection, a permission or a Node-RED setting.
@@ -43,6 +45,7 @@ FAILURE_STATUS = {
     "flow_too_large": 413, "forbidden": 403, "flows_conflict": 409, "flow_locked": 409,
     "nodered_unauthorized": 403, "nodered_login_failed": 403, "diagnostics_disabled": 403,
     "nodered_timeout": 504, "memory_unavailable": 503, "approval_too_large": 413,
+    "snapshot_not_found": 404, "history_point_invalid": 400, "history_unavailable": 503,
 }
 
 
@@ -60,7 +63,7 @@ def default_tools() -> tuple[Tool, ...]:
     """The in-process tools of a service: the core's flow tools and write tools, the memory tools and the
     knowledge tools."""
     return (*(tool for tool in READ_TOOLS if tool.name in IN_PROCESS_CORE), *WRITE_TOOLS, *MEMORY_TOOLS,
-            *KNOWLEDGE_TOOLS)
+            *KNOWLEDGE_TOOLS, *HISTORY_TOOLS)
 
 
 class ToolRegistry:

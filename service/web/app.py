@@ -11,7 +11,6 @@ import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import psycopg
 from aiohttp import web
 
 from service.chat.approvals import Approvals, ApprovalSlot, open_approvals
@@ -25,7 +24,7 @@ from service.knowledge.router import Router
 from service.llm.prices import PriceTable
 from service.llm.providers import ChatModelFactory, ProviderConfig, preload
 from service.memory.approvals import ApprovalStore
-from service.memory.db import MemoryUnavailable, is_postgres_url
+from service.memory.db import MemoryUnavailable, driver_errors, is_postgres_url
 from service.memory.store import MemorySlot, MemoryStore
 from service.memory.streams import HEARTBEAT, OpenStreams
 from service.nodered.client import NodeRedClient, admin_session
@@ -40,6 +39,8 @@ from service.tools.registry import ToolRegistry
 from service.tracing.spans import active as tracing_active
 from service.tracing.spans import request_middleware
 from service.web.completion_routes import routes as completion_routes
+from service.web.history_routes import history_context
+from service.web.history_routes import routes as history_routes
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
@@ -235,9 +236,10 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
         yield
         return
     settings = app[SETTINGS]
+    failures: tuple[type[Exception], ...] = (OSError, *driver_errors())
     try:
         approvals, close = await open_approvals(ApprovalStore(store), settings)
-    except (OSError, sqlite3.Error, psycopg.Error) as err:
+    except failures as err:
         log.error("approvals cannot be opened (%s); the assistant will not offer to change flows", err)
         yield
         return
@@ -371,6 +373,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(_evidence)
     app.cleanup_ctx.append(_memory)
     app.cleanup_ctx.append(_approvals)
+    app.cleanup_ctx.append(history_context)
     app.cleanup_ctx.append(_knowledge)
     app.cleanup_ctx.append(_mcp_child)
     app.cleanup_ctx.append(_model_package)
@@ -382,4 +385,5 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(usage_routes)
     app.add_routes(provider_routes)
     app.add_routes(completion_routes)
+    app.add_routes(history_routes)
     return app

@@ -16,7 +16,8 @@ from service.assist.completion import (
     completion_messages,
 )
 from service.assist.context import node_context
-from service.chat.pipeline import ChatDeps, over_budget, save_usage
+from service.chat.context import ChatDeps
+from service.chat.ledger import over_budget, save_usage
 from service.errors import ServiceError
 from service.identity import request_caller
 from service.llm.providers import ProviderConfig, provider_error

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import aiohttp
 from aiohttp import web
 
+from service.errors import MESSAGES
+
 if TYPE_CHECKING:
     from service.chat.approvals import ApprovalSlot
     from service.chat.scenarios import ScenarioCatalog
@@ -17,7 +19,6 @@ if TYPE_CHECKING:
     from service.memory.store import MemorySlot
     from service.nodered.client import NodeRedClient
     from service.nodered.evidence import EvidenceBuffer
-    from service.nodered.messages import MessageCatalog
     from service.settings import Settings
     from service.tools.registry import ToolRegistry
     from service.web.limits import StreamLimiter
@@ -34,8 +35,10 @@ STREAMS: web.AppKey[weakref.WeakSet[EventStream]] = web.AppKey("streams")
 TOOLS: web.AppKey[ToolRegistry] = web.AppKey("tools")
 MEMORY: web.AppKey[MemorySlot] = web.AppKey("memory")
 LIMITER: web.AppKey[StreamLimiter] = web.AppKey("limiter")
-MESSAGES: web.AppKey[MessageCatalog] = web.AppKey("messages")
 KNOWLEDGE: web.AppKey[KnowledgeSlot] = web.AppKey("knowledge")
 APPROVALS: web.AppKey[ApprovalSlot] = web.AppKey("approvals")
 EVIDENCE: web.AppKey[EvidenceBuffer | None] = web.AppKey("evidence")
 PRICES: web.AppKey[PriceTable] = web.AppKey("prices")
+
+__all__ = ["APPROVALS", "CHAT_MODELS", "EVIDENCE", "HTTP_SESSION", "KNOWLEDGE", "LIMITER", "MEMORY", "MESSAGES",
+           "NODERED", "PRICES", "SCENARIOS", "SETTINGS", "STREAMS", "TOOLS"]

@@ -18,9 +18,10 @@ from service.identity import Identity, request_caller
 from service.memory.approvals import ApprovalStore
 from service.memory.store import MemoryStore
 from service.nodered.flows import redact_text, strip_secrets
+from service.requests import ID_PATTERN
 from service.tools.memory_tools import TEMPLATE_CATEGORY
 from service.web.keys import MEMORY
-from service.web.schemas import ID_PATTERN, parse_body
+from service.web.schemas import parse_body
 
 routes = web.RouteTableDef()
 

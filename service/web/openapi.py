@@ -12,9 +12,7 @@ from pydantic import BaseModel
 
 from service import __version__
 from service.assist.completion import CompleteRequest
-from service.web.knowledge_routes import ReindexRequest
-from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
-from service.web.schemas import (
+from service.requests import (
     AppliedRequest,
     AssistRequest,
     ExecuteToolRequest,
@@ -23,6 +21,9 @@ from service.web.schemas import (
     TestProviderRequest,
     TokenRequest,
 )
+from service.web.history_routes import PinRequest
+from service.web.knowledge_routes import ReindexRequest
+from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}
@@ -58,6 +59,14 @@ SESSION_ID = {"name": "sessionId", "in": "path", "required": True,
               "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._:\-]{1,128}$"}}
 RUN_ID = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
 LIMIT = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}}
+REV = {"name": "rev", "in": "path", "required": True, "schema": {"type": "string"}}
+HISTORY_BEFORE = {"name": "before", "in": "query", "required": False, "description": "ISO 8601 date-time",
+                  "schema": {"type": "string", "format": "date-time"}}
+# A point of the flow history: a deploy's rev (Node-RED's: hex digits), an ISO 8601 date-time, or now.
+HISTORY_POINT = {"anyOf": [{"type": "string", "pattern": "^[0-9a-f]{16,64}$"},
+                           {"type": "string", "format": "date-time"}, {"const": "now"}]}
+HISTORY_POINTS = [{"name": "from", "in": "query", "required": True, "schema": HISTORY_POINT},
+                  {"name": "to", "in": "query", "required": False, "schema": {**HISTORY_POINT, "default": "now"}}]
 LANG = {"name": "lang", "in": "query", "required": False, "schema": {"type": "string"}}
 _USAGE_TOTALS = {"turns": {"type": "integer"}, "inputTokens": {"type": "integer"}, "outputTokens": {"type": "integer"},
                  "cost": {"type": ["number", "null"], "description": "USD; null when no turn had a priced model"},
@@ -96,7 +105,7 @@ def openapi_document() -> dict[str, Any]:
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
                   TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest, TestProviderRequest,
-                  CompleteRequest):
+                  PinRequest, CompleteRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -159,6 +168,15 @@ def openapi_document() -> dict[str, Any]:
             "Tokens and cost of the recorded turns per session, user or UTC day (the caller's own; everyone's with "
             "write permission)", _json("{by, since, scope, total, totals}", USAGE), 400, 401, 503,
             parameters=USAGE_PARAMETERS)},
+        "/ai-sidebar/flow-history": {"get": _operation(
+            "The captured deploys, newest first: rev, time, user when known, origin (assistant, editor), pinned, "
+            "counts", _json("{deploys: [...]}"), 400, 401, 503, parameters=[LIMIT, HISTORY_BEFORE])},
+        "/ai-sidebar/flow-history/diff": {"get": _operation(
+            "What changed between two points (a rev, an ISO 8601 time, now) per tab and node, values redacted",
+            _json("{from, to, tabs, counts}"), 400, 401, 403, 404, 502, 503, 504, parameters=HISTORY_POINTS)},
+        "/ai-sidebar/flow-history/{rev}": {"patch": _operation(
+            "Pin or unpin a deploy (write permission): pinned deploys outlive the retention", _json("{rev, pinned}"),
+            400, 401, 403, 404, 408, 503, body=PinRequest, parameters=[REV])},
         "/ai-sidebar/sessions": {
             "get": _operation("The user's sessions", _json("ok"), 400, 401, 403, 503),
             "post": _operation("Create a session", _json("created"), 400, 401, 403, 408, 409, 503, body=SessionCreate,

@@ -5,45 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.parse
 from typing import Any
 
 from aiohttp import web
 from langchain_core.messages import HumanMessage
 
 from service.errors import REQUEST_LANGUAGE, request_language
-from service.llm.providers import ANTHROPIC_API_URL, ProviderConfig, default_model, provider_error, unready
+from service.llm.endpoints import endpoint_origin, located
+from service.llm.providers import ProviderConfig, default_model, provider_error, unready
+from service.requests import TestProviderRequest
 from service.settings import Settings
 from service.web.keys import CHAT_MODELS, MESSAGES, SETTINGS
-from service.web.schemas import TestProviderRequest, parse_body
+from service.web.schemas import parse_body
 
 routes = web.RouteTableDef()
 
-# Where each provider's client sends its requests when no base URL is set (each SDK's default endpoint).
-DEFAULT_ENDPOINTS = {"openai": "https://api.openai.com", "deepseek": "https://api.deepseek.com",
-                     "google": "https://generativelanguage.googleapis.com", "anthropic": ANTHROPIC_API_URL}
 PROBE = "Reply with the single word OK."
 PROBE_MAX_TOKENS = 16
 # Seconds a test waits at most (AI_LLM_TIMEOUT when shorter): a user who clicked "Test connection" waits for it, and a
 # model that needs longer to load answers the first question slowly but is reachable; the error says it timed out.
 PROBE_TIMEOUT = 25.0
-
-
-def endpoint_origin(config: ProviderConfig) -> str | None:
-    """The scheme, host and port the model requests of ``config`` go to, never a path, query or credentials
-    (a base URL may carry a key in them); ``None`` when it is not known."""
-    url = config.base_url or DEFAULT_ENDPOINTS.get(config.provider)
-    if not url:
-        return None
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:  # a bracket left open, a port out of range: the request itself fails and says so
-        return None
-    if not parts.scheme or not parts.hostname:
-        return None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
 
 
 def setup_state(settings: Settings, translate) -> dict[str, Any] | None:
@@ -83,7 +64,8 @@ async def test_provider(request: web.Request) -> web.Response:
         async with asyncio.timeout(seconds):
             await model.ainvoke([HumanMessage(PROBE)])
     except Exception as exc:  # every provider fault is a coded error with the provider's sentence redacted
-        error = provider_error(exc, timeout=seconds, secrets=[config.api_key])
+        error = located(provider_error(exc, timeout=seconds, secrets=[config.api_key]), config,
+                        from_node=bool(body.provider and body.provider.baseUrl))
         message = error.translated(request.app[MESSAGES], request_language(request))
         return web.json_response({"ok": False, **answer, "error": {"code": error.code, "message": message}})
     return web.json_response({"ok": True, **answer, "latencyMs": round((time.monotonic() - started) * 1000)})

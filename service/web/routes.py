@@ -16,25 +16,18 @@ from aiohttp import web
 from service import __version__
 from service.assist.run import run_assist
 from service.chat.approvals import AWAITING, plan_action, refusal, token_hash
+from service.chat.context import ChatDeps, ChatResult, new_result
 from service.chat.events import Emit
-from service.chat.pipeline import (
-    ChatDeps,
-    ChatResult,
-    new_result,
-    over_budget,
-    run_chat,
-    save_turn,
-    save_usage,
-)
+from service.chat.ledger import over_budget, save_turn, save_usage
+from service.chat.pipeline import run_chat
+from service.chat.plan import planning
 from service.chat.resume import claim, continue_run, save_continuation
 from service.chat.view import recording_view
+from service.chat.wording import localized, localized_event, localized_summaries
 from service.errors import (
     REQUEST_LANGUAGE,
     ServiceError,
     error_event,
-    localized,
-    localized_event,
-    localized_summaries,
     request_language,
 )
 from service.identity import Caller, request_caller
@@ -42,13 +35,20 @@ from service.llm.providers import SUPPORTED_PROVIDERS, ProviderConfig, default_m
 from service.llm.usage import counted, turn_usage
 from service.nodered.messages import accept_languages
 from service.nodered.tooling import ToolFailure
+from service.requests import (
+    AppliedRequest,
+    AssistRequest,
+    ExecuteToolRequest,
+    ResumeRequest,
+    StreamChatRequest,
+    TokenRequest,
+)
 from service.tools.context import ServiceToolContext
-from service.tools.mcp_addresses import ALLOW_VARIABLE, AddressNotAllowed, AddressPolicy
-from service.tools.registry import ToolRegistry, failure_status
+from service.tools.registry import failure_status
 from service.tracing.spans import describe_caller
+from service.web.deps import chat_deps
 from service.web.keys import (
     APPROVALS,
-    CHAT_MODELS,
     EVIDENCE,
     KNOWLEDGE,
     LIMITER,
@@ -63,21 +63,11 @@ from service.web.keys import (
 )
 from service.web.openapi import openapi_document
 from service.web.provider_routes import setup_state
-from service.web.schemas import (
-    AppliedRequest,
-    AssistRequest,
-    ExecuteToolRequest,
-    ProviderOverride,
-    ResumeRequest,
-    StreamChatRequest,
-    TokenRequest,
-    parse_body,
-)
+from service.web.schemas import parse_body
 from service.web.sse import EventStream
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
-
 
 
 @routes.get("/healthz")
@@ -210,8 +200,9 @@ async def stream_chat(request: web.Request) -> web.StreamResponse:
 
 
 async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: Caller) -> web.StreamResponse:
-    deps = await _chat_deps(request, caller, body.provider)
+    deps = await chat_deps(request, caller, body.provider)
     deps.offer_writes = body.mode != "ask"
+    deps.planning, body.message = planning(body.mode, body.message)
     result = new_result(body)
     describe_caller(result.session_id, caller.identity)
     if deps.memory is not None and body.sessionId:
@@ -262,80 +253,6 @@ def _counted(request: web.Request, deps: ChatDeps, result: ChatResult, work):
     return counted(work, report)
 
 
-async def request_tools(request: web.Request, provider: ProviderOverride | None) -> ToolRegistry:
-    """The app's tools, plus the external MCP servers the ``ai-config`` node of ``provider`` names.
-
-    A stdio server of a request runs a program on the service's host: it is accepted only with
-    ``AI_SIDEBAR_MCP_REQUEST_STDIO=true`` (a service whose flow editors may run programs there anyway); otherwise
-    the service starts stdio servers only from its own configuration. A streamable HTTP server of a request is
-    accepted when its host resolves only to public addresses, or to ones ``AI_SIDEBAR_MCP_ALLOWED_HOSTS`` allows
-    (checked here, so that the user hears of it before the stream opens, and again on every request its client
-    sends, redirects included: :mod:`service.tools.mcp_http`).
-
-    Raises:
-        ServiceError: 403 ``mcp_stdio_not_allowed`` (naming the server); 400 ``mcp_url_not_allowed`` (naming the
-            server and its URL's origin); 400 ``invalid_request`` for a server named like one of the service's own
-            (its tools' names would clash).
-    """
-    tools = request.app[TOOLS]
-    servers = provider.mcpServers if provider is not None else []
-    if not servers:
-        return tools
-    settings = request.app[SETTINGS]
-    for server in servers:
-        if server.command is not None and not settings.mcp_request_stdio:
-            raise ServiceError("mcp_stdio_not_allowed", status=403, params={"server": server.name})
-    own = {server.name for server in settings.mcp_servers}
-    for server in servers:
-        if server.name in own:
-            raise ServiceError("invalid_request", status=400, key="invalid_request.mcp_server_name",
-                               params={"server": server.name})
-    policy = settings.mcp_address_policy
-    for server in servers:
-        if server.url is not None:
-            await _refuse_internal(server.name, server.url, policy, server.start_timeout)
-    assert tools.external is not None  # the app factory always gives the registry its external servers
-    return tools.with_external(tools.external.with_servers(servers, policy))
-
-
-async def _refuse_internal(name: str, url: str, policy: AddressPolicy, seconds: float) -> None:
-    """Refuse the request's server ``name`` at ``url`` when its host is or resolves to an address ``policy`` does
-    not allow. A name that does not resolve (within ``seconds``) passes: its client fails to connect, and the
-    user hears that the server is unavailable, as for any server that does not answer.
-
-    Raises:
-        ServiceError: 400 ``mcp_url_not_allowed``.
-    """
-    try:
-        async with asyncio.timeout(seconds):
-            await policy.check(url)
-    except AddressNotAllowed as refused:
-        # The origin only: the path, query and headers may carry the node's secrets.
-        log.warning("refused the MCP server %s of a request: %s resolves to %s, not allowed by %s", name,
-                    refused.origin, refused.address, ALLOW_VARIABLE)
-        raise ServiceError("mcp_url_not_allowed", status=400,
-                           params={"server": name, "origin": refused.origin}) from None
-    except (OSError, TimeoutError):
-        pass
-
-
-async def _chat_deps(request: web.Request, caller: Caller, provider: ProviderOverride | None) -> ChatDeps:
-    """What a chat run (or a resumed one) of ``caller`` uses, with the ``ai-config`` node's ``provider``.
-
-    Raises:
-        ServiceError: the node's MCP servers are refused (see :func:`request_tools`).
-    """
-    remember = caller.memory and (provider is None or provider.memory)
-    return ChatDeps(settings=request.app[SETTINGS], nodered=request.app[NODERED].for_user(caller.token),
-                    models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS],
-                    tools=await request_tools(request, provider),
-                    user_token=caller.token, identity=caller.identity, may_write=caller.may_write,
-                    granted_tools=caller.tools, provider=provider, knowledge=request.app[KNOWLEDGE],
-                    memory=request.app[MEMORY].store if remember else None,
-                    approvals=request.app[APPROVALS].approvals, evidence=request.app[EVIDENCE],
-                    ledger=request.app[MEMORY].store)
-
-
 def _done(result: ChatResult) -> dict[str, object]:
     """The last event of a stream: the session, the run's ``usage`` ``{inputTokens, outputTokens, cost}`` when a
     model was called (``cost`` USD, null when the model has no price), and its ``status`` when it waits."""
@@ -362,7 +279,7 @@ async def assist(request: web.Request) -> web.StreamResponse:
                            params={"length": len(body.description), "limit": settings.max_message_chars})
     caller = request_caller(request)
     async with request.app[LIMITER].slot(caller.identity.principal):
-        deps = dataclasses.replace(await _chat_deps(request, caller, body.provider), memory=None)
+        deps = dataclasses.replace(await chat_deps(request, caller, body.provider), memory=None)
         result = ChatResult(session_id=f"assist-{uuid.uuid4().hex}")
         return await _run_stream(request, deps, result, lambda send: run_assist(body, deps, send, result),
                                  "an assist request", lambda: save_usage(deps, result.session_id, result.usage))
@@ -386,7 +303,7 @@ async def resume(request: web.Request) -> web.StreamResponse:
     if approvals is None:
         raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
     async with request.app[LIMITER].slot(caller.identity.principal):
-        deps = await _chat_deps(request, caller, body.provider)
+        deps = await chat_deps(request, caller, body.provider)
         await _refuse_over_budget(approvals, body.resumeToken, deps)
         claimed = await claim(approvals, deps.tools, caller.identity, body)
         result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
@@ -484,6 +401,8 @@ async def approval_applied(request: web.Request) -> web.Response:
     """``{tool, outcome}``: what the editor made of the ``flow_change`` of an approved write of one of the caller's
     runs (the counts it applied, or why it applied nothing), kept with the approval so that the reopened
     conversation's card says the same (``GET /ai-sidebar/history``'s ``approvals``) → ``{runId, recorded: true}``.
+    With ``later`` ("undone", "changed", "applied"): what the editor made of that change since, set on the newest
+    report of ``tool`` (as ``outcome.later``; "applied" removes it).
     Needs write permission, like the approval.
 
     Errors: 400 ``invalid_request``, 403 ``forbidden``, 404 ``approval_not_found`` (no answered approval of that
@@ -497,7 +416,7 @@ async def approval_applied(request: web.Request) -> web.Response:
         raise ServiceError("memory_unavailable", status=503, key="memory_unavailable.not_opened")
     run_id = request.match_info["runId"]
     outcome = body.outcome.model_dump(exclude_none=True)
-    if not await approvals.store.record_applied(run_id, caller.identity, body.tool, outcome):
+    if not await approvals.store.record_applied(run_id, caller.identity, body.tool, outcome, body.later):
         raise ServiceError("approval_not_found", status=404)
     return web.json_response({"runId": run_id, "recorded": True})
 

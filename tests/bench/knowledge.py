@@ -2,11 +2,11 @@
 chunks, the index build time of the generated 500-node workspace, and the labelled questions' recall@3 with full
 text alone and fused with vectors, and of the paraphrased "which node" questions (issue 30) with full text.
 
-Retrieval is timed as the pipeline runs it (:func:`service.chat.pipeline._retrieve`'s steps): the router on the
-message, the routed store's search, the grading. The 100,000 chunks are the installed nodes' real help (from the
-running Node-RED) plus generated help-like chunks in the same store and language, so every question searches them
-all. The fused recall uses the scripted model server's ``/v1/embeddings`` (a hashed bag of words: it measures the
-fusion's plumbing, not a real embedding model's quality).
+Retrieval is timed as the pipeline runs it (:func:`service.chat.retrieval_path.retrieve_knowledge`'s steps): the router
+on the message, the routed store's search, the grading. The 100,000 chunks are the installed nodes' real help (from the
+running Node-RED) plus generated help-like chunks in the same store and language, so every question searches them all.
+The fused recall uses the scripted model server's ``/v1/embeddings`` (a hashed bag of words: it measures the fusion's
+plumbing, not a real embedding model's quality).
 
 Run alone: ``.venv/bin/python -m tests.bench.knowledge`` (starts its own Node-RED).
 """

@@ -36,6 +36,8 @@ from . import (
     router,
     tracing,
 )
+from .baseline import compare_with_readme
+from .baseline import lines as baseline_lines
 from .client import Sample, stream_service
 from .report import Target, evaluate, render
 from .stack import SERVICE_TOKEN, Stack
@@ -183,6 +185,9 @@ async def main() -> int:
 
         targets = evaluate(results)
         results["targets"] = [t.as_dict() for t in targets]
+        # A smoke run's sizes (messages searched, streams, runs) are not the README's: nothing to compare.
+        results["baseline"] = ({"skipped": "BENCH_QUICK=1: a smoke run's sizes are not the README's"} if QUICK
+                               else compare_with_readme(results, REPO / "README.md"))
         results["profiles"] = await profile_misses(stack, targets, left, profiles_dir)
         if "profile" in results["memory_search"]:
             profile = results["memory_search"].pop("profile")
@@ -195,6 +200,7 @@ async def main() -> int:
     path = out_dir / f"bench-{stamp}.json"
     path.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
     print(render(results, targets))
+    print("\n" + "\n".join(baseline_lines(results["baseline"])))
     print(f"\nwritten: {path.relative_to(REPO)}  ({results['timings_s']['total']} s)")
     return 0
 

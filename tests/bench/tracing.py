@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-import service.chat.pipeline as retrieval
+import service.chat.retrieval_path as retrieval
 import service.tools.registry as registry
 import service.web.routes as routes
 from service.identity import Identity

@@ -90,4 +90,4 @@ async function a11yMode(page, result) {
     await editor.resizeSidebar(page, width);
 }
 
-module.exports = { MODES: { "a11y": a11yMode } };
+module.exports = { MODES: { "a11y": a11yMode }, axeScan };

@@ -5,7 +5,8 @@
 // Modes: approve (card, Approve, nodes on the tab undeployed, one Ctrl-Z; the card with a narrow sidebar too),
 // locked (the open tab locked before Approve), locked-elsewhere (OTHER_TAB_ID locked, then a change asked for it),
 // reject, edit, reload (the card comes back after a reload, Approve works), second (another browser context of the
-// same user approves), restore (a reopened conversation shows its cards, sources and links as they were).
+// same user approves), restore (a reopened conversation shows its cards, sources and links as they were), follow
+// (the card follows Ctrl-Z, Ctrl-Y and the user's edits; the total after approval; the line after reopening).
 "use strict";
 const editor = require("./editor");
 
@@ -338,6 +339,120 @@ async function restoreMode(context, result) {
     await editor.screenshot(page, result, "sidebar-restore-approved-after-reload.png");
 }
 
+/** The applied line of the change (its state and text), as the tool card shows it. */
+async function appliedLine(page) {
+    return page.evaluate(() => {
+        const lines = document.querySelectorAll(".ai-sidebar-tool-applied");
+        const line = lines[lines.length - 1];
+        return line ? { state: line.getAttribute("data-state"), text: line.innerText.trim(), count: lines.length }
+            : null;
+    });
+}
+
+/** Wait until the applied line says `state` (or 10 s: what it says then is reported). */
+async function lineBecomes(page, state) {
+    await page.waitForFunction((wanted) => {
+        const lines = document.querySelectorAll(".ai-sidebar-tool-applied");
+        return lines.length && lines[lines.length - 1].getAttribute("data-state") === wanted;
+    }, state, { timeout: 10000 }).catch(() => null);
+    return appliedLine(page);
+}
+
+/** The conversation's total in the header, as shown. */
+async function sessionTotal(page) {
+    return page.evaluate(() => {
+        const element = document.querySelector(".ai-sidebar-session-usage");
+        return element && element.offsetParent ? { text: element.innerText.trim(),
+            sessionId: element.getAttribute("data-session-id") } : null;
+    });
+}
+
+/** Press a key on the canvas, as a user would after clicking an empty spot of it. */
+async function keyOnCanvas(page, key) {
+    const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
+    await page.mouse.click(chart.x + 15, chart.y + chart.height - 30);
+    await page.keyboard.press(key);
+}
+
+/** A report of the line's new state reaching the service (through the plugin) before `action` returns. */
+async function reported(page, state, action) {
+    const posted = page.waitForResponse((response) => response.url().includes("/applied") &&
+        (response.request().postData() || "").includes("\"later\":\"" + state + "\""), { timeout: 10000 })
+        .catch(() => null);
+    await action();
+    const response = await posted;
+    return response ? response.status() : null;
+}
+
+/**
+ * The card and its line follow the editor (issue 31): the conversation's total right after the approved run,
+ * then Ctrl-Z (undone), Ctrl-Y (applied again), the user renaming an applied node as the edit dialog does (changed
+ * since), Ctrl-Z of that (applied), Ctrl-Z (undone); then the editor opened again shows the conversation with its
+ * tool cards, answer usage and the line as it was left, and Regenerate under its last answer asks again.
+ */
+async function followMode(context, result) {
+    let page = await openPage(context, result);
+    await askForCard(page);
+    await page.waitForSelector(".ai-sidebar-session-usage", { state: "visible", timeout: 10000 }).catch(() => null);
+    result.totalWithCard = await sessionTotal(page);
+    await decideAndWait(page, ".ai-sidebar-approval-approve");
+    await page.waitForFunction((before) => {
+        const element = document.querySelector(".ai-sidebar-session-usage");
+        return element && element.innerText.trim() !== before;
+    }, (result.totalWithCard || {}).text, { timeout: 10000 }).catch(() => null);
+    result.totalAfterApproval = await sessionTotal(page);
+    // What the service counted for the conversation by then, read through the plugin as the sidebar reads it.
+    result.serviceTotals = await page.evaluate((sessionId) => window.NodeRedAiSidebar.adminApi.requestJson("GET",
+        window.NodeRedAiSidebar.usage.sessionQuery(sessionId)), (result.totalAfterApproval || {}).sessionId || "");
+    result.applied = await appliedLine(page);
+    result.undoneReport = await reported(page, "undone", () => keyOnCanvas(page, "Control+z"));
+    result.undone = await lineBecomes(page, "undone");
+    result.undoneCanvas = await canvasState(page, env.TAB_ID);
+    await editor.detailScreenshot(page.locator(".ai-sidebar-message-assistant").last(), result,
+        "sidebar-approval-undone.png");
+    await keyOnCanvas(page, "Control+y");
+    result.redone = await lineBecomes(page, "applied");
+    result.redoneCanvas = await canvasState(page, env.TAB_ID);
+    // The user renames an applied node, as the edit dialog does: one edit in the undo history.
+    await page.evaluate((tabId) => {
+        const node = RED.nodes.filterNodes({ z: tabId }).filter((n) => n.name === "ai-tick")[0];
+        RED.history.push({ t: "edit", node: node, changes: { name: node.name }, changed: node.changed,
+            dirty: RED.nodes.dirty() });
+        node.name = "my-tick";
+        node.changed = true;
+        node.dirty = true;
+        RED.nodes.dirty(true);
+        RED.view.redraw();
+    }, env.TAB_ID);
+    result.changed = await lineBecomes(page, "changed");
+    await editor.detailScreenshot(page.locator(".ai-sidebar-message-assistant").last(), result,
+        "sidebar-approval-changed.png");
+    await keyOnCanvas(page, "Control+z");
+    result.renameUndone = await lineBecomes(page, "applied");
+    result.lastReport = await reported(page, "undone", () => keyOnCanvas(page, "Control+z"));
+    result.undoneAgain = await lineBecomes(page, "undone");
+    result.live = await conversationView(page);
+    result.liveUsage = await page.locator(".ai-sidebar-message-assistant .ai-sidebar-usage").count();
+    // Opened again in the same browser profile: the sidebar brings the conversation back by itself.
+    await page.close();
+    page = await openPage(context, result);
+    await page.waitForSelector(".ai-sidebar-tool-applied", { timeout: 30000 });
+    await editor.waitIdle(page);
+    result.reopened = await conversationView(page);
+    result.reopenedLine = await appliedLine(page);
+    result.reopenedUsage = await page.locator(".ai-sidebar-message-assistant .ai-sidebar-usage").count();
+    result.reopenedTotal = await sessionTotal(page);
+    await editor.screenshot(page, result, "sidebar-approval-reopened-undone.png");
+    // Regenerate under the restored last answer sends its question again.
+    result.reopenedRegenerate = await page.locator(".ai-sidebar-regenerate").count();
+    const questions = await page.locator(".ai-sidebar-message-user").count();
+    await page.locator(".ai-sidebar-regenerate").last().click();
+    await page.waitForFunction((count) => document.querySelectorAll(".ai-sidebar-message-user").length > count,
+        questions, { timeout: 10000 });
+    await editor.waitIdle(page);
+    result.regenerated = await editor.transcript(page);
+}
+
 async function main() {
     const result = {};
     const { browser, context } = await editor.launch(VIEWPORT);
@@ -350,6 +465,7 @@ async function main() {
         else if (env.MODE === "reload") await reloadMode(context, result);
         else if (env.MODE === "second") await secondMode(browser, context, result);
         else if (env.MODE === "restore") await restoreMode(context, result);
+        else if (env.MODE === "follow") await followMode(context, result);
         else throw new Error("unknown MODE " + env.MODE);
     } catch (err) {
         result.failure = String(err && err.stack || err);

@@ -1,6 +1,7 @@
 // Recovery, driven by sidebar_features.js (MODE=retry): a failed answer puts the question back and offers Retry,
 // which resends the same request; a cut-off answer offers Retry too; a reload shows the faults as sentences.
-// MODE=reconnect: the service goes away while an answer streams and comes back (see reconnectMode).
+// MODE=reconnect: the service goes away while an answer streams and comes back (see reconnectMode); MODE=restart:
+// it is restarted by `make run` (see restartMode).
 // Input (env): TAB_ID, QUESTIONS (JSON: [failing question, question whose answer is cut off]) or QUESTION.
 "use strict";
 const editor = require("./editor");
@@ -129,4 +130,32 @@ async function reconnectMode(page, result) {
     result.requests = requests;
 }
 
-module.exports = { MODES: { "retry": retryMode, "reconnect": reconnectMode } };
+// MODE=restart, under a supervisor outside Node-RED (AI_SIDEBAR_SERVICE_SUPERVISED, as `make run` sets it): the
+// test kills the service on "ready"; a question finds it down, the tab says it reconnects and, still down after
+// 15 s, names what restarts it (no pip or docker commands); the test starts it again on "advised", and the banner's
+// time of going is reported (`hiddenAt`, ms since 1970) with what it showed.
+async function restartMode(page, result) {
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await editor.showTab(page, env.TAB_ID);
+    await page.waitForSelector(".ai-sidebar-scenario", { state: "visible", timeout: 20000 });
+    await editor.newChat(page);
+    await editor.waitIdle(page);
+    stage("ready");
+    await page.fill(".ai-sidebar-input", env.QUESTION);
+    await page.click(".ai-sidebar-send");
+    await page.waitForSelector(".ai-sidebar-status.ai-sidebar-status-reconnecting", { state: "visible",
+        timeout: 30000 });
+    result.reconnecting = await bannerView(page);
+    // The advice comes once it stayed down for 15 s (service-watch.js ADVICE_AFTER_MS).
+    await page.waitForSelector(".ai-sidebar-status:not(.ai-sidebar-status-reconnecting) .ai-sidebar-status-supervisor",
+        { state: "visible", timeout: 40000 });
+    result.advised = await bannerView(page);
+    result.advisedHelp = (await page.locator(".ai-sidebar-status-help").innerText()).trim();
+    await editor.screenshot(page, result, "sidebar-restart-advised.png");
+    stage("advised");
+    await page.waitForSelector(".ai-sidebar-status", { state: "hidden", timeout: 60000 });
+    result.hiddenAt = Date.now();
+    await editor.screenshot(page, result, "sidebar-restart-back.png");
+}
+
+module.exports = { MODES: { "retry": retryMode, "reconnect": reconnectMode, "restart": restartMode } };

@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from service.chat.pipeline import REWRITE_PROMPT, ROUTER_PROMPT
+from service.chat.retrieval_path import REWRITE_PROMPT, ROUTER_PROMPT
 from tests.support.model_server import Reply, ScriptedModelServer
 from tests.support.sse import read_events
 

@@ -85,9 +85,13 @@ async function answerError(res) {
  * @param {function(object)} [options.onEvent] called with every event of the stream, in order
  * @returns {Promise<{answer: string, tools: object[], usage: (object|undefined), sessionId: (string|undefined),
  *     errors: Error[], approval: ({runId: string, resumeToken: string, actions: object[]}|undefined),
- *     status: (string|undefined)}>} `errors` holds each `error` event of the stream (the stream still ran to
+ *     status: (string|undefined), question: (object|undefined), plan: (object|undefined), checks: object[],
+ *     verdict: (object|undefined)}>} `errors` holds each `error` event of the stream (the stream still ran to
  *     `done`); `approval` is the run's `approval_required` event when it waits for a decision on writes (`status`
- *     `awaiting_approval`); rejects with a coded Error when there is no stream to read (refused, unreachable, cut
+ *     `awaiting_approval`), `question` its `question` event (`{runId, resumeToken, question, choices, free}`,
+ *     `status` `awaiting_answer`), `plan` its `plan` event (`{runId, resumeToken, steps, assumptions}`);
+ *     `checks` the build's `check` events (`{round, passed, evidence}`) and `verdict` its `verdict` (`{status,
+ *     summary, evidence}`); rejects with a coded Error when there is no stream to read (refused, unreachable, cut
  *     off, aborted), and with the exception of `onToken` or `onEvent` if one throws (the answer is then abandoned)
  */
 async function ask(relay, body, options) {
@@ -98,7 +102,8 @@ async function ask(relay, body, options) {
  * Continue a run that waits for approval with the decisions on its actions, and read the rest of its stream.
  *
  * @param {{request: function(object): Promise<import("http").IncomingMessage>}} relay from `relay.createRelay`
- * @param {{resumeToken: string, decisions: object[], provider?: object}} body the resume body (DESIGN.md, HTTP API)
+ * @param {{resumeToken: string, decisions?: object[], answer?: object, provider?: object}} body the resume body
+ *     (DESIGN.md, HTTP API): `decisions` for writes or a plan, `answer` (`{choice}` or `{text}`) for a question
  * @param {object} [options] as for `ask`; `flowNode` must name the node (and conversation) that started the run,
  *     the owner of the token
  * @returns {Promise<object>} as for `ask`
@@ -129,7 +134,7 @@ function readStream(res, options) {
     return new Promise(function (resolve, reject) {
         const result = {
             answer: "", tools: [], usage: undefined, sessionId: undefined, errors: [], approval: undefined,
-            status: undefined
+            status: undefined, question: undefined, plan: undefined, checks: [], verdict: undefined
         };
         let finished = false;
         const parser = createSseParser(function (event) {
@@ -178,6 +183,27 @@ function readStream(res, options) {
                         runId: event.runId, resumeToken: event.resumeToken,
                         actions: Array.isArray(event.actions) ? event.actions : []
                     };
+                    break;
+                case "question":
+                    result.question = {
+                        runId: event.runId, resumeToken: event.resumeToken, question: String(event.question || ""),
+                        choices: Array.isArray(event.choices) ? event.choices : [], free: event.free !== false
+                    };
+                    break;
+                case "plan":
+                    result.plan = {
+                        runId: event.runId, resumeToken: event.resumeToken,
+                        steps: Array.isArray(event.steps) ? event.steps : [],
+                        assumptions: Array.isArray(event.assumptions) ? event.assumptions : []
+                    };
+                    break;
+                case "check":
+                    result.checks.push({ round: event.round, passed: event.passed === true,
+                        evidence: Array.isArray(event.evidence) ? event.evidence : [] });
+                    break;
+                case "verdict":
+                    result.verdict = { status: event.status, summary: String(event.summary || ""),
+                        evidence: Array.isArray(event.evidence) ? event.evidence : [] };
                     break;
                 case "done":
                     finished = true;

@@ -100,6 +100,18 @@ function supervisorView(status) {
 }
 
 /**
+ * The supervisor outside Node-RED that AI_SIDEBAR_SERVICE_SUPERVISED names (`make run` sets "make run"), as a
+ * supervisor status of state "external", or null when none is named.
+ *
+ * @param {*} by the variable's value
+ * @returns {?{state: string, by: string, pid: null, exitCode: null, command: string, lastLines: string[]}}
+ */
+function externalSupervisor(by) {
+    const name = typeof by === "string" ? by.trim().slice(0, 100) : "";
+    return name ? { state: "external", by: name, pid: null, exitCode: null, command: "", lastLines: [] } : null;
+}
+
+/**
  * The answer of the service-status route.
  *
  * With a supervisor (the plugin starts the service itself) the banner shows its state and last lines instead of
@@ -114,11 +126,14 @@ function supervisorView(status) {
  * @param {?string} facts.wheel absolute path of `<palette dir>/python/*.whl`, or null
  * @param {string} [facts.venv] where the pip command puts the wheel (see startCommands)
  * @param {number} [facts.nodeRedPort] this Node-RED's port (see startCommands)
+ * @param {string} [facts.supervisedBy] what restarts the service outside Node-RED (AI_SIDEBAR_SERVICE_SUPERVISED,
+ *     e.g. "make run"): without a supervisor of the plugin's own, the answer's supervisor is
+ *     `{state: "external", by}` and no command is offered (installing or starting it again would be wrong)
  * @returns {{reachable: boolean, serviceUrl: string, supervisor: ?object,
  *     commands: {id: ("pip"|"run"|"docker"|"supervise"), command: string}[]}}
  */
 function serviceStatus(facts) {
-    const supervisor = supervisorView(facts.supervisor);
+    const supervisor = supervisorView(facts.supervisor) || externalSupervisor(facts.supervisedBy);
     let commands;
     if (!supervisor) {
         commands = startCommands(facts.serviceUrl, facts.wheel || null, facts);

@@ -167,9 +167,22 @@
             console.warn("[ai-sidebar] could not apply the change in the editor:", err);
             outcome = { problem: { reason: "failed", message: (err && err.message) || String(err) } };
         }
-        this.showOutcome(answer, event.tool, outcome);
-        if (answer.runId) {
-            this.reportOutcome(answer.runId, event.tool, outcome);
+        var line = this.showOutcome(answer, event.tool, outcome);
+        var self = this;
+        var runId = answer.runId;
+        if (runId) {
+            this.reportOutcome(runId, event.tool, outcome);
+        }
+        if (outcome.record) {
+            // The line follows the editor (Ctrl-Z, Redo, the user's edits), and so does what the service keeps.
+            lib().appliedWatch.follow(RED, outcome.record, line, function (state) {
+                var later = Object.assign({}, outcome, { later: state });
+                var fresh = self.showOutcome(answer, event.tool, later, false, true);
+                line.attr("data-state", fresh.attr("data-state")).empty().append(fresh.contents());
+                if (runId) {
+                    self.reportOutcome(runId, event.tool, outcome, state);
+                }
+            });
         }
     };
 
@@ -177,8 +190,11 @@
      * Tell the service what the editor made of an approved change (`POST ai-sidebar/approvals/<runId>/applied`),
      * one report after the other (an agent's batch applies several); a failure is logged: the change stands.
      */
-    ApprovalCards.prototype.reportOutcome = function (runId, tool, outcome) {
+    ApprovalCards.prototype.reportOutcome = function (runId, tool, outcome, later) {
         var body = { tool: tool, outcome: lib().approvalDiff.reportedOutcome(outcome) };
+        if (later) {
+            body.later = later;
+        }
         var route = "ai-sidebar/approvals/" + encodeURIComponent(runId) + "/applied";
         this.reporting = (this.reporting || Promise.resolve()).then(function () {
             return lib().adminApi.requestJson("POST", route, body);
@@ -191,8 +207,10 @@
     /**
      * Say on the write's tool card what the editor applied (`outcome`: flowChange.applyChange's), or why not.
      * `restored`: told again in a reopened conversation, where "not deployed, Ctrl-Z undoes it" may no longer hold.
+     * `outcome.later` ("undone", "changed"; applied-watch.js): what the editor made of it since. `detached`: the
+     * line is returned, not placed (its contents replace the shown line's). Returns the line.
      */
-    ApprovalCards.prototype.showOutcome = function (answer, tool, outcome, restored) {
+    ApprovalCards.prototype.showOutcome = function (answer, tool, outcome, restored, detached) {
         var text;
         if (outcome.problem) {
             var problem = outcome.problem;
@@ -211,8 +229,10 @@
                         parts.push(t("approval.appliedParts." + pair[1], { count: outcome[pair[0]] }));
                     }
                 });
-            text = parts.length ? t(restored ? "approval.appliedEarlier" : "approval.applied",
-                { parts: parts.join(", ") }) : t("approval.appliedNothing");
+            var key = outcome.later === "undone" ? "approval.appliedUndone" :
+                outcome.later === "changed" ? "approval.appliedChanged" :
+                    restored ? "approval.appliedEarlier" : "approval.applied";
+            text = parts.length ? t(key, { parts: parts.join(", ") }) : t("approval.appliedNothing");
         }
         var entry = null;
         for (var i = answer.toolCards.length - 1; i >= 0; i--) {
@@ -222,6 +242,7 @@
             }
         }
         var line = $('<span class="ai-sidebar-tool-applied"></span>')
+            .attr("data-state", outcome.problem ? "problem" : outcome.later || "applied")
             .toggleClass("ai-sidebar-tool-applied-problem", !!outcome.problem)
             .append($('<i aria-hidden="true"></i>').addClass("fa " +
                 (outcome.problem ? "fa-exclamation-triangle" : "fa-pencil-square-o")))
@@ -232,6 +253,9 @@
             entry.card.find(".ai-sidebar-tool-icon").attr("class", "ai-sidebar-tool-icon fa fa-exclamation-triangle");
             entry.card.find(".ai-sidebar-tool-label").text(t("tool.failed", { tool: tool }));
         }
+        if (detached) {
+            return line;
+        }
         this.sidebar.withScroll(function () {
             if (entry) {
                 line.appendTo(entry.card.children("summary"));
@@ -240,6 +264,7 @@
             }
         });
         $("<p></p>").text(text).appendTo(answer.reader);
+        return line;
     };
 
     /**
@@ -565,6 +590,8 @@
                 sidebar.setBusy(false);
             }
             sidebar.refreshSessions(false);
+            // The continued run's tokens count in the conversation's total now, not after the next question.
+            sidebar.sessionUsage.load(sidebar.conversation.sessionId);
         });
     };
 

@@ -25,6 +25,8 @@
 
     // Editor nodes hold wires as links, not as a property; these are never copied onto a node.
     const NOT_PROPERTIES = ["id", "type", "z", "wires", "credentials"];
+    // Where a node sits: moving an applied node does not change what was applied.
+    const LAYOUT = ["x", "y", "w", "h", "g"];
 
     function isNode(value) {
         return !!value && typeof value === "object" && typeof value.id === "string" && typeof value.type === "string";
@@ -214,8 +216,9 @@
      *
      * @param {object} RED the editor's API
      * @param {object} changes the `changes` of a flow_change event
-     * @returns {{added: number, tabs: number, changed: number, removed: number, tab: ?string}|{problem: object}}
-     *     what was applied (`tab`: where, shown to the user), or why nothing was (see problemWith)
+     * @returns {{added: number, tabs: number, changed: number, removed: number, tab: ?string, record: ?object}|
+     *     {problem: object}} what was applied (`tab`: where, shown to the user; `record`: appliedRecord's, for
+     *     applied-watch.js, null when nothing changed), or why nothing was (see problemWith)
      */
     function applyChange(RED, changes) {
         const plan = planChange(changes);
@@ -267,14 +270,36 @@
         if (!events.length) {
             return { added: 0, tabs: 0, changed: 0, removed: 0, tab: null };
         }
-        RED.history.push(events.length === 1 ? events[0] : { t: "multi", events: events, dirty: wasDirty });
+        const entry = events.length === 1 ? events[0] : { t: "multi", events: events, dirty: wasDirty };
+        RED.history.push(entry);
         RED.nodes.dirty(true);
         if (tab && RED.workspaces.active() !== tab) {
             RED.workspaces.show(tab);
         }
         RED.view.redraw(true);
         return { added: plan.nodes.length, tabs: plan.tabs.length, changed: plan.edits.length,
-            removed: plan.deletes.length, tab: tab };
+            removed: plan.deletes.length, tab: tab, record: appliedRecord(entry, plan) };
+    }
+
+    /**
+     * What applied-watch.js needs to follow a change in the editor: its history entry, the nodes it added or
+     * changed with the properties it set (never the values: those are read from the editor), the ids it deleted.
+     */
+    function appliedRecord(entry, plan) {
+        function keysOf(properties) {
+            return Object.keys(properties).filter(function (name) {
+                return NOT_PROPERTIES.indexOf(name) === -1 && LAYOUT.indexOf(name) === -1;
+            });
+        }
+        return {
+            entry: entry,
+            nodes: plan.nodes.map(function (node) {
+                return { id: node.id, keys: keysOf(node) };
+            }).concat(plan.edits.map(function (edit) {
+                return { id: edit.id, keys: keysOf(edit.properties) };
+            })),
+            deletes: plan.deletes.slice()
+        };
     }
 
     /** The tab (or subflow) the change is on, read before it is applied: a new tab, else the first node's. */

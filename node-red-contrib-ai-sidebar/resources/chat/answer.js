@@ -428,16 +428,27 @@
      * shown is replaced). `regenerate()` returns whether it started a request (not while another answer streams).
      */
     Answer.prototype.offerRegenerate = function (regenerate) {
-        var self = this;
+        offerRegenerate(this.sidebar, this.element, regenerate);
+    };
+
+    /**
+     * The Regenerate button under an answer's element, live (Answer.offerRegenerate) or restored from the history
+     * (the sidebar's renderHistory, for the conversation's last answer).
+     *
+     * @param {{withScroll: function(function())}} sidebar
+     * @param {jQuery} element the answer's message element
+     * @param {function(): boolean} regenerate sends the question again
+     */
+    function offerRegenerate(sidebar, element, regenerate) {
         var button = answerButton("fa-refresh", "answer.regenerate", "answer.regenerateLabel", "ai-sidebar-regenerate")
             .on("click", function (event) {
                 event.preventDefault();
                 regenerate();
             });
-        this.sidebar.withScroll(function () {
-            actionRow(self.element).append(button);
+        sidebar.withScroll(function () {
+            actionRow(element).append(button);
         });
-    };
+    }
 
     /**
      * A Retry button under a failed, cut-off or stopped answer. `retry()` returns whether it started a request
@@ -717,6 +728,7 @@
     window.NodeRedAiSidebar.renderStoredAnswer = renderStoredAnswer;
     window.NodeRedAiSidebar.replayStoredAnswer = replayStoredAnswer;
     window.NodeRedAiSidebar.renderMissingAnswer = renderMissingAnswer;
+    window.NodeRedAiSidebar.offerRegenerate = offerRegenerate;
     window.NodeRedAiSidebar.streamChat = streamChat;
     window.NodeRedAiSidebar.errorLine = errorLine;
 }());

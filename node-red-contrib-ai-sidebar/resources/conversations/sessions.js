@@ -47,6 +47,24 @@
     }
 
     /**
+     * A row's main part, which opens its conversation: a button for the keyboard too (Tab reaches it, Enter or Space
+     * opens), marked `aria-current` for the conversation shown. Its click handler is the caller's.
+     */
+    function openButton(isCurrent) {
+        var main = $('<div class="ai-sidebar-session-main" role="button" tabindex="0"></div>')
+            .on("keydown", function (event) {
+                if ((event.key === "Enter" || event.key === " ") && !$(event.target).is("input")) {
+                    event.preventDefault();
+                    main.trigger("click");
+                }
+            });
+        if (isCurrent) {
+            main.attr("aria-current", "true");
+        }
+        return main;
+    }
+
+    /**
      * @param {object} options
      * @param {function(): string} options.currentId the session the sidebar shows
      * @param {function(string, object=)} options.onSelect open another saved session (at a search hit, searchHits.rows)
@@ -74,7 +92,10 @@
         this.buttonLabel = $('<span class="ai-sidebar-session-name"></span>').appendTo(this.button);
         $('<i class="fa fa-caret-down"></i>').appendTo(this.button);
 
-        this.drawer = $('<div class="ai-sidebar-sessions" role="listbox"></div>').hide()
+        // A group of rows, not a listbox: a row holds buttons of its own (pin, rename, delete) besides the one that
+        // opens it, which a listbox's options may not (axe-core: nested-interactive, aria-required-children).
+        this.drawer = $('<div class="ai-sidebar-sessions" role="group"></div>').hide()
+            .attr("aria-label", t("session.listTooltip"))
             .on("keydown", function (event) {
                 if (event.key === "Escape") {
                     event.stopPropagation();
@@ -155,11 +176,10 @@
         }
         var currentId = this.options.currentId();
         rows.forEach(function (hit) {
-            var row = $('<div class="ai-sidebar-session ai-sidebar-session-hit" role="option"></div>')
+            var row = $('<div class="ai-sidebar-session ai-sidebar-session-hit"></div>')
                 .attr("data-session-id", hit.sessionId)
-                .attr("aria-selected", hit.sessionId === currentId ? "true" : "false")
                 .toggleClass("ai-sidebar-session-current", hit.sessionId === currentId);
-            var main = $('<div class="ai-sidebar-session-main"></div>').appendTo(row);
+            var main = openButton(hit.sessionId === currentId).appendTo(row);
             $('<div class="ai-sidebar-session-title"></div>')
                 .append($('<span class="ai-sidebar-session-label"></span>')
                     .text(names[hit.sessionId] || t("session.untitled")))
@@ -255,9 +275,10 @@
 
     SessionPicker.prototype.updateButton = function () {
         var session = this.current();
-        var name = session && session.name ? session.name : t("session.untitled");
-        this.buttonLabel.text(name);
-        this.button.attr("title", t("session.listTooltip") + "\n" + name);
+        var name = session && session.name;
+        // A conversation without a name yet is not called "New chat" here: that is the button beside this one.
+        this.buttonLabel.text(name || t("session.listTooltip"));
+        this.button.attr("title", t("session.listTooltip") + (name ? "\n" + name : ""));
         this.buttonPin.toggle(!!(session && session.pinned));
     };
 
@@ -280,7 +301,7 @@
         if (!this.current()) {
             // The open conversation has no saved turn yet; it is listed so the user sees where they are.
             $('<div class="ai-sidebar-session ai-sidebar-session-current ai-sidebar-session-unsaved"></div>')
-                .append($('<div class="ai-sidebar-session-main"></div>')
+                .append(openButton(true)
                     .append($('<div class="ai-sidebar-session-title"></div>').text(t("session.untitled")))
                     .append($('<div class="ai-sidebar-session-meta"></div>').text(t("session.unsaved"))))
                 .on("click", function () {
@@ -303,12 +324,11 @@
 
     SessionPicker.prototype.renderRow = function (session, isCurrent) {
         var self = this;
-        var row = $('<div class="ai-sidebar-session" role="option"></div>')
+        var row = $('<div class="ai-sidebar-session"></div>')
             .attr("data-session-id", session.id)
-            .attr("aria-selected", isCurrent ? "true" : "false")
             .toggleClass("ai-sidebar-session-current", isCurrent)
             .toggleClass("ai-sidebar-session-pinned", !!session.pinned);
-        var main = $('<div class="ai-sidebar-session-main"></div>').appendTo(row);
+        var main = openButton(isCurrent).appendTo(row);
         var title = $('<div class="ai-sidebar-session-title"></div>').appendTo(main);
         if (session.pinned) {
             $('<i class="fa fa-thumb-tack ai-sidebar-session-pin-mark"></i>').attr("title", t("session.pinned"))
@@ -361,6 +381,8 @@
         var title = row.find(".ai-sidebar-session-title");
         var finished = false;
         row.addClass("ai-sidebar-session-editing");
+        // While it holds the name field the row's main part is no button (a button holds no field).
+        row.find(".ai-sidebar-session-main").removeAttr("role tabindex");
         var input = $('<input type="text" class="ai-sidebar-session-input" maxlength="200">')
             .val(session.name || "")
             .attr("aria-label", t("session.rename"));

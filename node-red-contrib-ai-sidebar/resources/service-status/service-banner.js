@@ -20,7 +20,9 @@
 
     const NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
     const COMMAND_IDS = ["pip", "run", "docker", "supervise"];
-    const SUPERVISOR_STATES = ["starting", "running", "exited", "failed"];
+    const SUPERVISOR_STATES = ["starting", "running", "exited", "failed", "external"];
+    // States in which a supervisor will start the service (again): the sidebar keeps checking every second.
+    const RESTARTING_STATES = ["starting", "running", "external"];
 
     /**
      * What the banner says below the error, from the service-status answer.
@@ -43,7 +45,8 @@
                 text: t("service.supervisor." + supervisor.state, {
                     pid: supervisor.pid === null || supervisor.pid === undefined ? "" : String(supervisor.pid),
                     code: supervisor.exitCode === null || supervisor.exitCode === undefined ? "" :
-                        String(supervisor.exitCode)
+                        String(supervisor.exitCode),
+                    by: typeof supervisor.by === "string" ? supervisor.by : ""
                 }),
                 lines: Array.isArray(supervisor.lastLines) ? supervisor.lastLines.map(String) : []
             };
@@ -59,6 +62,18 @@
             view.commands.push(entry);
         });
         return view;
+    }
+
+    /**
+     * Whether a supervisor will start the service again, as the service-status answer says (the plugin's own
+     * supervisor starting or running it, or one outside Node-RED such as `make run`).
+     *
+     * @param {*} status as for `describe`
+     * @returns {boolean}
+     */
+    function restartExpected(status) {
+        const supervisor = status && typeof status === "object" ? status.supervisor : null;
+        return !!supervisor && RESTARTING_STATES.indexOf(supervisor.state) !== -1;
     }
 
     function t(key, options) {
@@ -195,5 +210,6 @@
         });
     };
 
-    return { COMMAND_IDS: COMMAND_IDS, describe: describe, ServiceBanner: ServiceBanner };
+    return { COMMAND_IDS: COMMAND_IDS, describe: describe, restartExpected: restartExpected,
+        ServiceBanner: ServiceBanner };
 }));

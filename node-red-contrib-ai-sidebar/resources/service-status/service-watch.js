@@ -7,6 +7,9 @@
  * A service that answered a moment ago is usually being restarted (a supervisor, `make run`): the sidebar first
  * says it reconnects (`onReconnecting`) and gives the full advice on starting it (`onDown`) only when it is still
  * down ADVICE_AFTER_MS later. A service that has not answered since the sidebar opened gets the advice at once.
+ * While it reconnects, and while the service is known to be restarted by a supervisor (`supervised(true)`: the
+ * plugin's own, or `make run`'s), it is checked every RESTART_CHECK_MS, so that the banner goes within about a
+ * second of the service answering again (issue 31).
  *
  * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.serviceWatch`) and in Node.js by the
  * package's tests (`require`). Nothing here touches the DOM or `RED`; timers are passed in.
@@ -26,6 +29,8 @@
     const RETRY_DELAYS_MS = [2000, 4000, 8000, 16000, 30000];
     // How long a service that answered before may stay down before the sidebar says how to start it (ms).
     const ADVICE_AFTER_MS = 15000;
+    // The wait between checks while a restart is expected (ms): one relayed /healthz per second and open sidebar.
+    const RESTART_CHECK_MS = 1000;
 
     /**
      * The wait before check number `attempt`.
@@ -70,7 +75,19 @@
         this.adviceTimer = null;
         this.lastError = null;
         this.closed = false;
+        // Whether a supervisor is known to start the service again (see supervised).
+        this.restartExpected = false;
     }
+
+    /**
+     * What the service-status route says of who starts the service: `expected` true while a supervisor runs it or
+     * restarts it (the checks stay at RESTART_CHECK_MS), false when nothing will (they back off).
+     *
+     * @param {boolean} expected
+     */
+    ServiceWatch.prototype.supervised = function (expected) {
+        this.restartExpected = !!expected;
+    };
 
     /**
      * A request failed.
@@ -104,6 +121,8 @@
 
     ServiceWatch.prototype.advise = function () {
         this.advised = true;
+        // The backoff starts when the advice is given: until then a restart was expected.
+        this.attempt = 0;
         this.options.onDown(this.lastError);
     };
 
@@ -123,8 +142,11 @@
         if (this.timer || this.closed) {
             return;
         }
-        const delay = retryDelay(this.attempt);
-        this.attempt += 1;
+        const restarting = this.restartExpected || (this.answeredBefore && !this.advised);
+        const delay = restarting ? RESTART_CHECK_MS : retryDelay(this.attempt);
+        if (!restarting) {
+            this.attempt += 1;
+        }
         this.timer = this.timers.setTimeout(function () {
             self.timer = null;
             self.schedule();
@@ -171,6 +193,7 @@
 
     return {
         ADVICE_AFTER_MS: ADVICE_AFTER_MS,
+        RESTART_CHECK_MS: RESTART_CHECK_MS,
         RETRY_DELAYS_MS: RETRY_DELAYS_MS,
         retryDelay: retryDelay,
         ServiceWatch: ServiceWatch

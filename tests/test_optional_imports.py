@@ -1,0 +1,68 @@
+"""Small machines first (issue 33): a service started with the default settings (SQLite, one provider, no tracing,
+no embedding model) does not load the optional parts: the other providers' SDKs, PostgreSQL's driver and
+checkpointer, the tracing SDK's exporter, numpy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import TEST_API_KEY
+from tests.support.nodered import REPO, free_port
+
+# The service's start in a fresh interpreter: the app with its cleanup contexts started (memory database, MCP child,
+# knowledge index, the configured provider's package imported in the background by service.llm.providers.preload),
+# then the names of the loaded modules. langchain_openai being among them shows the start got that far.
+START = """
+import asyncio, json, sys
+from aiohttp import web
+from service.settings import Settings
+from service.web.app import create_app
+
+async def main():
+    runner = web.AppRunner(create_app(Settings.from_env()))
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    for _ in range(12000):  # until the background import of the provider's package is done (at most 2 minutes)
+        if "langchain_openai.chat_models" in sys.modules:
+            break
+        await asyncio.sleep(0.01)
+    loaded = sorted(sys.modules)
+    await runner.cleanup()
+    print(json.dumps(loaded))
+
+asyncio.run(main())
+"""
+
+# Imported only when configured: AI_PROVIDER (and an ai-config node's provider), DATABASE_URL, OTEL_* variables,
+# AI_SIDEBAR_EMBEDDING_MODEL.
+OPTIONAL = ("langchain_anthropic", "anthropic", "langchain_google_genai", "google.genai", "langchain_deepseek",
+            "psycopg", "psycopg_pool", "langgraph.checkpoint.postgres", "opentelemetry.exporter", "numpy")
+
+
+def test_a_default_start_loads_the_configured_provider_and_none_of_the_optional_parts(nodered, model_server,
+                                                                                        tmp_path):
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("OTEL_") and key not in ("DATABASE_URL", "AI_SIDEBAR_EMBEDDING_MODEL")}
+    env.update({"AI_PROVIDER": "openai", "OPENAI_API_KEY": TEST_API_KEY, "OPENAI_BASE_URL": model_server.base_url,
+                "NODE_RED_URL": nodered.url, "MEMORY_DB_PATH": str(tmp_path / "memory.db")})
+    done = subprocess.run([sys.executable, "-c", START], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "langchain_openai.chat_models" in loaded, done.stderr[-3000:]
+    assert [m for m in loaded if any(m == name or m.startswith(name + ".") for name in OPTIONAL)] == []
+
+
+def test_an_embedding_model_without_the_embeddings_extra_stops_the_start_and_names_the_extra(tmp_path):
+    # numpy is the extra "embeddings": an interpreter where it cannot be imported stands for an install without it.
+    script = "import sys; sys.modules['numpy'] = None; from service.__main__ import main; main()"
+    env = {**os.environ, "AI_SIDEBAR_EMBEDDING_MODEL": "text-embedding-3-small", "OPENAI_API_KEY": TEST_API_KEY,
+           "AI_SIDEBAR_PORT": str(free_port()), "MEMORY_DB_PATH": str(tmp_path / "memory.db")}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "AI_SIDEBAR_EMBEDDING_MODEL" in done.stderr
+    assert "pip install 'node-red-ai-sidebar[embeddings]'" in done.stderr

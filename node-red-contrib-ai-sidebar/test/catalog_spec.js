@@ -182,6 +182,8 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/assist/assist-function.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-jsonata.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-json.js",
+            "resources/node-red-contrib-ai-sidebar/completion/completion-source.js",
+            "resources/node-red-contrib-ai-sidebar/completion/completion-provider.js",
             "resources/node-red-contrib-ai-sidebar/sidebar.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);

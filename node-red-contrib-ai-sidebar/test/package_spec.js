@@ -69,8 +69,8 @@ describe("package manifest", function () {
     it("keeps the editor scripts in one folder per feature, each loaded by the plugin's HTML", function () {
         // Issue 32: resources/ holds a folder per feature (ARCHITECTURE.md names them); only the tab itself stays at
         // the top. A script that is not in the HTML never runs in the editor; one at the top is in no feature.
-        const features = ["approval", "assist", "chat", "config", "conversations", "knowledge", "service-status",
-            "shared"];
+        const features = ["approval", "assist", "chat", "completion", "config", "conversations", "knowledge",
+            "service-status", "shared"];
         const resources = path.join(packageRoot, "resources");
         const scripts = [];
         for (const entry of fs.readdirSync(resources, { withFileTypes: true })) {

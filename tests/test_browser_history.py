@@ -130,13 +130,13 @@ def test_two_deploys_from_the_editor_are_listed_their_diff_names_the_node_and_a_
     assert deployed(nodered, TICK)["topic"] == "third"
 
 
-def test_the_panel_says_so_when_the_service_keeps_no_flow_history(history_stack, model):
+def test_the_panel_says_in_the_users_language_when_the_service_keeps_no_flow_history(history_stack, model):
     nodered, service = history_stack
     service.stop()
     service.env["AI_SIDEBAR_FLOW_HISTORY"] = "false"
     try:
         service.start()
-        seen = run_history(nodered, "off", SHOT_SUFFIX="-off")
+        seen = run_history(nodered, "off", SHOT_SUFFIX="-off", LANGUAGE="de")
     finally:
         service.stop()
         del service.env["AI_SIDEBAR_FLOW_HISTORY"]
@@ -145,5 +145,5 @@ def test_the_panel_says_so_when_the_service_keeps_no_flow_history(history_stack,
     panel = seen["panel"]
     assert panel["open"] and panel["rows"] == []
     assert panel["statusKind"] == "error"
-    assert panel["status"] == ("The flow history is off or cannot be read: the service keeps no deploys "
-                               "(AI_SIDEBAR_FLOW_HISTORY, memory database).")
+    assert panel["status"] == ("Der Flow-Verlauf ist aus oder nicht lesbar: Der Dienst bewahrt keine Deploys auf "
+                               "(AI_SIDEBAR_FLOW_HISTORY, Speicherdatenbank).")

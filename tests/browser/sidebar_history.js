@@ -1,6 +1,7 @@
 // Drives the sidebar's History panel (issue 35) in headless Debian Chromium and reports what the user saw as one
 // JSON line on stdout.
-// Input (env): EDITOR_URL, USERNAME, PASSWORD, OUT_DIR, MODE, SHOT_SUFFIX (screenshot names), and for MODE
+// Input (env): EDITOR_URL, USERNAME, PASSWORD, OUT_DIR, MODE, SHOT_SUFFIX (screenshot names), LANGUAGE (off: the
+// editor's language), and for MODE
 // "restore": TAB_ID (the tab to restore), NODE_ID (a node on it whose `topic` the editor changes and deploys, to
 // TOPICS, comma-separated, one deploy each), OTHER_NODE_ID (a node on another tab renamed to OTHER_NAMES in the
 // same deploys).
@@ -163,6 +164,13 @@ async function restoreMode(page, result) {
 }
 
 async function offMode(page, result) {
+    if (env.LANGUAGE) {
+        // The user's language, as the editor's own setting (User settings, View) keeps it.
+        await page.evaluate((lang) => localStorage.setItem("editor-language", lang), env.LANGUAGE);
+        await page.reload({ waitUntil: "domcontentloaded" });
+        await editor.editorReady(page);
+    }
+    await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
     await openPanel(page);
     result.panel = await panelView(page);
     await editor.detailScreenshot(page.locator(".ai-sidebar-history"), result, "sidebar-history-off" + suffix + ".png");

@@ -314,6 +314,11 @@
                 $('<span class="ai-sidebar-history-kind"></span>').text(t("flowHistory.kind." + line.kind))
                     .appendTo(item);
                 $('<span class="ai-sidebar-history-node"></span>').text(line.text).appendTo(item);
+                if (mayRestore && line.node) {
+                    self.restoreButton(null, to, "node", line.node).attr("aria-label", t("flowHistory.restoreNode",
+                        { name: line.text })).attr("title", t("flowHistory.restoreNode", { name: line.text }))
+                        .appendTo(item);
+                }
                 if (line.properties.length) {
                     var properties = $('<ul class="ai-sidebar-history-properties"></ul>').appendTo(item);
                     line.properties.forEach(function (property) {
@@ -326,11 +331,6 @@
                         entry.append(document.createTextNode(" → "));
                         $('<span class="ai-sidebar-history-after"></span>').text(property.after).appendTo(entry);
                     });
-                }
-                if (mayRestore && line.node) {
-                    self.restoreButton(null, to, "node", line.node).attr("aria-label", t("flowHistory.restoreNode",
-                        { name: line.text })).attr("title", t("flowHistory.restoreNode", { name: line.text }))
-                        .appendTo(item);
                 }
             });
         });

@@ -97,6 +97,10 @@ def test_two_deploys_from_the_editor_are_listed_their_diff_names_the_node_and_a_
         assert row["buttons"][:2] == ["Changes", "Compare with now"]
     # The deploys the service found when it started are listed after them.
     assert len(rows) >= 3
+    # Pinned from the panel: the service keeps it whatever the retention.
+    assert seen["pinLabel"] == "Unpin"
+    listing = admin_request(nodered, admin_token(nodered), "GET", "/ai-sidebar/flow-history?limit=5")["deploys"]
+    assert [d["pinned"] for d in listing if d["rev"] in seen["revs"]] == [True, False]
 
     diff = seen["diff"]
     assert diff["against"] == "Changes from the deploy before to this one:"

@@ -5,7 +5,8 @@
 // "restore": TAB_ID (the tab to restore), NODE_ID (a node on it whose `topic` the editor changes and deploys, to
 // TOPICS, comma-separated, one deploy each), OTHER_NODE_ID (a node on another tab renamed to OTHER_NAMES in the
 // same deploys).
-// Modes: restore (deploy twice from the editor, open the panel, the newest deploy's changes, the panel at 240 px,
+// Modes: restore (deploy twice from the editor, open the panel, pin the newest deploy, its changes, the panel at
+// 240 px,
 // Restore this tab, the approval card, Approve: the editor holds the old value, undeployed); off (the panel when
 // the service keeps no history).
 "use strict";
@@ -130,6 +131,11 @@ async function restoreMode(page, result) {
     await waitCaptured(page, result.revs[result.revs.length - 1]);
     await openPanel(page);
     result.panel = await panelView(page);
+    const pin = page.locator(".ai-sidebar-history-deploy").first().locator(".ai-sidebar-history-pin");
+    await pin.click();
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-history-pin")
+        .getAttribute("aria-pressed") === "true", null, { timeout: 10000 });
+    result.pinLabel = await pin.getAttribute("aria-label");
     await page.locator(".ai-sidebar-history-deploy").first().locator(".ai-sidebar-history-changes").click();
     await page.waitForSelector(".ai-sidebar-history-diff .ai-sidebar-history-tab", { timeout: 20000 });
     result.diff = await diffView(page);

@@ -6,9 +6,8 @@
 // TOPICS, comma-separated, one deploy each), OTHER_NODE_ID (a node on another tab renamed to OTHER_NAMES in the
 // same deploys).
 // Modes: restore (deploy twice from the editor, open the panel, pin the newest deploy, its changes, the panel at
-// 240 px,
-// Restore this tab, the approval card, Approve: the editor holds the old value, undeployed); off (the panel when
-// the service keeps no history).
+// 240 px, Restore this tab, the approval card, Approve: the editor holds the old value, undeployed); off (the panel
+// when the service keeps no history).
 "use strict";
 const editor = require("./editor");
 

@@ -234,6 +234,8 @@ class Settings(HostGuarded):
     locales_dir: Path = Field(bundled("locales"), validation_alias="AI_SIDEBAR_LOCALES_DIR")
     templates_path: Path = bundled("examples") / "flows.json"
     max_message_chars: int = 10_000
+    completion: bool = Field(True, validation_alias="AI_SIDEBAR_COMPLETION",
+                             description="inline completion in the edit dialogs (false: 403 completion_disabled)")
     max_streams_per_user: int = Field(4, ge=1, le=1000, validation_alias="AI_SIDEBAR_MAX_STREAMS_PER_USER")
     max_body_bytes: int = 4 * 1024 * 1024
     token_coalesce_ms: float = Field(15.0, ge=0, le=1000, validation_alias="AI_SIDEBAR_TOKEN_COALESCE_MS",

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from service.web.keys import SETTINGS
-from tests.support.health import wait_healthy
+from tests.support.health import START_TIMEOUT, wait_healthy
 from tests.support.model_server import ScriptedModelServer
 from tests.support.nodered import (
     NODE_BINARY,
@@ -151,7 +151,7 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)
     try:
-        wait_healthy(f"http://127.0.0.1:{service_port}/healthz", process, 60, 0.2)
+        wait_healthy(f"http://127.0.0.1:{service_port}/healthz", process, START_TIMEOUT, 0.2)
     except RuntimeError as err:
         process.kill()
         raise RuntimeError(f"service did not start ({err}):\n{log_path.read_text()}") from None

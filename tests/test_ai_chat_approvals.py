@@ -26,6 +26,7 @@ import pytest
 from service.nodered.tools import WRITE_TOOLS
 from service.nodered.write_tools import WRITE_TOOL_NAMES
 from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
+from tests.support.health import START_TIMEOUT
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.writable import deployed
@@ -83,7 +84,7 @@ def _start_service(port: int, nodered_url: str, model_url: str, directory: Path)
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)

@@ -21,6 +21,7 @@ import pytest
 from service.settings import McpServerConfig
 from service.web.app import create_app
 from tests.conftest import SERVICE_TOKEN
+from tests.support.health import START_TIMEOUT
 from tests.support.model_server import Reply
 from tests.support.nodered import REPO, NodeRed, free_port
 from tests.support.sse import read_events
@@ -43,7 +44,7 @@ def http_mcp():
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "tests.support.many_tools_server", "--few", "--http",
                                 str(port)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:

@@ -11,9 +11,11 @@ message and shows a valid one's result for its Test tab's message; the JSON edit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +76,16 @@ def wait_for_log(path: Path, line: str, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="module")
-def assist_stack(tmp_path_factory, model_server: ScriptedModelServer):
-    """Node-RED with adminAuth under /admin, the palette, these flows, and the service (running) behind it."""
+@contextlib.contextmanager
+def editor_stack(workdir: Path, model_server: ScriptedModelServer, flows: list[dict]) -> Iterator[NodeRed]:
+    """Node-RED with adminAuth under /admin, the palette and ``flows``, and the service (running) behind it,
+    subscribed to Node-RED's comms; stopped when the block ends."""
     service_port = free_port()
-    workdir = tmp_path_factory.mktemp("browser-assist")
     nodered = NodeRed(
         userdir=workdir / "nodered", port=free_port(), admin_root="/admin",
         admin_auth={"type": "credentials",
                     "users": [{"username": USERNAME, "password": hash_password(PASSWORD), "permissions": "*"}]},
-        flows=FLOWS,
+        flows=flows,
         env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_port}", "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
     nodered.start()
     service = ServiceProcess(service_port, nodered.url, model_server.base_url, workdir / "memory.db",
@@ -98,6 +100,13 @@ def assist_stack(tmp_path_factory, model_server: ScriptedModelServer):
     finally:
         service.stop()
         nodered.stop()
+
+
+@pytest.fixture(scope="module")
+def assist_stack(tmp_path_factory, model_server: ScriptedModelServer):
+    """Node-RED with adminAuth under /admin, the palette, these flows, and the service (running) behind it."""
+    with editor_stack(tmp_path_factory.mktemp("browser-assist"), model_server, FLOWS) as nodered:
+        yield nodered
 
 
 @pytest.fixture(scope="module")

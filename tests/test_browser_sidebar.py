@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.health import START_TIMEOUT
 from tests.support.model_server import Reply, ScriptedModelServer
 from tests.support.nodered import (
     NODERED_VERSION,
@@ -116,7 +117,7 @@ class ServiceProcess:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen([sys.executable, "-m", "service"], env=self.env, stdout=log,
                                             stderr=subprocess.STDOUT, cwd=REPO)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1)

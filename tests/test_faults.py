@@ -20,7 +20,7 @@ from service.nodered.settings import NodeRedSettings
 from service.web.app import create_app
 from service.web.keys import LIMITER, STREAMS
 from tests.conftest import SERVICE_TOKEN
-from tests.support.health import wait_healthy
+from tests.support.health import START_TIMEOUT, wait_healthy
 from tests.support.model_server import Reply
 from tests.support.sse import iter_events, read_events
 
@@ -214,7 +214,7 @@ async def test_service_shutdown_mid_answer_is_clean_and_keeps_the_partial_answer
                                    stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
-        await asyncio.to_thread(wait_healthy, f"{base}/healthz", process, 60, 0.1)
+        await asyncio.to_thread(wait_healthy, f"{base}/healthz", process, START_TIMEOUT, 0.1)
         async with aiohttp.ClientSession() as http:
             model.script(Reply(text="first second third", token_delay=1.0))
             response = await http.post(f"{base}/ai-sidebar/stream-chat", json={"message": "slow", "sessionId": "sd"})

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from service.history.capture import history_for
 from service.history.store import HistoryStore
-from service.memory.db import open_database
+from service.memory.backends import open_database
 from service.nodered.settings import NodeRedSettings
 from service.nodered.tooling import ToolFailure
 from service.tools.context import ServiceToolContext

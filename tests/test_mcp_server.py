@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from mcp_server.server import ERROR_META, USER_TOKEN_META, NodeRedConfig, build_server
 from service.nodered.client import NodeRedClient, NodeRedCredentials, admin_session
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
+from tests.support.health import START_TIMEOUT
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
 ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types",
@@ -187,7 +188,7 @@ def http_server(nodered_with_auth, tmp_path_factory):
         process = subprocess.Popen([sys.executable, "-m", "mcp_server", "--transport", "http", "--port", str(port)],
                                    env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
             httpx.get(url, timeout=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import schemathesis
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
+from schemathesis.checks import positive_data_acceptance
 
 from service.web.app import create_app
 from tests.conftest import SERVICE_TOKEN
@@ -34,9 +35,13 @@ def test_no_route_answers_5xx_or_outside_its_schema(service_process, model):
                              suppress_health_check=list(HealthCheck))
         def call(case):
             response = case.call(headers=headers, timeout=30)
-            # execute-tool may relay a Node-RED fault as 502 (documented); nothing else may fail server-side
-            assert response.status_code < 500 or (case.path == "/ai-sidebar/execute-tool"
+            # execute-tool may relay a Node-RED fault, complete a provider's (an ai-config node's made-up base URL)
+            # as 502 (documented); nothing else may fail server-side
+            assert response.status_code < 500 or (case.path in ("/ai-sidebar/execute-tool", "/ai-sidebar/complete")
                                                   and response.status_code == 502), response.text
-            case.validate_response(response)
+            # An MCP server URL that the schema allows but the address policy refuses (loopback, private: "http://0")
+            # is a 400 no schema can foresee; every other schema-valid body must still be accepted.
+            refused_address = response.status_code == 400 and '"mcp_url_not_allowed"' in response.text
+            case.validate_response(response, excluded_checks=[positive_data_acceptance] if refused_address else None)
 
         call()

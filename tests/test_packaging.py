@@ -30,6 +30,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from service.settings import Settings
+from tests.support.health import START_TIMEOUT
 from tests.support.nodered import REPO, free_port
 
 BUILD_WHEEL = REPO / "node-red-contrib-ai-sidebar" / "scripts" / "build-wheel.js"
@@ -118,7 +119,7 @@ def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_t
                                    stdout=output, stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_TIMEOUT
         while (health := _get_json(f"{base}/healthz")) is None:
             assert process.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
             time.sleep(0.2)

@@ -22,7 +22,7 @@ from mcp_server.settings import McpWriteSettings
 from service.nodered.client import NodeRedClient, NodeRedCredentials, admin_session
 from service.nodered.hosts import HostAllowList, parse_hosts
 from tests.conftest import TEST_API_KEY
-from tests.support.health import wait_healthy
+from tests.support.health import START_TIMEOUT, wait_healthy
 from tests.support.model_server import Reply
 from tests.support.nodered import REPO, NodeRed, free_port, hash_password
 from tests.support.sse import read_events
@@ -38,7 +38,7 @@ def running(args: list[str], env: dict[str, str], log_path: Path, health_url: st
         process = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     try:
         try:
-            wait_healthy(health_url, process, 60, 0.1)
+            wait_healthy(health_url, process, START_TIMEOUT, 0.1)
         except RuntimeError as err:
             raise RuntimeError(f"did not start ({err}):\n{log_path.read_text()}") from None
         yield process

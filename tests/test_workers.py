@@ -19,7 +19,7 @@ from aiohttp import web
 from service.__main__ import run as run_service
 from service.workers import worker_count
 from tests.conftest import TEST_API_KEY
-from tests.support.health import wait_healthy
+from tests.support.health import START_TIMEOUT, wait_healthy
 from tests.support.model_server import Reply
 from tests.support.nodered import REPO, free_port
 
@@ -48,7 +48,7 @@ def start_two_workers(env: dict[str, str], log_path: Path) -> tuple[subprocess.P
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, 90, 0.2)
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, START_TIMEOUT, 0.2)
         # The second worker starts once the first has opened the database: ask until it answers too.
         pids: set[int] = set()
         deadline = time.monotonic() + 60
@@ -95,7 +95,7 @@ def test_without_the_setting_the_service_is_one_process_that_answers_itself(node
         process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=REPO)
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, 90, 0.2)
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, START_TIMEOUT, 0.2)
         assert {health(port)["pid"] for _ in range(4)} == {process.pid}, log_path.read_text()[-2000:]
         assert children_of(process.pid) == []
     finally:

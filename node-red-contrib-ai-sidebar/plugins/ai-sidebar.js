@@ -223,6 +223,9 @@ module.exports = function (RED) {
     // Assist in the node edit dialogs (issue 20): asking the model only reads, like a chat.
     RED.httpAdmin.post("/ai-sidebar/assist", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
         guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/assist", { stream: true }));
+    // Inline completion in the code editors (issue 39): asking the model only reads, like an assist request.
+    RED.httpAdmin.post("/ai-sidebar/complete", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
+        guarded(providerLib.configMiddleware(RED)), forwardTo("/ai-sidebar/complete"));
     RED.httpAdmin.post("/ai-sidebar/function-check", RED.auth.needsPermission("ai-sidebar.read"), requireJsonBody,
         guarded(functionRoutes.checkRoute));
     // Running code in the runtime is what deploying a function node allows: Node-RED's own flows.write.

@@ -176,6 +176,17 @@
         this.knowledgePanel = new lib.KnowledgePanel({
             onOpen: function () {
                 self.sessions.close();
+                self.historyPanel.close();
+            }
+        });
+        // Every deploy kept (history-panel.js); a restore is asked for in the chat, as an approval card.
+        this.historyPanel = new lib.HistoryPanel({
+            onOpen: function () {
+                self.sessions.close();
+                self.knowledgePanel.close();
+            },
+            onRestore: function (message) {
+                return self.send(message);
             }
         });
         this.sessionUsage = new lib.usageView.SessionUsage();
@@ -334,8 +345,10 @@
         this.sessions.button.appendTo(header);
         this.configPicker.select.appendTo(header);
         this.knowledgePanel.button.appendTo(header);
+        this.historyPanel.button.appendTo(header);
         this.sessions.button.on("click", function () {
             self.knowledgePanel.close();
+            self.historyPanel.close();
         });
         this.newChatButton = smallButton("fa-plus", t("sidebar.newChat"), "ai-sidebar-new-chat")
             .on("click", function (event) {
@@ -384,6 +397,7 @@
         }
         this.sessions.drawer.appendTo(body);
         this.knowledgePanel.panel.appendTo(body);
+        this.historyPanel.panel.appendTo(body);
         this.showEmptyState();
 
         this.reader = $('<div class="ai-sidebar-sr-only ai-sidebar-answer-live"></div>')
@@ -1272,6 +1286,7 @@
         this.cancelSessionRefresh();
         this.watch.stop();
         this.knowledgePanel.destroy();
+        this.historyPanel.destroy();
         RED.events.off("workspace:change", this.onEditorContextChange);
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("deploy", this.refreshConfigs);

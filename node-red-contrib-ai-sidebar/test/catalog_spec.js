@@ -157,6 +157,8 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/chat/usage-view.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge-panel.js",
+            "resources/node-red-contrib-ai-sidebar/history/history.js",
+            "resources/node-red-contrib-ai-sidebar/history/history-panel.js",
             "resources/node-red-contrib-ai-sidebar/chat/answer.js",
             "resources/node-red-contrib-ai-sidebar/chat/search-hits.js",
             "resources/node-red-contrib-ai-sidebar/conversations/sessions.js",
@@ -183,6 +185,8 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/assist/assist-function.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-jsonata.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-json.js",
+            "resources/node-red-contrib-ai-sidebar/completion/completion-source.js",
+            "resources/node-red-contrib-ai-sidebar/completion/completion-provider.js",
             "resources/node-red-contrib-ai-sidebar/sidebar.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);

@@ -69,15 +69,16 @@ describe("package manifest", function () {
     it("keeps the editor scripts in one folder per feature, each loaded by the plugin's HTML", function () {
         // Issue 32: resources/ holds a folder per feature (ARCHITECTURE.md names them); only the tab itself stays at
         // the top. A script that is not in the HTML never runs in the editor; one at the top is in no feature.
-        const features = ["approval", "assist", "chat", "config", "conversations", "knowledge", "service-status",
-            "shared"];
+        const features = ["approval", "assist", "chat", "completion", "config", "conversations", "history",
+            "knowledge", "service-status", "shared"];
         const resources = path.join(packageRoot, "resources");
         const scripts = [];
+        const styles = [];
         for (const entry of fs.readdirSync(resources, { withFileTypes: true })) {
             if (entry.isDirectory() && entry.name !== "vendor") {
                 assert.ok(features.includes(entry.name), "unexpected folder resources/" + entry.name);
                 for (const file of fs.readdirSync(path.join(resources, entry.name))) {
-                    scripts.push(entry.name + "/" + file);
+                    (file.endsWith(".css") ? styles : scripts).push(entry.name + "/" + file);
                 }
             } else if (entry.isFile() && entry.name.endsWith(".js")) {
                 scripts.push(entry.name);
@@ -89,6 +90,9 @@ describe("package manifest", function () {
         const loaded = Array.from(html.matchAll(/src="resources\/node-red-contrib-ai-sidebar\/([^"]+)"/g),
             function (match) { return match[1]; }).filter(function (file) { return !file.startsWith("vendor/"); });
         assert.deepStrictEqual(scripts.slice().sort(), loaded.slice().sort());
+        const linked = Array.from(html.matchAll(/href="resources\/node-red-contrib-ai-sidebar\/([^"]+\/[^"]+)"/g),
+            function (match) { return match[1]; });
+        assert.deepStrictEqual(styles.slice().sort(), linked.slice().sort());
     });
 
     it("declares as runtime dependencies exactly the packages the runtime requires", function () {

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from service import __version__
+from service.assist.completion import CompleteRequest
 from service.requests import (
     AppliedRequest,
     AssistRequest,
@@ -104,7 +105,7 @@ def openapi_document() -> dict[str, Any]:
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
                   TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest, TestProviderRequest,
-                  PinRequest):
+                  PinRequest, CompleteRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -116,6 +117,10 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/assist": {"post": _operation(
             "A proposal for a node edit dialog (function code, JSONata, JSON) as an event stream: token events, one "
             "proposal or error event, done", EVENT_STREAM, 400, 401, 403, 408, 413, 429, body=AssistRequest)},
+        "/ai-sidebar/complete": {"post": _operation(
+            "One inline completion for a code editor of an edit dialog: {completion, usage}; the model request is "
+            "cancelled when the client disconnects", _json("ok"), 400, 401, 403, 408, 429, 502,
+            body=CompleteRequest)},
         "/ai-sidebar/scenarios": {"get": _operation("Scenarios of a language (no system prompts)", _json("ok"),
                                                     401, parameters=[LANG])},
         "/ai-sidebar/test-provider": {"post": _operation(

@@ -253,5 +253,6 @@
     };
 
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    AssistPanel.chosenConfigId = chosenConfigId;
     window.NodeRedAiSidebar.AssistPanel = AssistPanel;
 }());

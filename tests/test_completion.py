@@ -1,0 +1,147 @@
+"""POST /ai-sidebar/complete (issue 39) against a real Node-RED and the scripted model: the completion is the
+model's text cleaned; the model is asked with the code around the cursor, the node's wiring and the shape of the
+messages that reached it, never a secret; a client that goes away closes the model request; bad input, a turned-off
+instance and a spent budget are refused before the model is asked; tokens are counted like a chat's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import pytest
+
+from service.assist.completion import CompleteRequest, clean_completion, message_shape
+from service.web.app import create_app
+from service.web.keys import EVIDENCE
+from tests.conftest import SERVICE_TOKEN
+from tests.support.model_server import Reply
+from tests.support.nodered import NodeRed, free_port
+from tests.test_assist import FLOWS, INJECT, SCALE, SECRET, SEEN, STORE, assist_settings
+from tests.test_runtime_evidence import press, wait_for
+
+BEFORE = "const reading = msg.payload."
+AFTER = "\nreturn msg;"
+
+
+@pytest.fixture(scope="module")
+def complete_nodered(tmp_path_factory):
+    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-complete"), port=free_port(), flows=FLOWS,
+                       with_palette=False)
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+async def complete_client(aiohttp_client, complete_nodered, model, tmp_path):
+    return await aiohttp_client(create_app(assist_settings(complete_nodered, model, tmp_path)))
+
+
+def body(**extra) -> dict:
+    return {"kind": "function", "before": BEFORE, "after": AFTER, "part": "onMessage", "nodeId": SCALE,
+            "nodeType": "function", "name": "scale", **extra}
+
+
+async def test_a_completion_is_asked_with_the_cursor_the_wiring_and_the_shape_of_recent_messages(
+        complete_client, complete_nodered, model):
+    buffer = complete_client.app[EVIDENCE]
+    await wait_for(lambda: buffer.connected, what="subscribed to comms")
+    assert await press(complete_nodered, INJECT) == 200
+    await wait_for(lambda: buffer.select(node_ids=[SEEN]), what="the debug node beside the function node")
+    model.script(Reply(text="temperature;"))
+
+    response = await complete_client.post("/ai-sidebar/complete", json=body())
+
+    assert response.status == 200, await response.text()
+    answer = await response.json()
+    assert answer["completion"] == "temperature;"
+    assert answer["usage"]["inputTokens"] > 0 and answer["usage"]["outputTokens"] > 0
+    sent = model.requests[-1]
+    prompt = sent["messages"][-1]["content"]
+    assert "const reading = msg.payload.<CURSOR>\nreturn msg;" in prompt
+    assert '{"payload":{"temperature":"number","password":"string"}}' in prompt
+    assert f'inject "reading" (id {INJECT})' in prompt and f'function "store" (id {STORE})' in prompt
+    assert "`msg`" in sent["messages"][0]["content"] and "RED.util" in sent["messages"][0]["content"]
+    assert sent.get("max_completion_tokens", sent.get("max_tokens")) == 128
+    assert SECRET not in json.dumps(model.requests) and "21.5" not in prompt  # shapes, not values
+    usage = await (await complete_client.get("/ai-sidebar/usage?by=user")).json()
+    assert usage["total"]["turns"] == 1 and usage["total"]["inputTokens"] == answer["usage"]["inputTokens"]
+    sessions = await (await complete_client.get("/ai-sidebar/sessions")).json()
+    assert sessions["sessions"] == []
+
+
+async def test_a_jsonata_completion_is_asked_as_jsonata(complete_client, model):
+    model.script(Reply(text="```jsonata\n$sum(payload.items.price)\n```"))
+
+    response = await complete_client.post("/ai-sidebar/complete", json={"kind": "jsonata", "before": "",
+                                                                         "nodeType": "change"})
+
+    assert response.status == 200, await response.text()
+    assert (await response.json())["completion"] == "$sum(payload.items.price)"
+    assert "JSONata" in model.requests[-1]["messages"][0]["content"]
+
+
+async def test_a_client_that_goes_away_closes_the_model_request(service_process, model):
+    """Against the service as a process: aiohttp's run_app does not cancel a handler whose client left."""
+    model.script(Reply(text="one two three", hold_after=1))
+    base = f"http://127.0.0.1:{service_process.service_port}"
+    headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "carol"}
+    async with aiohttp.ClientSession() as http:
+        request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
+                                                  json=body(nodeId=None)))
+        await wait_for(lambda: model.requests, what="the model asked")
+
+        request.cancel()  # the editor typed on and aborted its request
+
+        await wait_for(lambda: model.went_away, what="the model request closed")
+    assert model.went_away == [1]
+
+
+@pytest.mark.parametrize("bad", [{"kind": "python", "before": "x"}, {"kind": "function"},
+                                 {"kind": "function", "before": "x" * 20_001},
+                                 {"kind": "function", "before": "", "secret": 1}])
+async def test_bad_input_is_refused_before_the_model_is_asked(complete_client, model, bad):
+    response = await complete_client.post("/ai-sidebar/complete", json=bad)
+
+    assert response.status == 400
+    error = (await response.json())["error"]
+    assert error["code"] == "invalid_request" and error["message"]
+    assert model.requests == []
+
+
+async def test_an_instance_with_completion_off_refuses_it(aiohttp_client, complete_nodered, model, tmp_path):
+    client = await aiohttp_client(create_app(assist_settings(complete_nodered, model, tmp_path, completion=False)))
+
+    response = await client.post("/ai-sidebar/complete", json=body(), headers={"Accept-Language": "de"})
+
+    assert response.status == 403
+    error = (await response.json())["error"]
+    assert error["code"] == "completion_disabled" and "ausgeschaltet" in error["message"]
+    assert model.requests == []
+
+
+async def test_a_spent_budget_refuses_a_completion(aiohttp_client, complete_nodered, model, tmp_path):
+    client = await aiohttp_client(create_app(assist_settings(complete_nodered, model, tmp_path,
+                                                             daily_token_budget=5)))
+    model.script(Reply(text="temperature;"))
+    assert (await client.post("/ai-sidebar/complete", json=body(nodeId=None))).status == 200
+
+    response = await client.post("/ai-sidebar/complete", json=body(nodeId=None))
+
+    assert response.status == 429
+    assert (await response.json())["error"]["code"] == "budget_exceeded"
+    assert len(model.requests) == 1
+
+
+def test_a_message_shape_keeps_keys_and_types_but_no_value():
+    assert message_shape({"payload": {"t": 21.5, "ok": True, "tags": ["a"], "none": None}, "topic": "x"}) == \
+        {"payload": {"t": "number", "ok": "boolean", "tags": ["string"], "none": "null"}, "topic": "string"}
+    assert message_shape({"a": {"b": {"c": {"d": {"e": 1}}}}}) == {"a": {"b": {"c": {"d": "object"}}}}
+
+
+def test_a_completion_that_restates_the_line_or_is_fenced_is_cleaned():
+    request = CompleteRequest(kind="function", before="let x = msg.", after="")
+    assert clean_completion("let x = msg.payload;", request) == "payload;"
+    assert clean_completion("```javascript\npayload;\n```", request) == "payload;"
+    assert clean_completion("payload;<CURSOR>\n", request) == "payload;"

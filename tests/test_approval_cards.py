@@ -135,7 +135,7 @@ async def test_a_new_secret_looking_value_is_shown_in_full_with_a_warning_and_de
     assert approval["type"] == "approval_required" and done["status"] == "awaiting_approval"
     [action] = approval["actions"]
     assert action["diff"]["changed"][0]["properties"]["func"]["after"] == code
-    assert action["warning"].startswith(WARNING) and f'[{function["id"]}]: func' in action["warning"]
+    assert action["warning"].startswith(WARNING) and f'function "{function["name"]}": func' in action["warning"]
     # The same on execute-tool's 202 and on the @tools: trigger, in the request's language.
     executed = await service.post("/ai-sidebar/execute-tool", headers={**ALICE, "Accept-Language": "de"}, json={
         "tool": "update_node", "params": {"node_id": function["id"], "properties": {"func": code}}})

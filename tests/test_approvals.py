@@ -80,7 +80,7 @@ def test_a_generated_flow_gets_new_ids_its_wires_follow_and_previews_hide_secret
     assert node_of(new, "link out")["wires"] == [["d1"]]  # an existing target kept, an unknown one dropped
     assert sorted(added.diff["wires"]["added"]) == sorted([[ids["tick"], 0, ids["show"]],
                                                            [ids["link out"], 0, "d1"]])
-    assert added.summary == 'Add 3 nodes (debug, inject, link out) to tab "Sensors" [t1].'
+    assert added.summary == 'Add 3 nodes (debug, inject, link out) to tab "Sensors".'
     assert not added.new_tab_only and len(added.flows) == 6
 
     changed = write_tools.plan_update_node(flows, "f1", {"func": "return null;", "wires": [[]]})
@@ -124,12 +124,18 @@ def test_every_planners_summary_is_worded_in_each_language_from_its_sentence():
         assert len(set(worded.values())) == 10, worded  # each language its own sentence
         for value in change.sentence["params"].values():
             assert all(str(value) in text for text in worded.values() if text)
-    assert changes[0].summary == 'Add 2 nodes (debug, inject) to tab "Sensors" [t1].'
+    # A summary names nodes and tabs as a person knows them, never by their ids (issue 31).
+    assert changes[0].summary == 'Add 2 nodes (debug, inject) to tab "Sensors".'
     assert Sentence.translated(changes[0].sentence, catalog, "de", "") == \
-        '2 Nodes (debug, inject) zum Tab „Sensors“ [t1] hinzufügen.'
+        '2 Nodes (debug, inject) zum Tab „Sensors“ hinzufügen.'
     assert Sentence.translated(changes[1].sentence, catalog, "ja", "") == \
         "新しいタブ「Scratch」にノードを 1 個（inject）追加します。"
-    assert changes[3].summary == "Change nothing (the values are already set) of mqtt-broker \"local\" [b1]."
+    assert changes[3].summary == "Change nothing (the values are already set) of mqtt-broker \"local\"."
+    assert changes[4].summary == 'Delete 1 node: inject "tick".'
+    for change in changes:
+        assert not any(f"[{node_id}]" in worded for node_id in ("t1", "i1", "b1") for worded in
+                       (Sentence.translated(change.sentence, catalog, language, change.summary)
+                        for language in catalog.languages)), change.summary
 
 
 async def test_a_german_conversation_shows_the_approval_summary_in_german_while_the_model_reads_english(
@@ -139,7 +145,7 @@ async def test_a_german_conversation_shows_the_approval_summary_in_german_while_
                  Reply(text="Erledigt."))
     events = await chat(service, "Füge einen Inject mit einem Debug-Node hinzu", sessionId="de1", language="de")
     approval = events[0]
-    german = f'2 Nodes (debug, inject) zum Tab „{tab["label"]}“ [{tab["id"]}] hinzufügen.'
+    german = f'2 Nodes (debug, inject) zum Tab „{tab["label"]}“ hinzufügen.'
     assert approval["type"] == "approval_required" and approval["actions"][0]["summary"] == german
     assert set(approval["actions"][0]) == {"tool", "args", "summary", "diff"}
     # The waiting card, restored by another browser: in the language it asks for.

@@ -126,3 +126,20 @@ def test_the_service_warns_at_start_when_its_own_model_cannot_answer(caplog, tmp
         warn_without_model(settings.model_copy(update={"openai_api_key": SecretStr("sk-configured-0123456789abcdef")}))
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "OPENAI_API_KEY" in warnings[0] and "ai-config" in warnings[0]
+
+
+async def test_ask_mode_answers_a_runtime_question_without_the_agent_notice_and_refuses_a_write_tool_by_name(
+        service, model, writable_nodered):
+    model.script(Reply(text="The debug node showed 42."), Reply(text="Der Debug-Node zeigte 42."))
+    # Issue 31: questions about what the running flow did need the read tools Ask mode has, not Agent mode.
+    runtime = await chat(service, "what did the debug node show last?", mode="ask")
+    german = await chat(service, "Was hat der Debug-Node angezeigt?", mode="ask", language="de")
+    by_name = await chat(service, "@tools:create_tab|['Scratch from Ask']", mode="ask")
+
+    for events in (runtime, german):
+        assert not [e for e in events if e["type"] == "notice"], events
+        assert events[-1]["type"] == "done" and "status" not in events[-1]
+    # A write tool named in Ask mode gets the notice instead of an approval card, and nothing is written.
+    assert [(e["type"], e.get("code")) for e in by_name] == [("notice", "change_needs_agent"), ("done", None)], \
+        by_name
+    assert not any(n.get("label") == "Scratch from Ask" for n in deployed(writable_nodered)["flows"])

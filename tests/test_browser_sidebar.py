@@ -789,10 +789,10 @@ def test_retry_resends_the_same_question_and_context_after_a_failed_or_cut_off_a
     assert seen["retried"]["input"] == "" and answer in seen["retried"]["text"]
     assert seen["retried"]["retry"] == []
     assert seen["cutOff"]["retry"] == ["Retry"] and seen["cutOff"]["errors"]
-    # After a reload the failed turn and the cut-off answer say what happened, in sentences: the failed one as the
-    # stream said it.
-    no_answer, cut_off = seen["reloaded"]
-    assert [no_answer] == failed["errors"] == ["The model provider answered with an error: scripted bad request"]
+    assert failed["errors"] == ["The model provider answered with an error: scripted bad request"]
+    # After a reload the cut-off answer says what happened, in a sentence; the failed try, which its Retry replaced
+    # live, is not shown again either (issue 31: a retried question appeared twice).
+    [cut_off] = seen["reloaded"]
     assert [cut_off] == seen["cutOff"]["errors"]
     assert cut_off.startswith("The connection to the model server was lost before the answer was complete")
 

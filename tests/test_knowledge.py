@@ -475,3 +475,26 @@ async def test_link_nodes_and_numbered_groups_have_workspace_chunks_of_their_own
         assert (await store.search("group Inputs 3", "en-US", 1))[0].key == "w3-g#group"
     finally:
         await index.close()
+
+
+async def test_the_sidebars_own_node_help_ranks_after_core_nodes_unless_the_question_names_it(knowledge):
+    # Issue 31: "node" questions found the ai-chat help first, whose text says "node" on every line.
+    own = "node-red-contrib-ai-sidebar"
+    await knowledge.index.replace_source("docs", "en-US", own, "1", [
+        Chunk("ai-chat#overview#0", "ai-chat — Asks the AI assistant from a flow: the node sends a message to a node.",
+              "The node sends msg.payload as the question; the node's output message holds the answer. Configure "
+              "the node with an ai-config node.",
+              {"type": "ai-chat", "module": own, "section": "", "part": 0})])
+    await knowledge.index.replace_source("docs", "en-US", "node-red", "1", [
+        Chunk("inject#overview#0", "inject — Injects a message into a flow.",
+              "Injects a message into a flow either manually or at regular intervals; the node can send a message.",
+              {"type": "inject", "module": "node-red", "section": "", "part": 0}),
+        Chunk("function#overview#0", "function — A JavaScript function to run against the messages.",
+              "The function node runs code on each message it receives and can send a message on.",
+              {"type": "function", "module": "node-red", "section": "", "part": 0})])
+    generic = [hit.metadata["type"] for hit in await knowledge.docs.search("how does a node send a message",
+                                                                             "en-US", 3)]
+    assert generic[-1] == "ai-chat" and set(generic) == {"ai-chat", "inject", "function"}, generic
+    named = [hit.metadata["type"] for hit in await knowledge.docs.search("how does the ai-chat node send a message",
+                                                                           "en-US", 3)]
+    assert named[0] == "ai-chat", named

@@ -415,7 +415,7 @@ async def test_mcp_writes_plan_and_commit_leave_every_untouched_node_byte_identi
     assert (new["z"], new["name"]) == ("sfB", "inside the subflow")
     # Each approval request showed the change, not the workspace: within the MCP preview bound.
     assert len(state["asked"]) == 3 and all(len(message) <= 20_000 for message in state["asked"])
-    assert 'Change func of function "function 11" [w3-n011]' in state["asked"][0]
+    assert 'Change func of function "function 11" on tab' in state["asked"][0]
     assert_credentials_kept(large_writable)
 
 

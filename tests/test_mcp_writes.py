@@ -124,10 +124,10 @@ async def test_an_approved_change_is_deployed_as_previewed_and_audited(writable_
     # The user saw the service's preview: the summary and the property before → after, the new value in full
     # (what is approved is what is written) with a warning that it looks like a secret.
     [request] = seen
-    assert f'Change func of function "{function["name"]}" [{function["id"]}]' in request.message
+    assert f'Change func of function "{function["name"]}"' in request.message
     assert '"before"' in request.message and "return msg;" in request.message and SECRET in request.message
     assert f'WARNING: This change writes values that look like secrets, shown here in full: function ' \
-           f'"{function["name"]}" [{function["id"]}]: func.' in request.message
+           f'"{function["name"]}": func.' in request.message
     assert set(request.requestedSchema["properties"]) == {"approve"}
     [row] = audit(tmp_path / "audit.db")
     assert (row["client_name"], row["client_version"], row["tool"], row["decision"], row["outcome"]) == \

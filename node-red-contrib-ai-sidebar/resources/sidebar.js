@@ -84,6 +84,8 @@
         this.serviceModel = null;
         this.defaultModels = null;
         this.contextRemoved = false;
+        // The selected nodes' chips, and which of them the user left out (node-chips.js).
+        this.nodeChips = new lib.nodeChips.NodeChips();
         // Debug sidebar messages attached to the next question (editorContext.debugAttachment).
         this.debugAttached = [];
         // The latest Debug sidebar messages of each node, for "attach recent debug messages".
@@ -402,6 +404,7 @@
             .attr("aria-live", "polite").attr("aria-relevant", "additions").appendTo(this.content);
         var composer = $('<div class="ai-sidebar-composer"></div>').appendTo(this.content);
         this.contextChip = $('<div class="ai-sidebar-context"></div>').appendTo(composer);
+        this.nodeChipList = $('<div class="ai-sidebar-node-chips" role="list"></div>').hide().appendTo(composer);
         this.debugList = $('<div class="ai-sidebar-context-debug"></div>').hide().appendTo(composer);
         this.input = $('<textarea class="ai-sidebar-input" rows="3"></textarea>')
             .attr("placeholder", t("sidebar.placeholder"))
@@ -517,13 +520,15 @@
             .show();
     };
 
+    /** The selected nodes that go out with a question: those whose chip the user did not remove. */
     AiSidebar.prototype.selectedNodes = function () {
-        return lib.editorContext.selectedNodes(RED);
+        return this.nodeChips.sent(lib.editorContext.selectedNodes(RED));
     };
 
     /** The user moved to another tab or selection: the context chip (if removed) comes back for it. */
     AiSidebar.prototype.onEditorContextChange = function () {
         this.contextRemoved = false;
+        this.nodeChips.reset();
         if (this.controller) {
             // The chip shows what the streaming answer was asked with until it ends (see ask()).
             this.contextChanged = true;
@@ -620,6 +625,11 @@
     AiSidebar.prototype.refreshContext = function () {
         var self = this;
         var view = this.contextView();
+        this.nodeChips.render(this.nodeChipList, this.contextRemoved ? [] : this.selectedNodes(), t, function () {
+            self.refreshContext();
+        }, function () {
+            self.focusInput();
+        });
         var chip = this.contextChip.empty().toggleClass("ai-sidebar-context-removed", this.contextRemoved)
             .attr("title", view.title + "\n" + view.text);
         // When narrow, the flow's name is cut, never the counts after it.
@@ -950,8 +960,9 @@
             self.appendSummaryNote();
             summarisedThrough = null;
         }
+        var replaced = lib.chatRequest.replacedTries(messages);
         messages.forEach(function (message, index) {
-            if (!message || typeof message.content !== "string") {
+            if (!message || typeof message.content !== "string" || replaced.has(index)) {
                 return;
             }
             if (summarisedThrough !== null && message.id > summarisedThrough) {
@@ -1091,13 +1102,19 @@
     /**
      * Retry: send a question again with the context and scenario it went out with, but the AI configuration and
      * mode chosen now (chatRequest.again: a Retry after choosing a working configuration must use it), as a new
-     * turn of the same conversation. The question leaves the input if a failed send had put it back.
+     * turn of the same conversation. The question leaves the input if a failed send had put it back; `replaces` (the
+     * failed answer's element) goes with its question.
      *
      * @returns {boolean} whether a request was started (not while another answer streams)
      */
-    AiSidebar.prototype.retry = function (message, request) {
+    AiSidebar.prototype.retry = function (message, request, replaces) {
         if (this.controller) {
             return false;
+        }
+        if (replaces) {
+            // A Retry takes the failed try's place: the question is shown once (chatRequest.replacedTries).
+            replaces.prev(".ai-sidebar-message-user").remove();
+            replaces.remove();
         }
         if (String(this.input.val()).trim() === message) {
             this.input.val("");
@@ -1178,7 +1195,7 @@
             }
             if (next.retry) {
                 answer.offerRetry(function () {
-                    return self.retry(message, request);
+                    return self.retry(message, request, answer.element);
                 });
             } else if (answer.received) {
                 // Regenerate under the last finished answer only: the next question takes it away (ask()).

@@ -36,6 +36,16 @@ describe("the text shown above a proposal", function () {
     });
 });
 
+describe("the text streamed into the panel", function () {
+    it("leaves out the lines of the model's code fences and keeps the code between them", function () {
+        const answer = "Converts the reading.\n```javascript on-message\nreturn msg;\n```\n" +
+            "~~~js\nlet a = '```';\n~~~\nEnd.\n```json\n{\"a\": 1";
+        assert.strictEqual(assist.withoutFences(answer),
+            "Converts the reading.\nreturn msg;\nlet a = '```';\nEnd.\n{\"a\": 1");
+        assert.strictEqual(assist.withoutFences("No code at all."), "No code at all.");
+    });
+});
+
 describe("a function proposal against the dialog's code", function () {
     it("lists only the parts it changes, in the dialog's tab order, each as a line diff", function () {
         const proposed = { onMessage: "msg.ts = Date.now();\nreturn msg;", onStop: "", onStart: "let n = 0;" };

@@ -169,6 +169,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/chat/conversation.js",
             "resources/node-red-contrib-ai-sidebar/chat/chat-request.js",
             "resources/node-red-contrib-ai-sidebar/chat/editor-context.js",
+            "resources/node-red-contrib-ai-sidebar/chat/node-chips.js",
             "resources/node-red-contrib-ai-sidebar/chat/recent-debug.js",
             "resources/node-red-contrib-ai-sidebar/chat/scenario-choice.js",
             "resources/node-red-contrib-ai-sidebar/service-status/service-watch.js",

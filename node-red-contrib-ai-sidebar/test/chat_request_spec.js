@@ -194,3 +194,20 @@ describe("Up and Down in the question input (issue 31)", function () {
         assert.strictEqual(chatRequest.recall("Enter", "", "why does it fail?", null), null);
     });
 });
+
+describe("the tries a Retry replaced", function () {
+    it("are a failed or stopped question and its answer followed by the same question; a Regenerate keeps both", function () {
+        const history = [
+            { role: "user", content: "How many outputs?", metadata: { errors: ["llm_error"] } },
+            { role: "user", content: "How many outputs?", metadata: {} },
+            { role: "assistant", content: "Two.", metadata: {} },
+            { role: "user", content: "Explain it", metadata: {} },
+            { role: "assistant", content: "It is cut", metadata: { stopped: true } },
+            { role: "user", content: "Explain it", metadata: {} },
+            { role: "assistant", content: "It splits.", metadata: {} },
+            { role: "user", content: "Explain it", metadata: {} },
+            { role: "assistant", content: "It splits messages.", metadata: {} }
+        ];
+        assert.deepStrictEqual(Array.from(chatRequest.replacedTries(history)), [0, 3, 4]);
+    });
+});

@@ -19,6 +19,19 @@ function noSubflows() {
 }
 
 describe("flow JSON in answers", function () {
+    describe("typeSummary", function () {
+        it("names each node type once, in order, with how many when several, and no tabs", function () {
+            const nodes = [{ id: "t", type: "tab" }, { id: "a", type: "inject" }, { id: "b", type: "function" },
+                { id: "c", type: "function" }, { id: "d", type: "debug" }];
+            assert.strictEqual(flowJson.typeSummary(nodes), "inject, function \u00d72, debug");
+        });
+
+        it("ends with an ellipsis after six types", function () {
+            const nodes = ["a", "b", "c", "d", "e", "f", "g"].map((type) => ({ id: type, type: type }));
+            assert.strictEqual(flowJson.typeSummary(nodes), "a, b, c, d, e, f, \u2026");
+        });
+    });
+
     describe("parseFlow", function () {
         it("reads an array of nodes with id and type as a flow", function () {
             assert.deepStrictEqual(flowJson.parseFlow(JSON.stringify(INJECT_DEBUG, null, 2)), INJECT_DEBUG);

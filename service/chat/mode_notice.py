@@ -35,10 +35,22 @@ def needed_notice(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
     if router is None or not router.needs_tools(request.message, turn.catalog.language):
         return None
     if request.mode == "ask":
-        return "change_needs_agent"
+        # Ask mode has the read tools: only a change needs Agent mode, a runtime question is answered here.
+        return "change_needs_agent" if router.asks_change(request.message, turn.catalog.language) else None
     if uses_agent(deps, turn) and any(deps.tools.writes(name) for name in agent_tool_names(deps, turn)):
         return None
     return "change_needs_tools"
+
+
+async def refuse_in_ask_mode(request: StreamChatRequest, turn: Turn, emit: Emit, deps: ChatDeps) -> bool:
+    """``@tools:<write tool>`` in Ask mode: emit the ``change_needs_agent`` notice instead of asking for an approval
+    (``True``: the run ends here); ``False`` in any other mode."""
+    if request.mode != "ask":
+        return False
+    sentence = load_patterns(deps.settings.locales_dir).notice(SENTENCES["change_needs_agent"],
+                                                               turn.catalog.language)
+    await emit(events.notice("change_needs_agent", sentence, mode="ask"))
+    return True
 
 
 async def tell_how_to_change(request: StreamChatRequest, deps: ChatDeps, turn: Turn, emit: Emit,

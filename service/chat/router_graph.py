@@ -38,7 +38,7 @@ from service.chat.direct import ask_before_write, direct_trigger, run_tool
 from service.chat.events import Emit
 from service.chat.keyword_path import choose_scenario, follow_keywords, mark_needs_tools, read_error_source
 from service.chat.ledger import within_budget
-from service.chat.mode_notice import tell_how_to_change
+from service.chat.mode_notice import refuse_in_ask_mode, tell_how_to_change
 from service.chat.prompting import build_prompt
 from service.chat.retrieval_path import answer_without_model, retrieve_knowledge
 from service.errors import error_event
@@ -99,7 +99,10 @@ async def classify(state: RouterState) -> RouterState:
 
 
 async def approval(state: RouterState) -> RouterState:
-    """A write tool by name: planned, and unless its policy lets it run, an approval is stored and the run waits."""
+    """A write tool by name: planned, and unless its policy lets it run, an approval is stored and the run waits;
+    in Ask mode it is refused with the notice that says how to get the change."""
+    if await refuse_in_ask_mode(state["request"], state["turn"], state["emit"], state["deps"]):
+        return {"stop": True}
     return {"stop": await ask_before_write(state["request"], state["deps"], state["turn"], state["emit"],
                                                   state["result"])}
 

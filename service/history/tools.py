@@ -160,8 +160,9 @@ async def plan_restore(ctx: ToolContext, to: str, scope: str = "tab",
         sentence = Sentence("change.restore_flows", **when)
     elif scope == "tab":
         assert shown is not None
-        sentence = Sentence("change.restore_flows.tab", tab=shown.get("label") or shown.get("name") or "",
-                            flow_id=target_id, **when)
+        # A tab without a label is named by its id, as the editor's tab bar shows it.
+        sentence = Sentence("change.restore_flows.tab", tab=shown.get("label") or shown.get("name") or target_id,
+                            **when)
     else:
         assert shown is not None
         sentence = Sentence("change.restore_flows.node", node=write_plans._describe(shown), **when)

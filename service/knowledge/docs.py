@@ -106,19 +106,41 @@ class DocsStore:
         """The help chunks best matching ``query`` in ``language``, best first: when the query says what a node
         does in words of the lexicon's ``concepts`` (:func:`~service.knowledge.concepts.meanings`), the help
         found by the help's own words for it comes first (``limit - 1`` chunks at most), then what the query's own
-        words find."""
+        words find. The help of this project's own nodes (:data:`OWN_MODULE`) comes after all others unless the
+        query names the module or one of its node types (issue 31: its ``ai-chat`` help answered generic "node"
+        questions)."""
+        fetch = limit + OWN_SPARE
         if self.lexicons is None:
-            return await self.index.search(query, STORE, language, limit)
+            return own_help_last(query, await self.index.search(query, STORE, language, fetch))[:limit]
         lexicon = self.lexicons.get(language)
-        own = await self.index.search(query, STORE, language, limit, lexicon.stopwords, lexicon.kept)
+        own = await self.index.search(query, STORE, language, fetch, lexicon.stopwords, lexicon.kept)
         meant = meanings(query, lexicon.concepts)
         if not meant:
-            return own
+            return own_help_last(query, own)[:limit]
         # The concept's help first, but the best hit of the query's own words keeps a place (a concept may be
         # the user's side remark, the words the question itself).
         hits = (await self.index.search(" ".join(meant), STORE, language, limit))[:max(1, limit - 1)]
         ids = {hit.id for hit in hits}
-        return (hits + [hit for hit in own if hit.id not in ids])[:limit]
+        return own_help_last(query, hits + [hit for hit in own if hit.id not in ids])[:limit]
+
+
+# The npm module of this project's palette nodes (ai-config, ai-chat), and how many more hits a search reads so that
+# moving their help last still fills the limit with others.
+OWN_MODULE = "node-red-contrib-ai-sidebar"
+OWN_SPARE = 3
+
+
+def own_help_last(query: str, hits: list[Hit]) -> list[Hit]:
+    """``hits`` with the help of :data:`OWN_MODULE` moved after the others (each part in its order), unless ``query``
+    names that module or the node type of one of those hits (``ai-chat``, ``ai-config``; case-insensitive)."""
+    lowered = query.lower()
+    own = [hit for hit in hits if hit.source == OWN_MODULE or hit.metadata.get("module") == OWN_MODULE]
+    named = OWN_MODULE in lowered or any(str(hit.metadata.get("type") or "").lower() in lowered
+                                         for hit in own if hit.metadata.get("type"))
+    if not own or named:
+        return hits
+    own_ids = {hit.id for hit in own}
+    return [hit for hit in hits if hit.id not in own_ids] + own
 
 
 def _first_sentence(text: str, limit: int = 200) -> str:

@@ -1,6 +1,7 @@
 """The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword phrases
-(``router.docs``, ``router.workspace``; ``router.acts``: what a request that needs tools says — a change to the
-flows, a question about what the running flow did — with ``…`` for words in between), the stopwords left out of
+(``router.docs``, ``router.workspace``; ``router.acts``: what a request that needs tools says, in two groups:
+``changes`` to the flows and ``runtime``, questions about what the running flow did — with ``…`` for words in
+between; a plain list is read as changes), the stopwords left out of
 search queries, the ``synonyms`` a query that found nothing is retried with (a word → the words node help uses for
 it; optional), ``countsTitle`` (what the workspace summary's counts answer, in the language's words, so that a
 counting question finds them), ``usedTitle`` (the same for the summary's where-used sections of subflows and
@@ -48,6 +49,7 @@ class Lexicon:
     counts_title: str = ""
     kept: frozenset[str] = frozenset()
     acts: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
     concepts: tuple[Concept, ...] = ()
     used_title: str = ""
 
@@ -82,7 +84,7 @@ class Lexicons:
                 frozenset(word.casefold() for word in data["stopwords"]),
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
                 str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")),
-                frozenset(word.casefold() for word in kept), tuple(router.get("acts", ())),
+                frozenset(word.casefold() for word in kept), *_acts(router.get("acts", ()), path),
                 parse(data.get("concepts", []), str(path)), str(data.get("usedTitle", "")))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
@@ -124,3 +126,18 @@ class Lexicons:
 
     def get(self, language: str | None) -> Lexicon:
         return self._by_language[self.resolve(language)]
+
+
+def _acts(acts: object, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(all phrases, change phrases)`` of ``router.acts``: ``{changes: [...], runtime: [...]}``, or a list (all
+    of them changes).
+
+    Raises:
+        ValueError: another shape.
+    """
+    if isinstance(acts, (list, tuple)):
+        return tuple(acts), tuple(acts)
+    if isinstance(acts, dict) and all(isinstance(acts.get(key, []), list) for key in ("changes", "runtime")):
+        changes = tuple(acts.get("changes", ()))
+        return changes + tuple(acts.get("runtime", ())), changes
+    raise ValueError(f"{path}: expected router.acts as {{changes: [phrases], runtime: [phrases]}}")

@@ -66,7 +66,7 @@ class Router:
         self._lexicons = lexicons
         self._fallback = fallback
         self._patterns: dict[str, tuple[re.Pattern | None, re.Pattern | None]] = {}
-        self._acts: dict[str, re.Pattern | None] = {}
+        self._acts: dict[tuple[str, str], re.Pattern | None] = {}
 
     def _for(self, language: str) -> tuple[re.Pattern | None, re.Pattern | None]:
         if language not in self._patterns:
@@ -85,13 +85,28 @@ class Router:
         Raises:
             TypeError: ``message`` is not a string.
         """
+        return self._matches("acts", message, language)
+
+    def asks_change(self, message: str, language: str | None = None) -> bool:
+        """Whether ``message`` asks to change the flows: one of the ``router.acts.changes`` phrases of its language
+        or of English matches ("add a debug node"), not only a runtime one ("what did the debug show"), which the
+        read tools of Ask mode answer (issue 31: those got the ``change_needs_agent`` notice).
+
+        Raises:
+            TypeError: ``message`` is not a string.
+        """
+        return self._matches("changes", message, language)
+
+    def _matches(self, group: str, message: str, language: str | None) -> bool:
+        """Whether a phrase of the lexicons' ``group`` (``acts``: all, ``changes``) matches ``message``."""
         if not isinstance(message, str):
             raise TypeError("the router reads the latest user message only, as a string")
         resolved = self._lexicons.resolve(language)
-        if resolved not in self._acts:
+        if (group, resolved) not in self._acts:
             languages = dict.fromkeys((resolved, DEFAULT_LANGUAGE))
-            self._acts[resolved] = _compile(p for name in languages for p in self._lexicons.get(name).acts)
-        pattern = self._acts[resolved]
+            self._acts[group, resolved] = _compile(p for name in languages
+                                                   for p in getattr(self._lexicons.get(name), group))
+        pattern = self._acts[group, resolved]
         return bool(pattern and pattern.search(normalize(message)))
 
     def classify(self, message: str, language: str | None = None, names: Collection[str] = ()) -> Route | None:

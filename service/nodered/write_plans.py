@@ -121,8 +121,10 @@ def _label(node: dict[str, Any] | None) -> str:
 
 
 def _describe(node: dict[str, Any]) -> str:
+    """How a card's summary names a node: its type and name (``debug "alarms"``), or its type alone; never its id,
+    which tells a person nothing (issue 31; the card's diff and the tool's data keep the ids)."""
     name = f' "{node["name"]}"' if node.get("name") else ""
-    return f'{node.get("type")}{name} [{node["id"]}]'
+    return f'{node.get("type")}{name}'
 
 
 def is_test_tab(tab: dict[str, Any] | None) -> bool:
@@ -254,7 +256,7 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     types = ", ".join(sorted({n["type"] for n in added if n["type"] != "tab"}))
     key = "change.add_nodes" + (".new_tab" if new_tab_label else "") + (".one" if len(nodes) == 1 else "")
     summary = Sentence(key, count=len(nodes), types=types, tab=new_tab_label) if new_tab_label else \
-        Sentence(key, count=len(nodes), types=types, tab=_label(target), flow_id=target["id"])
+        Sentence(key, count=len(nodes), types=types, tab=_label(target))
     return Change(tool, summary, diff, flows=new_flows, new_tab_only=bool(new_tab_label) and not (external or linked),
                   test_tabs_only=not new_tab_label and is_test_tab(target),
                   references=frozenset(by_id) | frozenset(mapping.values()))

@@ -212,7 +212,7 @@
                 }
                 if (event.type === "token" && typeof event.content === "string") {
                     text += event.content;
-                    self.stream.text(text);
+                    self.stream.text(lib().assistRequest.withoutFences(text));
                     self.stream.scrollTop(self.stream[0].scrollHeight);
                 } else if (event.type === "proposal" && event.kind === self.options.kind) {
                     proposal = event;

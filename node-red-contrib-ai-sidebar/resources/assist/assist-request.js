@@ -93,6 +93,33 @@
     }
 
     /**
+     * The streamed answer as the panel shows it: the lines that open or close a fenced code block (``` or ~~~ with
+     * the language after it) left out, the code between them kept (issue 31: the model's raw fences showed).
+     *
+     * @param {string} answer the Markdown streamed so far
+     * @returns {string}
+     */
+    function withoutFences(answer) {
+        let fence = null;
+        return String(answer || "").split("\n").filter(function (line) {
+            const opening = /^ {0,3}(`{3,}|~{3,})/.exec(line);
+            if (!opening) {
+                return true;
+            }
+            if (fence === null) {
+                fence = opening[1];
+                return false;
+            }
+            if (opening[1].charAt(0) === fence.charAt(0) && opening[1].length >= fence.length &&
+                line.trim() === opening[1]) {
+                fence = null;
+                return false;
+            }
+            return true;
+        }).join("\n");
+    }
+
+    /**
      * The code the dialog would hold after Accept: the proposal's parts replace the current ones, parts it leaves
      * out stay as they are.
      *
@@ -300,6 +327,7 @@
         MAX_DIFF_LINES: MAX_DIFF_LINES,
         requestBody: requestBody,
         proseOf: proseOf,
+        withoutFences: withoutFences,
         mergedCode: mergedCode,
         lineDiff: lineDiff,
         changedParts: changedParts,

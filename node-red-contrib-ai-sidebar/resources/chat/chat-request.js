@@ -213,6 +213,37 @@
         };
     }
 
+    /**
+     * Which stored messages a Retry replaced (issue 31: a retried question appeared twice): a question whose answer
+     * failed or was stopped (its answer's metadata, or the question's when the service kept no answer, has `errors`
+     * or `stopped`), followed by the same question again. The sidebar shows only the last try, live (retry()) and
+     * after a reload alike; a Regenerate of an answer that did not fail keeps both answers.
+     *
+     * @param {{role: string, content: string, metadata: ?object}[]} messages a session's history, in order
+     * @returns {Set<number>} the indexes of the replaced questions and their answers
+     */
+    function replacedTries(messages) {
+        const replaced = new Set();
+        messages.forEach(function (message, index) {
+            if (!message || message.role !== "user") {
+                return;
+            }
+            const answer = messages[index + 1] && messages[index + 1].role === "assistant" ? messages[index + 1] : null;
+            const next = messages[index + (answer ? 2 : 1)];
+            if (!next || next.role !== "user" || next.content !== message.content) {
+                return;
+            }
+            const metadata = ((answer || message).metadata) || {};
+            if (!answer || (Array.isArray(metadata.errors) && metadata.errors.length) || metadata.stopped === true) {
+                replaced.add(index);
+                if (answer) {
+                    replaced.add(index + 1);
+                }
+            }
+        });
+        return replaced;
+    }
+
     return {
         MAX_MESSAGE_CHARS: MAX_MESSAGE_CHARS,
         COUNTER_FROM: COUNTER_FROM,
@@ -220,6 +251,7 @@
         counter: counter,
         build: build,
         again: again,
+        replacedTries: replacedTries,
         recall: recall,
         afterAnswer: afterAnswer
     };

@@ -239,6 +239,22 @@
         return element;
     }
 
+    /** "Show" / "Hide" of a flow block's JSON, which starts collapsed (`data-ai-sidebar-collapsed`). */
+    function showButton(pre) {
+        var id = "ai-sidebar-flow-" + RED.nodes.id();
+        pre.attr("id", id).attr("data-ai-sidebar-collapsed", "yes");
+        var element = button("flow-show", "fa-caret-right", t("flow.show"), t("flow.showTooltip"), function () {
+            var collapsed = pre.attr("data-ai-sidebar-collapsed") !== "yes";
+            pre.attr("data-ai-sidebar-collapsed", collapsed ? "yes" : "no");
+            element.attr("aria-expanded", String(!collapsed)).attr("title", t(collapsed ? "flow.showTooltip" :
+                "flow.hideTooltip"));
+            element.find("i").attr("class", "fa " + (collapsed ? "fa-caret-right" : "fa-caret-down"));
+            element.contents().last().replaceWith(document.createTextNode(" " + t(collapsed ? "flow.show" :
+                "flow.hide")));
+        });
+        return element.attr("aria-expanded", "false").attr("aria-controls", id);
+    }
+
     /** The sentence that says why JSON meant as a flow cannot be imported (codeBlocks.whyNotFlow). */
     function whyNotImportable(kind) {
         return kind.reason === "invalidJson" ? t("code.invalidJson", { detail: kind.detail }) :
@@ -273,8 +289,10 @@
             var label = $('<span class="ai-sidebar-flow-label ai-sidebar-code-label"></span>').appendTo(bar);
             var status = $('<div class="ai-sidebar-flow-status ai-sidebar-error" role="alert"></div>').hide();
             if (kind.kind === "flow") {
+                // Collapsed: the summary names what is in it; the JSON, often two screens long, shows on request.
                 label.append($('<i class="fa fa-sitemap" aria-hidden="true"></i>'))
-                    .append(document.createTextNode(" " + t("flow.label", { count: kind.nodes.length })));
+                    .append(document.createTextNode(" " + t("flow.label", { count: kind.nodes.length }) +
+                        " \u00b7 " + flowJson().typeSummary(kind.nodes)));
                 button("flow-import", "fa-download", t("flow.import"), t("flow.importTooltip"), function () {
                     importFlow(text, status);
                 }).appendTo(bar);
@@ -293,6 +311,9 @@
             button(copyClass, "fa-clipboard", t("flow.copy"), copyTooltip, function (element) {
                 lib.clipboard.copyText(text, element, copiedKey);
             }).appendTo(bar);
+            if (kind.kind === "flow") {
+                showButton(pre).appendTo(bar);
+            }
             status.insertAfter(pre);
             if (kind.kind === "invalidFlow") {
                 // Right under its block, above the status line.

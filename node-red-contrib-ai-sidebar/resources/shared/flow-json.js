@@ -168,8 +168,32 @@
         return { nodes: bytes <= limit ? nodes : null, bytes: bytes };
     }
 
+    // How many node types a collapsed flow block names before "…".
+    const SUMMARY_TYPES = 6;
+
+    /**
+     * The node types of a flow as a collapsed flow block names them: each type once, in the order it first appears,
+     * with "×n" when there are several; tabs are left out (the block's count is of nodes).
+     *
+     * @param {object[]} nodes parseFlow's result
+     * @returns {string} e.g. "inject, function ×2, debug"; "…" after SUMMARY_TYPES types
+     */
+    function typeSummary(nodes) {
+        const counts = new Map();
+        nodes.forEach(function (node) {
+            if (node.type !== "tab") {
+                counts.set(node.type, (counts.get(node.type) || 0) + 1);
+            }
+        });
+        const parts = Array.from(counts, function (entry) {
+            return entry[1] > 1 ? entry[0] + " \u00d7" + entry[1] : entry[0];
+        });
+        return parts.slice(0, SUMMARY_TYPES).join(", ") + (parts.length > SUMMARY_TYPES ? ", \u2026" : "");
+    }
+
     return {
         BUILT_IN_TYPES: BUILT_IN_TYPES,
+        typeSummary: typeSummary,
         MAX_FLOW_DATA_BYTES: MAX_FLOW_DATA_BYTES,
         parseFlow: parseFlow,
         unknownTypes: unknownTypes,

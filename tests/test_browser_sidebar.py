@@ -557,7 +557,7 @@ def test_code_blocks_in_an_answer_are_highlighted_and_the_flow_block_keeps_impor
         assert flow_block["highlighted"] and flow_block["language"] == "json", moment
         assert {"hljs-attr", "hljs-string", "hljs-number", "hljs-punctuation"} <= set(flow_block["classes"])
         assert json.loads(flow_block["text"]) == IMPORTED_FLOW
-        assert flow_block["buttons"] == ["Import", "Copy"]
+        assert flow_block["buttons"] == ["Import", "Copy", "Show"]  # collapsed by default (issue 31)
         assert script_block["highlighted"] and script_block["language"] == "javascript", moment
         assert {"hljs-comment", "hljs-keyword", "hljs-string", "hljs-property"} <= set(script_block["classes"])
         assert script_block["text"].rstrip("\n") == HIGHLIGHTED_SCRIPT

@@ -406,7 +406,7 @@
         this.contextChip = $('<div class="ai-sidebar-context"></div>').appendTo(composer);
         this.nodeChipList = $('<div class="ai-sidebar-node-chips" role="list"></div>').hide().appendTo(composer);
         this.debugList = $('<div class="ai-sidebar-context-debug"></div>').hide().appendTo(composer);
-        this.input = $('<textarea class="ai-sidebar-input" rows="3"></textarea>')
+        this.input = $('<textarea class="ai-sidebar-input" rows="2"></textarea>')
             .attr("placeholder", t("sidebar.placeholder"))
             .attr("aria-label", t("sidebar.inputLabel"))
             .on("focus", function () {

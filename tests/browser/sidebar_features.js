@@ -487,7 +487,8 @@ async function highlightMode(page, result, context, record) {
 
     const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
     await editor.showTab(again, env.TAB_ID);
-    await again.waitForSelector(".ai-sidebar-message-assistant pre > code.hljs", { timeout: 15000 });
+    // attached, not visible: the first highlighted block is the flow JSON, collapsed by default (issue 31)
+    await again.waitForSelector(".ai-sidebar-message-assistant pre > code.hljs", { state: "attached", timeout: 15000 });
     result.reloaded = await codeBlocks(again);
     result.flag = await again.evaluate(() => window.__aiSidebarXss === undefined ? null : window.__aiSidebarXss);
     result.flagLive = await page.evaluate(() => window.__aiSidebarXss === undefined ? null : window.__aiSidebarXss);

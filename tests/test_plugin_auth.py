@@ -24,12 +24,16 @@ def test_every_admin_route_in_the_plugin_source_is_permission_gated():
     calls = [line for line in SOURCE.splitlines() if re.search(r"RED\.httpAdmin\.\w+\(", line)]
     assert calls and all("RED.auth.needsPermission(" in line for line in calls)
     # Asking, searching and checking code read; running code in the runtime is what deploying a function allows.
-    # Testing a model connection is a tiny chat: it asks, it changes nothing.
+    # Testing a model connection is a tiny chat: it asks, it changes nothing; so is an inline completion.
     reading = ("/ai-sidebar/stream-chat", "/ai-sidebar/search", "/ai-sidebar/assist", "/ai-sidebar/function-check",
-               "/ai-sidebar/test-provider")
+               "/ai-sidebar/test-provider", "/ai-sidebar/complete")
+    # The flow history is the flows' own history: Node-RED's flows permissions, as reading and deploying flows.
     for verb, path, permission in ROUTES:
-        expected = "ai-sidebar.read" if verb == "GET" or path in reading else \
-            "flows.write" if path == "/ai-sidebar/function-sandbox" else "ai-sidebar.write"
+        if path.startswith("/ai-sidebar/flow-history"):
+            expected = "flows.read" if verb == "GET" else "flows.write"
+        else:
+            expected = "ai-sidebar.read" if verb == "GET" or path in reading else \
+                "flows.write" if path == "/ai-sidebar/function-sandbox" else "ai-sidebar.write"
         assert permission == expected, (verb, path)
 
 
@@ -73,7 +77,7 @@ async def test_no_token_is_401_everywhere_and_read_only_is_401_on_writes(guarded
                 assert response.status == 401, (verb, path)
             async with http.request(verb, url, json=body,
                                     headers={"Authorization": f"Bearer {reader}"}) as response:
-                if permission != "ai-sidebar.read":
+                if not permission.endswith(".read"):  # the reader's scope "read" holds every *.read permission
                     assert response.status == 401, (verb, path)
                 else:
                     assert response.status != 401, (verb, path, await response.text())

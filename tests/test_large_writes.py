@@ -59,7 +59,10 @@ def service_settings(url: str, model, tmp_path) -> Settings:
     return Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=url),
                     openai_base_url=model.base_url, openai_api_key=TEST_API_KEY,
                     memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False, knowledge_refresh=0,
-                    evidence=EvidenceSettings(enabled=False))
+                    evidence=EvidenceSettings(enabled=False),
+                    # These tests count the requests that reach Node-RED; the flow history's own comms connection
+                    # and reads after each deploy are tested in tests/test_flow_history.py.
+                    flow_history=False)
 
 
 @pytest.fixture

@@ -109,11 +109,19 @@ class DocsStore:
         words find. The help of this project's own nodes (:data:`OWN_MODULE`) comes after all others unless the
         query names the module or one of its node types (issue 31: its ``ai-chat`` help answered generic "node"
         questions)."""
-        fetch = limit + OWN_SPARE
-        if self.lexicons is None:
-            return own_help_last(query, await self.index.search(query, STORE, language, fetch))[:limit]
-        lexicon = self.lexicons.get(language)
-        own = await self.index.search(query, STORE, language, fetch, lexicon.stopwords, lexicon.kept)
+        lexicon = self.lexicons.get(language) if self.lexicons is not None else None
+        words = (lexicon.stopwords, lexicon.kept) if lexicon is not None else ()
+
+        async def found(count: int) -> list[Hit]:
+            return await self.index.search(query, STORE, language, count, *words)
+
+        # Read more only when this project's help is among the hits and will move last: a larger limit changes
+        # what a fused (vector) search ranks, so the usual search stays as it was.
+        own = await found(limit)
+        if own_help_last(query, own) != own:
+            own = await found(limit + OWN_SPARE)
+        if lexicon is None:
+            return own_help_last(query, own)[:limit]
         meant = meanings(query, lexicon.concepts)
         if not meant:
             return own_help_last(query, own)[:limit]

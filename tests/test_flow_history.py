@@ -188,6 +188,52 @@ async def test_no_credential_or_secret_reaches_a_diff_or_the_database(history_cl
     stored = " ".join(row[0] for row in database.execute("SELECT body FROM flow_history_parts"))
     database.close()
     assert PASSWORD not in stored and "credentials" not in stored
+    assert SECRET not in stored  # the history keeps no secret, in properties or in code
+
+
+def with_api_node(flows: list[dict[str, Any]], name: str = "api") -> list[dict[str, Any]]:
+    """``flows`` with an http request node sending a secret header and a function holding the secret in code."""
+    flows = changed(flows, "b000000000000001", func=f'const apiKey = "{SECRET}";\nreturn msg;')
+    return flows + [
+        {"id": "c000000000000002", "type": "http request", "z": TAB_B, "name": name, "method": "GET",
+         "url": "https://api.example.com/v1", "headers": [{"keyType": "other", "keyValue": "Authorization",
+                                                           "valueType": "other", "valueValue": f"Bearer {SECRET}"}],
+         "x": 100, "y": 300, "wires": [[]]}]
+
+
+async def test_a_restore_takes_the_secrets_back_from_the_deployed_nodes_and_names_those_it_cannot(
+        history_client, history_nodered, tmp_path):
+    good = await deploy_captured(history_client, history_nodered, with_api_node(base_flows()))
+    renamed = changed(with_api_node(base_flows(), name="renamed api"), "c000000000000002",
+                      url="https://api.example.com/v2")
+    await deploy_captured(history_client, history_nodered, renamed)
+
+    ctx = context(history_client)
+    from service.history.tools import restore_flows, restore_preview
+    preview = await restore_preview(ctx, {"to": good, "scope": "tab", "target_id": TAB_B})
+    assert preview["warning"] is None and SECRET not in json.dumps(preview, default=str)
+    output = await restore_flows(ctx, to=good, scope="tab", target_id=TAB_B)
+    assert output.data["status"] == "deployed"
+    now = {node["id"]: node for node in await live(history_nodered)}
+    # the secrets of nodes still deployed come back whole (not the history's [redacted])
+    assert now["c000000000000002"]["name"] == "api" and now["c000000000000002"]["url"].endswith("/v1")
+    assert now["c000000000000002"]["headers"][0]["valueValue"] == f"Bearer {SECRET}"
+    assert SECRET in now["b000000000000001"]["func"]
+
+    # After a deploy that removed both, the history cannot know their secrets: the card says so.
+    await deploy_captured(history_client, history_nodered, base_flows())
+    preview = await restore_preview(ctx, {"to": good, "scope": "tab", "target_id": TAB_B})
+    warning = preview["warning"]
+    assert warning is not None and warning["key"] == "change.secrets_not_kept"
+    assert "headers" in warning.english and "api" in warning.english and "func" in warning.english
+    await restore_flows(ctx, to=good, scope="tab", target_id=TAB_B)
+    now = {node["id"]: node for node in await live(history_nodered)}
+    assert now["c000000000000002"]["headers"][0]["keyValue"] == "Authorization"
+    assert SECRET not in json.dumps(now) and "[redacted]" in now["b000000000000001"]["func"]
+    database = sqlite3.connect(tmp_path / "memory.db")
+    stored = " ".join(row[0] for row in database.execute("SELECT body FROM flow_history_parts"))
+    database.close()
+    assert SECRET not in stored
 
 
 async def test_the_model_answers_what_changed_since_a_time_from_the_diff(history_client, history_nodered, model):

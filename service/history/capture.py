@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 
 from service.history.diff import counts
+from service.history.snapshot import kept
 from service.history.store import HistoryStore
 from service.memory.db import MemoryUnavailable
 from service.nodered import write_tools
@@ -102,9 +103,10 @@ class Capture:
             NodeRedError: Node-RED cannot be read. MemoryUnavailable: the database fails.
         """
         answer = await self._client.get_flows()
-        rev, flows = answer.get("rev"), answer.get("flows") or []
+        rev = answer.get("rev")
         if not isinstance(rev, str) or (self._last is not None and self._last[0] == rev):
             return rev
+        flows = kept(answer.get("flows") or [])  # as stored, so that the counts compare like with like
         own = self._own.pop(rev, None)
         if await self.store.has(rev):
             if own is not None:

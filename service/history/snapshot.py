@@ -6,8 +6,10 @@ config nodes); each group is a *manifest*, the ordered list of its parts' hashes
 snapshot is the ordered list of its manifests' hashes. A deploy that changes one node thus stores that node, one
 manifest (its tab's) and the snapshot's short list.
 
-Credentials never enter a part: ``GET /flows`` never returns them (Node-RED keeps them in flows_cred.json), and a
-``credentials`` property is dropped all the same.
+Secrets never enter a part: ``GET /flows`` never returns credentials (Node-RED keeps them in flows_cred.json), and
+every object is stored as :func:`kept` makes it, its secrets (secret-named properties, secrets inside code and text)
+replaced by ``[redacted]`` as a model sees flows. A restore takes them back from the deployed flows
+(:func:`fill_secrets`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+
+from service.nodered.node_secrets import strip_secrets
+from service.nodered.redaction import REDACTED
 
 HASH_CHARS = 24  # hex digits of a SHA-256 kept: 96 bits, no collision among billions of parts
 
@@ -29,8 +34,51 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_CHARS]
 
 
+def kept(flows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``flows`` (``GET /flows``'s list) as the history keeps them: each object through
+    :func:`~service.nodered.node_secrets.strip_secrets`, every id of ``flows`` a reference (a config node's id in
+    a property named ``auth`` is kept). Objects that are not dicts are dropped."""
+    references = frozenset(node["id"] for node in flows if isinstance(node, dict) and isinstance(node.get("id"), str))
+    return [strip_secrets(node, references) for node in flows if isinstance(node, dict)]
+
+
+Lost = list[tuple[dict[str, Any], str]]  # (object, property name) of each secret a restore could not take back
+
+
+def fill_secrets(restored: list[dict[str, Any]], live: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Lost]:
+    """``restored`` (objects from the history, :func:`kept`) with the secrets the history did not keep taken back from
+    ``live`` (the flows deployed now, as ``GET /flows`` returns them).
+
+    A property holding ``[redacted]`` takes the deployed node's value when that node (same id) still exists and its
+    value, kept the same way, equals the restored one: only the secret can differ, and the deployed one is the one
+    known. Otherwise the secret is lost: a property that was only the secret becomes ``""``, a text with a secret
+    inside keeps the ``[redacted]`` mark.
+
+    Returns:
+        ``(objects, lost)``: new objects, and ``(object, property name)`` for each secret that could not be restored.
+    """
+    live_by_id = {node["id"]: node for node in live if isinstance(node, dict) and isinstance(node.get("id"), str)}
+    live_kept = {node["id"]: node for node in kept(list(live_by_id.values()))}
+    result: list[dict[str, Any]] = []
+    lost: Lost = []
+    for node in restored:
+        filled = dict(node)
+        for name, value in node.items():
+            if REDACTED not in canonical(value):
+                continue
+            deployed, deployed_kept = live_by_id.get(node.get("id", "")), live_kept.get(node.get("id", ""))
+            if deployed is not None and deployed_kept is not None and name in deployed \
+                    and deployed_kept.get(name) == value:
+                filled[name] = deployed[name]
+            else:
+                filled[name] = "" if value == REDACTED else value
+                lost.append((node, name))
+        result.append(filled)
+    return result, lost
+
+
 def split(flows: list[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
-    """Cut ``flows`` (``GET /flows``'s list) into parts.
+    """Cut ``flows`` (``GET /flows``'s list) into parts, each object as :func:`kept` keeps it.
 
     Returns:
         ``(manifests, parts)``: the ordered hashes of the snapshot's manifests, and every part (objects and
@@ -38,11 +86,8 @@ def split(flows: list[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
     """
     groups: dict[str, list[str]] = {}
     parts: dict[str, str] = {}
-    for node in flows:
-        if not isinstance(node, dict):
-            continue
-        clean = {key: value for key, value in node.items() if key != "credentials"}
-        text = canonical(clean)
+    for node in kept(flows):
+        text = canonical(node)
         key = content_hash(text)
         parts[key] = text
         z = node.get("z")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.history.capture import history_for
 from service.history.diff import flow_diff
 from service.history.points import Point, PointError, resolve
+from service.history.snapshot import fill_secrets
 from service.history.store import HistoryStore
 from service.memory.db import MemoryUnavailable
 from service.nodered import write_plans, write_tools
@@ -149,6 +150,8 @@ async def plan_restore(ctx: ToolContext, to: str, scope: str = "tab",
     past = await _point(ctx, store, to)
     live, rev = await write_tools._live(ctx)
     flows, shown = _scoped(live, past.flows, scope, target_id)
+    # The history keeps no secret: those of nodes still deployed come back from them, the others are named.
+    flows, lost = fill_secrets(flows, live)
     diff = _change_diff(live, flows)
     references = frozenset(n["id"] for n in [*live, *flows] if isinstance(n.get("id"), str))
     # The card shows the values restored redacted as a model sees flows: they come from the history, not from
@@ -166,8 +169,10 @@ async def plan_restore(ctx: ToolContext, to: str, scope: str = "tab",
     else:
         assert shown is not None
         sentence = Sentence("change.restore_flows.node", node=write_plans._describe(shown), **when)
+    lost_named = "; ".join(f"{write_plans._describe(node)}: {name}" for node, name in lost)
     return write_tools.Change("restore_flows", sentence, diff, flows=flows, references=references,
-                              shown=after_shown), rev
+                              shown=after_shown,
+                              notice=Sentence("change.secrets_not_kept", values=lost_named) if lost else None), rev
 
 
 async def restore_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

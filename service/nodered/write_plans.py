@@ -39,6 +39,8 @@ class Change:
         inject: the inject node to trigger, for ``trigger_inject``.
         new_tab_only: the change only adds a new tab (and nodes wired among themselves on it).
         test_tabs_only: every tab it touches is a test tab.
+        notice: a warning of the planner's own for the card (a restore naming the secrets the history did not
+            keep); it takes the place of the secret-looking warning.
     """
 
     tool: str
@@ -50,6 +52,7 @@ class Change:
     test_tabs_only: bool = False
     references: frozenset[str] = field(default_factory=frozenset, repr=False)
     shown: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    notice: Sentence | None = None
 
     @property
     def summary(self) -> str:
@@ -80,7 +83,10 @@ class Change:
                 "newTabOnly": self.new_tab_only, "testTabsOnly": self.test_tabs_only}
 
     def _warning(self, shown: dict[str, Any]) -> Sentence | None:
-        """``change.secret_shown`` naming each node and property whose new value looks like a secret."""
+        """:attr:`notice`, or ``change.secret_shown`` naming each node and property whose new value looks like a
+        secret."""
+        if self.notice is not None:
+            return self.notice
         found = [(node, secret_looking_properties(node, self.references)) for node in shown["added"]]
         found += [({"id": entry["id"], "type": entry["type"], "name": entry.get("name")},
                    secret_looking_properties({"type": entry["type"], **{name: sides["after"] for name, sides in

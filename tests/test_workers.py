@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -131,8 +132,11 @@ def test_with_two_workers_on_sqlite_the_per_user_stream_limit_counts_the_streams
            "AI_SIDEBAR_MAX_STREAMS_PER_USER": "1", "NODE_RED_URL": nodered.url, "OPENAI_BASE_URL": model.base_url,
            "OPENAI_API_KEY": TEST_API_KEY, "MEMORY_DB_PATH": str(tmp_path / "memory.db"),
            "MCP_TOOLS_ENABLED": "false"}
-    model.default = Reply(text="one two three four five six", token_delay=0.5)
+    # The answered stream stays open (the model "still thinking" after one piece) until every question has its
+    # status: no question can come after it ended, however slowly a busy machine starts the threads.
+    model.default = Reply(text="one two three", hold_after=1)
     process, _ = start_two_workers(env, tmp_path / "service.log")
+    opened: list[Any] = []
     try:
         def ask(_: int) -> int:
             request = urllib.request.Request(
@@ -141,14 +145,17 @@ def test_with_two_workers_on_sqlite_the_per_user_stream_limit_counts_the_streams
                 headers={"Authorization": f"Bearer {SERVICE_TOKEN}", "Content-Type": "application/json",
                          "Connection": "close"})
             try:
-                with urllib.request.urlopen(request, timeout=60) as answer:
-                    answer.read()
-                    return answer.status
+                answer = urllib.request.urlopen(request, timeout=120)  # returns with the headers
             except urllib.error.HTTPError as err:
+                err.read()
                 return err.code
+            opened.append(answer)
+            return answer.status
 
         with ThreadPoolExecutor(10) as pool:
             statuses = sorted(pool.map(ask, range(10)))
+        for answer in opened:
+            answer.close()
         assert statuses == [200] + [429] * 9, statuses
     finally:
         process.send_signal(signal.SIGTERM)

@@ -73,10 +73,18 @@ stop() {
 }
 trap stop EXIT INT TERM
 
-for _ in $(seq 1 100); do
-  if curl -fsS "$AI_SIDEBAR_SERVICE_URL/healthz" >/dev/null 2>&1; then break; fi
+# Node-RED starts once the service answers (its first start on a Raspberry Pi imports LangChain for 10-20 s), or
+# after 90 s without an answer all the same (the sidebar then says the service is not reachable yet).
+started=$SECONDS
+said=""
+until curl -fsS "$AI_SIDEBAR_SERVICE_URL/healthz" >/dev/null 2>&1; do
   # The supervisor gave up (a settings error): do not start Node-RED with an assistant that cannot answer.
   if ! kill -0 "$supervisor_pid" 2>/dev/null; then exit 2; fi
+  if [ $((SECONDS - started)) -ge 90 ]; then break; fi
+  if [ -z "$said" ] && [ $((SECONDS - started)) -ge 5 ]; then
+    echo "make run: waiting for the assistant service to start..." >&2
+    said=1
+  fi
   sleep 0.1
 done
 
@@ -85,4 +93,13 @@ nodered_version=$("$NODE_BIN" -p 'require(require("path").resolve(process.argv[1
 echo "Node-RED $nodered_version on Node.js $("$NODE_BIN" --version)"
 env "${credential_env[@]}" "$NODE_BIN" "$NODERED" --userDir "$USERDIR" --settings "$USERDIR/settings.js" &
 nodered_pid=$!
-wait "$nodered_pid"
+# Until Node-RED ends, or the supervisor gives up: a service slow to start on a busy machine may refuse its settings
+# only after Node-RED started, and Node-RED must not go on with an assistant that cannot answer (bash >= 5.1:
+# wait -n with ids).
+status=0
+wait -n "$nodered_pid" "$supervisor_pid" || status=$?
+if ! kill -0 "$supervisor_pid" 2>/dev/null; then
+  echo "make run: stopping Node-RED" >&2
+  exit 2
+fi
+exit "$status"

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import httpx
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, field_validator, model_validator
 
 from service.settings import McpServerConfig, Provider
 
@@ -118,6 +119,23 @@ class ProviderOverride(BaseModel):
         "headers) on a public address, or on one AI_SIDEBAR_MCP_ALLOWED_HOSTS allows, else 400 mcp_url_not_allowed; "
         "stdio (command, args, env) only with AI_SIDEBAR_MCP_REQUEST_STDIO=true, else 403 mcp_stdio_not_allowed; a "
         "name the service's own servers use is 400 invalid_request"))
+
+    @field_validator("baseUrl")
+    @classmethod
+    def _base_url_parses(cls, value: str | None) -> str | None:
+        """The model clients (OpenAI's, Gemini's) send through httpx: a URL httpx cannot parse (a control character,
+        a host that is no IDNA name) or without a host would fail only at the first model call, as a 502."""
+        if value is None:
+            return value
+        try:
+            host = httpx.URL(value).host
+        except httpx.InvalidURL as err:
+            raise ValueError(f"baseUrl is not a usable URL: {err}") from None
+        if not host:
+            raise ValueError("baseUrl names no host")
+        if any(char.isspace() for char in value):  # httpx quotes a space in a host; no server has one
+            raise ValueError("baseUrl holds a space")
+        return value
 
     @model_validator(mode="after")
     def _temperature_in_the_providers_range(self) -> ProviderOverride:

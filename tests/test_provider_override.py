@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from service.chat.scenarios import ScenarioCatalog
 from service.settings import REPO_ROOT
 from service.web.app import create_app
@@ -70,6 +72,17 @@ async def test_a_bad_config_is_a_clear_400_without_echoing_the_key(client):
     assert response.status == 400
     text = await response.text()
     assert "provider" in text and CONFIG_KEY not in text
+
+
+@pytest.mark.parametrize("base_url", ["https://\x0c\x90", "https://\u00bfI\u00f4", "https://", "http://exa mple"])
+async def test_a_base_url_the_model_client_cannot_use_is_a_400_before_any_model_call(client, model, base_url):
+    for path, body in (("/ai-sidebar/stream-chat", {"message": "hi"}),
+                       ("/ai-sidebar/complete", {"before": "msg.", "after": "", "kind": "function"})):
+        response = await client.post(path, json={**body, "provider": {"provider": "openai", "baseUrl": base_url}})
+        assert response.status == 400, await response.text()
+        error = (await response.json())["error"]
+        assert error["code"] == "invalid_request" and "baseUrl" in error["message"]
+    assert model.requests == []
 
 
 async def test_the_services_key_never_goes_to_a_base_url_the_request_chose(aiohttp_client, settings, model):

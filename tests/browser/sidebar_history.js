@@ -126,8 +126,10 @@ async function restoreMode(page, result) {
     for (let i = 0; i < topics.length; i++) {
         result.revs.push(await editAndDeploy(page, [{ id: env.NODE_ID, property: "topic", value: topics[i] },
             { id: env.OTHER_NODE_ID, property: "name", value: names[i] }]));
+        // As a person deploys, each deploy kept before the next: deploys faster than the service reads the flows
+        // (on a busy machine, seconds) are kept as one (README, "Flow history").
+        await waitCaptured(page, result.revs[i]);
     }
-    await waitCaptured(page, result.revs[result.revs.length - 1]);
     await openPanel(page);
     result.panel = await panelView(page);
     const pin = page.locator(".ai-sidebar-history-deploy").first().locator(".ai-sidebar-history-pin");

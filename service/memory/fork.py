@@ -64,5 +64,7 @@ async def fork_session(store: MemoryStore, owner: Identity, session_id: str, mes
          (*scope, new_id, source["key"], message_id)),
     ])
     row = await store.db.fetchone(f"SELECT * FROM sessions WHERE {_OWNED} AND id = ?", (*scope, new_id))
+    if row is None:  # deleted in the instant since (the owner's other window)
+        raise SessionNotFound(new_id)
     copied = await store.db.scalar("SELECT COUNT(*) FROM short_term_memory WHERE session_key = ?", (row["key"],))
     return Fork(session_dict(row), int(copied or 0))

@@ -76,8 +76,9 @@
                         RED.notify(t("checkpoint.busy"), { type: "warning", timeout: 4000 });
                     }
                 });
-            var row = element.children(".ai-sidebar-answer-actions");
-            if (!row.length) {
+            // At the end of the answer: a run continued after its card has an earlier row, above the change.
+            var row = element.children().last();
+            if (!row.hasClass("ai-sidebar-answer-actions")) {
                 row = $('<div class="ai-sidebar-answer-actions"></div>').appendTo(element);
             }
             row.append(button);

@@ -274,6 +274,11 @@ module.exports = function (RED) {
         requireJsonBody, forwardTo(sessionPath));
     RED.httpAdmin.delete("/ai-sidebar/sessions/:id", RED.auth.needsPermission("ai-sidebar.write"), realSegment("id"),
         forwardTo(sessionPath));
+    // Edit and resend: a new conversation with the turns before a question (a change of what the service stores).
+    RED.httpAdmin.post("/ai-sidebar/sessions/:id/fork", RED.auth.needsPermission("ai-sidebar.write"), realSegment("id"),
+        requireJsonBody, forwardTo(function (req) {
+            return sessionPath(req) + "/fork";
+        }));
     RED.httpAdmin.post("/ai-sidebar/execute-tool", RED.auth.needsPermission("ai-sidebar.write"), requireJsonBody,
         forwardTo("/ai-sidebar/execute-tool"));
     // Approving a write needs write permission (the service checks it too); resuming sends the chosen ai-config

@@ -882,9 +882,16 @@
         return message;
     };
 
-    /** A question, with the context it went out with (`context`: a chip view) when it was asked here. */
-    AiSidebar.prototype.appendUserMessage = function (text, context) {
+    /**
+     * A question, with the context it went out with (`context`: a chip view) when it was asked here; `askedAt` (ISO
+     * 8601) is where a checkpoint under its answer restores the flows to (checkpoints.js). It can be edited and
+     * sent again in a fork of the conversation (edit-question.js).
+     */
+    AiSidebar.prototype.appendUserMessage = function (text, context, askedAt) {
         var element = this.appendMessage("user");
+        if (askedAt) {
+            element.attr("data-asked-at", askedAt);
+        }
         $('<div class="ai-sidebar-text"></div>').text(text).appendTo(element);
         if (context) {
             $('<div class="ai-sidebar-sent-context"></div>')
@@ -893,6 +900,7 @@
                 .append(document.createTextNode(" " + context.text))
                 .appendTo(element);
         }
+        lib.editQuestion.offer(this, element);
     };
 
     /**
@@ -973,7 +981,7 @@
                 self.appendUserMessage(message.content, lib.editorContext.sentView(message.metadata, t,
                     function (id) {
                         return !!RED.nodes.subflow(id);
-                    }));
+                    }), lib.fork.checkpointTime(message.createdAt));
                 if (index === found) {
                     foundElement = self.messages.children(".ai-sidebar-message").last();
                 }
@@ -1045,9 +1053,10 @@
         this.pinnedToBottom = this.isScrolledToBottom();
     };
 
+    /** Open a saved session; the promise settles once its history is shown. */
     AiSidebar.prototype.switchSession = function (sessionId, hit) {
         if (!sessionId) {
-            return;
+            return Promise.resolve();
         }
         this.stop();
         this.cancelSessionRefresh();
@@ -1055,7 +1064,7 @@
         this.conversation.open(sessionId);
         this.restoreDraft();
         this.sessions.render();
-        this.loadHistory(sessionId, hit);
+        return this.loadHistory(sessionId, hit);
     };
 
     AiSidebar.prototype.setBusy = function (busy) {
@@ -1134,7 +1143,7 @@
         this.sessions.close();
         this.messages.find(".ai-sidebar-regenerate").remove();
         this.recalled = null;
-        this.appendUserMessage(message, request.contextView);
+        this.appendUserMessage(message, request.contextView, new Date().toISOString());
         var answer = new lib.Answer(this, this.appendMessage("assistant"));
         // What a notice's "switch to Agent mode" sends again.
         answer.question = { message: message, request: request };

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.errors import ServiceError
 from service.identity import Identity, request_caller
 from service.memory.approvals import ApprovalStore
+from service.memory.fork import fork_session
 from service.memory.store import MemoryStore
 from service.nodered.flows import redact_text, strip_secrets
 from service.requests import ID_PATTERN
@@ -44,6 +45,12 @@ class SessionUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str | None = Field(None, min_length=1, max_length=200)
     pinned: bool | None = None
+
+
+class SessionFork(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    messageId: int = Field(ge=1)
+    name: str | None = Field(None, min_length=1, max_length=200)
 
 
 class TemplateCreate(BaseModel):
@@ -167,6 +174,22 @@ async def update_session(request: web.Request) -> web.Response:
     updated = await _store(request).update_session(owner, _session_id(request), body.name,
                                                    body.pinned)
     return web.json_response(updated)
+
+
+@routes.post("/ai-sidebar/sessions/{sessionId}/fork")
+async def fork(request: web.Request) -> web.Response:
+    """``{messageId, name?}`` → 201 ``{sessionId, title, forkedFrom: {sessionId, messageId}, messages}``: a new
+    session of the requester holding copies of the messages before their question ``messageId`` (``messages``: how
+    many), named ``name`` or as the forked one; the forked session is left as it was (:mod:`service.memory.fork`).
+    404 ``session_not_found`` (also another user's session), 404 ``message_not_found`` (no question of that
+    session)."""
+    owner = _owner(request, write=True)
+    body = await parse_body(request, SessionFork)
+    session_id = _session_id(request)
+    made = await fork_session(_store(request), owner, session_id, body.messageId, uuid.uuid4().hex, body.name)
+    return web.json_response({"sessionId": made.session["id"], "title": made.session["name"],
+                              "forkedFrom": {"sessionId": session_id, "messageId": body.messageId},
+                              "messages": made.copied, "session": made.session}, status=201)
 
 
 @routes.delete("/ai-sidebar/sessions/{sessionId}")

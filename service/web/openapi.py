@@ -23,7 +23,7 @@ from service.requests import (
 )
 from service.web.history_routes import PinRequest
 from service.web.knowledge_routes import ReindexRequest
-from service.web.memory_routes import SearchRequest, SessionCreate, SessionUpdate, TemplateCreate
+from service.web.memory_routes import SearchRequest, SessionCreate, SessionFork, SessionUpdate, TemplateCreate
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 ANY_OBJECT = {"type": "object"}
@@ -103,9 +103,9 @@ def openapi_document() -> dict[str, Any]:
             "properties": {"code": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
                            "message": {"type": "string"}}}}},
     }
-    for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionUpdate,
-                  TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest, TestProviderRequest,
-                  PinRequest, CompleteRequest):
+    for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionFork,
+                  SessionUpdate, TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest,
+                  TestProviderRequest, PinRequest, CompleteRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -188,6 +188,10 @@ def openapi_document() -> dict[str, Any]:
             "delete": _operation("Delete a session", _json("ok"), 400, 401, 403, 404, 503,
                                  parameters=[SESSION_ID]),
         },
+        "/ai-sidebar/sessions/{sessionId}/fork": {"post": _operation(
+            "A new session with copies of the messages before the question messageId (edit and resend); the forked "
+            "session stays as it was", _json("{sessionId, title, forkedFrom: {sessionId, messageId}, messages}"),
+            400, 401, 403, 404, 408, 409, 503, body=SessionFork, parameters=[SESSION_ID], ok_status="201")},
     }
     paths["/ai-sidebar/execute-tool"]["post"]["responses"]["202"] = _json(
         "a write tool does not run yet: {status: awaiting_approval, runId, resumeToken, actions[{tool, args, summary, "

@@ -393,7 +393,8 @@
             break;
         default:
             // approval_required and flow_change (approval-card.js); event types added to the contract later are
-            // ignored by older sidebars.
+            // ignored by older sidebars. An answer that changed flows is a checkpoint (checkpoints.js, at finish()).
+            this.changedFlows = this.changedFlows || event.type === "flow_change";
             if (this.sidebar.approvals) {
                 this.sidebar.approvals.handleEvent(this, event);
             }
@@ -420,6 +421,9 @@
         sidebarLib().noticeView.markImports(this.element, this.notices);
         if (this.markdown.trim()) {
             actionRow(this.element).append(copyAnswerButton(this.markdown));
+        }
+        if (this.changedFlows && sidebarLib().checkpoints) {
+            sidebarLib().checkpoints.offer(this.sidebar, this.element);
         }
     };
 
@@ -576,7 +580,7 @@
      * buttons as it did. Nothing is applied to the editor again (a stored flow_change has no changes) and nothing
      * is read out to screen readers.
      *
-     * @param {object} sidebar the AiSidebar: `renderMarkdown`, `approvals`
+     * @param {object} sidebar the AiSidebar: `renderMarkdown`, `approvals`, `send` (a checkpoint's restore)
      * @param {jQuery} element the message element (that of the run's card for an answer that continued a run)
      * @param {{content: string, metadata: object, events: object[]}} message from `GET ai-sidebar/history/{id}`
      * @param {object} restoring the approval cards' restoring context (ApprovalCards.restoring)
@@ -587,6 +591,9 @@
         var answer = new Answer({
             renderMarkdown: sidebar.renderMarkdown,
             approvals: sidebar.approvals,
+            send: function (text) {
+                return sidebar.send(text);
+            },
             withScroll: function (change) {
                 change();
             }

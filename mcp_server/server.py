@@ -40,9 +40,9 @@ from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 
 from .approval import approved_write
+from .audit import McpAudit
 from .auth import SignIn, caller_grant
 from .auth.provider import WRITE_SCOPE
-from .audit import McpAudit
 from .diagram import FLOW_DIAGRAM
 from .prompts import register_prompts
 from .resources import listed_resources, register_resources

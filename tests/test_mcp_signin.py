@@ -121,13 +121,15 @@ class Browser:
     """What the person does in their browser: open the authorization URL, fill in the login page (a wrong password
     first, when given), consent to ``consent`` scopes, and hand the code the server redirects with to the client."""
 
-    def __init__(self, username: str, password: str, consent: tuple[str, ...], wrong_password: str | None = None):
+    def __init__(self, username: str, password: str, consent: tuple[str, ...], wrong_password: str | None = None,
+                 language: str = "en-US"):
         self.username, self.password, self.consent, self.wrong_password = username, password, consent, wrong_password
+        self.language = language
         self.pages: list[httpx.Response] = []
         self.callback: tuple[str, str | None] | None = None
 
     async def redirect(self, authorization_url: str) -> None:
-        async with httpx.AsyncClient(timeout=30) as http:
+        async with httpx.AsyncClient(timeout=30, headers={"Accept-Language": self.language}) as http:
             page = await http.get(authorization_url, follow_redirects=True)
             self.pages.append(page)
             assert page.status_code == 200 and "<form" in page.text, page.text
@@ -219,9 +221,10 @@ async def test_a_reader_signs_in_reads_with_their_own_rights_and_cannot_write(si
 
 
 async def test_a_writer_who_consents_deploys_as_themselves(signin_server, users_nodered):
-    browser = Browser(*WRITER, consent=("write",))
+    browser = Browser(*WRITER, consent=("write",), language="de-AT")
     async with signed_in_session(signin_server, browser, elicitation_callback=approving) as (session, storage):
         assert storage.tokens.scope == "read write"
+        assert "Bei Node-RED anmelden" in browser.pages[0].text and "signin-test-agent" in browser.pages[0].text
         created = await session.call_tool("create_tab", {"label": "alice was here"})
         assert not created.isError, text_of(created)
     assert "alice was here" in str(flows_as(users_nodered, *WRITER))
@@ -229,6 +232,17 @@ async def test_a_writer_who_consents_deploys_as_themselves(signin_server, users_
 
 async def approving(_context, _params):
     return APPROVE
+
+
+async def test_an_unknown_sign_in_request_is_a_json_error_in_the_browsers_language(signin_server):
+    async with httpx.AsyncClient(timeout=30) as http:
+        answer = await http.get(f"{signin_server.base}/login", params={"request": "made-up"},
+                                headers={"Accept-Language": "fr-CA,fr;q=0.9"})
+        posted = await http.post(f"{signin_server.base}/login", data={"request": "made-up", "username": "bob",
+                                                                         "password": READER[1]})
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "mcp_signin_expired"
+    assert "demande de connexion" in answer.json()["error"]["message"]
+    assert posted.status_code == 400 and posted.json()["error"]["code"] == "mcp_signin_expired"
 
 
 async def test_revocation_ends_access_at_once(signin_server):

@@ -37,7 +37,7 @@ class SignIn:
         # following the MCP spec's scope selection would then ask for "read" only, never offering the person the
         # write scope. Every token we issue carries "read"; the registration options publish both scopes.
         settings = AuthSettings(
-            issuer_url=base, resource_server_url=resource, validate_token_resource=True,  # type: ignore[arg-type]
+            issuer_url=base, resource_server_url=resource, validate_token_resource=True,
             client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=list(SCOPES),
                                                                   default_scopes=[READ_SCOPE]),
             revocation_options=RevocationOptions(enabled=True))

@@ -5,62 +5,91 @@ the browser goes back to the client with an authorization code. A wrong password
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 import logging
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from service.nodered.messages import (
+    DEFAULT_LANGUAGE,
+    LOCALES_DIR,
+    MessageCatalog,
+    accept_languages,
+    english,
+    match_language,
+)
 
 from .nodered_login import LoginRefused, NodeRedUnreachable, nodered_login
 from .provider import READ_SCOPE, WRITE_SCOPE, NodeRedAuthProvider, PendingSignIn
 
 log = logging.getLogger(__name__)
 
-# The page may not be framed (a consent page inside another site's frame could be clicked through) nor cached.
-HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-                                      "frame-ancestors 'none'",
+# The page may not be framed (a consent page inside another site's frame could be clicked through) nor cached. No
+# form-action: browsers apply it to the redirect after the post too, which goes to the client's redirect URI.
+HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
            "X-Frame-Options": "DENY", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
-TEXT = {
-    "title": "Sign in to Node-RED",
-    "intro": "{client} asks to use Node-RED through its MCP server as you.",
-    "username": "Node-RED user name",
-    "password": "Password",
-    "read": "Read flows, settings and runtime messages",
-    "write": "Change flows (each change still asks you to approve it)",
-    "submit": "Sign in and allow",
-    "refused": "Node-RED refused this user name and password.",
-    "unreachable": "Node-RED could not be reached; try again in a moment.",
-}
+PAGE_FILE = "mcp_signin.json"  # the page's sentences per language, beside errors.json
 
 
-def login_page(pending: PendingSignIn, request_id: str, client_name: str, error: str | None = None,
+@functools.cache
+def page_texts() -> dict[str, dict[str, str]]:
+    """Language → the sign-in page's sentences (``locales/<lang>/mcp_signin.json``), read once."""
+    return {path.parent.name: json.loads(path.read_text(encoding="utf-8"))
+            for path in sorted(LOCALES_DIR.glob(f"*/{PAGE_FILE}"))}
+
+
+def page_language(accept_language: str | None) -> str:
+    """The first ``Accept-Language`` entry a shipped page language matches, else English."""
+    for tag in accept_languages(accept_language):
+        found = match_language(tag, page_texts())
+        if found:
+            return found
+    return DEFAULT_LANGUAGE
+
+
+def text(language: str, key: str) -> str:
+    return page_texts().get(language, {}).get(key) or page_texts()[DEFAULT_LANGUAGE][key]
+
+
+def login_page(pending: PendingSignIn, request_id: str, client_name: str, language: str, error: str | None = None,
                username: str = "") -> str:
-    """The sign-in form (HTML) for ``pending``, with ``error`` above it when the last attempt failed."""
+    """The sign-in form (HTML, in ``language``) for ``pending``, with the sentence ``error`` (a key of
+    :data:`PAGE_FILE`) above it when the last attempt failed."""
     esc = html.escape
-    write = (f'<label><input type="checkbox" name="scope" value="{WRITE_SCOPE}"> {esc(TEXT["write"])}</label>'
+    words = {key: text(language, key) for key in page_texts()[DEFAULT_LANGUAGE]}
+    write = (f'<label><input type="checkbox" name="scope" value="{WRITE_SCOPE}"> {esc(words["write"])}</label>'
              if WRITE_SCOPE in pending.scopes else "")
-    problem = f'<p role="alert" class="error">{esc(error)}</p>' if error else ""
+    problem = f'<p role="alert" class="error">{esc(words[error])}</p>' if error else ""
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>{esc(TEXT["title"])}</title>
+<html lang="{esc(language)}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>{esc(words["title"])}</title>
 <style>body{{font-family:sans-serif;max-width:28em;margin:3em auto}}label{{display:block;margin:.6em 0}}
 .error{{color:#b00}}</style></head>
-<body><h1>{esc(TEXT["title"])}</h1><p>{esc(TEXT["intro"].format(client=client_name))}</p>{problem}
+<body><h1>{esc(words["title"])}</h1><p>{esc(words["intro"].format(client=client_name))}</p>{problem}
 <form method="post" action="login">
 <input type="hidden" name="request" value="{esc(request_id)}">
-<label>{esc(TEXT["username"])} <input name="username" autocomplete="username" required value="{esc(username)}"></label>
-<label>{esc(TEXT["password"])} <input name="password" type="password" autocomplete="current-password" required></label>
-<label><input type="checkbox" checked disabled> {esc(TEXT["read"])}</label>{write}
-<button type="submit">{esc(TEXT["submit"])}</button>
+<label>{esc(words["username"])} <input name="username" autocomplete="username" required value="{esc(username)}"></label>
+<label>{esc(words["password"])} <input name="password" type="password" autocomplete="current-password" required></label>
+<label><input type="checkbox" checked disabled> {esc(words["read"])}</label>{write}
+<button type="submit">{esc(words["submit"])}</button>
 </form></body></html>"""
 
 
-def _expired() -> JSONResponse:
-    return JSONResponse({"error": {"code": "mcp_signin_expired",
-                                   "message": "This sign-in request is unknown or older than 10 minutes: start the "
-                                              "connection from your MCP client again."}},
-                        status_code=400, headers=HEADERS)
+def _expired(request: Request) -> JSONResponse:
+    catalog = error_catalog()
+    language = catalog.negotiate(None, request.headers.get("accept-language"))
+    message = catalog.render("mcp_signin_expired", {}, language) or english("mcp_signin_expired")
+    return JSONResponse({"error": {"code": "mcp_signin_expired", "message": message}}, status_code=400,
+                        headers=HEADERS)
+
+
+@functools.cache
+def error_catalog() -> MessageCatalog:
+    return MessageCatalog()
 
 
 async def _client_name(provider: NodeRedAuthProvider, pending: PendingSignIn) -> str:
@@ -72,17 +101,19 @@ async def login(request: Request, provider: NodeRedAuthProvider) -> Response:
     """``GET``: the form for ``?request=<id>``; ``POST``: check the form's user with Node-RED, then redirect (302)
     to the client with the code, or show the form again (401 refused, 502 Node-RED unreachable). An unknown or
     expired request id is 400 ``mcp_signin_expired``."""
+    language = page_language(request.headers.get("accept-language"))
     if request.method == "GET":
         request_id = request.query_params.get("request", "")
         pending = provider.pending(request_id)
         if pending is None:
-            return _expired()
-        return HTMLResponse(login_page(pending, request_id, await _client_name(provider, pending)), headers=HEADERS)
+            return _expired(request)
+        page = login_page(pending, request_id, await _client_name(provider, pending), language)
+        return HTMLResponse(page, headers=HEADERS)
     form = await request.form()
     request_id = str(form.get("request") or "")
     pending = provider.pending(request_id)
     if pending is None:
-        return _expired()
+        return _expired(request)
     username, password = str(form.get("username") or ""), str(form.get("password") or "")
     want_write = WRITE_SCOPE in form.getlist("scope") and WRITE_SCOPE in pending.scopes
     try:
@@ -90,8 +121,8 @@ async def login(request: Request, provider: NodeRedAuthProvider) -> Response:
     except (LoginRefused, NodeRedUnreachable) as err:
         refused = isinstance(err, LoginRefused)
         log.warning("MCP sign-in of Node-RED user %r failed: %s", username, err)
-        page = login_page(pending, request_id, await _client_name(provider, pending),
-                          TEXT["refused" if refused else "unreachable"], username)
+        page = login_page(pending, request_id, await _client_name(provider, pending), language,
+                          "refused" if refused else "unreachable", username)
         return HTMLResponse(page, status_code=401 if refused else 502, headers=HEADERS)
     scopes = [READ_SCOPE] + ([WRITE_SCOPE] if want_write and signed.may_write else [])
     target = await provider.signed_in(request_id, username, scopes, signed.token, signed.expires_in)

@@ -29,8 +29,10 @@ class NodeRedUnreachable(Exception):
     """Node-RED did not answer the login (down, timeout, or a server error)."""
 
 
-async def nodered_login(admin_url: str, username: str, password: str, want_write: bool,
-                        timeout: float = 10.0) -> NodeRedLogin:
+LOGIN_TIMEOUT = 10.0  # seconds for the whole login (Node-RED's bcrypt check included)
+
+
+async def nodered_login(admin_url: str, username: str, password: str, want_write: bool) -> NodeRedLogin:
     """Log ``username`` in at the Node-RED whose admin root is ``admin_url``. With ``want_write``, asks scope ``*``
     first and ``read`` when Node-RED refuses it (a read-only user), else ``read`` only.
 
@@ -40,7 +42,7 @@ async def nodered_login(admin_url: str, username: str, password: str, want_write
     """
     base = admin_url.rstrip("/")
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as http:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=LOGIN_TIMEOUT)) as http:
             async with http.get(f"{base}/auth/login") as resp:
                 scheme = await resp.json(content_type=None) if resp.status == 200 else None
             if not isinstance(scheme, dict) or scheme.get("type") != "credentials":

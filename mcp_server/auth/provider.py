@@ -18,12 +18,19 @@ import time
 from dataclasses import dataclass
 
 import aiohttp
-from mcp.server.auth.provider import (AccessToken, AuthorizationCode, AuthorizationParams, AuthorizeError,
-                                      RefreshToken, TokenError, construct_redirect_uri)
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import SecretStr
 
-from .store import Grant, GrantStore
+from .store import Grant, GrantStore, TokenKind
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +236,7 @@ class NodeRedAuthProvider:
         grant_id = getattr(token, "grant_id", None)
         if grant_id is None:
             return
-        kind = "refresh" if isinstance(token, RefreshToken) else "access"
+        kind: TokenKind = "refresh" if isinstance(token, RefreshToken) else "access"
         store = await self._open()
         issued = await store.find_token(token.token, kind)
         await store.revoke(grant_id)

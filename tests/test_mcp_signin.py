@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp.types import ElicitResult
 
+from mcp_server.audit import Caller, McpAudit
 from mcp_server.server import ERROR_META
 from tests.support.health import START_TIMEOUT
 from tests.support.nodered import REPO, NodeRed, example_flows, free_port, hash_password
@@ -228,6 +229,33 @@ async def test_a_writer_who_consents_deploys_as_themselves(signin_server, users_
         created = await session.call_tool("create_tab", {"label": "alice was here"})
         assert not created.isError, text_of(created)
     assert "alice was here" in str(flows_as(users_nodered, *WRITER))
+    # The audit names the signed-in user and the OAuth client beside the client's own name.
+    with sqlite3.connect(signin_server.db.parent / "audit.db") as db:
+        row = db.execute("SELECT client_name, tool, decision, outcome, user, oauth_client FROM mcp_audit "
+                         "ORDER BY id DESC LIMIT 1").fetchone()
+    assert row[0] and row[1:] == ("create_tab", "approve", "deployed", "alice", storage.client_info.client_id)
+
+
+async def test_an_audit_file_of_the_first_version_gains_the_user_columns(tmp_path):
+    path = tmp_path / "audit.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(V1_AUDIT)
+        db.execute("INSERT INTO mcp_audit(created_at, client_name, tool, decision) VALUES (1, 'old', 'add_nodes', "
+                   "'decline')")
+    audit = await McpAudit.open(str(path))
+    try:
+        await audit.record(Caller("new", "1", user="alice", oauth_client="c-1"), "create_tab", {}, "s", "cancel")
+    finally:
+        await audit.close()
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT client_name, user, oauth_client FROM mcp_audit ORDER BY id").fetchall()
+    assert rows == [("old", None, None), ("new", "alice", "c-1")]
+
+
+V1_AUDIT = """CREATE TABLE mcp_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, created_at REAL NOT NULL, client_name TEXT NOT NULL,
+    client_version TEXT NOT NULL DEFAULT '', tool TEXT NOT NULL, args TEXT NOT NULL DEFAULT '{}',
+    summary TEXT NOT NULL DEFAULT '', decision TEXT NOT NULL, reason TEXT, outcome TEXT);"""
 
 
 async def approving(_context, _params):

@@ -130,6 +130,9 @@ def main(argv: list[str] | None = None) -> None:
     if writes.enabled:
         asyncio.run(check_login(config))
     if args.transport == "stdio":
+        if auth.enabled:
+            log.warning("nodered-mcp: MCP_AUTH=oauth applies to streamable HTTP only; on stdio the client that "
+                        "started the server is its user, and the server's own Node-RED credentials apply.")
         build_server(config, knowledge_db=knowledge_db, evidence=evidence, writes=writes).run("stdio")
         return
 

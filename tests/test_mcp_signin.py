@@ -273,6 +273,32 @@ async def test_an_unknown_sign_in_request_is_a_json_error_in_the_browsers_langua
     assert posted.status_code == 400 and posted.json()["error"]["code"] == "mcp_signin_expired"
 
 
+async def test_a_refresh_token_is_used_once_for_a_new_pair(signin_server):
+    browser = Browser(*READER, consent=())
+    async with signed_in_session(signin_server, browser) as (session, storage):
+        assert not (await session.call_tool("get_flows", {})).isError
+    client, old = storage.client_info, storage.tokens
+    form = {"grant_type": "refresh_token", "refresh_token": old.refresh_token, "client_id": client.client_id,
+            "client_secret": client.client_secret}
+    async with httpx.AsyncClient(timeout=30) as http:
+        fresh = await http.post(f"{signin_server.base}/token", data=form)
+        assert fresh.status_code == 200, fresh.text
+        tokens = fresh.json()
+        assert tokens["scope"] == "read" and tokens["access_token"] != old.access_token
+        bearer = {**MCP_HEADERS, "Authorization": f"Bearer {tokens['access_token']}"}
+        assert (await http.post(signin_server.url, json=INITIALIZE, headers=bearer)).status_code == 200
+        again = await http.post(f"{signin_server.base}/token", data=form)
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+
+
+def test_sign_in_without_its_database_stops_the_server(users_nodered):
+    env = {**os.environ, "NODE_RED_URL": users_nodered.url, "MCP_AUTH": "oauth"}
+    env.pop("MCP_AUTH_DB", None)
+    done = subprocess.run([sys.executable, "-m", "mcp_server", "--transport", "http", "--port", str(free_port())],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=START_TIMEOUT)
+    assert done.returncode == 2 and "MCP_AUTH_DB" in done.stderr
+
+
 async def test_revocation_ends_access_at_once(signin_server):
     browser = Browser(*WRITER, consent=())
     async with signed_in_session(signin_server, browser) as (session, storage):

@@ -115,8 +115,10 @@ class KnowledgeHolder:
     async def open(self, client: NodeRedClient) -> None:
         self.knowledge, self.client = await Knowledge.open(self.path, bundled_locales()), client
 
-    async def current(self, _ctx: ToolContext) -> tuple[Knowledge, str]:
-        """The index, refreshed first when stale.
+    async def current(self, ctx: ToolContext) -> tuple[Knowledge, str]:
+        """The index, refreshed first when stale. When the server's own credentials are refused (none set, as
+        with MCP sign-in) the caller's client refreshes it instead: every Node-RED user who may read sees the same
+        flows and help.
 
         Raises:
             ToolFailure: Node-RED could not be read for a first refresh, with its code (a later refresh failing
@@ -126,7 +128,12 @@ class KnowledgeHolder:
         async with self._lock:
             if time.monotonic() - self.refreshed_at > KNOWLEDGE_MAX_AGE:
                 try:
-                    await self.knowledge.refresh(self.client, DEFAULT_LANGUAGE)
+                    try:
+                        await self.knowledge.refresh(self.client, DEFAULT_LANGUAGE)
+                    except NodeRedError as err:
+                        if err.code != "nodered_unauthorized" or ctx.nodered is self.client:
+                            raise
+                        await self.knowledge.refresh(ctx.nodered, DEFAULT_LANGUAGE)
                     self.refreshed_at = time.monotonic()
                 except NodeRedError as err:
                     if not self.refreshed_at:

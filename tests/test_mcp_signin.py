@@ -210,6 +210,10 @@ async def test_a_reader_signs_in_reads_with_their_own_rights_and_cannot_write(si
         flow = await session.call_tool("get_flow", {"flow_id": tab["id"]})
         assert not flow.isError, text_of(flow)
         assert tab["label"] in text_of(flow)
+        # The search index is read with bob's token too: the server has no Node-RED credentials of its own.
+        found = await session.call_tool("search_workspace", {"query": "catch"})
+        assert not found.isError, text_of(found)
+        assert tab["label"] in text_of(found)
         # bob asked for write, but Node-RED lets him only read: the grant says read, and a write tool is refused.
         assert storage.tokens.scope == "read"
         refused = await session.call_tool("create_tab", {"label": "bob was here"})

@@ -19,10 +19,13 @@ import pytest
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.auth.provider import AuthorizationParams, AuthorizeError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp.types import ElicitResult
 
 from mcp_server.audit import Caller, McpAudit
+from mcp_server.auth import provider as provider_module
+from mcp_server.auth.provider import NodeRedAuthProvider
 from mcp_server.server import ERROR_META
 from tests.support.health import START_TIMEOUT
 from tests.support.nodered import REPO, NodeRed, example_flows, free_port, hash_password
@@ -229,7 +232,9 @@ async def test_a_writer_who_consents_deploys_as_themselves(signin_server, users_
     browser = Browser(*WRITER, consent=("write",), language="de-AT")
     async with signed_in_session(signin_server, browser, elicitation_callback=approving) as (session, storage):
         assert storage.tokens.scope == "read write"
-        assert "Bei Node-RED anmelden" in browser.pages[0].text and "signin-test-agent" in browser.pages[0].text
+        page = browser.pages[0].text
+        assert "Bei Node-RED anmelden" in page and "signin-test-agent" in page
+        assert "Danach kehrt Ihr Browser zu http://127.0.0.1:9 zurück." in page
         created = await session.call_tool("create_tab", {"label": "alice was here"})
         assert not created.isError, text_of(created)
     assert "alice was here" in str(flows_as(users_nodered, *WRITER))
@@ -334,3 +339,20 @@ async def test_no_password_or_token_is_kept_in_clear(signin_server):
     assert b"MCP sign-in: Node-RED user bob granted read" in log  # the log does say who signed in
     for secret in secrets:
         assert secret.encode() not in database and secret.encode() not in log
+
+
+async def test_waiting_sign_ins_are_capped(tmp_path, monkeypatch):
+    monkeypatch.setattr(provider_module, "MAX_PENDING", 3)
+    provider = NodeRedAuthProvider(str(tmp_path / "auth.db"), "http://127.0.0.1:1", "http://127.0.0.1:1/mcp",
+                                   "http://127.0.0.1:2", 3600)
+    client = OAuthClientInformationFull(client_id="c-1", redirect_uris=[REDIRECT], scope="read write")
+    params = AuthorizationParams(state="s", scopes=["read"], code_challenge="x" * 43, redirect_uri=REDIRECT,
+                                 redirect_uri_provided_explicitly=True)
+    try:
+        urls = [await provider.authorize(client, params) for _ in range(3)]
+        assert len(set(urls)) == 3 and all(url.startswith("http://127.0.0.1:1/login?request=") for url in urls)
+        with pytest.raises(AuthorizeError) as refused:
+            await provider.authorize(client, params)
+        assert refused.value.error == "temporarily_unavailable"
+    finally:
+        await provider.close()

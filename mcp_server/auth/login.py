@@ -9,6 +9,7 @@ import functools
 import html
 import json
 import logging
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -69,7 +70,8 @@ def login_page(pending: PendingSignIn, request_id: str, client_name: str, langua
 <title>{esc(words["title"])}</title>
 <style>body{{font-family:sans-serif;max-width:28em;margin:3em auto}}label{{display:block;margin:.6em 0}}
 .error{{color:#b00}}</style></head>
-<body><h1>{esc(words["title"])}</h1><p>{esc(words["intro"].format(client=client_name))}</p>{problem}
+<body><h1>{esc(words["title"])}</h1><p>{esc(words["intro"].format(client=client_name))}
+{esc(words["return"].format(target=_origin(str(pending.params.redirect_uri))))}</p>{problem}
 <form method="post" action="login">
 <input type="hidden" name="request" value="{esc(request_id)}">
 <label>{esc(words["username"])} <input name="username" autocomplete="username" required value="{esc(username)}"></label>
@@ -77,6 +79,13 @@ def login_page(pending: PendingSignIn, request_id: str, client_name: str, langua
 <label><input type="checkbox" checked disabled> {esc(words["read"])}</label>{write}
 <button type="submit">{esc(words["submit"])}</button>
 </form></body></html>"""
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``: where the code goes, shown so that a person sees a client that
+    registered someone else's name."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _expired(request: Request) -> JSONResponse:

@@ -40,6 +40,7 @@ SCOPES = (READ_SCOPE, WRITE_SCOPE)
 SCRIPT_CLIENT = "shared-token"  # client id of a request carrying the shared MCP_HTTP_TOKEN
 PENDING_TTL = 600.0  # seconds a person has to sign in after /authorize
 CODE_TTL = 300.0  # seconds an authorization code may wait for its exchange
+MAX_PENDING = 1000  # sign-ins waiting at once; /authorize is refused beyond (memory is not filled by a script)
 
 
 class GrantAccessToken(AccessToken):
@@ -135,6 +136,8 @@ class NodeRedAuthProvider:
         wanted = params.scopes if params.scopes is not None else [s for s in registered if s in SCOPES]
         scopes = [scope for scope in SCOPES if scope in wanted] or [READ_SCOPE]
         self._expire()
+        if len(self._pending) >= MAX_PENDING:
+            raise AuthorizeError("temporarily_unavailable", "too many sign-ins waiting; try again in a few minutes")
         request_id = secrets.token_urlsafe(32)
         assert client.client_id is not None
         self._pending[request_id] = PendingSignIn(client.client_id, params, scopes, time.time() + PENDING_TTL)

@@ -17,6 +17,7 @@ from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.hosts import HostAllowList
 from service.nodered.settings import EvidenceSettings, NodeRedSettings, SettingsError
 
+from .auth import McpAuthSettings, SignIn
 from .server import build_server
 from .settings import McpHttpSettings, McpWriteSettings
 
@@ -119,8 +120,9 @@ def main(argv: list[str] | None = None) -> None:
         evidence = EvidenceSettings.load()
         writes = McpWriteSettings.load()
         http = McpHttpSettings.load(**{name: value for name, value in flags.items() if value is not None})
+        auth = McpAuthSettings.load()
         if args.transport == "http":
-            http.check_bind(writes=writes.enabled)
+            http.check_bind(writes=writes.enabled, signin=auth.enabled)
     except SettingsError as err:
         print(f"nodered-mcp: {err}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -128,21 +130,27 @@ def main(argv: list[str] | None = None) -> None:
     if writes.enabled:
         asyncio.run(check_login(config))
     if args.transport == "stdio":
+        if auth.enabled:
+            log.warning("nodered-mcp: MCP_AUTH=oauth applies to streamable HTTP only; on stdio the client that "
+                        "started the server is its user, and the server's own Node-RED credentials apply.")
         build_server(config, knowledge_db=knowledge_db, evidence=evidence, writes=writes).run("stdio")
         return
 
     import uvicorn
 
     allowed = http.host_allow_list
+    shared_token = http.token.get_secret_value() if http.token is not None else None
+    # With sign-in the SDK's bearer middleware checks every token, the shared one included (as a script's).
+    signin = SignIn.of(auth, http.host, http.port, config.url, shared_token) if auth.enabled else None
     server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence,
-                          writes=writes, allowed_hosts=allowed)
+                          writes=writes, allowed_hosts=allowed, signin=signin)
     app: ASGIApp = server.streamable_http_app()
-    if http.token is not None:
-        app = BearerAuth(app, http.token.get_secret_value())
+    if shared_token is not None and signin is None:
+        app = BearerAuth(app, shared_token)
     app = HostCheck(app, allowed)
     log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s", http.host, http.port,
                 config.url)
-    if http.token is None:
+    if http.token is None and signin is None:
         log.warning("nodered-mcp: MCP_HTTP_TOKEN is not set: every local user (any process on this machine) can "
                     "connect and read the flows, settings and runtime messages of Node-RED with this server's "
                     "Node-RED credentials. Set MCP_HTTP_TOKEN, or use stdio, to keep them to your MCP clients.")

@@ -24,6 +24,7 @@ from service.nodered.messages import english
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 
 from .audit import Caller, McpAudit
+from .auth import caller_grant
 
 # Characters of an approval request: a larger change is refused rather than shown in part (what a person approves
 # is what is written; the service's AI_SIDEBAR_APPROVAL_MAX_BYTES default).
@@ -37,11 +38,14 @@ class ApprovalAnswer(BaseModel):
 
 
 def caller_of(ctx: Context[Any, Any, Any]) -> Caller:
-    """The MCP client as its ``initialize`` request named itself (``unknown`` before initialisation)."""
+    """The MCP client as its ``initialize`` request named itself (``unknown`` before initialisation), with the
+    signed-in Node-RED user and OAuth client id when the call carries a sign-in grant (:mod:`mcp_server.auth`)."""
+    grant = caller_grant(ctx.request_context.request)
+    user, oauth_client = (grant.subject, grant.client_id) if grant is not None else (None, None)
     params = ctx.session.client_params
     if params is None:
-        return Caller("unknown")
-    return Caller(params.clientInfo.name, params.clientInfo.version or "")
+        return Caller("unknown", user=user, oauth_client=oauth_client)
+    return Caller(params.clientInfo.name, params.clientInfo.version or "", user=user, oauth_client=oauth_client)
 
 
 def approval_message(tool: str, preview: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from service.nodered.node_secrets import strip_secrets
 # without deciding; refused: the client cannot ask (no elicitation capability) or its answer was unusable.
 Decision = Literal["approve", "decline", "cancel", "refused"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mcp_audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -34,17 +34,24 @@ CREATE TABLE IF NOT EXISTS mcp_audit (
     summary TEXT NOT NULL DEFAULT '',
     decision TEXT NOT NULL CHECK (decision IN ('approve', 'decline', 'cancel', 'refused')),
     reason TEXT,
-    outcome TEXT
+    outcome TEXT,
+    user TEXT,
+    oauth_client TEXT
 );
 """
+# Columns added after version 1, added to an older file when it is opened: (name, declaration).
+ADDED_COLUMNS = (("user", "TEXT"), ("oauth_client", "TEXT"))
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who called a tool, as far as an MCP server can know: the client's ``clientInfo`` (``name``, ``version``)."""
+    """Who called a tool, as far as an MCP server can know: the client's ``clientInfo`` (``name``, ``version``),
+    and with MCP sign-in the signed-in Node-RED ``user`` and the OAuth client id (``oauth_client``)."""
 
     name: str
     version: str = ""
+    user: str | None = None
+    oauth_client: str | None = None
 
 
 class McpAudit:
@@ -65,6 +72,11 @@ class McpAudit:
         try:
             await db.execute("PRAGMA busy_timeout=5000")
             await db.executescript(SCHEMA)
+            async with db.execute("PRAGMA table_info(mcp_audit)") as cursor:
+                present = {row[1] for row in await cursor.fetchall()}
+            for name, declaration in ADDED_COLUMNS:
+                if name not in present:
+                    await db.execute(f"ALTER TABLE mcp_audit ADD COLUMN {name} {declaration}")
             await db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             await db.commit()
         except BaseException:
@@ -76,10 +88,10 @@ class McpAudit:
                      reason: str | None = None) -> int:
         """Add one decision (``args`` are stored redacted of secrets, as previews show them); returns its row id."""
         cursor = await self._db.execute(
-            "INSERT INTO mcp_audit(created_at, client_name, client_version, tool, args, summary, decision, reason) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO mcp_audit(created_at, client_name, client_version, tool, args, summary, decision, reason, "
+            "user, oauth_client) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (time.time(), caller.name, caller.version, tool, json.dumps(strip_secrets(args), ensure_ascii=False),
-             summary, decision, reason))
+             summary, decision, reason, caller.user, caller.oauth_client))
         await self._db.commit()
         assert cursor.lastrowid is not None
         return cursor.lastrowid

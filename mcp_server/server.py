@@ -41,6 +41,8 @@ from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
 
 from .approval import approved_write
 from .audit import McpAudit
+from .auth import SignIn, caller_grant
+from .auth.provider import WRITE_SCOPE
 from .diagram import FLOW_DIAGRAM
 from .prompts import register_prompts
 from .resources import listed_resources, register_resources
@@ -113,8 +115,10 @@ class KnowledgeHolder:
     async def open(self, client: NodeRedClient) -> None:
         self.knowledge, self.client = await Knowledge.open(self.path, bundled_locales()), client
 
-    async def current(self, _ctx: ToolContext) -> tuple[Knowledge, str]:
-        """The index, refreshed first when stale.
+    async def current(self, ctx: ToolContext) -> tuple[Knowledge, str]:
+        """The index, refreshed first when stale. When the server's own credentials are refused (none set, as
+        with MCP sign-in) the caller's client refreshes it instead: every Node-RED user who may read sees the same
+        flows and help.
 
         Raises:
             ToolFailure: Node-RED could not be read for a first refresh, with its code (a later refresh failing
@@ -124,7 +128,12 @@ class KnowledgeHolder:
         async with self._lock:
             if time.monotonic() - self.refreshed_at > KNOWLEDGE_MAX_AGE:
                 try:
-                    await self.knowledge.refresh(self.client, DEFAULT_LANGUAGE)
+                    try:
+                        await self.knowledge.refresh(self.client, DEFAULT_LANGUAGE)
+                    except NodeRedError as err:
+                        if err.code != "nodered_unauthorized" or ctx.nodered is self.client:
+                            raise
+                        await self.knowledge.refresh(ctx.nodered, DEFAULT_LANGUAGE)
                     self.refreshed_at = time.monotonic()
                 except NodeRedError as err:
                     if not self.refreshed_at:
@@ -141,8 +150,12 @@ ToolCtx = Context[ServerSession, ServerState, Any]
 
 
 def client_of(ctx: ToolCtx) -> NodeRedClient:
-    """The lifespan's client, narrowed to the caller's own Node-RED token when the request carries one."""
+    """The lifespan's client, narrowed to the caller's own Node-RED token: the signed-in user's (MCP sign-in), else
+    the one the request carries in ``_meta`` (:data:`USER_TOKEN_META`)."""
     state: ServerState = ctx.request_context.lifespan_context
+    grant = caller_grant(ctx.request_context.request)
+    if grant is not None and grant.nodered_token is not None:
+        return state.nodered.for_user(grant.nodered_token.get_secret_value())
     meta = ctx.request_context.meta
     extra = (meta.model_extra or {}) if meta is not None else {}
     token = extra.get(USER_TOKEN_META)
@@ -222,7 +235,7 @@ class SharedEvidence:
 def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 8766,
                  tools: Iterable[Tool] = READ_TOOLS, knowledge_db: str | None = ":memory:",
                  evidence: EvidenceSettings | None = None, writes: McpWriteSettings | None = None,
-                 allowed_hosts: HostAllowList | None = None) -> FastMCP:
+                 allowed_hosts: HostAllowList | None = None, signin: SignIn | None = None) -> FastMCP:
     """The MCP server for the Node-RED at ``config.url`` offering the read tools of ``tools`` (default the core's
     read tools; write tools given there are left out) and, unless ``knowledge_db`` is ``None``, the knowledge tools
     over an index in that SQLite file. With ``writes`` enabled (``MCP_WRITE_TOOLS=true``) it offers the core's
@@ -232,7 +245,9 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     (``TransportSecuritySettings``) answers a request naming another host in ``Host`` or ``Origin`` with 421 or 403
     (``mcp_server.__main__`` puts a JSON answer of its own in front). ``evidence`` (default: on, default sizes)
     off leaves out the runtime evidence tools; on, the server subscribes to Node-RED's comms websocket for them
-    while it runs."""
+    while it runs. ``signin`` (``MCP_AUTH=oauth``, streamable HTTP only) serves OAuth sign-in with Node-RED users
+    (:mod:`mcp_server.auth`): each call then acts with the signed-in user's Node-RED token, and a write tool needs
+    the ``write`` scope."""
     holder = KnowledgeHolder(knowledge_db) if knowledge_db is not None else None
     evidence = evidence or EvidenceSettings()
     offered = [tool for tool in (*tools, FLOW_DIAGRAM,
@@ -273,7 +288,11 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     security = TransportSecuritySettings(enable_dns_rebinding_protection=not allowed.any, allowed_hosts=hosts,
                                          allowed_origins=origins)
     mcp = NodeRedMcp("nodered", instructions=WRITE_INSTRUCTIONS if audit_db is not None else INSTRUCTIONS,
-                     lifespan=lifespan, host=host, port=port, log_level="WARNING", transport_security=security)
+                     lifespan=lifespan, host=host, port=port, log_level="WARNING", transport_security=security,
+                     auth=signin.settings if signin is not None else None,
+                     auth_server_provider=signin.provider if signin is not None else None)
+    if signin is not None:
+        signin.add_routes(mcp)
     # FastMCP reports the SDK's version in serverInfo unless the low-level server is told ours.
     mcp._mcp_server.version = __version__
     for declared in offered:
@@ -299,6 +318,9 @@ def register(mcp: FastMCP, tool: Tool) -> None:
         state: ServerState = ctx.request_context.lifespan_context
         if tool.access == "write":
             assert state.audit is not None, "write tools are registered only with an audit"
+            grant = caller_grant(ctx.request_context.request)
+            if grant is not None and WRITE_SCOPE not in grant.scopes:
+                raise ToolFailure("mcp_scope_missing", params={"scope": WRITE_SCOPE, "tool": tool.name})
             return await _answer(approved_write(ctx, client_of(ctx), tool, arguments, state.audit))
         return await _answer(tool.run(ToolContext(nodered=client_of(ctx), evidence=state.evidence), **arguments))
 

@@ -29,13 +29,16 @@ class McpHttpSettings(HostGuarded):
         text = value.get_secret_value() if isinstance(value, SecretStr) else value
         return None if isinstance(text, str) and not text.strip() else value
 
-    def check_bind(self, writes: bool = False) -> None:
+    def check_bind(self, writes: bool = False, signin: bool = False) -> None:
         """Refuse a non-loopback bind without a token (anyone reaching the port could read Node-RED), and the write
-        tools without a token: every local user could connect and answer the approval of a write itself.
+        tools without a token: every local user could connect and answer the approval of a write itself. With
+        ``signin`` (``MCP_AUTH=oauth``) every request needs a signed-in user's token, so neither is refused.
 
         Raises:
             SettingsError: ``host`` is not a loopback address, or ``writes`` is on, and no token is set.
         """
+        if signin:
+            return
         if self.token is None and writes:
             raise SettingsError("MCP_WRITE_TOOLS=true over streamable HTTP needs MCP_HTTP_TOKEN (or --token): "
                                 "without it every local user could connect, call a write tool and approve it "

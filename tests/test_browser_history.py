@@ -134,6 +134,9 @@ def test_two_deploys_from_the_editor_are_listed_their_diff_names_the_node_and_a_
     assert seen["errors"] == [] and seen["applied"] and "not deployed" in seen["applied"][-1]
     # Undeployed: Node-RED still runs the newest deploy.
     assert deployed(nodered, TICK)["topic"] == "third"
+    # The button's question reads as words, live, after a reload and as the conversation's name; never the trigger.
+    assert re.fullmatch(r"Restore flow “Kitchen” to .*\d.*", seen["question"]), seen["question"]
+    assert seen["reloadedQuestion"] == seen["question"] and seen["reloadedName"] == seen["question"], seen
 
 
 def test_a_deploy_made_while_the_panel_is_open_appears_in_it(history_stack, model):

@@ -449,7 +449,7 @@ async def test_a_restore_button_trigger_is_kept_and_named_by_its_display_text(hi
     good = await deploy_captured(history_client, history_nodered, base_flows())
     await deploy_captured(history_client, history_nodered, changed(base_flows(), "a000000000000001", name="later"))
     trigger = "@tools:restore_flows|" + json.dumps({"to": good, "scope": "tab", "target_id": TAB_A})
-    shown = "Restore flow “Alpha” to the deploy of 2 Dec 2026, 10:42:00"
+    shown = "Restore flow “Alpha” to 12/2/26, 10:42 AM"
     bob = {"X-Node-RED-User": "bob"}
     calls = len(model.requests)
     events = await read_events(await history_client.post("/ai-sidebar/stream-chat", json={
@@ -462,6 +462,13 @@ async def test_a_restore_button_trigger_is_kept_and_named_by_its_display_text(hi
     assert trigger not in json.dumps(messages)
     sessions = (await (await history_client.get("/ai-sidebar/sessions", headers=bob)).json())["sessions"]
     assert [s["name"] for s in sessions if s["id"] == "h-display"] == [shown]
+    # Approved: the answer after the restore is asked with the words the user saw.
+    resumed = await read_events(await history_client.post("/ai-sidebar/resume", json={
+        "resumeToken": events[0]["resumeToken"], "decisions": [{"type": "approve"}]}, headers=bob))
+    assert next(e for e in resumed if e["type"] == "tool_result")["ok"], resumed
+    assert len(model.requests) == calls + 1
+    sent = json.dumps(model.requests[-1]["messages"], ensure_ascii=False)
+    assert shown in sent and "@tools:" not in sent
 
     # Any other message is kept as it was typed.
     await read_events(await history_client.post("/ai-sidebar/stream-chat", json={

@@ -167,6 +167,18 @@ async function restoreMode(page, result) {
     result.errors = (await page.locator(".ai-sidebar-message-assistant .ai-sidebar-error:visible").allInnerTexts())
         .map((s) => s.trim());
     await editor.screenshot(page, result, "sidebar-history-restored" + suffix + ".png");
+    result.question = (await page.locator(".ai-sidebar-message-user .ai-sidebar-text").last().innerText()).trim();
+    // Another page of the editor (this one has undeployed changes): the conversation as the service kept it.
+    const again = await editor.openEditor(page.context(), env.EDITOR_URL, {},
+        { username: env.USERNAME, password: env.PASSWORD });
+    await again.evaluate(() => RED.sidebar.show("ai-sidebar"));
+    await again.waitForFunction(() => document.querySelector(".ai-sidebar-message-user .ai-sidebar-text") &&
+        !document.querySelector(".ai-sidebar-loading"), null, { timeout: 15000 });
+    result.reloadedQuestion = (await again.locator(".ai-sidebar-message-user .ai-sidebar-text").last().innerText())
+        .trim();
+    result.reloadedName = (await again.locator(".ai-sidebar-session-button .ai-sidebar-session-name").innerText())
+        .trim();
+    await editor.screenshot(again, result, "sidebar-history-restore-reloaded" + suffix + ".png");
 }
 
 /** The panel stays open while the user deploys: the new deploy appears in it once the service captured it. */

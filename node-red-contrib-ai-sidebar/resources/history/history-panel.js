@@ -61,8 +61,8 @@
     /**
      * @param {{onOpen: function(), onRestore: function(string, string): boolean}} options `onOpen` runs when the
      *     panel opens (the sidebar closes its other panels); `onRestore(message, display)` sends the restore's chat
-     *     message (a direct trigger) shown and kept as `display` (e.g. "Restore flow “Alpha” to the deploy of
-     *     2 Dec 2026, 10:42:00") and says whether it went out (not while an answer streams)
+     *     message (a direct trigger) shown and kept as `display` (e.g. "Restore flow “Alpha” to 12/2/26, 10:42
+     *     AM") and says whether it went out (not while an answer streams)
      */
     function HistoryPanel(options) {
         var self = this;
@@ -347,7 +347,7 @@
         var self = this;
         var view = history().diffView(body, nameOf);
         var to = body.from && body.from.rev;
-        var when = history().formatTime(body.from && body.from.time, locale());
+        var when = history().formatTime(body.from && body.from.time, locale(), "short");
         var mayRestore = RED.user.hasPermission(RESTORE_PERMISSION) && !!to;
         container.empty();
         $('<div class="ai-sidebar-history-against"></div>')

@@ -89,13 +89,16 @@
         };
     }
 
-    /** An ISO time as a short date and time in `locale` (the browser's when it is unknown). */
-    function formatTime(iso, locale) {
+    /**
+     * An ISO time as a date and time in `locale` (the browser's when it is unknown): `style` "medium" (the rows,
+     * with seconds) or "short" (a restore's question, which also names the conversation).
+     */
+    function formatTime(iso, locale, style) {
         const date = new Date(iso);
         if (isNaN(date.getTime())) {
             return String(iso || "");
         }
-        const options = { dateStyle: "medium", timeStyle: "medium" };
+        const options = { dateStyle: style || "medium", timeStyle: style || "medium" };
         try {
             return new Intl.DateTimeFormat(locale || undefined, options).format(date);
         } catch {

@@ -17,9 +17,13 @@
         return window.NodeRedAiSidebar.completionProvider;
     }
 
-    /** The pane's content, built each time the dialog opens (so it shows the setting as it is then). */
+    /**
+     * The pane's content, built each time the dialog opens (so it shows the setting as it is then); the dialog
+     * shows a tab's content by the id `red-ui-settings-tab-<pane id>` (Node-RED's userSettings.js).
+     */
     function pane() {
-        var body = $('<div class="red-ui-settings-section ai-sidebar-settings"></div>');
+        var body = $('<div class="red-ui-settings-section ai-sidebar-settings"></div>')
+            .attr("id", "red-ui-settings-tab-" + PANE);
         $('<div class="red-ui-settings-section-description"></div>').text(RED._(NS + "completion.setting.title"))
             .appendTo(body);
         var row = $('<div class="red-ui-settings-row"></div>').appendTo(body);

@@ -173,6 +173,10 @@ class StreamChatRequest(BaseModel):
             "with it every other tab and subflow counts as unlocked when a write is planned; without it the "
             "deployed flows' locked decides, but for the tabs in flowData"))
     history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
+    display: str | None = Field(None, min_length=1, max_length=500, description=(
+        "what the user sees of a direct trigger ('@tools:<name>|...') a button sends, e.g. 'Restore tab Alpha to "
+        "10:42': stored as the question (a reload shows it) and names a new conversation; ignored with any other "
+        "message"))
     silent: bool = False
     dynamicData: DynamicData | None = None
     language: str | None = Field(None, max_length=35)

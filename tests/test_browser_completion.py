@@ -145,5 +145,14 @@ def test_the_model_saw_the_shape_of_the_recent_message_and_no_secret(seen):
     assert SECRET not in dumped and SERVICE_TOKEN not in dumped and PASSWORD not in dumped
 
 
+def test_the_user_settings_switch_and_the_toggle_action_agree(seen):
+    assert seen["settingTab"] == "AI assistant" and seen["settingLabel"].startswith("Inline completion")
+    assert seen["settingShownOn"] is True  # on unless the user turned it off
+    assert seen["settingAfterUncheck"] is False and seen["providerAfterUncheck"] is False
+    assert seen["settingAfterAction"] is True and seen["settingShownAfterAction"] is True
+    assert seen["settingShownAfterSecondAction"] is False
+    assert seen["settingAtEnd"] is True  # and the completions above were typed with it switched on there
+
+
 def asked_in(seen: dict, before: str) -> list[dict]:
     return [r for r in seen["requests"] if f"\nCode:\n{before}<CURSOR>" in str(r["messages"][-1]["content"])]

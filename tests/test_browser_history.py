@@ -95,8 +95,10 @@ def test_two_deploys_from_the_editor_are_listed_their_diff_names_the_node_and_a_
         assert row["counts"] == "0 added · 0 removed · 2 changed"
         assert re.search(r"\d", row["when"]) and row["datetime"].endswith("Z")
         assert row["buttons"][:2] == ["Changes", "Compare with now"]
-    # The deploys the service found when it started are listed after them.
+    # The deploys the service found when it started are listed after them; the oldest is where history starts.
     assert len(rows) >= 3
+    assert rows[-1]["counts"] == "History starts here: the first state kept.", rows[-1]
+    assert all(row["counts"] != rows[-1]["counts"] for row in rows[:-1])
     # Pinned from the panel: the service keeps it whatever the retention.
     assert seen["pinLabel"] == "Unpin"
     listing = admin_request(nodered, admin_token(nodered), "GET", "/ai-sidebar/flow-history?limit=5")["deploys"]
@@ -132,6 +134,20 @@ def test_two_deploys_from_the_editor_are_listed_their_diff_names_the_node_and_a_
     assert seen["errors"] == [] and seen["applied"] and "not deployed" in seen["applied"][-1]
     # Undeployed: Node-RED still runs the newest deploy.
     assert deployed(nodered, TICK)["topic"] == "third"
+    # The button's question reads as words, live, after a reload and as the conversation's name; never the trigger.
+    assert re.fullmatch(r"Restore flow “Kitchen” to .*\d.*", seen["question"]), seen["question"]
+    assert seen["reloadedQuestion"] == seen["question"] and seen["reloadedName"] == seen["question"], seen
+
+
+def test_a_deploy_made_while_the_panel_is_open_appears_in_it(history_stack, model):
+    nodered, _ = history_stack
+
+    seen = run_history(nodered, "live", SHOT_SUFFIX="-live", TAB_ID=KITCHEN, NODE_ID=TICK, TOPIC="live")
+
+    rows = [row["rev"] for row in seen["panel"]["rows"]]
+    assert seen["rev"] not in seen["before"]
+    assert rows[0] == seen["rev"] and rows[1:] == seen["before"], (rows, seen["before"])
+    assert seen["panel"]["rows"][0]["counts"] == "0 added · 0 removed · 1 changed"
 
 
 def test_the_panel_says_in_the_users_language_when_the_service_keeps_no_flow_history(history_stack, model):

@@ -155,6 +155,17 @@ async def test_the_diff_of_two_deploys_names_exactly_the_changed_nodes_and_prope
     assert newest["time"].endswith("Z")
 
 
+async def test_the_first_state_captured_is_listed_as_first_without_counts(history_client, history_nodered):
+    later = await deploy_captured(history_client, history_nodered,
+                                  changed(base_flows(), "a000000000000001", func="return null;"))
+    listing = await (await history_client.get("/ai-sidebar/flow-history")).json()
+    newest, oldest = listing["deploys"][0], listing["deploys"][-1]
+    assert oldest["first"] is True and oldest["counts"] is None, oldest
+    assert newest["rev"] == later and newest["first"] is False
+    assert newest["counts"] == {"added": 0, "removed": 0, "changed": 1}
+    assert all(deploy["first"] is False for deploy in listing["deploys"][:-1])
+
+
 async def test_unknown_points_answer_coded_errors(history_client):
     answer = await history_client.get("/ai-sidebar/flow-history/diff", params={"from": "0123456789abcdef0123"})
     assert answer.status == 404 and (await answer.json())["error"]["code"] == "snapshot_not_found"
@@ -431,3 +442,37 @@ async def test_the_agent_restores_a_tab_only_after_the_user_approves_the_card(hi
     result = next(e for e in resumed if e["type"] == "tool_result")
     assert result["ok"] and result["result"].startswith('Deployed: Restore tab "Alpha"'), result
     assert {n["id"]: n for n in await live(history_nodered)}["a000000000000001"]["func"] == "return msg;"
+
+
+async def test_a_restore_button_trigger_is_kept_and_named_by_its_display_text(history_client, history_nodered,
+                                                                               model):
+    good = await deploy_captured(history_client, history_nodered, base_flows())
+    await deploy_captured(history_client, history_nodered, changed(base_flows(), "a000000000000001", name="later"))
+    trigger = "@tools:restore_flows|" + json.dumps({"to": good, "scope": "tab", "target_id": TAB_A})
+    shown = "Restore flow “Alpha” to 12/2/26, 10:42 AM"
+    bob = {"X-Node-RED-User": "bob"}
+    calls = len(model.requests)
+    events = await read_events(await history_client.post("/ai-sidebar/stream-chat", json={
+        "message": trigger, "display": shown, "scenario": "general", "sessionId": "h-display"}, headers=bob))
+    assert events[0]["type"] == "approval_required", events
+    assert len(model.requests) == calls  # the trigger ran without the model
+
+    messages = (await (await history_client.get("/ai-sidebar/history/h-display", headers=bob)).json())["messages"]
+    assert messages[0]["role"] == "user" and messages[0]["content"] == shown, messages
+    assert trigger not in json.dumps(messages)
+    sessions = (await (await history_client.get("/ai-sidebar/sessions", headers=bob)).json())["sessions"]
+    assert [s["name"] for s in sessions if s["id"] == "h-display"] == [shown]
+    # Approved: the answer after the restore is asked with the words the user saw.
+    resumed = await read_events(await history_client.post("/ai-sidebar/resume", json={
+        "resumeToken": events[0]["resumeToken"], "decisions": [{"type": "approve"}]}, headers=bob))
+    assert next(e for e in resumed if e["type"] == "tool_result")["ok"], resumed
+    assert len(model.requests) == calls + 1
+    sent = json.dumps(model.requests[-1]["messages"], ensure_ascii=False)
+    assert shown in sent and "@tools:" not in sent
+
+    # Any other message is kept as it was typed.
+    await read_events(await history_client.post("/ai-sidebar/stream-chat", json={
+        "message": "hello", "display": "not this",
+        "scenario": "general", "sessionId": "h-typed"}, headers=bob))
+    messages = (await (await history_client.get("/ai-sidebar/history/h-typed", headers=bob)).json())["messages"]
+    assert messages[0]["content"] == "hello"

@@ -185,8 +185,8 @@
                 self.sessions.close();
                 self.knowledgePanel.close();
             },
-            onRestore: function (message) {
-                return self.send(message);
+            onRestore: function (message, display) {
+                return self.send(message, display);
             }
         });
         this.sessionUsage = new lib.usageView.SessionUsage();
@@ -1081,11 +1081,12 @@
     };
 
     /**
-     * Ask a question: `text`, or what the user typed when it is omitted.
+     * Ask a question: `text`, or what the user typed when it is omitted; `display` is what the user sees of a
+     * direct trigger a button sends (the service keeps it as the question: `display` in the request).
      *
      * @returns {boolean} whether a request was started
      */
-    AiSidebar.prototype.send = function (text) {
+    AiSidebar.prototype.send = function (text, display) {
         var fromInput = text === undefined;
         var message = String(fromInput ? this.input.val() : text).trim();
         if (!message || this.controller) {
@@ -1097,6 +1098,9 @@
             this.keepDraft();
         }
         var request = this.chatRequest(message);
+        if (display) {
+            request.body.display = display;
+        }
         // Shown under the question, live and after Retry (which sends the same request).
         request.contextView = this.contextView();
         // Attached Debug messages go with this question only; the chip shows them until its answer ends.
@@ -1143,7 +1147,7 @@
         this.sessions.close();
         this.messages.find(".ai-sidebar-regenerate").remove();
         this.recalled = null;
-        this.appendUserMessage(message, request.contextView, new Date().toISOString());
+        this.appendUserMessage(request.body.display || message, request.contextView, new Date().toISOString());
         var answer = new lib.Answer(this, this.appendMessage("assistant"));
         // What a notice's "switch to Agent mode" sends again.
         answer.question = { message: message, request: request };

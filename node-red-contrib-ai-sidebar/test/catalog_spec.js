@@ -192,6 +192,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/assist/assist-json.js",
             "resources/node-red-contrib-ai-sidebar/completion/completion-source.js",
             "resources/node-red-contrib-ai-sidebar/completion/completion-provider.js",
+            "resources/node-red-contrib-ai-sidebar/completion/completion-setting.js",
             "resources/node-red-contrib-ai-sidebar/sidebar.js"
         ]);
         assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);

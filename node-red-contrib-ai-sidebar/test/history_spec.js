@@ -54,9 +54,23 @@ describe("the flow history panel's view", function () {
         assert.strictEqual(row.when, new Intl.DateTimeFormat("de", { dateStyle: "medium", timeStyle: "medium" })
             .format(new Date("2026-12-02T10:42:00.500Z")));
         assert.notStrictEqual(row.when, history.deployRow(DEPLOYS[0], "en-US").when);
-        const unknown = history.deployRow({ rev: 1, time: "x", origin: "someone", counts: null }, "en-US");
+        assert.strictEqual(row.first, false);
+        const unknown = history.deployRow({ rev: 1, time: "x", origin: "someone", counts: { changed: -1 } }, "en-US");
         assert.deepStrictEqual([unknown.origin, unknown.user, unknown.when, unknown.counts.changed],
             ["editor", null, "x", 0]);
+    });
+
+    it("marks the first state the history captured, which has no counts", function () {
+        const first = history.deployRow({ rev: "a1", time: "2026-12-02T10:00:00.000Z", origin: "editor",
+            first: true, counts: null }, "en-US");
+        assert.deepStrictEqual([first.first, first.counts], [true, null]);
+    });
+
+    it("formats a restore's time short, without seconds", function () {
+        const iso = "2026-12-02T10:42:31.000Z";
+        assert.strictEqual(history.formatTime(iso, "en-US", "short"),
+            new Intl.DateTimeFormat("en-US", { dateStyle: "short", timeStyle: "short" }).format(new Date(iso)));
+        assert.notStrictEqual(history.formatTime(iso, "en-US", "short"), history.formatTime(iso, "en-US"));
     });
 
     it("names the nodes of a diff, with each changed property before and after, and leaves empty tabs", function () {

@@ -119,6 +119,8 @@ async def ask_before_write(request: StreamChatRequest, deps: ChatDeps, turn: Tur
     context = {"message": request.message, "scenario": turn.scenario_key, "language": turn.catalog.language,
                "apply": request.apply, "flowId": request.flow_id, "nodeIds": turn.context.node_ids,
                "remember": deps.memory is not None}
+    if request.display:  # the words the user saw: the answer after the approval is asked with them
+        context["display"] = request.display
     try:
         await emit(await deps.approvals.open(run_id, deps.identity, "direct", result.session_id, [action], context))
     except ServiceError as err:  # too many pending approvals: said, and nothing waits

@@ -7,6 +7,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from service.chat.context import ChatDeps, ChatResult
+from service.chat.direct import DIRECT_TRIGGER
 from service.chat.events import Emit
 from service.errors import ServiceError, error_event
 from service.llm.usage import day_start
@@ -24,11 +25,16 @@ async def save_turn(request: StreamChatRequest, deps: ChatDeps, result: ChatResu
     the fault, never raises.
 
     A ``silent`` request, or a caller without memory, stores no message; its usage is recorded all the same.
+    A direct trigger sent with a ``display`` text is stored as that text (what the user saw; it names a new
+    session): the trigger ran without the model, which never needs it.
     """
     if deps.memory is None or request.silent:
         return await save_usage(deps, result.session_id, result.usage)
+    question = request.message
+    if request.display and DIRECT_TRIGGER.match(request.message):
+        question = request.display
     try:
-        await deps.memory.save_turn(result.session_id, deps.identity, request.message, result.answer,
+        await deps.memory.save_turn(result.session_id, deps.identity, question, result.answer,
                                     result.metadata(request), result.scenario, create=not result.session_existed,
                                     usage=result.usage, events=result.shown())
     except ServiceError as err:

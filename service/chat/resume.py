@@ -129,6 +129,8 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
     if kind == "execute":
         return
     turn.tool_run = run
+    if saved.get("display"):  # a button's trigger: the model reads what the user saw, never the raw trigger
+        request.message = saved["display"]
     await stream_answer(await build_prompt(request, deps, turn, result), deps, emit, result)
 
 

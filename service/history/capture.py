@@ -115,8 +115,7 @@ class Capture:
             previous = self._last[1] if self._last is not None else await self._latest_flows()
             stored = await self.store.save(rev, flows, origin="assistant" if own else "editor",
                                            user=own[0] if own else None, detail=own[1] if own else None,
-                                           counts=counts(previous, flows) if previous is not None else
-                                           counts([], flows))
+                                           counts=counts(previous, flows) if previous is not None else None)
             if stored:
                 self.captured += 1
                 if self.captured % 20 == 0:

@@ -43,8 +43,8 @@ SCHEMA = (
 class Snapshot:
     """One deploy as listed: ``rev`` (Node-RED's flows revision), ``time`` (Unix seconds the service captured it),
     ``user`` (who deployed, when known: only the assistant's own deploys say), ``origin``, ``pinned``, ``counts``
-    (``{"added", "removed", "changed"}`` flow objects against the snapshot before it) and ``detail`` (the
-    assistant's deploys: ``{"tool", "summary"}``)."""
+    (``{"added", "removed", "changed"}`` flow objects against the snapshot before it; empty for the first one
+    captured, when there was none before it) and ``detail`` (the assistant's deploys: ``{"tool", "summary"}``)."""
 
     rev: str
     time: float
@@ -55,9 +55,17 @@ class Snapshot:
     detail: dict[str, Any]
 
     def as_json(self) -> dict[str, Any]:
-        """The route's shape: ``{"rev", "time" (ISO 8601 UTC), "user", "origin", "pinned", "counts", "detail"}``."""
+        """The route's shape: ``{"rev", "time" (ISO 8601 UTC), "user", "origin", "pinned", "first", "counts",
+        "detail"}``; ``first`` is true (and ``counts`` null) for the first state captured, which had nothing before
+        it to count against."""
         return {"rev": self.rev, "time": iso(self.time), "user": self.user, "origin": self.origin,
-                "pinned": self.pinned, "counts": self.counts, "detail": self.detail}
+                "pinned": self.pinned, "first": self.first, "counts": None if self.first else self.counts,
+                "detail": self.detail}
+
+    @property
+    def first(self) -> bool:
+        """Whether this is the first state the history captured (saved without counts)."""
+        return not self.counts
 
 
 def iso(seconds: float) -> str:
@@ -87,8 +95,9 @@ class HistoryStore:
     async def save(self, rev: str, flows: list[dict[str, Any]], *, origin: Origin, user: str | None = None,
                    counts: dict[str, int] | None = None, detail: dict[str, Any] | None = None,
                    at: float | None = None) -> bool:
-        """Store the flows of ``rev``; the parts already stored are not written again. Returns whether this call
-        stored it (``False``: another replica or an earlier call had)."""
+        """Store the flows of ``rev``; the parts already stored are not written again. ``counts`` ``None``: the
+        first state captured (:attr:`Snapshot.first`). Returns whether this call stored it (``False``: another
+        replica or an earlier call had)."""
         manifests, parts = split(flows)
         known = await self._known(list(parts))
         async with self.db.transaction() as tx:

@@ -22,8 +22,8 @@ from service.errors import ServiceError
 from service.identity import request_caller
 from service.llm.providers import ProviderConfig, provider_error
 from service.llm.usage import TurnUsage, counted, turn_usage
+from service.web.disconnect import until_client_leaves
 from service.web.keys import CHAT_MODELS, EVIDENCE, MEMORY, NODERED, PRICES, SCENARIOS, SETTINGS
-from service.web.routes import _until_client_leaves
 from service.web.schemas import parse_body
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ async def complete(request: web.Request) -> web.Response:
         answer.append(await counted(ask_completion(model, messages, config.timeout), report))
 
     try:
-        await _until_client_leaves(request, work())
+        await until_client_leaves(request, work())
     except ConnectionResetError:
         log.info("completion cancelled: the editor went on typing")
         answer = [""]  # nobody reads it: the connection is closed

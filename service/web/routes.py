@@ -47,6 +47,7 @@ from service.tools.context import ServiceToolContext
 from service.tools.registry import failure_status
 from service.tracing.spans import describe_caller
 from service.web.deps import chat_deps
+from service.web.disconnect import until_client_leaves
 from service.web.keys import (
     APPROVALS,
     EVIDENCE,
@@ -151,34 +152,6 @@ async def execute_tool(request: web.Request) -> web.Response:
     return web.json_response({"tool": name, "result": output.data})
 
 
-DISCONNECT_POLL = 0.2  # seconds between checks that the client is still connected
-
-
-async def _until_client_leaves(request: web.Request, work) -> None:
-    """Run ``work``; when the client disconnects (tab closed, Stop pressed) cancel it at once, so the model
-    request and any running tool stop, and raise ``ConnectionResetError``.
-
-    aiohttp does not cancel handlers on disconnect (``handler_cancellation`` is off), and a stream that is
-    waiting on a slow model or tool writes nothing that could fail, so the transport is watched instead.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        while not task.done():
-            await asyncio.wait({task}, timeout=DISCONNECT_POLL)
-            transport = request.transport
-            if not task.done() and (transport is None or transport.is_closing()):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                raise ConnectionResetError("client disconnected")
-        task.result()
-    finally:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-
 @routes.post("/ai-sidebar/stream-chat")
 async def stream_chat(request: web.Request) -> web.StreamResponse:
     """Answer a chat message as a server-sent event stream; bad input is a JSON 4xx before the stream opens."""
@@ -217,7 +190,7 @@ async def _stream_answer(request: web.Request, body: StreamChatRequest, caller: 
     request.app[STREAMS].add(stream)
     saved = False
     try:
-        await _until_client_leaves(request, _counted(request, deps, result, run_chat(body, deps, send, result)))
+        await until_client_leaves(request, _counted(request, deps, result, run_chat(body, deps, send, result)))
         saved = True
         fault = await asyncio.shield(save_turn(body, deps, result))
         if fault is not None and fault.code not in result.errors:  # told once (the agent's checkpoint may have)
@@ -328,7 +301,7 @@ async def _run_stream(request: web.Request, deps: ChatDeps, result: ChatResult,
     await stream.prepare(request)
     request.app[STREAMS].add(stream)
     try:
-        await _until_client_leaves(request, _counted(request, deps, result, work(send)))
+        await until_client_leaves(request, _counted(request, deps, result, work(send)))
         await stream.send(_done(result))
     except ConnectionResetError:
         log.info("client went away during %s", what)

@@ -33,6 +33,28 @@ class Target:
                f"{self.limit:g} {self.unit})"
 
 
+def history_targets(results: dict[str, Any]) -> list[Target]:
+    """The flow history's diff of two deploys (issue 35), when it ran."""
+    found = results.get("history_diff")
+    if not found or "skipped" in found:
+        return []
+    return [Target("history", f"diff of two deploys, {found['nodes']}-node workspace, p50", found["diff_ms"]["p50"],
+                   50, "ms")]
+
+
+def completion_targets(results: dict[str, Any]) -> list[Target]:
+    """The added latency of an inline completion (issue 39), when it ran."""
+    found = results.get("completion")
+    if not found or "skipped" in found:
+        return []
+    targets = []
+    for path in ("sidebar/complete", "service/complete"):
+        added = found["paths"][path]["added_ms"]
+        targets.append(Target("completion", f"added latency p50, {path}", added["p50"], 15, "ms"))
+        targets.append(Target("completion", f"added latency p99, {path}", added["p99"], 40, "ms"))
+    return targets
+
+
 def evaluate(results: dict[str, Any]) -> list[Target]:
     targets: list[Target] = []
     paths = results["latency"]["paths"]
@@ -74,6 +96,7 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
         targets.append(Target("router", f"labelled requests ({routed['requests']}) answered with ≤ 2 model calls",
                               100 * routed["share_at_most_2_calls"], 80, "%", higher_is_better=True))
         targets.append(Target("router", "labelled requests off their path", len(routed["off_path"]), 0, ""))
+    targets += history_targets(results) + completion_targets(results)
     return targets
 
 

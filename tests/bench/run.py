@@ -24,9 +24,11 @@ from tests.support.nodered import NODERED_HOME, REPO
 
 from . import (
     coldstart,
+    completion_latency,
     concurrency,
     cost,
     evidence,
+    history_diff,
     knowledge,
     latency,
     memory_search,
@@ -182,6 +184,16 @@ async def main() -> int:
         else:
             results["router"] = {"skipped": "no time left in the 10-minute budget"}
         phase_done("router", started)
+
+        started = time.monotonic()
+        print("bench: 9. flow history diff, inline completion ...", file=sys.stderr, flush=True)
+        results["history_diff"] = await history_diff.run(rounds=10 if QUICK else 60)
+        if left() >= 30:
+            results["completion"] = await completion_latency.run(stack, rounds=10 if QUICK else 200,
+                                                                 time_limit=min(90, left() - 20))
+        else:
+            results["completion"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("history_completion", started)
 
         targets = evaluate(results)
         results["targets"] = [t.as_dict() for t in targets]

@@ -102,6 +102,39 @@ async function expressionSteps(page, result) {
     result.expressionAfterTab = await value(page, where);
 }
 
+/** The User Settings dialog's "AI assistant" pane: its checkbox and the toggle action switch the same setting. */
+async function settingSteps(page, result) {
+    const box = "#red-ui-settings-tab-ai-sidebar input.ai-sidebar-completion-setting";
+    async function openPane() {
+        await page.evaluate(() => RED.userSettings.show("ai-sidebar"));
+        await page.waitForSelector(box, { state: "visible", timeout: 15000 });
+    }
+    async function closePane() {
+        await page.evaluate(() => RED.tray.close());
+        await page.waitForSelector(box, { state: "detached", timeout: 15000 });
+    }
+    await openPane();
+    result.settingTab = (await page.locator("#user-settings-tabs .red-ui-tab.active").innerText()).trim();
+    result.settingLabel = (await page.locator("#red-ui-settings-tab-ai-sidebar label").innerText()).trim();
+    result.settingShownOn = await page.isChecked(box);
+    await editor.screenshot(page, result, "completion-setting.png");
+    await page.click(box);
+    result.settingAfterUncheck = await page.evaluate(() => RED.settings.get("aiSidebarCompletion"));
+    result.providerAfterUncheck = await page.evaluate(() => NodeRedAiSidebar.completionProvider.isOn());
+    await closePane();
+    await page.evaluate(() => RED.actions.invoke("ai-sidebar:toggle-inline-completion"));
+    result.settingAfterAction = await page.evaluate(() => RED.settings.get("aiSidebarCompletion"));
+    await openPane();
+    result.settingShownAfterAction = await page.isChecked(box);
+    await page.evaluate(() => RED.actions.invoke("ai-sidebar:toggle-inline-completion"));
+    await closePane();
+    await openPane();
+    result.settingShownAfterSecondAction = await page.isChecked(box);
+    await page.click(box); // on again, for the steps that follow
+    result.settingAtEnd = await page.evaluate(() => RED.settings.get("aiSidebarCompletion"));
+    await closePane();
+}
+
 async function main() {
     const result = {};
     const record = {};
@@ -123,6 +156,7 @@ async function main() {
         // A message through the function node: the Debug sidebar shows it when the service's evidence does.
         await page.evaluate((id) => $.post("inject/" + id), env.INJECT_ID);
         await page.waitForSelector(".red-ui-debug-msg", { timeout: 15000 });
+        await settingSteps(page, result);
         await functionSteps(page, result, lines);
         await expressionSteps(page, result);
     } catch (err) {

@@ -5,7 +5,8 @@
 // "restore": TAB_ID (the tab to restore), NODE_ID (a node on it whose `topic` the editor changes and deploys, to
 // TOPICS, comma-separated, one deploy each), OTHER_NODE_ID (a node on another tab renamed to OTHER_NAMES in the
 // same deploys).
-// Modes: restore (deploy twice from the editor, open the panel, pin the newest deploy, its changes, the panel at
+// "live": TAB_ID, NODE_ID, TOPIC (the `topic` deployed while the panel is open).
+// Modes: live (open the panel, deploy from the editor: the new deploy appears in the open panel); restore (deploy twice from the editor, open the panel, pin the newest deploy, its changes, the panel at
 // 240 px, Restore this tab, the approval card, Approve: the editor holds the old value, undeployed); off (the panel
 // when the service keeps no history).
 "use strict";
@@ -168,6 +169,31 @@ async function restoreMode(page, result) {
     result.errors = (await page.locator(".ai-sidebar-message-assistant .ai-sidebar-error:visible").allInnerTexts())
         .map((s) => s.trim());
     await editor.screenshot(page, result, "sidebar-history-restored" + suffix + ".png");
+    result.question = (await page.locator(".ai-sidebar-message-user .ai-sidebar-text").last().innerText()).trim();
+    // Another page of the editor (this one has undeployed changes): the conversation as the service kept it.
+    const again = await editor.openEditor(page.context(), env.EDITOR_URL, {},
+        { username: env.USERNAME, password: env.PASSWORD });
+    await again.evaluate(() => RED.sidebar.show("ai-sidebar"));
+    await again.waitForFunction(() => document.querySelector(".ai-sidebar-message-user .ai-sidebar-text") &&
+        !document.querySelector(".ai-sidebar-loading"), null, { timeout: 15000 });
+    result.reloadedQuestion = (await again.locator(".ai-sidebar-message-user .ai-sidebar-text").last().innerText())
+        .trim();
+    result.reloadedName = (await again.locator(".ai-sidebar-session-button .ai-sidebar-session-name").innerText())
+        .trim();
+    await editor.screenshot(again, result, "sidebar-history-restore-reloaded" + suffix + ".png");
+}
+
+/** The panel stays open while the user deploys: the new deploy appears in it once the service captured it. */
+async function liveMode(page, result) {
+    await editor.showTab(page, env.TAB_ID);
+    await waitCaptured(page, await page.evaluate(() => RED.nodes.version()));
+    await openPanel(page);
+    result.before = (await panelView(page)).rows.map((row) => row.rev);
+    result.rev = await editAndDeploy(page, [{ id: env.NODE_ID, property: "topic", value: env.TOPIC }]);
+    await page.waitForSelector(".ai-sidebar-history-deploy[data-rev='" + result.rev + "']", { timeout: 30000 });
+    await editor.waitIdle(page);
+    result.panel = await panelView(page);
+    await editor.detailScreenshot(page.locator(".ai-sidebar-history"), result, "sidebar-history-live" + suffix + ".png");
 }
 
 async function offMode(page, result) {
@@ -186,6 +212,8 @@ async function offMode(page, result) {
 editor.runEditorScript(async function (page, result) {
     if (env.MODE === "off") {
         await offMode(page, result);
+    } else if (env.MODE === "live") {
+        await liveMode(page, result);
     } else {
         await restoreMode(page, result);
     }

@@ -9,7 +9,8 @@
  * Tab accepts it, Ctrl/Cmd-Right accepts a word, Escape dismisses it (Monaco's own keys), and Monaco cancels the
  * request when the user types on (its cancellation token), which aborts the fetch.
  *
- * Off: per user (`RED.settings` "aiSidebarCompletion" false, toggled by the action {@link TOGGLE_ACTION}), without
+ * Off: per user (`RED.settings` "aiSidebarCompletion" false, toggled by the action {@link TOGGLE_ACTION} and by the
+ * checkbox of the User Settings pane, completion-setting.js), without
  * the `ai-sidebar.read` permission, and for the rest of the page once the service answers `completion_disabled`
  * (`AI_SIDEBAR_COMPLETION=false`). The Ace editor, when the user chose it, has no completion.
  */
@@ -132,12 +133,22 @@
         disposeInlineCompletions: function () {}
     };
 
-    function toggle() {
-        var on = RED.settings.get(SETTING) === false;
-        RED.settings.set(SETTING, on);
+    /** Whether the user has inline completion on (their per-user setting; on unless they turned it off). */
+    function isOn() {
+        return RED.settings.get(SETTING) !== false;
+    }
+
+    /** Turn the user's inline completion on or off (the action and the User Settings pane both come here). */
+    function setOn(on) {
+        RED.settings.set(SETTING, !!on);
         if (!on && source) {
             source.cancel();
         }
+    }
+
+    function toggle() {
+        var on = !isOn();
+        setOn(on);
         RED.notify(RED._(NS + (on ? "completion.on" : "completion.off")), { type: "success", timeout: 2500 });
     }
 
@@ -178,6 +189,8 @@
     window.NodeRedAiSidebar.completionProvider = {
         register: register,
         unregister: unregister,
+        isOn: isOn,
+        setOn: setOn,
         stats: function () { return { registered: !!registration, requests: source ? source.requests : 0 }; }
     };
 }());

@@ -15,6 +15,14 @@
     var RESTORE_PERMISSION = "ai-sidebar.write";
     var PIN_PERMISSION = "flows.write";
     var ORIGIN_ICONS = { assistant: "fa-magic", editor: "fa-user", api: "fa-plug" };
+    // Node-RED tells every editor of each deploy (any editor's, the Admin API's, the assistant's) on this comms
+    // topic with `{revision}` (@node-red/runtime lib/api/comms.js; the editor's own deploy.js listens to it too).
+    var DEPLOY_TOPIC = "notification/runtime-deploy";
+    // The service captures a deploy after the same notice (its own comms connection, then GET /flows): the open
+    // panel reads its first page again until the new rev is listed, at most REFRESH_TRIES times, waiting
+    // REFRESH_DELAY ms longer before each read (about 9 s in all).
+    var REFRESH_TRIES = 8;
+    var REFRESH_DELAY = 250;
 
     function t(key, options) {
         return RED._(NS + key, options);
@@ -51,9 +59,10 @@
     }
 
     /**
-     * @param {{onOpen: function(), onRestore: function(string): boolean}} options `onOpen` runs when the panel
-     *     opens (the sidebar closes its other panels); `onRestore(message)` sends the restore's chat message and
-     *     says whether it went out (not while an answer streams)
+     * @param {{onOpen: function(), onRestore: function(string, string): boolean}} options `onOpen` runs when the
+     *     panel opens (the sidebar closes its other panels); `onRestore(message, display)` sends the restore's chat
+     *     message (a direct trigger) shown and kept as `display` (e.g. "Restore flow “Alpha” to 12/2/26, 10:42
+     *     AM") and says whether it went out (not while an answer streams)
      */
     function HistoryPanel(options) {
         var self = this;
@@ -94,6 +103,12 @@
                 self.loadMore();
             })
             .appendTo(this.panel);
+        this.awaited = null;
+        this.refreshTimer = null;
+        this.onDeploy = function (topic, message) {
+            self.deployed(message && message.revision);
+        };
+        RED.comms.subscribe(DEPLOY_TOPIC, this.onDeploy);
     }
 
     HistoryPanel.prototype.isOpen = function () {
@@ -130,6 +145,7 @@
 
     HistoryPanel.prototype.close = function () {
         $(document).off(".aiSidebarHistory");
+        this.stopRefresh();
         this.panel.hide();
         this.button.attr("aria-expanded", "false").removeClass("selected");
     };
@@ -157,6 +173,50 @@
         this.list.empty();
         this.more.hide();
         return this.fetchPage(null);
+    };
+
+    /** Whether deploy `rev` is listed. */
+    HistoryPanel.prototype.lists = function (rev) {
+        return this.deploys.some(function (deploy) {
+            return String(deploy.rev) === rev;
+        });
+    };
+
+    /** Node-RED deployed `rev`: while the panel is open, read the list again until the service captured it. */
+    HistoryPanel.prototype.deployed = function (rev) {
+        if (typeof rev !== "string" || !rev || !this.isOpen() || this.lists(rev)) {
+            return;
+        }
+        this.awaited = { rev: rev, tries: 0 };
+        this.refreshSoon();
+    };
+
+    HistoryPanel.prototype.refreshSoon = function () {
+        var self = this;
+        var awaited = this.awaited;
+        clearTimeout(this.refreshTimer);
+        this.refreshTimer = setTimeout(function () {
+            if (self.awaited !== awaited) {
+                return;
+            }
+            self.load().then(function () {
+                if (self.awaited !== awaited) {
+                    return;
+                }
+                awaited.tries += 1;
+                if (self.lists(awaited.rev) || awaited.tries >= REFRESH_TRIES) {
+                    self.awaited = null;
+                } else {
+                    self.refreshSoon();
+                }
+            });
+        }, REFRESH_DELAY * (awaited.tries + 1));
+    };
+
+    HistoryPanel.prototype.stopRefresh = function () {
+        clearTimeout(this.refreshTimer);
+        this.refreshTimer = null;
+        this.awaited = null;
     };
 
     /** Read the page of deploys older than the last one shown. */
@@ -201,7 +261,8 @@
         $('<time class="ai-sidebar-history-time"></time>').attr("datetime", deploy.time).text(deploy.when).appendTo(line);
         var who = t("flowHistory.origin." + deploy.origin) + (deploy.user ? " · " + deploy.user : "");
         $('<div class="ai-sidebar-history-who"></div>').text(who).appendTo(item);
-        $('<div class="ai-sidebar-history-counts"></div>').text(t("flowHistory.counts", deploy.counts)).appendTo(item);
+        $('<div class="ai-sidebar-history-counts"></div>').toggleClass("ai-sidebar-history-first", deploy.first)
+            .text(deploy.first ? t("flowHistory.startsHere") : t("flowHistory.counts", deploy.counts)).appendTo(item);
         if (deploy.summary) {
             $('<div class="ai-sidebar-history-summary"></div>').text(deploy.summary).appendTo(item);
         }
@@ -286,6 +347,7 @@
         var self = this;
         var view = history().diffView(body, nameOf);
         var to = body.from && body.from.rev;
+        var when = history().formatTime(body.from && body.from.time, locale(), "short");
         var mayRestore = RED.user.hasPermission(RESTORE_PERMISSION) && !!to;
         container.empty();
         $('<div class="ai-sidebar-history-against"></div>')
@@ -305,7 +367,9 @@
                     .appendTo(title);
             }
             if (mayRestore && tab.id) {
-                self.restoreButton(t("flowHistory.restoreTab"), to, "tab", tab.id).appendTo(section);
+                self.restoreButton(t("flowHistory.restoreTab"), to, "tab", tab.id,
+                    t("flowHistory.restoreAsked." + (tab.type === "subflow" ? "subflow" : "tab"),
+                        { name: tab.label || tab.id, time: when })).appendTo(section);
             }
             var lines = $('<ul class="ai-sidebar-history-lines"></ul>').appendTo(section);
             tab.lines.forEach(function (line) {
@@ -315,7 +379,8 @@
                     .appendTo(item);
                 $('<span class="ai-sidebar-history-node"></span>').text(line.text).appendTo(item);
                 if (mayRestore && line.node) {
-                    self.restoreButton(null, to, "node", line.node).attr("aria-label", t("flowHistory.restoreNode",
+                    self.restoreButton(null, to, "node", line.node,
+                        t("flowHistory.restoreAsked.node", { name: line.text, time: when })).attr("aria-label", t("flowHistory.restoreNode",
                         { name: line.text })).attr("title", t("flowHistory.restoreNode", { name: line.text }))
                         .appendTo(item);
                 }
@@ -335,18 +400,19 @@
             });
         });
         if (mayRestore) {
-            this.restoreButton(t("flowHistory.restoreWhole"), to, "whole").appendTo(container);
+            this.restoreButton(t("flowHistory.restoreWhole"), to, "whole", null,
+                t("flowHistory.restoreAsked.whole", { time: when })).appendTo(container);
         }
     };
 
-    /** A button that asks the assistant to restore `scope` (`targetId`) to deploy `rev`. */
-    HistoryPanel.prototype.restoreButton = function (label, rev, scope, targetId) {
+    /** A button that asks the assistant to restore `scope` (`targetId`) to deploy `rev`, shown as `display`. */
+    HistoryPanel.prototype.restoreButton = function (label, rev, scope, targetId, display) {
         var self = this;
         return smallButton("fa-undo", label, "ai-sidebar-history-restore").attr("data-scope", scope)
             .on("click", function (event) {
                 event.preventDefault();
                 var message = history().restoreMessage(rev, scope, targetId);
-                if (self.options.onRestore && self.options.onRestore(message)) {
+                if (self.options.onRestore && self.options.onRestore(message, display)) {
                     self.close();
                 } else {
                     self.showStatus(t("flowHistory.busy"), "error");
@@ -356,6 +422,8 @@
 
     HistoryPanel.prototype.destroy = function () {
         $(document).off(".aiSidebarHistory");
+        this.stopRefresh();
+        RED.comms.unsubscribe(DEPLOY_TOPIC, this.onDeploy);
         this.request = null;
     };
 

@@ -1,7 +1,8 @@
 /**
  * The flow history as the sidebar's History panel shows it (issue 35), from the service's routes relayed by the
  * plugin: `GET ai-sidebar/flow-history?limit=&before=` (`{deploys: [{rev, time (ISO 8601 UTC), user, origin
- * ("assistant"|"editor"|"api"), pinned, counts: {added, removed, changed}, detail}]}`, newest first) and
+ * ("assistant"|"editor"|"api"), pinned, first, counts: {added, removed, changed} (null when first), detail}]}`,
+ * newest first) and
  * `GET ai-sidebar/flow-history/diff?from=&to=` (`{from, to, tabs: [{id, type, label, status, properties, added,
  * removed, changed, moved, renamed, wires: {added, removed}}], counts}`, service/history/diff.py).
  *
@@ -62,8 +63,9 @@
     }
 
     /**
-     * A deploy as a row shows it: `when` in the user's locale (date and time), `origin`, `user` or null, `counts`
-     * (the numbers of added, removed and changed objects), `summary` (the assistant's own words for its change,
+     * A deploy as a row shows it: `when` in the user's locale (date and time), `origin`, `user` or null, `first`
+     * (the first state the history captured: nothing before it to count against), `counts` (the numbers of added,
+     * removed and changed objects; null when `first`), `summary` (the assistant's own words for its change,
      * when it made it) and `pinned`.
      *
      * @param {object} deploy one of the listing's deploys
@@ -71,6 +73,7 @@
      */
     function deployRow(deploy, locale) {
         const counts = deploy.counts || {};
+        const first = deploy.first === true || deploy.counts === null;
         const detail = deploy.detail || {};
         return {
             rev: String(deploy.rev),
@@ -78,19 +81,24 @@
             when: formatTime(deploy.time, locale),
             origin: ["assistant", "editor", "api"].indexOf(deploy.origin) === -1 ? "editor" : deploy.origin,
             user: deploy.user ? String(deploy.user) : null,
-            counts: { added: number(counts.added), removed: number(counts.removed), changed: number(counts.changed) },
+            first: first,
+            counts: first ? null :
+                { added: number(counts.added), removed: number(counts.removed), changed: number(counts.changed) },
             summary: typeof detail.summary === "string" ? detail.summary : null,
             pinned: !!deploy.pinned
         };
     }
 
-    /** An ISO time as a short date and time in `locale` (the browser's when it is unknown). */
-    function formatTime(iso, locale) {
+    /**
+     * An ISO time as a date and time in `locale` (the browser's when it is unknown): `style` "medium" (the rows,
+     * with seconds) or "short" (a restore's question, which also names the conversation).
+     */
+    function formatTime(iso, locale, style) {
         const date = new Date(iso);
         if (isNaN(date.getTime())) {
             return String(iso || "");
         }
-        const options = { dateStyle: "medium", timeStyle: "medium" };
+        const options = { dateStyle: style || "medium", timeStyle: style || "medium" };
         try {
             return new Intl.DateTimeFormat(locale || undefined, options).format(date);
         } catch {

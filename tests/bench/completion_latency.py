@@ -1,0 +1,98 @@
+"""Added latency of an inline completion (issue 39: ≤ 15 ms p50, ≤ 40 ms p99 beyond the model's own time):
+``POST /ai-sidebar/complete`` on the service and through the Node-RED plugin's relay, against the same request
+straight to the scripted model server, round by round in shuffled order (the same seed every run). A path's time is
+request start → whole answer received; "added" is a path's percentile minus the model path's percentile in the same
+run. The model answers a few words at once (no token delay), as a completion model would.
+
+Run alone: ``.venv/bin/python -m tests.bench.completion_latency`` (starts its own stack; prints the targets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import client
+from .client import percentile
+from .stack import SERVICE_TOKEN, Stack
+
+PATHS = ("sidebar/complete", "service/complete", "model")
+BODY = {"kind": "function", "before": "const reading = ", "after": "\nreturn msg;", "part": "onMessage",
+        "nodeType": "function", "name": "convert"}
+
+
+async def _timed(http, path: str, stack: Stack) -> float | None:
+    """Milliseconds of one request on ``path``, or ``None`` when it failed."""
+    assert stack.service is not None and stack.nodered is not None
+    started = time.perf_counter()
+    if path == "model":
+        sample = await client.stream_model(http, stack.model.base_url, "complete: const reading = ", path, "")
+        return 1000 * (time.perf_counter() - started) if sample.done and sample.error is None else None
+    url = (f"{stack.service.url}/ai-sidebar/complete" if path == "service/complete"
+           else f"{stack.nodered.url}/ai-sidebar/complete")
+    headers = {"Authorization": f"Bearer {SERVICE_TOKEN}"} if path == "service/complete" else {}
+    async with http.post(url, json=BODY, headers=headers) as answer:
+        body = await answer.json()
+        if answer.status != 200 or not body.get("completion"):
+            return None
+    return 1000 * (time.perf_counter() - started)
+
+
+async def run(stack: Stack, rounds: int = 200, warmup: int = 10, words: int = 4,
+              time_limit: float = 90.0) -> dict[str, Any]:
+    """``{"rounds", "paths": {path: {"ok", "ms": {p50, p95, p99}, "added_ms": {p50, p95, p99}}}}`` (milliseconds;
+    ``added_ms`` absent for the model path). Stops early after ``time_limit`` seconds."""
+    stack.model.control("reply", {"words": words, "token_delay": 0})
+    times: dict[str, list[float]] = {path: [] for path in PATHS}
+    failed = dict.fromkeys(PATHS, 0)
+    order = list(PATHS)
+    shuffle = random.Random(39)
+    deadline = time.monotonic() + time_limit
+    done = 0
+    async with client.session() as http:
+        for number in range(warmup + rounds):
+            if time.monotonic() > deadline:
+                break
+            shuffle.shuffle(order)
+            for path in order:
+                took = await _timed(http, path, stack)
+                if number < warmup:
+                    continue
+                if took is None:
+                    failed[path] += 1
+                else:
+                    times[path].append(took)
+            done += number >= warmup
+    quantiles = {path: {f"p{q}": percentile(values, q) for q in (50, 95, 99)} for path, values in times.items()}
+    paths: dict[str, Any] = {}
+    for path in PATHS:
+        paths[path] = {"ok": len(times[path]), "failed": failed[path], "ms": quantiles[path]}
+        if path != "model":
+            paths[path]["added_ms"] = {key: None if value is None or quantiles["model"][key] is None
+                                       else value - quantiles["model"][key] for key, value in quantiles[path].items()}
+    return {"rounds": done, "words": words, "paths": paths}
+
+
+async def _alone() -> int:
+    from .report import completion_targets
+
+    with tempfile.TemporaryDirectory(prefix="bench-completion-") as workdir:
+        stack = Stack(Path(workdir), mcp=False)
+        try:
+            stack.start()
+            results = await run(stack)
+        finally:
+            stack.stop()
+    print(results)
+    for target in completion_targets({"completion": results}):
+        print(target.line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(_alone()))

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.history.capture import history_for
 from service.history.diff import flow_diff
 from service.history.points import Point, PointError, resolve
+from service.history.projects import project_history, project_text
 from service.history.snapshot import fill_secrets
 from service.history.store import HistoryStore
 from service.memory.db import MemoryUnavailable
@@ -82,12 +83,16 @@ def diff_text(diff: dict[str, Any], start: dict[str, Any], end: dict[str, Any]) 
 
 
 async def what_changed(ctx: ToolContext, since: str, until: str = "now") -> ToolOutput:
-    """The tool ``what_changed``: ``{"from", "to", "tabs", "counts"}`` (redacted), and its text."""
+    """The tool ``what_changed``: ``{"from", "to", "tabs", "counts", "project"}`` (redacted; ``project`` as
+    :func:`~service.history.projects.project_history`), and its text, which names the active Node-RED project's
+    latest commit when Projects is on."""
     store = _store(ctx)
     start, end = await _point(ctx, store, since), await _point(ctx, store, until)
     diff = flow_diff(start.flows, end.flows)
-    return ToolOutput(data={"from": start.label(), "to": end.label(), **diff},
-                      text=diff_text(diff, start.label(), end.label()))
+    project = await project_history(ctx.nodered)
+    text = diff_text(diff, start.label(), end.label())
+    return ToolOutput(data={"from": start.label(), "to": end.label(), **diff, "project": project},
+                      text=f"{text}\n\n{project_text(project)}" if project is not None else text)
 
 
 def _scoped(live: list[dict[str, Any]], past: list[dict[str, Any]], scope: str,

@@ -193,6 +193,17 @@ class NodeRedClient:
         """``GET /settings``: the runtime settings the editor sees (``version``, ``httpNodeRoot``, ...)."""
         return await self._request("GET", "/settings")
 
+    async def get_projects(self) -> dict[str, Any]:
+        """``GET /projects`` (permission ``projects.read``): ``{"projects": [name, ...], "active": name}``
+        (``active`` absent when no project is active); 404 ``not_found`` when Node-RED's Projects feature is off
+        (``@node-red/editor-api`` ``editor/projects.js``)."""
+        return await self._request("GET", "/projects")
+
+    async def get_project_commits(self, project: str, limit: int = 20) -> dict[str, Any]:
+        """``GET /projects/:id/commits?limit=`` of the active project: ``{"commits": [{sha, parents, refs, author,
+        date (Unix seconds as a string), subject}], "total", "count"}`` newest first (``git log``)."""
+        return await self._request("GET", f"/projects/{quote(project, safe='')}/commits?limit={int(limit)}")
+
     async def version(self, ttl: float = VERSION_TTL) -> str:
         """The Node-RED version from ``GET /settings``, cached for ``ttl`` seconds (it changes only on restart);
         :data:`UNKNOWN_VERSION` when it cannot be read."""

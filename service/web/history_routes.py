@@ -24,6 +24,7 @@ from service.errors import ServiceError
 from service.history.capture import CAPTURES, Capture, DeployWatcher, history_for
 from service.history.diff import flow_diff
 from service.history.points import PointError, parse_time, resolve
+from service.history.projects import project_history
 from service.history.store import HistoryStore
 from service.identity import request_caller
 from service.memory.db import MemoryUnavailable
@@ -55,8 +56,10 @@ def _capture(request: web.Request) -> Capture:
 @routes.get("/ai-sidebar/flow-history")
 async def flow_history(request: web.Request) -> web.Response:
     """``{"deploys": [{rev, time, user, origin, pinned, counts: {added, removed, changed}, detail}]}`` newest
-    first: ``limit`` (1-500, default 100) of them, captured before ``before`` (ISO 8601) when given."""
-    request_caller(request)
+    first: ``limit`` (1-500, default 100) of them, captured before ``before`` (ISO 8601) when given; ``project``:
+    Node-RED's active project and its newest commits (:func:`service.history.projects.project_history`, read with
+    the caller's rights), ``null`` when Projects is off."""
+    caller = request_caller(request)
     capture = _capture(request)
     try:
         limit = int(request.query.get("limit", "100"))
@@ -69,7 +72,8 @@ async def flow_history(request: web.Request) -> web.Response:
     if raw_before and before is None:
         raise ServiceError("history_point_invalid", params={"point": raw_before[:128]})
     deploys = await capture.store.listing(limit, before)
-    return web.json_response({"deploys": [deploy.as_json() for deploy in deploys]})
+    project = await project_history(request.app[NODERED].for_user(caller.token))
+    return web.json_response({"deploys": [deploy.as_json() for deploy in deploys], "project": project})
 
 
 @routes.get("/ai-sidebar/flow-history/diff")

@@ -131,6 +131,7 @@ class NodeRed:
     env: dict[str, str] = field(default_factory=dict)
     with_palette: bool = True
     with_contrib: bool = False
+    projects: bool = False  # Node-RED's Projects feature (editorTheme.projects.enabled; needs git)
     process: subprocess.Popen | None = None
 
     @property
@@ -152,7 +153,7 @@ class NodeRed:
             "httpAdminRoot": self.admin_root or "/",
             "diagnostics": {"enabled": self.diagnostics, "ui": self.diagnostics},
             "logging": {"console": {"level": "info", "metrics": False, "audit": False}},
-            "editorTheme": {"tours": False, "projects": {"enabled": False}},
+            "editorTheme": {"tours": False, "projects": {"enabled": self.projects}},
             "telemetry": {"enabled": False},
         }
         if self.admin_auth:

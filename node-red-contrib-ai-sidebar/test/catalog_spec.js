@@ -158,6 +158,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge-panel.js",
             "resources/node-red-contrib-ai-sidebar/history/history.js",
+            "resources/node-red-contrib-ai-sidebar/history/project-line.js",
             "resources/node-red-contrib-ai-sidebar/history/history-panel.js",
             "resources/node-red-contrib-ai-sidebar/chat/answer.js",
             "resources/node-red-contrib-ai-sidebar/chat/search-hits.js",

@@ -94,6 +94,7 @@
                 self.close();
             })
             .appendTo(head);
+        this.project = $('<div class="ai-sidebar-history-project"></div>').hide().appendTo(this.panel);
         this.status = $('<div class="ai-sidebar-history-status" role="status" aria-live="polite"></div>')
             .appendTo(this.panel);
         this.list = $('<ol class="ai-sidebar-history-list"></ol>').appendTo(this.panel);
@@ -233,6 +234,9 @@
         return api().requestJson("GET", history().listPath(before)).then(function (body) {
             if (self.request !== request) {
                 return;
+            }
+            if (!before) {
+                window.NodeRedAiSidebar.historyProject.render(self.project, body.project, locale());
             }
             var page = Array.isArray(body.deploys) ? body.deploys : [];
             var start = self.deploys.length;

@@ -64,9 +64,9 @@ def history_stack(tmp_path_factory, model_server: ScriptedModelServer):
         nodered.stop()
 
 
-def run_history(nodered: NodeRed, mode: str, **env: str) -> dict[str, Any]:
-    result = run_browser("sidebar_history.js", {"EDITOR_URL": nodered.url, "MODE": mode, "USERNAME": USERNAME,
-                                                "PASSWORD": PASSWORD, **env})
+def run_history(nodered: NodeRed, mode: str, script: str = "sidebar_history.js", **env: str) -> dict[str, Any]:
+    result = run_browser(script, {"EDITOR_URL": nodered.url, "MODE": mode, "USERNAME": USERNAME,
+                                  "PASSWORD": PASSWORD, **env})
     assert "failure" not in result, result["failure"]
     assert result["pageErrors"] == []
     for screenshot in result.get("screenshots", []) + result.get("detailScreenshots", []):

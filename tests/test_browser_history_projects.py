@@ -5,13 +5,11 @@ newest first, and all of it fits the sidebar at 240 px."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 
 from tests.support.model_server import ScriptedModelServer
 from tests.support.nodered import NodeRed, free_port, hash_password
+from tests.support.projects import GIT_USER, commit
 from tests.test_browser_history import run_history
 from tests.test_browser_sidebar import (  # noqa: F401  (browser_installed is a fixture)
     PASSWORD,
@@ -24,8 +22,6 @@ from tests.test_browser_sidebar import (  # noqa: F401  (browser_installed is a 
     pytestmark,
 )
 
-GIT_USER = {"GIT_AUTHOR_NAME": "Grace Hopper", "GIT_AUTHOR_EMAIL": "grace@example.org",
-            "GIT_COMMITTER_NAME": "Grace Hopper", "GIT_COMMITTER_EMAIL": "grace@example.org"}
 SECOND_TIME = "2030-01-02T03:04:05Z"
 SUBJECT = "Water the garden at dawn"
 
@@ -49,10 +45,7 @@ def projects_stack(tmp_path_factory, model_server: ScriptedModelServer):
     try:
         admin_request(nodered, admin_token(nodered), "POST", "/projects",
                       {"name": "garden", "credentialSecret": "", "files": {"flow": "flow.json"}})
-        subprocess.run(["git", "commit", "--allow-empty", "-q", "-m", SUBJECT],
-                       cwd=workdir / "nodered" / "projects" / "garden", check=True,
-                       env={**os.environ, **GIT_USER, "GIT_AUTHOR_DATE": SECOND_TIME,
-                            "GIT_COMMITTER_DATE": SECOND_TIME})
+        commit(workdir / "nodered" / "projects" / "garden", SUBJECT, SECOND_TIME)
         service.start()
         yield nodered, service
     finally:

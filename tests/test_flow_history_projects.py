@@ -5,18 +5,14 @@ and its commits newest first, ``what_changed`` tells the model about its latest 
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 
 from service.history.tools import what_changed
 from tests.support.nodered import NodeRed, free_port
+from tests.support.projects import GIT_USER, commit
 from tests.support.writable import settings_for
 from tests.test_flow_history import base_flows, context, deploy_captured
 
-GIT_USER = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.org",
-            "GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.org"}
 SECOND_TIME = "2030-01-02T03:04:05Z"
 
 
@@ -30,10 +26,7 @@ def projects_nodered(tmp_path_factory):
     instance.start()
     try:
         instance.admin("/projects", {"name": "demo", "credentialSecret": "", "files": {"flow": "flow.json"}})
-        subprocess.run(["git", "commit", "--allow-empty", "-q", "-m", "Tune the alarm threshold"],
-                       cwd=userdir / "projects" / "demo", check=True,
-                       env={**os.environ, **GIT_USER, "GIT_AUTHOR_DATE": SECOND_TIME,
-                            "GIT_COMMITTER_DATE": SECOND_TIME})
+        commit(userdir / "projects" / "demo", "Tune the alarm threshold", SECOND_TIME)
         yield instance
     finally:
         instance.stop()
@@ -57,7 +50,7 @@ async def test_the_listing_names_the_active_project_and_its_commits_newest_first
     assert project["name"] == "demo" and "error" not in project, project
     assert [c["subject"] for c in project["commits"]] == ["Tune the alarm threshold", "Create project"]
     latest = project["commits"][0]
-    assert latest["time"] == SECOND_TIME and latest["author"] == "Ada Lovelace"
+    assert latest["time"] == SECOND_TIME and latest["author"] == "Grace Hopper"
     assert len(latest["sha"]) == 40 and all(c in "0123456789abcdef" for c in latest["sha"])
 
 

@@ -1,8 +1,9 @@
 """Edit and resend, and checkpoints (issues 31 and 35), in a real headless Chromium against a real Node-RED (adminAuth
 under /admin), the service as a process keeping every deploy, and the scripted model: two questions, the second's
 change approved and deployed; "Restore flows to before this" under that answer opens the restore's approval card;
-the first question edited with the keyboard is answered in a new conversation, and the old one, still listed, keeps
-both turns."""
+the first question edited with the keyboard and "Conversation and flows" chosen is answered in a new conversation
+that then shows the restore's approval card (to the first question's time), and the old one, still listed, keeps
+both turns. The restore question's editor offers no flows choice (no answer after it changed flows)."""
 
 from __future__ import annotations
 
@@ -54,8 +55,18 @@ def test_a_checkpoint_opens_the_restore_card_and_an_edited_question_forks_the_co
     assert seen["editButtons"] == 3 and seen["editLabel"].startswith("Edit this question")
     assert seen["editorFocused"] and seen["editorValue"] == FIRST and seen["editorLabel"] == "Edited question"
     assert seen["afterEscape"] == {"editors": 0, "focusOnEdit": True, "text": FIRST}
-    assert [(m["role"], m["text"]) for m in seen["after"]] == [("user", EDITED),
-                                                               ("assistant", "In the morning it ticks once.")]
+    # The flows choice: offered where a later answer changed flows (the first question), not after the last change.
+    assert seen["lastQuestionChoices"] == 0
+    assert seen["choice"]["count"] == 1 and seen["choice"]["label"] == "What to take back to this question"
+    assert seen["choice"]["options"] == ["Conversation only", "Conversation and flows"]
+    assert seen["choice"]["checked"] == "conversation" and seen["choice"]["chosen"] == "both"
+    assert [(m["role"], m["text"]) for m in seen["after"][:2]] == [("user", EDITED),
+                                                                   ("assistant", "In the morning it ticks once.")]
+    # "Conversation and flows": the restore to the first question's time, through an approval card.
+    assert seen["forkRestore"]["question"].startswith("@tools:restore_flows|")
+    assert f'"to":"{seen["askedAt"][0]}"' in seen["forkRestore"]["question"]
+    assert '"scope":"whole"' in seen["forkRestore"]["question"]
+    assert "ai-morning" in seen["forkRestore"]["text"] and seen["forkRestore"]["buttons"][0] == "Approve"
     # The model got the edited question with nothing of the old conversation (it was the first question).
     assert [m["role"] for m in model.requests[-1]["messages"]] == ["system", "user"]
     assert EDITED in str(model.requests[-1]["messages"][-1]["content"])

@@ -22,7 +22,7 @@ from service.nodered.settings import NodeRedSettings
 from service.nodered.tooling import ToolFailure
 from service.tools.context import ServiceToolContext
 from service.web.app import create_app
-from service.web.keys import NODERED
+from service.web.keys import APPROVALS, NODERED
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.sse import read_events
@@ -442,6 +442,19 @@ async def test_the_agent_restores_a_tab_only_after_the_user_approves_the_card(hi
     result = next(e for e in resumed if e["type"] == "tool_result")
     assert result["ok"] and result["result"].startswith('Deployed: Restore tab "Alpha"'), result
     assert {n["id"]: n for n in await live(history_nodered)}["a000000000000001"]["func"] == "return msg;"
+    # The listing names the deploy's run (the one the approval card was for) and the approval that allowed it.
+    run_id = events[0]["runId"]
+
+    async def recorded() -> Any:
+        listing = await (await history_client.get("/ai-sidebar/flow-history", headers=alice)).json()
+        return next((d for d in listing["deploys"] if d["origin"] == "assistant"), None)
+    deploy = await wait_for(recorded, what="the approved restore listed as the assistant's deploy")
+    assert deploy["detail"]["tool"] == "restore_flows" and deploy["detail"]["runId"] == run_id, deploy
+    machinery = history_client.app[APPROVALS].approvals
+    assert machinery is not None
+    approvals = await machinery.store._db.fetchall("SELECT approval_id FROM approval_runs WHERE run_id = ?",
+                                                   (run_id,))
+    assert deploy["detail"]["approvalId"] == approvals[0]["approval_id"]
 
 
 async def test_a_restore_button_trigger_is_kept_and_named_by_its_display_text(history_client, history_nodered,

@@ -107,6 +107,8 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
                              deps.tools, context, emit, writes, resume.decisions if resume else None,
                              called=result.tools, plan=deps.build_plan) \
         if writes and deps.approvals is not None else None
+    if approval is not None and context.run_id is None:  # a write a policy approves deploys in this run
+        context.run_id = approval.run_id
     system = messages[0] if messages else None
     if system is not None:
         messages[0] = SystemMessage(f"{system.content}\n\n{TOOL_DEFAULTS_NOTE}{PLAN_NOTE if deps.planning else ''}")

@@ -103,7 +103,8 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                      node_ids=saved.get("nodeIds") or [], user_token=deps.user_token,
                                      identity=deps.identity, memory=deps.memory, knowledge=deps.knowledge,
                                      language=saved.get("language"), apply=saved.get("apply", "deploy"),
-                                     evidence=deps.evidence)
+                                     evidence=deps.evidence, run_id=claimed.run_id,
+                                     approval_id=claimed.approval.get("approvalId"))
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
         deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
         await agent_answer([], saved.get("tools") or [], deps, context, emit, result,
@@ -117,6 +118,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         selectedFlow=SelectedFlow(id=saved["flowId"]) if saved.get("flowId") else None,
         selectedNodes=[SelectedNode(id=i) for i in saved.get("nodeIds") or []])
     turn = choose_scenario(request, deps, result)
+    turn.context.run_id, turn.context.approval_id = claimed.run_id, claimed.approval.get("approvalId")
     run = ToolRun(action["tool"], await deps.tools.parse(action["tool"], args))
     if decision["type"] == "reject":
         reason = decision.get("message")

@@ -172,7 +172,12 @@ def _assistant_deployed(ctx: ToolContext, rev: str | None, change: write_tools.C
     if capture is None or not rev:
         return
     identity = getattr(ctx, "identity", None)
-    capture.own(rev, getattr(identity, "name", None) or None, {"tool": change.tool, "summary": change.summary})
+    detail: dict[str, Any] = {"tool": change.tool, "summary": change.summary}
+    # The run and the approval the deploy came from, when a person's decision continued a run (ServiceToolContext).
+    for key, attr in (("runId", "run_id"), ("approvalId", "approval_id")):
+        if getattr(ctx, attr, None):
+            detail[key] = getattr(ctx, attr)
+    capture.own(rev, getattr(identity, "name", None) or None, detail)
 
 
 write_tools.DEPLOY_HOOKS.append(_assistant_deployed)

@@ -42,6 +42,21 @@ def history_targets(results: dict[str, Any]) -> list[Target]:
                    50, "ms")]
 
 
+def capture_targets(results: dict[str, Any]) -> list[Target]:
+    """The flow history's storage of 200 deploys and the deploy time with the capture on (issue 35), when it ran:
+    "adds no delay" is read as the p50 of ``POST /flows`` with the capture on at most 5 ms above it off."""
+    found = results.get("history_capture")
+    if not found or "skipped" in found:
+        return []
+    times = found["deploy_ms"]
+    on, off = times["capture_on"]["p50"], times["capture_off"]["p50"]
+    return [Target("history", f"{found['deploys']} deploys stored / {found['deploys']} full copies, "
+                              f"{found['nodes']} nodes", 100 * found["storage"]["ratio"], 5, "%"),
+            Target("history", f"deploy p50 added by the capture (on {on:.0f} − off {off:.0f} ms)"
+                   if on is not None and off is not None else "deploy p50 added by the capture (on − off)",
+                   None if on is None or off is None else on - off, 5, "ms")]
+
+
 def completion_targets(results: dict[str, Any]) -> list[Target]:
     """The added latency of an inline completion (issue 39), when it ran."""
     found = results.get("completion")
@@ -96,7 +111,7 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
         targets.append(Target("router", f"labelled requests ({routed['requests']}) answered with ≤ 2 model calls",
                               100 * routed["share_at_most_2_calls"], 80, "%", higher_is_better=True))
         targets.append(Target("router", "labelled requests off their path", len(routed["off_path"]), 0, ""))
-    targets += history_targets(results) + completion_targets(results)
+    targets += history_targets(results) + capture_targets(results) + completion_targets(results)
     return targets
 
 

@@ -28,6 +28,7 @@ from . import (
     concurrency,
     cost,
     evidence,
+    history_capture,
     history_diff,
     knowledge,
     latency,
@@ -186,8 +187,12 @@ async def main() -> int:
         phase_done("router", started)
 
         started = time.monotonic()
-        print("bench: 9. flow history diff, inline completion ...", file=sys.stderr, flush=True)
+        print("bench: 9. flow history diff and capture, inline completion ...", file=sys.stderr, flush=True)
         results["history_diff"] = await history_diff.run(rounds=10 if QUICK else 60)
+        if left() >= 150:
+            results["history_capture"] = await history_capture.run(deploys=20 if QUICK else 200)
+        else:
+            results["history_capture"] = {"skipped": "no time left in the 10-minute budget"}
         if left() >= 30:
             results["completion"] = await completion_latency.run(stack, rounds=10 if QUICK else 200,
                                                                  time_limit=min(90, left() - 20))

@@ -4,8 +4,9 @@
 // for), EDITED (the first question, edited).
 // Ask FIRST, then SECOND; approve its change and deploy it; the answer that changed the flows offers "Restore flows
 // to before this", which opens an approval card of the restore. Edit FIRST with the keyboard (Escape cancels once,
-// then Enter sends EDITED): a new conversation answers it; the session list holds both, and the old conversation
-// still shows both turns.
+// then Enter sends EDITED with "Conversation and flows" chosen by keyboard): a new conversation answers it and asks
+// for the restore to the first question's time (an approval card); the session list holds both, and the old
+// conversation still shows both turns. The restore question's editor (no later answer changed flows) has no choice.
 "use strict";
 const editor = require("./editor");
 
@@ -84,6 +85,13 @@ editor.runEditorScript(async (page, result) => {
     result.oldSession = await currentSession(page);
     result.before = await editor.transcript(page);
 
+    // The restore question: no answer after it changed flows, so its editor offers no flows choice.
+    await page.locator(".ai-sidebar-message-user").last().locator(".ai-sidebar-edit-question").click();
+    await page.locator(".ai-sidebar-edit-question-input").waitFor({ timeout: 5000 });
+    result.lastQuestionChoices = await page.locator(".ai-sidebar-edit-question-scope").count();
+    await page.keyboard.press("Escape");
+    await page.locator(".ai-sidebar-edit-question-input").waitFor({ state: "detached", timeout: 5000 });
+
     // Edit the first question with the keyboard: Escape cancels, then Enter sends the edited text.
     const edit = page.locator(".ai-sidebar-message-user").first().locator(".ai-sidebar-edit-question");
     result.editButtons = await page.locator(".ai-sidebar-edit-question").count();
@@ -95,6 +103,13 @@ editor.runEditorScript(async (page, result) => {
     result.editorFocused = await input.evaluate((el) => el === document.activeElement);
     result.editorValue = await input.inputValue();
     result.editorLabel = await input.getAttribute("aria-label");
+    const scope = page.locator(".ai-sidebar-edit-question-scope");
+    result.choice = {
+        count: await scope.count(),
+        label: await scope.getAttribute("aria-label"),
+        options: (await scope.locator("label").allInnerTexts()).map((s) => s.trim()),
+        checked: await scope.locator("input:checked").getAttribute("value")
+    };
     await page.keyboard.press("Escape");
     result.afterEscape = {
         editors: await page.locator(".ai-sidebar-edit-question-input").count(),
@@ -104,14 +119,27 @@ editor.runEditorScript(async (page, result) => {
     await page.keyboard.press("Enter");
     await input.waitFor({ timeout: 5000 });
     await input.fill(env.EDITED);
+    // Tab to the choice (the checked radio), the arrow picks "Conversation and flows", Shift+Tab back, Enter sends.
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("ArrowRight");
+    result.choice.chosen = await page.evaluate(() => document.activeElement.value);
     await editor.detailScreenshot(page.locator(".ai-sidebar-message-user").first(), result, "sidebar-fork-editor.png");
+    await page.keyboard.press("Shift+Tab");
     await page.keyboard.press("Enter");
+    // The edited question is answered, then the restore is asked for: its approval card closes the conversation.
     await page.waitForFunction((text) => {
         const questions = document.querySelectorAll(".ai-sidebar-message-user > .ai-sidebar-text");
-        return questions.length === 1 && questions[0].innerText.trim() === text &&
-            document.querySelectorAll(".ai-sidebar-message-assistant").length === 1;
+        return questions.length === 2 && questions[0].innerText.trim() === text &&
+            document.querySelectorAll(".ai-sidebar-approval").length === 1;
     }, env.EDITED, { timeout: 30000 });
     await editor.waitIdle(page);
+    const forkCard = page.locator(".ai-sidebar-approval").last();
+    result.forkRestore = {
+        question: (await page.locator(".ai-sidebar-message-user > .ai-sidebar-text").last().innerText()).trim(),
+        text: (await forkCard.innerText()).trim(),
+        buttons: (await forkCard.locator(".ai-sidebar-approval-buttons button:visible").allInnerTexts())
+            .map((s) => s.trim())
+    };
     result.newSession = await currentSession(page);
     result.after = await editor.transcript(page);
     await editor.screenshot(page, result, "sidebar-fork-edited.png");

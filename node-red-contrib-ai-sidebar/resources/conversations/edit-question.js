@@ -4,6 +4,12 @@
  * ai-sidebar/sessions/{id}/fork`: a new conversation with the turns before it), opens the new conversation and asks
  * the edited question there; the old conversation keeps its later turns and stays in the list.
  *
+ * When an answer after the question changed the flows (it shows checkpoints.js's "Restore flows to before this",
+ * which is offered only when the flow history is on), the editor offers a choice: "Conversation only" (the
+ * default) or "Conversation and flows". The latter also asks, once the edited question is answered, for the
+ * restore of every flow to the question's time (history.js restoreMessage, scope `whole`), so an approval card
+ * shows the diff and nothing is written without Approve. "Flows only" is the checkpoint button itself.
+ *
  * Editor-only script: registers `NodeRedAiSidebar.editQuestion` (`offer(sidebar, element)`), called by sidebar.js
  * for each question it shows. Which stored question an edited one is: fork.js.
  */
@@ -32,7 +38,7 @@
      *
      * @returns {Promise<string>} the new conversation's id; rejects with an Error whose message is for the user
      */
-    function forkAndAsk(sidebar, fromEnd, original, text) {
+    function forkAndAsk(sidebar, fromEnd, original, text, restoreTo) {
         var sessionId = sidebar.conversation.sessionId;
         var path = "ai-sidebar/sessions/" + encodeURIComponent(sessionId);
         return api().requestJson("GET", "ai-sidebar/history/" + encodeURIComponent(sessionId) + "?limit=" +
@@ -51,9 +57,63 @@
             }
             return Promise.resolve(sidebar.switchSession(made.sessionId)).then(function () {
                 sidebar.send(text);
+                if (restoreTo) {
+                    whenIdle(sidebar, made.sessionId, function () {
+                        sidebar.send(lib().history.restoreMessage(restoreTo, "whole"));
+                    });
+                }
                 return made.sessionId;
             });
         });
+    }
+
+    /**
+     * Call `then` once no answer streams (the send button is enabled again), while `sessionId` is still open; never
+     * when the user opened another conversation meanwhile.
+     */
+    function whenIdle(sidebar, sessionId, then) {
+        var observer = null;
+
+        function check() {
+            if (sidebar.conversation.sessionId !== sessionId) {
+                observer.disconnect();
+            } else if (!sidebar.controller) {
+                observer.disconnect();
+                then();
+            }
+        }
+        observer = new MutationObserver(check);
+        observer.observe(sidebar.sendButton[0], { attributes: true, attributeFilter: ["disabled"] });
+        check();
+    }
+
+    /**
+     * The "Conversation only" / "Conversation and flows" choice, when an answer after the question `element` shows
+     * changed the flows (it has a checkpoint button); null otherwise.
+     *
+     * @returns {?{element: jQuery, withFlows: function(): boolean}}
+     */
+    function restoreChoice(element) {
+        var later = element.nextAll(".ai-sidebar-message-assistant").find(".ai-sidebar-checkpoint");
+        if (!later.length || !element.attr("data-asked-at")) {
+            return null;
+        }
+        var name = "ai-sidebar-edit-scope-" + Date.now();
+        var group = $('<div class="ai-sidebar-edit-question-scope" role="radiogroup"></div>')
+            .attr("aria-label", t("editQuestion.scopeLabel"));
+        [["conversation", "editQuestion.conversationOnly"], ["both", "editQuestion.conversationAndFlows"]]
+            .forEach(function (option, index) {
+                var label = $("<label></label>").appendTo(group);
+                $('<input type="radio">').attr("name", name).val(option[0]).prop("checked", index === 0)
+                    .appendTo(label);
+                $("<span></span>").text(" " + t(option[1])).appendTo(label);
+            });
+        return {
+            element: group,
+            withFlows: function () {
+                return group.find("input:checked").val() === "both";
+            }
+        };
     }
 
     /** Put the question `element` shows in an inline editor; its Edit button comes back when it closes. */
@@ -66,6 +126,10 @@
         var hint = $('<div class="ai-sidebar-edit-question-hint"></div>').text(t("editQuestion.hint"))
             .attr("id", "ai-sidebar-edit-hint-" + Date.now()).appendTo(editor);
         input.attr("aria-describedby", hint.attr("id"));
+        var choice = restoreChoice(element);
+        if (choice) {
+            choice.element.appendTo(editor);
+        }
         var status = $('<div class="ai-sidebar-edit-question-status" role="alert"></div>').appendTo(editor);
         var buttons = $('<div class="ai-sidebar-edit-question-buttons"></div>').appendTo(editor);
         var send = $('<button type="button" class="red-ui-button red-ui-button-small primary"></button>')
@@ -90,11 +154,12 @@
                 return;
             }
             sending = true;
-            editor.find("button, textarea").prop("disabled", true);
+            var restoreTo = choice && choice.withFlows() ? element.attr("data-asked-at") : null;
+            editor.find("button, textarea, input").prop("disabled", true);
             status.text("");
-            forkAndAsk(sidebar, element.nextAll(".ai-sidebar-message-user").length, original, text).catch(function (err) {
+            forkAndAsk(sidebar, element.nextAll(".ai-sidebar-message-user").length, original, text, restoreTo).catch(function (err) {
                 sending = false;
-                editor.find("button, textarea").prop("disabled", false);
+                editor.find("button, textarea, input").prop("disabled", false);
                 status.text(t("editQuestion.failed", { message: (err && err.message) || String(err) }));
                 input.trigger("focus");
             });

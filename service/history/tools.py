@@ -163,7 +163,8 @@ async def plan_restore(ctx: ToolContext, to: str, scope: str = "tab",
     # the person approving, and may hold secrets deployed back then.
     after_shown = {entry["id"]: {name: redacted_value(entry["type"], name, sides["after"], references)
                                  for name, sides in entry["properties"].items()} for entry in diff["changed"]}
-    when = {"rev": past.rev, "time": past.time}
+    # A person reads the card: the rev's first 8 digits (as git shows a commit) and the time to the second, in UTC.
+    when = {"rev": (past.rev or "")[:8], "time": past.time[:19].replace("T", " ") + " UTC" if past.time else ""}
     if scope == "whole":
         sentence = Sentence("change.restore_flows", **when)
     elif scope == "tab":

@@ -156,7 +156,7 @@ class AddressPolicy:
 
         Raises:
             AddressNotAllowed: one of them is not (the first such, with the URL's origin).
-            OSError: the host does not resolve.
+            OSError: the host does not resolve, or is no valid host name.
         """
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -165,7 +165,10 @@ class AddressPolicy:
         try:
             addresses: list[Address] = [ipaddress.ip_address(host)]
         except ValueError:
-            addresses = await self.resolver(host, parts.port or _DEFAULT_PORTS.get(parts.scheme, 0))
+            try:
+                addresses = await self.resolver(host, parts.port or _DEFAULT_PORTS.get(parts.scheme, 0))
+            except UnicodeError as err:  # no IDNA name ("\x80"): the resolver's codec refuses it
+                raise OSError(f"{origin(url)}: the host is not a valid name ({err})") from None
         if not addresses:
             raise OSError(f"{origin(url)}: the host name resolves to no address")
         for address in addresses:

@@ -191,6 +191,17 @@ def test_the_allow_list_takes_names_wildcards_addresses_and_ranges():
         Settings.from_env({"AI_SIDEBAR_MCP_ALLOWED_HOSTS": "http://mcp.internal/"})
 
 
+async def test_a_host_that_is_no_valid_name_is_a_server_that_does_not_resolve_not_a_500(aiohttp_client, settings,
+                                                                                         model):
+    with pytest.raises(OSError, match="not a valid name"):
+        await AddressPolicy().check("http://\x80/mcp")
+    client = await aiohttp_client(create_app(settings))
+    model.script(Reply(text="Hello."))
+    status, body = await chat(client, "hello", provider=provider(model, {"name": "odd", "url": "http://\x80/mcp",
+                                                                         "startTimeout": 3}))
+    assert status == 200, body
+
+
 async def test_the_services_own_servers_are_not_checked(aiohttp_client, settings, model, http_mcp):  # noqa: F811
     own = McpServerConfig(name="docs", url=http_mcp[0], headers={"Authorization": HEADER_VALUE})
     client = await aiohttp_client(create_app(settings.model_copy(update={"mcp_servers": [own]})))

@@ -74,6 +74,9 @@ def test_setup_from_the_empty_state_to_a_first_answer_and_retry_uses_the_new_con
 
     assert "OPENAI_API_KEY" in seen["why"] and seen["modeLine"] == "No model set up"
     assert "OPENAI_API_KEY" in seen["errorBeforeFix"] and seen["cardAfterError"] == 1
+    # Cancel in the dialog opened from the card adds nothing and offers no Deploy.
+    assert seen["configNodesAfterCancel"] == seen["configNodesBefore"] == 0
+    assert seen["deployOfferedAfterCancel"] == 0
     assert "deploy" in seen["deployText"].lower()
     assert seen["chosenConfig"].startswith("Scripted model") and "Scripted model" in seen["cardText"]
     origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(model.base_url))

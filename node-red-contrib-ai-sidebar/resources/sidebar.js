@@ -1141,6 +1141,8 @@
     /** Show the question, stream its answer, and offer Retry when it failed, was cut off or was stopped. */
     AiSidebar.prototype.ask = function (message, request, fromInput) {
         var self = this;
+        // Follow-up suggestions belong to the newest answer only (chat/followups.js).
+        lib.followups.clear(this.messages);
         // A history still loading would replace the conversation the user has just continued.
         this.historyRequest = null;
         this.historyFailed = false;

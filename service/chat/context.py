@@ -102,6 +102,7 @@ class ChatResult:
     session_existed: bool = False  # the session was already stored when the request came in
     status: str | None = None  # "awaiting_approval": the run waits for the user's decisions on writes
     view: list[dict[str, Any]] = field(default_factory=list)  # the events shown besides text (service.chat.view)
+    suggestions: list[dict[str, str]] = field(default_factory=list)  # follow-ups for done (service.chat.followups)
 
     def shown(self) -> list[dict[str, Any]]:
         """What the sidebar showed of the answer besides its text, to store with it: the recorded events, then the

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from service.chat.context import ChatDeps, ChatResult
 from service.chat.events import Emit
+from service.chat.followups import suggest
 from service.chat.router_graph import run_routed
 from service.requests import StreamChatRequest
 
@@ -25,8 +26,13 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     The router graph (:mod:`service.chat.router_graph`) runs the paths' steps: scenario and budget, then a direct
     trigger (``@tools:``) or the scenario keywords (which may switch the language and force a tool), the tool run
     or else the routed retrieval (which answers alone when no model is configured), the prompt, and the answer:
-    one model call after a tool or retrieval, else the agent (or a plain chat without tools). The caller sends
-    ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
+    one model call after a tool or retrieval, else the agent (or a plain chat without tools); a turn that ended
+    normally then gets its follow-up suggestions (``result.suggestions``, :mod:`service.chat.followups`). The
+    caller sends ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
     """
     await run_routed(request, deps, emit, result)
+    suggest(result, locales_dir=deps.settings.locales_dir, scenarios=deps.scenarios, message=request.message,
+            history=[turn.content for turn in request.history if turn.role == "user"],
+            mode=request.mode, brought_error=bool(request.error or request.debugMessages),
+            selected_nodes=bool(request.selectedNodes), deployed=request.apply == "deploy")
     return result

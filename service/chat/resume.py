@@ -18,6 +18,7 @@ from service.chat.approvals import Approvals, approved_as_shown, audit_entry, de
 from service.chat.context import ChatDeps, ChatResult, Resume, ToolRun
 from service.chat.direct import run_tool
 from service.chat.events import Emit
+from service.chat.followups import suggest
 from service.chat.keyword_path import choose_scenario
 from service.chat.pauses import OWN_TOOLS
 from service.chat.plan import after_decision, plan_decisions
@@ -109,6 +110,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
         deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
         await agent_answer([], saved.get("tools") or [], deps, context, emit, result,
                             Resume(claimed.run_id, converted))
+        _suggest(saved, deps, result)
         return
     action, decision = claimed.approval["actions"][0], claimed.decisions[0]
     args = decision.get("args", action["args"])
@@ -134,6 +136,14 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
     if saved.get("display"):  # a button's trigger: the model reads what the user saw, never the raw trigger
         request.message = saved["display"]
     await stream_answer(await build_prompt(request, deps, turn, result), deps, emit, result)
+    _suggest(saved, deps, result)
+
+
+def _suggest(saved: dict[str, Any], deps: ChatDeps, result: ChatResult) -> None:
+    """The follow-up suggestions of the continued answer (:mod:`service.chat.followups`), as after a question."""
+    suggest(result, locales_dir=deps.settings.locales_dir, scenarios=deps.scenarios,
+            message=saved.get("display") or saved.get("message"), mode=saved.get("mode"),
+            selected_nodes=bool(saved.get("nodeIds")), deployed=saved.get("apply", "deploy") == "deploy")
 
 
 async def save_continuation(claimed: Claimed, deps: ChatDeps, result: ChatResult) -> None:

@@ -228,10 +228,13 @@ def _counted(request: web.Request, deps: ChatDeps, result: ChatResult, work):
 
 def _done(result: ChatResult) -> dict[str, object]:
     """The last event of a stream: the session, the run's ``usage`` ``{inputTokens, outputTokens, cost}`` when a
-    model was called (``cost`` USD, null when the model has no price), and its ``status`` when it waits."""
+    model was called (``cost`` USD, null when the model has no price), its ``status`` when it waits, and the
+    follow-up ``suggestions`` ``[{text, kind}]`` of an answer that ended without a fault (service.chat.followups)."""
     done: dict[str, object] = {"type": "done", "sessionId": result.session_id}
     if result.usage is not None:
         done["usage"] = result.usage.event()
+    if result.suggestions and not result.errors:
+        done["suggestions"] = result.suggestions
     if result.status:
         done["status"] = result.status
     return done

@@ -2,7 +2,7 @@
 // Input (env): EDITOR_URL, USERNAME, PASSWORD, OUT_DIR, TAB_ID, QUESTION.
 // Ask QUESTION; Up in the empty input brings it back, Down empties the input again; the answer's Copy button puts
 // its Markdown on the clipboard; Regenerate (keyboard: focus and Enter) sends the question again and a second answer
-// follows the first.
+// follows the first. Follow-up suggestions show under the newest answer only; one (keyboard: focus and Enter) asks it.
 // Output: one JSON line on stdout.
 "use strict";
 const editor = require("./editor");
@@ -54,4 +54,20 @@ editor.runEditorScript(async (page, result) => {
     result.copyAfter = await page.locator(".ai-sidebar-copy-answer").count();
     await editor.screenshot(page, result, "sidebar-habits-regenerated.png");
     await editor.detailScreenshot(page.locator(".ai-sidebar"), result, "sidebar-habits-regenerated-detail.png");
+
+    // Follow-up suggestions: under the newest answer only, a group of buttons; one asks its question.
+    result.followupsPerAnswer = await page.locator(".ai-sidebar-message-assistant").evaluateAll((answers) =>
+        answers.map((answer) => answer.querySelectorAll(".ai-sidebar-followup").length));
+    result.followupGroupLabel = await page.locator(".ai-sidebar-followups").getAttribute("aria-label");
+    const followup = page.locator(".ai-sidebar-followup").first();
+    result.followupText = (await followup.innerText()).trim();
+    await followup.focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-message-assistant").length === 3,
+        null, { timeout: 30000 });
+    await editor.waitIdle(page);
+    result.transcriptAfterFollowup = await editor.transcript(page);
+    result.followupsAfter = await page.locator(".ai-sidebar-message-assistant").evaluateAll((answers) =>
+        answers.map((answer) => answer.querySelectorAll(".ai-sidebar-followup").length));
+    await editor.screenshot(page, result, "sidebar-habits-followup.png");
 });

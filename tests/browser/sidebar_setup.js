@@ -57,6 +57,19 @@ async function setup(page, result) {
     await editor.ask(page, "what does this flow do?");
     result.errorBeforeFix = (await page.locator(".ai-sidebar-error").last().innerText()).trim();
     result.cardAfterError = await page.locator(".ai-sidebar-messages > .ai-sidebar-setup").count();
+    // Cancelling the dialog opened from the card leaves no ai-config node behind.
+    const configNodes = () => page.evaluate(() => {
+        const found = [];
+        RED.nodes.eachConfig((node) => { if (node.type === "ai-config") { found.push(node.id); } });
+        return found.length;
+    });
+    result.configNodesBefore = await configNodes();
+    await page.click(".ai-sidebar-setup-create");
+    await page.waitForSelector("#node-config-dialog-cancel", { timeout: 30000 });
+    await page.click("#node-config-dialog-cancel");
+    await page.waitForSelector("#node-config-dialog-cancel", { state: "detached", timeout: 10000 });
+    result.configNodesAfterCancel = await configNodes();
+    result.deployOfferedAfterCancel = await page.locator(".ai-sidebar-setup-deploy").count();
     // Create the ai-config node from the card, in its own edit dialog.
     await page.click(".ai-sidebar-setup-create");
     await page.waitForSelector("#node-config-input-provider option[value='openai-compatible']",

@@ -390,6 +390,7 @@
         case "done":
             this.sawDone = true;
             this.showUsage(event.usage);
+            this.suggestions = event.suggestions;
             break;
         default:
             // approval_required and flow_change (approval-card.js); event types added to the contract later are
@@ -424,6 +425,9 @@
         }
         if (this.changedFlows && sidebarLib().checkpoints) {
             sidebarLib().checkpoints.offer(this.sidebar, this.element);
+        }
+        if (this.suggestions) {
+            sidebarLib().followups.render(this, this.suggestions);
         }
     };
 

@@ -6,8 +6,8 @@
  * names the URL it reached.
  *
  * Editor-only script: registers `NodeRedAiSidebar.SetupCard`. The config node is added the way Node-RED's
- * configuration-nodes sidebar edits one (`RED.editor.editConfig("", type, id)`, Node-RED 4.1 and 5.x), so no flow
- * node is needed as a vehicle; the add is one undoable edit.
+ * configuration-nodes sidebar adds one (`RED.editor.editConfig("", type, "_ADD_")`, Node-RED 4.1 and 5.x), so no
+ * flow node is needed as a vehicle; the add is one undoable edit, made only when the dialog's Add is pressed.
  */
 (function () {
     "use strict";
@@ -101,24 +101,29 @@
         this.result = $('<div class="ai-sidebar-setup-result" role="status" aria-live="polite"></div>').appendTo(card);
     };
 
-    /** Add a new ai-config node with its defaults (one undoable edit) and open its edit dialog. */
+    /**
+     * Open Node-RED's own dialog for a new ai-config node (`editConfig("", type, "_ADD_")`, as the configuration-nodes
+     * sidebar's "add" does, Node-RED 4.1 and 5.x): the editor adds the node, as one undoable edit, only when the
+     * user presses Add (it then emits `nodes:add`); Cancel leaves the workspace as it was.
+     */
     SetupCard.prototype.create = function () {
-        var definition = RED.nodes.getType(TYPE);
-        if (!definition) {
+        var self = this;
+        if (!RED.nodes.getType(TYPE)) {
             return;
         }
-        var node = { id: RED.nodes.id(), type: TYPE, _def: definition, users: [], changed: true };
-        Object.keys(definition.defaults || {}).forEach(function (key) {
-            var value = definition.defaults[key].value;
-            node[key] = value && typeof value === "object" ? JSON.parse(JSON.stringify(value)) : value;
-        });
-        var wasDirty = RED.nodes.dirty();
-        RED.nodes.add(node);
-        RED.history.push({ t: "add", nodes: [node.id], dirty: wasDirty });
-        RED.nodes.dirty(true);
-        this.pendingId = node.id;
-        this.render();
-        RED.editor.editConfig("", TYPE, node.id);
+        function added(node) {
+            if (node && node.type === TYPE) {
+                self.pendingId = node.id;
+                self.render();
+            }
+        }
+        function closed() {
+            RED.events.off("nodes:add", added);
+            RED.events.off("editor:close", closed);
+        }
+        RED.events.on("nodes:add", added);
+        RED.events.on("editor:close", closed);
+        RED.editor.editConfig("", TYPE, "_ADD_");
     };
 
     /** "Test connection": one tiny request to the chosen configuration's provider, through the plugin. */

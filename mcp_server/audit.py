@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
+from mcp_server.sqlite import open_sqlite
 from service.nodered.node_secrets import strip_secrets
 
 # approve: the person accepted with approve=true; decline: declined, or accepted with approve=false; cancel: dismissed
@@ -68,20 +69,13 @@ class McpAudit:
         Raises:
             OSError, sqlite3.Error: the file cannot be opened or created.
         """
-        db = await aiosqlite.connect(path)
-        try:
-            await db.execute("PRAGMA busy_timeout=5000")
-            await db.executescript(SCHEMA)
+        async def add_columns(db: aiosqlite.Connection) -> None:
             async with db.execute("PRAGMA table_info(mcp_audit)") as cursor:
                 present = {row[1] for row in await cursor.fetchall()}
             for name, declaration in ADDED_COLUMNS:
                 if name not in present:
                     await db.execute(f"ALTER TABLE mcp_audit ADD COLUMN {name} {declaration}")
-            await db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            await db.commit()
-        except BaseException:
-            await db.close()
-            raise
+        db = await open_sqlite(path, SCHEMA, SCHEMA_VERSION, add_columns)
         return cls(db)
 
     async def record(self, caller: Caller, tool: str, args: dict[str, Any], summary: str, decision: Decision,

@@ -20,6 +20,8 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from mcp_server.sqlite import open_sqlite
+
 TokenKind = Literal["access", "refresh"]
 
 SCHEMA_VERSION = 1
@@ -110,16 +112,7 @@ class GrantStore:
         Raises:
             OSError, sqlite3.Error: the file cannot be opened or created.
         """
-        db = await aiosqlite.connect(path)
-        try:
-            await db.execute("PRAGMA busy_timeout=5000")
-            await db.executescript(SCHEMA)
-            await db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            await db.commit()
-        except BaseException:
-            await db.close()
-            raise
-        return cls(db)
+        return cls(await open_sqlite(path, SCHEMA, SCHEMA_VERSION))
 
     async def close(self) -> None:
         await self._db.close()

@@ -13,6 +13,7 @@ const localesDir = path.join(packageRoot, "plugins", "locales");
 const LANGUAGES = ["en-US", "zh-CN", "zh-TW", "ja", "ko", "es-ES", "pt-BR", "fr", "de", "ru"];
 // The editor scripts of the sidebar: the plugin's HTML and its parts in resources/ (not the vendored libraries).
 const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/shared/admin-api.js", "resources/chat/answer.js",
+    "resources/chat/stored-answer.js", "resources/chat/stream-chat.js", "resources/chat/followups.js",
     "resources/chat/flow-blocks.js", "resources/conversations/sessions.js", "resources/config/config-picker.js", "resources/config/setup-card.js", "resources/shared/clipboard.js",
     "resources/shared/function-code.js", "resources/service-status/service-banner.js", "resources/sidebar.js", "resources/approval/approval-card.js",
     "resources/assist/assist-panel.js", "resources/assist/assist-function.js", "resources/assist/assist-jsonata.js",
@@ -155,12 +156,15 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/chat/notice-view.js",
             "resources/node-red-contrib-ai-sidebar/chat/usage.js",
             "resources/node-red-contrib-ai-sidebar/chat/usage-view.js",
+            "resources/node-red-contrib-ai-sidebar/chat/followups.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge-panel.js",
             "resources/node-red-contrib-ai-sidebar/history/history.js",
             "resources/node-red-contrib-ai-sidebar/history/project-line.js",
             "resources/node-red-contrib-ai-sidebar/history/history-panel.js",
             "resources/node-red-contrib-ai-sidebar/chat/answer.js",
+            "resources/node-red-contrib-ai-sidebar/chat/stored-answer.js",
+            "resources/node-red-contrib-ai-sidebar/chat/stream-chat.js",
             "resources/node-red-contrib-ai-sidebar/chat/search-hits.js",
             "resources/node-red-contrib-ai-sidebar/conversations/sessions.js",
             "resources/node-red-contrib-ai-sidebar/conversations/fork.js",

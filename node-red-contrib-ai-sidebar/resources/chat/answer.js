@@ -1,10 +1,9 @@
 /**
- * Assistant answers in the sidebar: one streamed answer (`Answer`), a stored answer from a session's history
- * (`replayStoredAnswer`, through the same Answer; `renderStoredAnswer` for answers stored before the service kept
- * their events) or the line for a stored question that has none (`renderMissingAnswer`), and the request that
- * streams an answer (`streamChat`).
+ * Assistant answers in the sidebar: one streamed answer (`Answer`): its text, tool cards, errors, notices, usage and
+ * the buttons under it. A stored answer is drawn through the same Answer by stored-answer.js; the request that
+ * streams an answer is stream-chat.js.
  *
- * Editor-only script: registers those four on `NodeRedAiSidebar`, with `errorLine`. Answer text is markdown from
+ * Editor-only script: registers `Answer`, `offerRegenerate`, `errorLine` and `answerParts` on `NodeRedAiSidebar`. Answer text is markdown from
  * a language model and is only ever inserted after the sidebar's renderer has sanitised it (resources/shared/markdown.js:
  * marked + DOMPurify, then highlight.js on the code blocks' text); everything else goes in as text.
  */
@@ -520,13 +519,6 @@
             .append(document.createTextNode(message));
     }
 
-    /** What a turn's stored error codes mean, as sentences in the UI language (error-codes.js). */
-    function storedErrorText(codes) {
-        return sidebarLib().errorCodes.storedErrorKeys(codes).map(function (key) {
-            return t("error.stored." + key);
-        }).join(" ");
-    }
-
     /** A labelled, collapsed-with-its-card `<pre>` preview of a tool's parameters or result. */
     function appendSection(card, label, value) {
         var text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
@@ -545,201 +537,15 @@
         $("<pre></pre>").text(text).appendTo(section);
     }
 
-    /**
-     * Fill a message element with an answer stored in the service's memory: the tools it used as badges, the
-     * text as sanitised markdown with flow buttons, and the faults it met.
-     *
-     * @param {function(jQuery, string)} renderMarkdown the sidebar's sanitising renderer (or null)
-     * @param {jQuery} element the message element
-     * @param {{content: string, metadata: object}} message from `GET ai-sidebar/history/{sessionId}`
-     */
-    function renderStoredAnswer(renderMarkdown, element, message) {
-        var metadata = (message.metadata && typeof message.metadata === "object") ? message.metadata : {};
-        toolBadges(element, metadata);
-        if (message.content) {
-            renderInto($('<div class="ai-sidebar-text red-ui-help"></div>').appendTo(element), String(message.content),
-                renderMarkdown);
-        }
-        if (metadata.stopped === true) {
-            stoppedMark().appendTo(element);
-        }
-        if (Array.isArray(metadata.errors) && metadata.errors.length) {
-            $('<div class="ai-sidebar-note"></div>')
-                .text(t("history.hadErrors", { reasons: storedErrorText(metadata.errors) }))
-                .attr("data-codes", metadata.errors.join(" "))
-                .appendTo(element);
-        }
-        sidebarLib().flowBlocks.decorate(element);
-        sidebarLib().answerLinks.decorate(element);
-        if (message.content && String(message.content).trim()) {
-            actionRow(element).append(copyAnswerButton(String(message.content)));
-        }
-    }
-
-    /**
-     * Fill a message element with a stored answer that kept what the sidebar showed besides its text
-     * (`message.events`, service/chat/view.py): the events go through the live stream's own Answer, in their order,
-     * the text cut at each event's `at` (the characters sent before it), so the tool cards with their sources, the
-     * approval cards, notices, errors and usage look as they did, and finish() links node names and adds flow
-     * buttons as it did. Nothing is applied to the editor again (a stored flow_change has no changes) and nothing
-     * is read out to screen readers.
-     *
-     * @param {object} sidebar the AiSidebar: `renderMarkdown`, `approvals`, `send` (a checkpoint's restore)
-     * @param {jQuery} element the message element (that of the run's card for an answer that continued a run)
-     * @param {{content: string, metadata: object, events: object[]}} message from `GET ai-sidebar/history/{id}`
-     * @param {object} restoring the approval cards' restoring context (ApprovalCards.restoring)
-     * @returns {Answer}
-     */
-    function replayStoredAnswer(sidebar, element, message, restoring) {
-        var metadata = (message.metadata && typeof message.metadata === "object") ? message.metadata : {};
-        var answer = new Answer({
-            renderMarkdown: sidebar.renderMarkdown,
-            approvals: sidebar.approvals,
-            send: function (text) {
-                return sidebar.send(text);
-            },
-            withScroll: function (change) {
-                change();
-            }
-        }, element);
-        answer.restoring = restoring;
-        answer.runId = typeof metadata.resumed === "string" ? metadata.resumed : null;
-        var text = typeof message.content === "string" ? message.content : "";
-        var sent = 0;
-        function textUpTo(at) {
-            var end = Math.min(Math.max(sent, at), text.length);
-            if (end > sent) {
-                answer.handleEvent({ type: "token", content: text.slice(sent, end) });
-                sent = end;
-            }
-        }
-        message.events.forEach(function (event) {
-            if (event && typeof event === "object") {
-                textUpTo(typeof event.at === "number" ? event.at : 0);
-                answer.handleEvent(event);
-            }
-        });
-        textUpTo(text.length);
-        if (metadata.stopped === true) {
-            answer.stopped();
-        }
-        answer.finish();
-        return answer;
-    }
-
-    /**
-     * The badges of the tools a stored turn used (`metadata.tools`, names in order), appended to `element`.
-     *
-     * @param {jQuery} element the message element
-     * @param {object} metadata the stored turn's metadata
-     * @returns {boolean} whether there were any
-     */
-    function toolBadges(element, metadata) {
-        var tools = Array.isArray(metadata.tools) ? metadata.tools : [];
-        if (!tools.length) {
-            return false;
-        }
-        var badges = $('<div class="ai-sidebar-badges"></div>').appendTo(element);
-        tools.forEach(function (tool) {
-            $('<span class="ai-sidebar-badge"></span>')
-                .attr("title", t("tool.used"))
-                .append($('<i class="fa fa-wrench"></i>'))
-                .append(document.createTextNode(" " + String(tool)))
-                .appendTo(badges);
-        });
-        return true;
-    }
-
-    /**
-     * Fill a message element for a stored question that has no answer: the service saves the question of a turn
-     * whose answer failed (`metadata.errors`, e.g. ["llm_error"]) or was stopped before any text, with the tools
-     * the turn ran before that (shown as badges, as under a stored answer).
-     *
-     * @param {jQuery} element the message element
-     * @param {object} metadata the stored question's metadata
-     * @returns {boolean} whether there was anything to show (false: the element is left empty)
-     */
-    function renderMissingAnswer(element, metadata) {
-        metadata = (metadata && typeof metadata === "object") ? metadata : {};
-        var shown = toolBadges(element, metadata);
-        var errors = Array.isArray(metadata.errors) ? metadata.errors.map(String) : [];
-        if (errors.length) {
-            errorLine(t("history.noAnswer", { reasons: storedErrorText(errors) })).attr("data-codes", errors.join(" "))
-                .appendTo(element);
-            return true;
-        }
-        if (metadata.stopped === true) {
-            stoppedMark().appendTo(element);
-            return true;
-        }
-        return shown;
-    }
-
-    /**
-     * POST the question and feed the streamed events to `answer`.
-     *
-     * @param {object} body the stream-chat request (DESIGN.md, "HTTP API")
-     * @param {AbortSignal} signal aborts the request (Stop button)
-     * @param {Answer} answer receives the events
-     * @param {string} [route] the plugin route that streams: "ai-sidebar/stream-chat" (default) or
-     *     "ai-sidebar/resume" (approval-card.js)
-     * @returns {Promise<{ok: boolean, error: (Error|undefined)}>} settles when the stream ends: `ok` when a
-     *     stream was read to its end, `error` the ApiError of a refused request; rejects with an AbortError
-     *     when stopped and with a TypeError when Node-RED cannot be reached
-     */
-    function streamChat(body, signal, answer, route) {
-        var adminApi = sidebarLib().adminApi;
-        return fetch(adminApi.routeUrl(route || "ai-sidebar/stream-chat"), {
-            method: "POST",
-            headers: adminApi.requestHeaders({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
-            body: JSON.stringify(body),
-            signal: signal
-        }).then(function (response) {
-            var contentType = response.headers.get("Content-Type") || "";
-            if (!response.ok) {
-                return response.text().then(function (text) {
-                    var error = new adminApi.ApiError(response.status, adminApi.errorFromText(text));
-                    answer.error(error.message);
-                    return { ok: false, error: error };
-                });
-            }
-            if (!/^text\/event-stream/i.test(contentType) || !response.body) {
-                answer.error(t("error.notStream"));
-                return (response.body ? response.body.cancel() : Promise.resolve()).then(function () {
-                    return { ok: false };
-                });
-            }
-            var parser = sidebarLib().createSseParser(function (event) {
-                answer.handleEvent(event);
-            }, function () {
-                answer.error(t("error.badEvent"));
-            });
-            var reader = response.body.getReader();
-            var decoder = new TextDecoder();
-            function pump() {
-                return reader.read().then(function (result) {
-                    if (result.done) {
-                        parser.push(decoder.decode());
-                        parser.end();
-                        if (!answer.sawDone) {
-                            answer.error(t("error.incomplete"));
-                        }
-                        return { ok: true };
-                    }
-                    parser.push(decoder.decode(result.value, { stream: true }));
-                    return pump();
-                });
-            }
-            return pump();
-        });
-    }
-
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
     window.NodeRedAiSidebar.Answer = Answer;
-    window.NodeRedAiSidebar.renderStoredAnswer = renderStoredAnswer;
-    window.NodeRedAiSidebar.replayStoredAnswer = replayStoredAnswer;
-    window.NodeRedAiSidebar.renderMissingAnswer = renderMissingAnswer;
     window.NodeRedAiSidebar.offerRegenerate = offerRegenerate;
-    window.NodeRedAiSidebar.streamChat = streamChat;
     window.NodeRedAiSidebar.errorLine = errorLine;
+    // For stored-answer.js: the pieces a stored answer is drawn with, as a live one.
+    window.NodeRedAiSidebar.answerParts = {
+        renderInto: renderInto,
+        stoppedMark: stoppedMark,
+        actionRow: actionRow,
+        copyAnswerButton: copyAnswerButton
+    };
 }());

@@ -236,6 +236,9 @@ class Settings(HostGuarded):
     max_message_chars: int = 10_000
     completion: bool = Field(True, validation_alias="AI_SIDEBAR_COMPLETION",
                              description="inline completion in the edit dialogs (false: 403 completion_disabled)")
+    completion_model: str | None = Field(None, min_length=1, max_length=200, validation_alias="AI_COMPLETION_MODEL",
+                                         description="a separate, usually smaller and faster model of AI_PROVIDER "
+                                                     "for inline completion (default: AI_MODEL)")
     max_streams_per_user: int = Field(4, ge=1, le=1000, validation_alias="AI_SIDEBAR_MAX_STREAMS_PER_USER")
     max_body_bytes: int = 4 * 1024 * 1024
     token_coalesce_ms: float = Field(15.0, ge=0, le=1000, validation_alias="AI_SIDEBAR_TOKEN_COALESCE_MS",

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 
 from service.assist.completion import CompleteRequest, clean_completion, message_shape
+from service.llm.providers import default_model
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
 from tests.conftest import SERVICE_TOKEN
@@ -132,6 +133,26 @@ async def test_a_spent_budget_refuses_a_completion(aiohttp_client, complete_node
     assert response.status == 429
     assert (await response.json())["error"]["code"] == "budget_exceeded"
     assert len(model.requests) == 1
+
+
+async def test_a_separate_completion_model_answers_completions_and_the_chat_model_chats(
+        aiohttp_client, complete_nodered, model, tmp_path):
+    settings = assist_settings(complete_nodered, model, tmp_path, completion_model="small-code-model")
+    client = await aiohttp_client(create_app(settings))
+    model.script(Reply(text="temperature;"), Reply(text="It scales the reading."))
+
+    assert (await client.post("/ai-sidebar/complete", json=body(nodeId=None))).status == 200
+    chat = await client.post("/ai-sidebar/stream-chat", json={"message": "what does a function node do?"})
+    assert chat.status == 200
+    await chat.read()
+
+    assert [request["model"] for request in model.requests] == ["small-code-model",
+                                                               default_model(settings, settings.provider)]
+    # An ai-config node's own model wins: the environment's completion model is a model of its provider only.
+    model.script(Reply(text="temperature;"))
+    chosen = {"provider": "openai-compatible", "model": "node-model", "baseUrl": model.base_url, "apiKey": "sk-node"}
+    assert (await client.post("/ai-sidebar/complete", json=body(nodeId=None, provider=chosen))).status == 200
+    assert model.requests[-1]["model"] == "node-model"
 
 
 def test_a_message_shape_keeps_keys_and_types_but_no_value():

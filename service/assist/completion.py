@@ -142,11 +142,12 @@ def clean_completion(text: str, request: CompleteRequest) -> str:
     return text
 
 
-def completion_config(config: ProviderConfig) -> ProviderConfig:
-    """``config`` with at most :data:`COMPLETION_MAX_TOKENS` output tokens and no randomness."""
+def completion_config(config: ProviderConfig, model: str | None = None) -> ProviderConfig:
+    """``config`` with at most :data:`COMPLETION_MAX_TOKENS` output tokens and no randomness, and ``model`` (the
+    environment's ``AI_COMPLETION_MODEL``) instead of its chat model when given."""
     limit = min(config.max_tokens or COMPLETION_MAX_TOKENS, COMPLETION_MAX_TOKENS)
-    return dataclasses.replace(config, max_tokens=limit, temperature=0.0 if config.temperature is None
-                               else config.temperature)
+    return dataclasses.replace(config, max_tokens=limit, model=model or config.model,
+                               temperature=0.0 if config.temperature is None else config.temperature)
 
 
 async def ask_completion(model: BaseChatModel, messages: list[BaseMessage], seconds: float) -> str:

@@ -52,7 +52,9 @@ async def complete(request: web.Request) -> web.Response:
     refusal = await over_budget(deps)
     if refusal is not None:
         raise refusal
-    config = completion_config(ProviderConfig.from_settings(settings, body.provider))
+    # AI_COMPLETION_MODEL is a model of the environment's provider: it applies when no ai-config node is chosen.
+    config = completion_config(ProviderConfig.from_settings(settings, body.provider),
+                               settings.completion_model if body.provider is None else None)
     found = await node_context(deps.nodered, deps.evidence, body.nodeId)
     messages = completion_messages(body, found)
     usage: list[TurnUsage | None] = [None]

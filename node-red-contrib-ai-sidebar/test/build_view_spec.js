@@ -64,4 +64,15 @@ describe("the build loop's cards", function () {
         assert.strictEqual(long.params.value.length, 120);
         assert.ok(long.params.value.endsWith("\u2026"));
     });
+
+    it("read a deploy_test event or a waiting deploy_and_test run, and say deployed or not", function () {
+        assert.deepStrictEqual(buildView.deployTestOf({ type: "deploy_test", runId: "r4", resumeToken: "secret",
+            note: "the converter" }), { runId: "r4", note: "the converter" });
+        assert.deepStrictEqual(buildView.deployTestOf({ runId: "r5", actions: [{ tool: "deploy_and_test",
+            args: { note: "" } }] }), { runId: "r5", note: "" });
+        assert.strictEqual(buildView.deployTestOf({ runId: "r6", actions: [{ tool: "add_nodes", args: {} }] }), null);
+        assert.strictEqual(buildView.deployTestOf({ type: "plan", runId: "r7" }), null);
+        assert.deepStrictEqual(buildView.deployTestBody(true), { decisions: [{ type: "approve" }] });
+        assert.strictEqual(buildView.deployTestBody(false).decisions[0].type, "reject");
+    });
 });

@@ -20,6 +20,7 @@
     // The service's own pausing tools (service/chat/pauses.py OWN_TOOLS) and its limit on quick replies.
     const ASK_USER = "ask_user";
     const PROPOSE_PLAN = "propose_plan";
+    const DEPLOY_AND_TEST = "deploy_and_test";
     const MAX_CHOICES = 4;
     // A value seen or expected is shown on one line; longer ones are cut with an ellipsis.
     const VALUE_CHARS = 120;
@@ -109,6 +110,32 @@
     }
 
     /**
+     * What a "Deploy and test" card shows, from a `deploy_test` event or a pending run (`{runId, actions: [{tool:
+     * "deploy_and_test", args}]}`): a plan's build applied in the editor waits until the user deployed it.
+     *
+     * @param {object} source
+     * @returns {?{runId: string, note: string}} null when it is none
+     */
+    function deployTestOf(source) {
+        var fields = fieldsOf(source, "deploy_test", DEPLOY_AND_TEST);
+        if (!fields) {
+            return null;
+        }
+        return { runId: source.runId, note: typeof fields.note === "string" ? fields.note : "" };
+    }
+
+    /**
+     * The resume fields of a decision on "Deploy and test": `deployed` (the editor's flows are deployed: test them)
+     * or not (Not now: nothing is tested).
+     *
+     * @param {boolean} deployed
+     * @returns {{decisions: object[]}}
+     */
+    function deployTestBody(deployed) {
+        return { decisions: [deployed ? { type: "approve" } : { type: "reject", message: "The user did not deploy." }] };
+    }
+
+    /**
      * The resume fields of a decision on a plan.
      *
      * @param {"approve"|"approveAll"|"edit"|"reject"} kind Approve (a card per change), Approve the plan's changes,
@@ -173,8 +200,11 @@
     return {
         ASK_USER: ASK_USER,
         PROPOSE_PLAN: PROPOSE_PLAN,
+        DEPLOY_AND_TEST: DEPLOY_AND_TEST,
         questionOf: questionOf,
         planOf: planOf,
+        deployTestOf: deployTestOf,
+        deployTestBody: deployTestBody,
         answerBody: answerBody,
         planBody: planBody,
         valueText: valueText,

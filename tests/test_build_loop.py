@@ -221,3 +221,54 @@ async def test_deploy_and_test_declined_tests_nothing(aiohttp_client, write_sett
     told = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "later" in told
     assert declined[-1]["type"] == "done" and "status" not in declined[-1]
+
+
+async def test_a_check_without_an_inject_uses_a_test_tab_that_is_gone_after_the_verdict(
+        aiohttp_client, write_settings, writable_nodered, model):
+    client = await aiohttp_client(create_app(write_settings))
+    buffer = client.app[EVIDENCE]
+    await wait_for(lambda: buffer.connected, "the service subscribed to Node-RED's comms")
+    before = deployed(writable_nodered)["flows"]
+    tab = next(n for n in before if n["type"] == "tab")
+    added = [{"id": "tc", "type": "function", "name": "tab test celsius", "func": FIXED, "outputs": 1, "x": 300,
+              "y": 400, "wires": [["td"]]},
+             {"id": "td", "type": "debug", "name": "tab test debug", "active": True, "tosidebar": True,
+              "console": False, "complete": "payload", "targetType": "msg", "x": 480, "y": 400, "wires": []}]
+    model.script(
+        Reply(tool_calls=[{"name": "propose_plan", "arguments": {"steps": [{
+            "title": "Convert Fahrenheit to Celsius", "changes": [{"tool": "add_nodes", "target": tab["id"]}],
+            "test": "send 100 °F from a test inject; the debug node shows 37.78",
+            "check": {"test_inject": {"to": "tab test celsius", "payload": 100, "payloadType": "num"},
+                      "debug": "tab test debug", "expect": 37.78}}]}}]),
+        Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": added}}]),
+        Reply(text="Done: 37.78 °C."))
+    seen_tabs: list[dict] = []
+
+    async def watch() -> None:  # the test tab, seen on Node-RED while the check runs
+        while not seen_tabs:
+            flows = await asyncio.to_thread(deployed, writable_nodered)
+            seen_tabs.extend(n for n in flows["flows"] if n["type"] == "tab" and n["label"].startswith("AI test"))
+            await asyncio.sleep(0.02)
+
+    plan = (await events_of(await client.post("/ai-sidebar/stream-chat", headers=ALICE, json={
+        "message": "build a converter without an inject", "mode": "plan"})))[0]
+    assert plan["steps"][0]["check"]["test_inject"] == {"to": "tab test celsius", "payload": 100, "payloadType": "num"}
+    watcher = asyncio.create_task(watch())
+    built = await approve(client, plan, planChanges=True)
+    await asyncio.wait_for(watcher, 5)  # it was seen (the check's debug value came through it, too)
+
+    assert [(c["round"], c["passed"]) for c in of_type(built, "check")] == [(1, True)]
+    assert of_type(built, "verdict")[0]["evidence"] == [{"kind": "debug", "node": "tab test debug", "value": 37.78}]
+    assert seen_tabs[0]["env"] == [{"name": "AI_SIDEBAR_TEST_TAB", "value": "true", "type": "bool"}]
+    after = deployed(writable_nodered)["flows"]
+    assert not [n for n in after if str(n["id"]).startswith("ai-test-")]  # the tab, its inject and link nodes gone
+    old = {n["id"]: n for n in before}
+    assert [n for n in after if n["id"] in old] == before  # every node that was there, byte-identical
+    new = [n for n in after if n["id"] not in old]
+    assert sorted(n["name"] for n in new) == ["tab test celsius", "tab test debug"]
+    with sqlite3.connect(write_settings.memory_db_path) as raw:
+        rows = list(raw.execute("SELECT tool, decided_by, message FROM approval_audit ORDER BY id"))
+    assert rows == [("propose_plan", "user", None), ("add_nodes", "policy", "listed in the approved plan"),
+                    ("add_test_tab", "policy", "the approved plan's test"),
+                    ("trigger_inject", "policy", "the approved plan's test"),
+                    ("remove_test_tab", "policy", "the approved plan's test")]

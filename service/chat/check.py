@@ -28,6 +28,7 @@ from langchain_core.tools import StructuredTool
 from service.chat import events
 from service.chat.deploy_test import DEPLOY_AND_TEST, DESCRIPTION, DeployTestArgs
 from service.chat.events import Emit, Summarised
+from service.chat.test_tab import test_tab
 from service.nodered.client import NodeRedError
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import Sentence
@@ -82,8 +83,11 @@ def find(flows: list[dict[str, Any]], wanted: str, node_type: str) -> list[dict[
 
 
 def route(flows: list[dict[str, Any]], start: str, end: str) -> list[str] | None:
-    """The ids of the nodes on a wire path from ``start`` to ``end`` (both included), or ``None``."""
-    wires = {n["id"]: [t for port in n.get("wires") or [] for t in port] for n in flows if isinstance(n.get("id"), str)}
+    """The ids of the nodes on a wire path from ``start`` to ``end`` (both included; a ``link out`` leads to its link
+    in nodes), or ``None``."""
+    wires = {n["id"]: [t for port in n.get("wires") or [] for t in port]
+             + (list(n.get("links") or []) if n.get("type") == "link out" and n.get("mode", "link") == "link" else [])
+             for n in flows if isinstance(n.get("id"), str)}
     came_from: dict[str, str | None] = {start: None}
     queue = [start]
     while queue:
@@ -233,7 +237,7 @@ def for_model(round_: int, limit: int, outcome: Outcome, apply: str = "deploy") 
 class BuildRun:
     """What the checks of one build need: the plan (``{steps, planChanges, rounds?, verdict?}``, changed in place:
     it is saved with the paused run), the tools' context, the evidence buffer, the registry (which tools write),
-    ``audit(inject_id)`` and the stream."""
+    ``audit(inject_id)``, the stream and ``record(action)`` (a test tab's deploys, :mod:`service.chat.test_tab`)."""
 
     run_id: str
     plan: dict[str, Any]
@@ -243,6 +247,7 @@ class BuildRun:
     audit: Callable[[str], Awaitable[None]]
     emit: Emit
     max_rounds: int
+    record: Callable[[dict[str, Any]], Awaitable[None]]  # audits a deploy of the plan's test ({tool, args, summary})
 
     def checks(self) -> list[dict[str, Any]]:
         return [step["check"] for step in self.plan.get("steps") or [] if isinstance(step.get("check"), dict)]
@@ -253,7 +258,8 @@ class BuildRun:
         round_ = int(self.plan.get("rounds") or 0) + 1
         self.plan["rounds"] = round_
         try:
-            outcome = await run_checks(self.checks(), self.context, self.buffer, self.audit)
+            async with test_tab(self.run_id, self.checks(), self.context, self.record) as checks:
+                outcome = await run_checks(checks, self.context, self.buffer, self.audit)
         except NodeRedError as err:  # the flows cannot be read back: the round fails, the run goes on
             outcome = Outcome(failed=[f"the deployed flows could not be read: {err.message}"])
         await self.emit(check_event(self.run_id, round_, outcome))
@@ -295,8 +301,11 @@ def build_run(approval: AgentApproval | None, buffer: EvidenceBuffer | None, max
         await approval.approvals.record_policy(approval.run_id, approval.owner, {
             "tool": "trigger_inject", "args": {"node_id": inject_id}, "summary": PLAN_TEST}, PLAN_TEST)
 
+    async def record(action: dict[str, Any]) -> None:
+        await approval.approvals.record_policy(approval.run_id, approval.owner, action, PLAN_TEST)
+
     return BuildRun(approval.run_id, approval.plan, approval.context, buffer, approval.registry, audit,
-                    approval.emit, max_rounds)
+                    approval.emit, max_rounds, record)
 
 
 def build_checks(run: BuildRun | None) -> list[AgentMiddleware]:

@@ -20,7 +20,7 @@ describe("the build loop's cards", function () {
             steps: [{ title: "Convert", changes: [{ tool: "add_nodes", target: "t1", summary: "inject, function" }],
                 test: "inject 212, expect 100" }], assumptions: ["Fahrenheit in msg.payload"] } }] });
         assert.deepStrictEqual(plan, { runId: "r3", steps: [{ title: "Convert", changes: ["inject, function"],
-            test: "inject 212, expect 100" }], assumptions: ["Fahrenheit in msg.payload"] });
+            test: "inject 212, expect 100", testInject: null }], assumptions: ["Fahrenheit in msg.payload"] });
         assert.strictEqual(buildView.planOf({ runId: "r4", actions: [{ tool: "add_nodes", args: {} }] }), null);
         assert.strictEqual(buildView.questionOf({ runId: "r4", actions: [{ tool: "propose_plan", args: {} }] }),
             null);
@@ -74,5 +74,14 @@ describe("the build loop's cards", function () {
         assert.strictEqual(buildView.deployTestOf({ type: "plan", runId: "r7" }), null);
         assert.deepStrictEqual(buildView.deployTestBody(true), { decisions: [{ type: "approve" }] });
         assert.strictEqual(buildView.deployTestBody(false).decisions[0].type, "reject");
+    });
+
+    it("show a check's test inject, added on a temporary test tab", function () {
+        const plan = buildView.planOf({ type: "plan", runId: "r8", steps: [
+            { title: "Convert", check: { inject: null, debug: "d", expect: 37.78,
+                test_inject: { to: "to celsius", payload: 100, payloadType: "num" } } },
+            { title: "Store", check: { inject: "tick", debug: "d" } }] });
+        assert.deepStrictEqual(plan.steps[0].testInject, { to: "to celsius", payload: "100" });
+        assert.strictEqual(plan.steps[1].testInject, null);
     });
 });

@@ -220,6 +220,12 @@
                     .append(document.createTextNode(" " + t("build.plan.test", { test: step.test })))
                     .appendTo(item);
             }
+            if (step.testInject) {
+                $('<div class="ai-sidebar-build-step-test-tab"></div>')
+                    .append($('<i class="fa fa-plus-square-o" aria-hidden="true"></i>'))
+                    .append(document.createTextNode(" " + t("build.plan.testTab", step.testInject)))
+                    .appendTo(item);
+            }
         });
         if (plan.assumptions.length) {
             var box = $('<div class="ai-sidebar-approval-section ai-sidebar-build-assumptions"></div>').appendTo(card);

@@ -66,12 +66,25 @@
     }
 
     /**
+     * A check's test inject (added on a temporary test tab for the check, removed after it), or null.
+     *
+     * @returns {?{to: string, payload: string}}
+     */
+    function testInjectOf(check) {
+        var inject = check && typeof check === "object" ? check.test_inject : null;
+        if (!inject || typeof inject !== "object" || typeof inject.to !== "string") {
+            return null;
+        }
+        return { to: inject.to, payload: valueText(inject.payload === undefined ? "" : inject.payload) };
+    }
+
+    /**
      * What a plan card shows, from a `plan` event or a pending run (`{runId, actions: [{tool: "propose_plan",
      * args}]}`): the steps in order, each with its changes' summaries and its test, and the assumptions.
      *
      * @param {object} source
-     * @returns {?{runId: string, steps: {title: string, changes: string[], test: string}[], assumptions: string[]}}
-     *     null when it is no plan
+     * @returns {?{runId: string, steps: {title: string, changes: string[], test: string,
+     *     testInject: ?{to: string, payload: string}}[], assumptions: string[]}} null when it is no plan
      */
     function planOf(source) {
         var fields = fieldsOf(source, "plan", PROPOSE_PLAN);
@@ -89,7 +102,8 @@
                     }
                     return change && (change.summary || change.tool) ? String(change.summary || change.tool) : "";
                 }).filter(Boolean),
-                test: typeof step.test === "string" ? step.test : ""
+                test: typeof step.test === "string" ? step.test : "",
+                testInject: testInjectOf(step.check)
             };
         });
         return { runId: source.runId, steps: steps, assumptions: strings(fields.assumptions) };

@@ -99,7 +99,8 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
     offered = [name for name in built if not deps.tools.writes(name)] if deps.planning else built  # plan: read
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
-    if deps.approvals is not None and (writes or deps.planning):  # questions and plans pause like writes
+    # Questions and plans pause like writes; in Ask mode a question too (it writes nothing).
+    if deps.approvals is not None and (writes or deps.planning or not deps.offer_writes):
         own = pause_tools(emit, result, deps.planning or deps.build_plan is not None)
         tools += own
         writes += [tool.name for tool in own]
@@ -142,7 +143,7 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
     # A server that died during the run.
     await external_notices(deps, emit, told, result.language or DEFAULT_LANGUAGE)
     if pending and approval is not None and deps.approvals is not None:
-        saved = {"tools": built, "planning": deps.planning, "plan": deps.build_plan,
+        saved = {"tools": built, "planning": deps.planning, "plan": deps.build_plan, "offerWrites": deps.offer_writes,
                  "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,
                  "remember": deps.memory is not None}

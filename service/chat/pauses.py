@@ -26,7 +26,8 @@ OWN_TOOLS = (ASK_USER, PROPOSE_PLAN, DEPLOY_AND_TEST)
 
 
 def pause_tools(emit: Emit, result: Any, planned: bool) -> list[StructuredTool]:
-    """The pausing tools an agent run is offered: ``ask_user`` always, ``propose_plan`` in a run in plan mode
+    """The pausing tools an agent run is offered (one with write tools, in plan mode or in Ask mode): ``ask_user``
+    always, ``propose_plan`` in a run in plan mode
     (``planned``: planning, or building an approved plan, whose ``propose_plan`` call runs on the resume)."""
     return [ask_user_tool(emit, result), *((propose_plan_tool(emit, result),) if planned else ())]
 

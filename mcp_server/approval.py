@@ -68,8 +68,9 @@ def approval_message(tool: str, preview: dict[str, Any]) -> str:
 
 
 async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, tool: Tool, arguments: dict[str, Any],
-                         audit: McpAudit) -> ToolOutput:
-    """Run write ``tool`` with ``arguments`` only after the client's user approves its preview.
+                         audit: McpAudit, run_id: str | None = None) -> ToolOutput:
+    """Run write ``tool`` with ``arguments`` only after the client's user approves its preview; every audit row of
+    the call carries ``run_id`` (the build run it belongs to, or ``None``).
 
     Raises:
         ToolFailure: the plan's failure (``node_not_found``, ``invalid_params``, ..., nothing asked);
@@ -85,7 +86,8 @@ async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, to
     preview = change.preview()
     summary = preview["summary"]
     if not ctx.session.check_client_capability(ClientCapabilities(elicitation=ElicitationCapability())):
-        await audit.record(caller, tool.name, args, summary, "refused", "the client has no elicitation capability")
+        await audit.record(caller, tool.name, args, summary, "refused", "the client has no elicitation capability",
+                           run_id=run_id)
         raise ToolFailure("approval_unsupported", (
             f"{tool.name} changes Node-RED only after a person approves it, and this MCP client cannot ask (it does "
             "not support MCP elicitation). Nothing was changed. Use an MCP client with elicitation, or make the "
@@ -93,23 +95,24 @@ async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, to
     try:
         message = approval_message(tool.name, preview)
     except ToolFailure as failure:
-        await audit.record(caller, tool.name, args, summary, "refused", failure.code)
+        await audit.record(caller, tool.name, args, summary, "refused", failure.code, run_id=run_id)
         raise
     try:
         answer = await ctx.elicit(message, ApprovalAnswer)
     except (McpError, ValidationError, ValueError) as err:
-        await audit.record(caller, tool.name, args, summary, "refused", f"unusable answer: {type(err).__name__}")
+        await audit.record(caller, tool.name, args, summary, "refused", f"unusable answer: {type(err).__name__}",
+                           run_id=run_id)
         raise ToolFailure("approval_unsupported", (
             "The MCP client's answer to the approval request was not usable, so nothing was changed: "
             f"{summary}")) from None
     if answer.action == "cancel":
-        await audit.record(caller, tool.name, args, summary, "cancel")
+        await audit.record(caller, tool.name, args, summary, "cancel", run_id=run_id)
         raise ToolFailure("approval_cancelled", f"The user dismissed the approval request; nothing was changed: "
                                                 f"{summary}")
     if answer.action == "decline" or not answer.data.approve:
-        await audit.record(caller, tool.name, args, summary, "decline")
+        await audit.record(caller, tool.name, args, summary, "decline", run_id=run_id)
         raise ToolFailure("approval_declined", f"The user declined this change; nothing was changed: {summary}")
-    row = await audit.record(caller, tool.name, args, summary, "approve")
+    row = await audit.record(caller, tool.name, args, summary, "approve", run_id=run_id)
     try:
         output = await write_tools.commit(context, change, rev)
     except ToolFailure as failure:

@@ -23,7 +23,7 @@ from service.nodered.node_secrets import strip_secrets
 # without deciding; refused: the client cannot ask (no elicitation capability) or its answer was unusable.
 Decision = Literal["approve", "decline", "cancel", "refused"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mcp_audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -37,11 +37,12 @@ CREATE TABLE IF NOT EXISTS mcp_audit (
     reason TEXT,
     outcome TEXT,
     user TEXT,
-    oauth_client TEXT
+    oauth_client TEXT,
+    run_id TEXT
 );
 """
 # Columns added after version 1, added to an older file when it is opened: (name, declaration).
-ADDED_COLUMNS = (("user", "TEXT"), ("oauth_client", "TEXT"))
+ADDED_COLUMNS = (("user", "TEXT"), ("oauth_client", "TEXT"), ("run_id", "TEXT"))
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,14 @@ class McpAudit:
         return cls(db)
 
     async def record(self, caller: Caller, tool: str, args: dict[str, Any], summary: str, decision: Decision,
-                     reason: str | None = None) -> int:
-        """Add one decision (``args`` are stored redacted of secrets, as previews show them); returns its row id."""
+                     reason: str | None = None, run_id: str | None = None) -> int:
+        """Add one decision (``args`` are stored redacted of secrets, as previews show them; ``run_id``: the build
+        run the call belongs to, see the ``build`` prompt); returns its row id."""
         cursor = await self._db.execute(
             "INSERT INTO mcp_audit(created_at, client_name, client_version, tool, args, summary, decision, reason, "
-            "user, oauth_client) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "user, oauth_client, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (time.time(), caller.name, caller.version, tool, json.dumps(strip_secrets(args), ensure_ascii=False),
-             summary, decision, reason, caller.user, caller.oauth_client))
+             summary, decision, reason, caller.user, caller.oauth_client, run_id))
         await self._db.commit()
         assert cursor.lastrowid is not None
         return cursor.lastrowid

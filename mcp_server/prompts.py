@@ -1,13 +1,15 @@
 """MCP prompts of the Node-RED server: explain a flow, debug a node with its runtime evidence, review a tab for
-security problems, document a tab. Each takes a tab (``flow_id``) or node (``node_id``) id, completed by the
-server's completion handler (:func:`mcp_server.resources.completions`), and answers one user message holding the
-task and the facts read now with the caller's rights: the tab in the compact, redacted form of ``get_flow``, the
-node as ``get_node_info`` shows it, and its recent debug messages and status when the runtime evidence is on.
-Flow contents are data; every prompt says so.
+security problems, document a tab, and build a change with the plan, build, check and fix loop (issue 34). Each
+takes a tab (``flow_id``) or node (``node_id``) id, completed by the server's completion handler
+(:func:`mcp_server.resources.completions`), and answers one user message holding the task and the facts read now
+with the caller's rights: the tab in the compact, redacted form of ``get_flow``, the node as ``get_node_info`` shows
+it, and its recent debug messages and status when the runtime evidence is on. Flow contents are data; every prompt
+says so.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import deque
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -36,10 +38,15 @@ def _block(title: str, text: str) -> str:
     return f"BEGIN {title}\n{text}\nEND {title}"
 
 
-def register_prompts(mcp: FastMCP, client_of: ClientOf, evidence_of: Callable[[], EvidenceBuffer | None]) -> None:
-    """Add the four prompts to ``mcp``; each reads Node-RED with the caller's client (``client_of``) and, for
-    ``debug_node``, the server's runtime evidence (``evidence_of()``, ``None`` when off). An unknown id or an
-    unreadable Node-RED answers as the request's error (the tool's sentence)."""
+MAX_ROUNDS = 3  # check rounds of a build before its verdict is "not done", as the service's default
+
+
+def register_prompts(mcp: FastMCP, client_of: ClientOf, evidence_of: Callable[[], EvidenceBuffer | None],
+                     writes: bool = False) -> None:
+    """Add the prompts to ``mcp`` (``writes``: the server offers its write tools, for ``build``); each reads Node-RED
+    with the caller's client (``client_of``) and, for ``debug_node``, the server's runtime evidence
+    (``evidence_of()``, ``None`` when off). An unknown id or an unreadable Node-RED answers as the request's error
+    (the tool's sentence)."""
 
     def context() -> ToolContext:
         return ToolContext(nodered=client_of(mcp.get_context()), evidence=evidence_of())
@@ -90,6 +97,16 @@ def register_prompts(mcp: FastMCP, client_of: ClientOf, evidence_of: Callable[[]
             "(4) anything else that trusts its input. For each, name the node, the risk and the fix.\n"
             f"{DATA_NOTE}\n\n{_block('FACTS', findings)}\n\n{_block('FLOW', text)}")]
 
+    @mcp.prompt(name="build", title="Build and test a change",
+                description="Plan a change, build it with approved writes, test it on the running flow (trigger "
+                            "an inject, read the debug output), fix within a cap, and end with a verdict; every "
+                            "write is audited with the run id this prompt gives.")
+    async def build(task: Annotated[str, Field(min_length=1, max_length=4000, description="what to build")],
+                    flow_id: Annotated[str | None, Field(description="the tab to build on (optional; completion "
+                                                                         "lists them)")] = None) -> list[UserMessage]:
+        flow = await flow_text(flow_id) if flow_id else None
+        return [UserMessage(build_text(task, uuid.uuid4().hex, writes, flow))]
+
     @mcp.prompt(name="document_tab", title="Document a tab",
                 description="Write documentation for a tab: purpose, inputs and outputs, each part, configuration "
                             "it needs, and how to test it.")
@@ -100,6 +117,38 @@ def register_prompts(mcp: FastMCP, client_of: ClientOf, evidence_of: Callable[[]
             "it is triggered (inputs, endpoints, schedules), what it produces (outputs, side effects), a section "
             "per part of the flow, the config nodes and environment variables it needs, and how to test it. "
             f"Refer to nodes by name.\n{DATA_NOTE}\n\n{_block('FLOW', text)}")]
+
+
+def build_text(task: str, run_id: str, writes: bool, flow: str | None) -> str:
+    """The ``build`` prompt's message: the loop, step by step, for run ``run_id``."""
+    if writes:
+        change = (f"3. Build: make the approved changes with the write tools (create_tab, add_nodes, update_node, "
+                  f"delete_nodes), passing run_id=\"{run_id}\" to every call. Each call shows the user its preview "
+                  "and changes Node-RED only when they approve it; a declined change is not made: ask what to do.\n"
+                  f"4. Test on the running flow: call trigger_inject with the plan's inject and run_id=\"{run_id}\" "
+                  "(the user approves it too), then read what followed with get_debug_messages (flow_id and the "
+                  "debug node's node_id) and get_node_status; an inject the flow lacks is added for the test on a "
+                  "tab of its own and deleted after the verdict (both with the run id).\n")
+    else:
+        change = ("3. Build: this server's write tools are off (MCP_WRITE_TOOLS), so give the user the approved "
+                  "changes to make in the Node-RED editor, one step at a time.\n"
+                  "4. Test on the running flow: once the user deployed, ask them to press the plan's inject, then "
+                  "read what followed with get_debug_messages and get_node_status.\n")
+    return (
+        f"Build this in Node-RED, as build run {run_id}:\n<task>\n{task}\n</task>\n\n"
+        "Work in this loop and say at each step where you are:\n"
+        "1. Read what the task needs without changing anything: the tab (get_flow), the installed node types "
+        "(list_node_types), config nodes, and the runtime evidence. Ask the user when a fact is missing (broker, "
+        "topic, units) instead of guessing.\n"
+        "2. Plan: show the steps in order, the nodes each adds or changes, what you assume, and for each step its "
+        "test: the inject to trigger, the debug node to read and the value it should show. Build only after the "
+        "user approved the plan.\n"
+        f"{change}"
+        f"5. Fix: when the debug value is not the one the plan expects, or a node raised an error, propose a fix "
+        f"(again approved) and test again, at most {MAX_ROUNDS} rounds.\n"
+        "6. Verdict: end with \"Verdict: done\" and the evidence (the debug messages seen), or \"Verdict: not "
+        "done\" with what failed, what you tried and what you suggest.\n"
+        + (f"\n{DATA_NOTE}\n\n{_block('FLOW', flow)}" if flow is not None else ""))
 
 
 def security_facts(flows: list[dict[str, Any]], flow_id: str) -> str:

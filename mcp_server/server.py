@@ -298,19 +298,26 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     for declared in offered:
         register(mcp, declared)
     register_resources(mcp, client_of)
-    register_prompts(mcp, client_of, lambda: mcp.get_context().request_context.lifespan_context.evidence)
+    register_prompts(mcp, client_of, lambda: mcp.get_context().request_context.lifespan_context.evidence,
+                     writes=audit_db is not None)
     if shared is not None:
         enable_subscriptions(mcp, shared.watch, client_of)
     return mcp
 
 
+RUN_ID = "the run id the build prompt gave, when this call is part of that build (kept in the audit); else leave out"
+
+
 def register(mcp: FastMCP, tool: Tool) -> None:
     """Add ``tool`` to ``mcp``: its arguments become the input schema (field by field, with their constraints and
     descriptions), its result model the output schema, its access the annotations; a write tool runs through
-    :func:`~mcp_server.approval.approved_write` (the lifespan's audit)."""
+    :func:`~mcp_server.approval.approved_write` (the lifespan's audit) and takes an optional ``run_id`` too."""
     parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=_annotation(info),
                                     default=inspect.Parameter.empty if info.is_required() else info.default)
                   for name, info in tool.args.model_fields.items()]
+    if tool.access == "write":  # which build run (the ``build`` prompt's) the call belongs to, for the audit
+        parameters.append(inspect.Parameter("run_id", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                            annotation=Annotated[str | None, Field(max_length=64, description=RUN_ID)]))
     parameters.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=ToolCtx))
     returns = Annotated[CallToolResult, tool.result] if tool.result is not None else CallToolResult
 
@@ -321,7 +328,8 @@ def register(mcp: FastMCP, tool: Tool) -> None:
             grant = caller_grant(ctx.request_context.request)
             if grant is not None and WRITE_SCOPE not in grant.scopes:
                 raise ToolFailure("mcp_scope_missing", params={"scope": WRITE_SCOPE, "tool": tool.name})
-            return await _answer(approved_write(ctx, client_of(ctx), tool, arguments, state.audit))
+            run_id = arguments.pop("run_id", None)
+            return await _answer(approved_write(ctx, client_of(ctx), tool, arguments, state.audit, run_id))
         return await _answer(tool.run(ToolContext(nodered=client_of(ctx), evidence=state.evidence), **arguments))
 
     call.__name__ = tool.name

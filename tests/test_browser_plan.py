@@ -137,3 +137,40 @@ def test_a_question_answered_with_a_quick_reply_lets_the_run_go_on(build_stack, 
     assert "I will use localhost:1883." in seen["answer"]
     told = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
     assert "localhost:1883" in json.dumps(told[-1]["content"])
+
+
+def test_a_build_applied_in_the_editor_is_deployed_and_tested_from_its_card(build_stack, model):
+    nodered, _ = build_stack
+    tab = tab_named(nodered, TAB)
+    names = ("ai-fahrenheit-editor", "ai-celsius-editor")
+    nodes = [
+        {"id": "fe", "type": "inject", "name": names[0], "props": [{"p": "payload"}], "payload": "100",
+         "payloadType": "num", "repeat": "", "once": False, "x": 120, "y": 600, "wires": [["ce"]]},
+        {"id": "ce", "type": "function", "name": "to celsius", "func": CONVERT, "outputs": 1, "x": 300, "y": 600,
+         "wires": [["de"]]},
+        {"id": "de", "type": "debug", "name": names[1], "active": True, "tosidebar": True, "console": False,
+         "complete": "payload", "targetType": "msg", "x": 480, "y": 600, "wires": []}]
+    model.script(
+        Reply(tool_calls=[{"name": "propose_plan", "arguments": {
+            "steps": [{"title": "Convert Fahrenheit to Celsius",
+                       "changes": [{"tool": "add_nodes", "target": tab["id"], "summary": "inject → function → debug"}],
+                       "test": "trigger the inject; the debug node shows 37.78",
+                       "check": {"inject": names[0], "debug": names[1], "expect": 37.78}}]}}]),
+        Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": nodes}}]),
+        Reply(tool_calls=[{"name": "deploy_and_test", "arguments": {"note": "the Fahrenheit converter"}}]),
+        Reply(text="100 °F is 37.78 °C."))
+
+    seen = run_plan(nodered, "editor", "en-US", "build a flow that converts Fahrenheit to Celsius")
+
+    assert seen["sentMode"] == "plan" and seen["sentApply"] == "editor"
+    # The change waited in the editor, undeployed, until the card deployed it the editor's way.
+    assert seen["dirtyBeforeDeploy"] is True and seen["dirtyAfterDeploy"] is False
+    assert "deploy_and_test" in offered(model.requests[1])
+    card = seen["deployCard"]
+    assert card["fitsWidth"] and "the Fahrenheit converter" in card["text"]
+    assert card["buttons"] == ["Deploy and test", "Not now"]
+    assert seen["decided"] == "Deployed; testing" and seen["errors"] == []
+    assert seen["checks"] and "Check 1 passed" in seen["checks"][0]
+    assert seen["verdict"]["status"] == "done" and "37.78" in seen["verdict"]["text"]
+    assert seen["verdict"]["fitsWidth"]
+    assert "100 °F is 37.78 °C." in seen["answer"]

@@ -7,8 +7,10 @@ build whose fixes keep failing until AI_SIDEBAR_BUILD_MAX_ROUNDS, whose verdict 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -51,6 +53,10 @@ def fix_with(nodered, code: str, debug_name: str) -> Callable[[dict], Reply]:
         return Reply(tool_calls=[{"name": "update_node", "arguments": {"node_id": function["id"],
                                                                         "properties": {"func": code}}}])
     return reply
+
+
+def offered(request: dict) -> set[str]:
+    return {tool["function"]["name"] for tool in request.get("tools", [])}
 
 
 def answering(*steps: Callable[[dict], Reply]) -> Callable[[dict], Reply]:
@@ -141,3 +147,128 @@ async def test_fixes_that_keep_failing_stop_at_the_round_limit_with_a_not_done_v
     told = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "round limit is reached" in told
     assert of_type(fixed, "approval_required") == [] and fixed[-1]["type"] == "done"
+
+
+def deploy_as_the_editor(nodered, change: dict) -> None:
+    """What the sidebar's editor does with a ``flow_change`` and then its Deploy button: the change's full nodes
+    put into the deployed flows (replacing those of the same id), posted to ``/flows`` (full deploy)."""
+    current = deployed(nodered)
+    new = {n["id"]: n for n in change["changes"]["nodes"]}
+    flows = [n for n in current["flows"] if n["id"] not in new] + list(new.values())
+    request = urllib.request.Request(f"{nodered.url}/flows", method="POST",
+                                     data=json.dumps({"rev": current["rev"], "flows": flows}).encode(),
+                                     headers={"Node-RED-API-Version": "v2", "Content-Type": "application/json",
+                                              "Node-RED-Deployment-Type": "full"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200
+
+
+async def test_a_build_applied_in_the_editor_is_tested_after_the_user_deploys_it(
+        aiohttp_client, write_settings, writable_nodered, model):
+    names = ("editor fahrenheit", "editor celsius")
+    client = await aiohttp_client(create_app(write_settings))
+    buffer = client.app[EVIDENCE]
+    await wait_for(lambda: buffer.connected, "the service subscribed to Node-RED's comms")
+    tab = next(n for n in deployed(writable_nodered)["flows"] if n["type"] == "tab")
+    model.script(plan_reply(tab["id"], names),
+                 Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"],
+                                                                       "nodes": nodes(FIXED, names)}}]),
+                 Reply(tool_calls=[{"name": "deploy_and_test", "arguments": {"note": "the converter"}}]),
+                 Reply(text="100 °F is 37.78 °C."))
+    plan = (await events_of(await client.post("/ai-sidebar/stream-chat", headers=ALICE, json={
+        "message": "build a flow that converts Fahrenheit to Celsius", "mode": "plan", "apply": "editor"})))[0]
+    built = await approve(client, plan, planChanges=True)
+    # Applied into the editor, nothing deployed, nothing checked: the run waits for the user's deploy.
+    change = of_type(built, "flow_change")[0]
+    assert not any(n.get("name") == names[0] for n in deployed(writable_nodered)["flows"])
+    assert of_type(built, "check") == [] and "deploy_and_test" in offered(model.requests[1])
+    told = [m for m in model.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "not deployed" in told and "deploy_and_test" in told
+    waiting = of_type(built, "deploy_test")
+    assert waiting == [{"type": "deploy_test", "runId": plan["runId"], "resumeToken": waiting[0]["resumeToken"],
+                        "note": "the converter"}]
+    assert built[-1] == {**built[-1], "type": "done", "status": "awaiting_approval"}
+
+    deploy_as_the_editor(writable_nodered, change)
+    tested = await approve(client, waiting[0])
+
+    assert [(c["round"], c["passed"]) for c in of_type(tested, "check")] == [(1, True)]
+    verdict = of_type(tested, "verdict")
+    assert verdict[0]["status"] == "done" and verdict[0]["evidence"] == [
+        {"kind": "debug", "node": names[1], "value": 37.78}]
+    assert "".join(e["content"] for e in tested if e["type"] == "token") == "100 °F is 37.78 °C."
+    with sqlite3.connect(write_settings.memory_db_path) as raw:
+        rows = list(raw.execute("SELECT tool, decided_by, message FROM approval_audit ORDER BY id"))
+    assert rows == [("propose_plan", "user", None), ("add_nodes", "policy", "listed in the approved plan"),
+                    ("deploy_and_test", "user", None), ("trigger_inject", "policy", "the approved plan's test")]
+
+
+async def test_deploy_and_test_declined_tests_nothing(aiohttp_client, write_settings, writable_nodered, model):
+    names = ("declined fahrenheit", "declined celsius")
+    client = await aiohttp_client(create_app(write_settings))
+    tab = next(n for n in deployed(writable_nodered)["flows"] if n["type"] == "tab")
+    model.script(plan_reply(tab["id"], names),
+                 Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"],
+                                                                       "nodes": nodes(FIXED, names)}}]),
+                 Reply(tool_calls=[{"name": "deploy_and_test", "arguments": {}}]),
+                 Reply(text="Deploy it when you are ready."))
+    plan = (await events_of(await client.post("/ai-sidebar/stream-chat", headers=ALICE, json={
+        "message": "build it", "mode": "plan", "apply": "editor"})))[0]
+    waiting = of_type(await approve(client, plan, planChanges=True), "deploy_test")[0]
+    declined = await events_of(await client.post("/ai-sidebar/resume", headers=ALICE, json={
+        "resumeToken": waiting["resumeToken"], "decisions": [{"type": "reject", "message": "later"}]}))
+    assert of_type(declined, "check") == [] and of_type(declined, "verdict") == []
+    told = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "later" in told
+    assert declined[-1]["type"] == "done" and "status" not in declined[-1]
+
+
+async def test_a_check_without_an_inject_uses_a_test_tab_that_is_gone_after_the_verdict(
+        aiohttp_client, write_settings, writable_nodered, model):
+    client = await aiohttp_client(create_app(write_settings))
+    buffer = client.app[EVIDENCE]
+    await wait_for(lambda: buffer.connected, "the service subscribed to Node-RED's comms")
+    before = deployed(writable_nodered)["flows"]
+    tab = next(n for n in before if n["type"] == "tab")
+    added = [{"id": "tc", "type": "function", "name": "tab test celsius", "func": FIXED, "outputs": 1, "x": 300,
+              "y": 400, "wires": [["td"]]},
+             {"id": "td", "type": "debug", "name": "tab test debug", "active": True, "tosidebar": True,
+              "console": False, "complete": "payload", "targetType": "msg", "x": 480, "y": 400, "wires": []}]
+    model.script(
+        Reply(tool_calls=[{"name": "propose_plan", "arguments": {"steps": [{
+            "title": "Convert Fahrenheit to Celsius", "changes": [{"tool": "add_nodes", "target": tab["id"]}],
+            "test": "send 100 °F from a test inject; the debug node shows 37.78",
+            "check": {"test_inject": {"to": "tab test celsius", "payload": 100, "payloadType": "num"},
+                      "debug": "tab test debug", "expect": 37.78}}]}}]),
+        Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": added}}]),
+        Reply(text="Done: 37.78 °C."))
+    seen_tabs: list[dict] = []
+
+    async def watch() -> None:  # the test tab, seen on Node-RED while the check runs
+        while not seen_tabs:
+            flows = await asyncio.to_thread(deployed, writable_nodered)
+            seen_tabs.extend(n for n in flows["flows"] if n["type"] == "tab" and n["label"].startswith("AI test"))
+            await asyncio.sleep(0.02)
+
+    plan = (await events_of(await client.post("/ai-sidebar/stream-chat", headers=ALICE, json={
+        "message": "build a converter without an inject", "mode": "plan"})))[0]
+    assert plan["steps"][0]["check"]["test_inject"] == {"to": "tab test celsius", "payload": 100, "payloadType": "num"}
+    watcher = asyncio.create_task(watch())
+    built = await approve(client, plan, planChanges=True)
+    await asyncio.wait_for(watcher, 5)  # it was seen (the check's debug value came through it, too)
+
+    assert [(c["round"], c["passed"]) for c in of_type(built, "check")] == [(1, True)]
+    assert of_type(built, "verdict")[0]["evidence"] == [{"kind": "debug", "node": "tab test debug", "value": 37.78}]
+    assert seen_tabs[0]["env"] == [{"name": "AI_SIDEBAR_TEST_TAB", "value": "true", "type": "bool"}]
+    after = deployed(writable_nodered)["flows"]
+    assert not [n for n in after if str(n["id"]).startswith("ai-test-")]  # the tab, its inject and link nodes gone
+    old = {n["id"]: n for n in before}
+    assert [n for n in after if n["id"] in old] == before  # every node that was there, byte-identical
+    new = [n for n in after if n["id"] not in old]
+    assert sorted(n["name"] for n in new) == ["tab test celsius", "tab test debug"]
+    with sqlite3.connect(write_settings.memory_db_path) as raw:
+        rows = list(raw.execute("SELECT tool, decided_by, message FROM approval_audit ORDER BY id"))
+    assert rows == [("propose_plan", "user", None), ("add_nodes", "policy", "listed in the approved plan"),
+                    ("add_test_tab", "policy", "the approved plan's test"),
+                    ("trigger_inject", "policy", "the approved plan's test"),
+                    ("remove_test_tab", "policy", "the approved plan's test")]

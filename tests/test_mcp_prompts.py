@@ -48,7 +48,7 @@ async def test_prompts_list_get_and_complete(prompt_nodered):
     server = build_server(NodeRedConfig(url=prompt_nodered.url), knowledge_db=None)
     async with create_connected_server_and_client_session(server._mcp_server) as session:
         prompts = {p.name: p for p in (await session.list_prompts()).prompts}
-        assert set(prompts) == {"explain_flow", "debug_node", "review_security", "document_tab"}
+        assert set(prompts) == {"explain_flow", "debug_node", "review_security", "document_tab", "build"}
         assert [a.name for a in prompts["explain_flow"].arguments] == ["flow_id"]
         assert prompts["debug_node"].arguments[0].name == "node_id" and prompts["debug_node"].arguments[0].required
 

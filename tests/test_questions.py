@@ -93,3 +93,21 @@ async def test_a_question_asked_together_with_a_write_is_refused_and_the_write_s
     assert events[1]["status"] == "awaiting_approval" and deployed(writable_nodered) == before
     text_answer = await answer(service, events[0], answer={"text": "Sensors"})
     assert text_answer.status == 400  # a write is answered with decisions, not an answer
+
+
+async def test_ask_mode_offers_questions_but_no_write_tool_before_and_after_the_answer(service, model):
+    model.script(Reply(tool_calls=[{"name": "ask_user", "arguments": {"question": "Which tab do you mean?",
+                                                                      "choices": ["Tab 1", "Tab 2"]}}]),
+                 Reply(text="Tab 2 has three nodes."))
+    question, done = await events_of(await service.post("/ai-sidebar/stream-chat", headers=ALICE, json={
+        "message": "what does my tab do?", "mode": "ask"}))
+    assert question["type"] == "question" and question["choices"] == ["Tab 1", "Tab 2"]
+    assert done["status"] == "awaiting_answer"
+    resumed = await events_of(await answer(service, question, answer={"choice": "Tab 2"}))
+    assert "".join(e["content"] for e in resumed if e["type"] == "token") == "Tab 2 has three nodes."
+    for request in model.requests:  # the question, and the run it continues: Ask mode's tools, ask_user, no write
+        names = {tool["function"]["name"] for tool in request.get("tools") or []}
+        assert "ask_user" in names and "get_flow" in names
+        assert not names & {"add_nodes", "update_node", "create_tab", "delete_nodes", "trigger_inject"}, names
+    told = [m for m in model.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "Tab 2" in str(told)

@@ -20,7 +20,7 @@ describe("the build loop's cards", function () {
             steps: [{ title: "Convert", changes: [{ tool: "add_nodes", target: "t1", summary: "inject, function" }],
                 test: "inject 212, expect 100" }], assumptions: ["Fahrenheit in msg.payload"] } }] });
         assert.deepStrictEqual(plan, { runId: "r3", steps: [{ title: "Convert", changes: ["inject, function"],
-            test: "inject 212, expect 100" }], assumptions: ["Fahrenheit in msg.payload"] });
+            test: "inject 212, expect 100", testInject: null }], assumptions: ["Fahrenheit in msg.payload"] });
         assert.strictEqual(buildView.planOf({ runId: "r4", actions: [{ tool: "add_nodes", args: {} }] }), null);
         assert.strictEqual(buildView.questionOf({ runId: "r4", actions: [{ tool: "propose_plan", args: {} }] }),
             null);
@@ -63,5 +63,25 @@ describe("the build loop's cards", function () {
         const long = buildView.evidenceLine({ kind: "debug", node: "n", value: { text: "x".repeat(500) } });
         assert.strictEqual(long.params.value.length, 120);
         assert.ok(long.params.value.endsWith("\u2026"));
+    });
+
+    it("read a deploy_test event or a waiting deploy_and_test run, and say deployed or not", function () {
+        assert.deepStrictEqual(buildView.deployTestOf({ type: "deploy_test", runId: "r4", resumeToken: "secret",
+            note: "the converter" }), { runId: "r4", note: "the converter" });
+        assert.deepStrictEqual(buildView.deployTestOf({ runId: "r5", actions: [{ tool: "deploy_and_test",
+            args: { note: "" } }] }), { runId: "r5", note: "" });
+        assert.strictEqual(buildView.deployTestOf({ runId: "r6", actions: [{ tool: "add_nodes", args: {} }] }), null);
+        assert.strictEqual(buildView.deployTestOf({ type: "plan", runId: "r7" }), null);
+        assert.deepStrictEqual(buildView.deployTestBody(true), { decisions: [{ type: "approve" }] });
+        assert.strictEqual(buildView.deployTestBody(false).decisions[0].type, "reject");
+    });
+
+    it("show a check's test inject, added on a temporary test tab", function () {
+        const plan = buildView.planOf({ type: "plan", runId: "r8", steps: [
+            { title: "Convert", check: { inject: null, debug: "d", expect: 37.78,
+                test_inject: { to: "to celsius", payload: 100, payloadType: "num" } } },
+            { title: "Store", check: { inject: "tick", debug: "d" } }] });
+        assert.deepStrictEqual(plan.steps[0].testInject, { to: "to celsius", payload: "100" });
+        assert.strictEqual(plan.steps[1].testInject, null);
     });
 });

@@ -14,7 +14,7 @@ from service.chat import events
 from service.chat.agent import AgentLimits, agent_tools, run_agent
 from service.chat.answer import tools_unsupported, with_model
 from service.chat.approvals import AWAITING, AgentApproval
-from service.chat.check import build_checks
+from service.chat.check import build_checks, build_run, deploy_test_tool
 from service.chat.context import ChatDeps, ChatResult, Resume, Turn
 from service.chat.events import Emit
 from service.chat.history import agent_summarisation
@@ -99,7 +99,8 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
     offered = [name for name in built if not deps.tools.writes(name)] if deps.planning else built  # plan: read
     tools = agent_tools(deps.tools, offered, context, emit, result, deps.permission)
     writes = [name for name in offered if deps.tools.writes(name)]
-    if deps.approvals is not None and (writes or deps.planning):  # questions and plans pause like writes
+    # Questions and plans pause like writes; in Ask mode a question too (it writes nothing).
+    if deps.approvals is not None and (writes or deps.planning or not deps.offer_writes):
         own = pause_tools(emit, result, deps.planning or deps.build_plan is not None)
         tools += own
         writes += [tool.name for tool in own]
@@ -107,6 +108,10 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
                              deps.tools, context, emit, writes, resume.decisions if resume else None,
                              called=result.tools, plan=deps.build_plan) \
         if writes and deps.approvals is not None else None
+    build = build_run(approval, deps.evidence, settings.build_max_rounds)
+    if build is not None and context.apply == "editor" and build.checks():  # the user deploys, then it is tested
+        tools.append(deploy_test_tool(build, result))
+        writes.append(tools[-1].name)  # approval.writes: it pauses like a question
     if approval is not None and context.run_id is None:  # a write a policy approves deploys in this run
         context.run_id = approval.run_id
     system = messages[0] if messages else None
@@ -121,7 +126,7 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
                                       tool_selector(offered, settings.tool_search_threshold,
                                                     [tool.name for tool in tools if tool.name in OWN_TOOLS]),
                                       guards=[*pii_middleware(settings.pii_types),
-                                              *build_checks(approval, deps.evidence, settings.build_max_rounds)],
+                                              *build_checks(build)],
                                       condense=agent_summarisation(deps, model, messages[0] if messages else None,
                                                                    offered))
         except Exception as exc:
@@ -138,7 +143,7 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
     # A server that died during the run.
     await external_notices(deps, emit, told, result.language or DEFAULT_LANGUAGE)
     if pending and approval is not None and deps.approvals is not None:
-        saved = {"tools": built, "planning": deps.planning, "plan": deps.build_plan,
+        saved = {"tools": built, "planning": deps.planning, "plan": deps.build_plan, "offerWrites": deps.offer_writes,
                  "scenario": result.scenario, "language": result.language,
                  "apply": context.apply, "flowId": context.flow_id, "nodeIds": context.node_ids,
                  "remember": deps.memory is not None}

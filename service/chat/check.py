@@ -23,8 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
+from langchain_core.tools import StructuredTool
 
+from service.chat import events
+from service.chat.deploy_test import DEPLOY_AND_TEST, DESCRIPTION, DeployTestArgs
 from service.chat.events import Emit, Summarised
+from service.chat.test_tab import test_tab
 from service.nodered.client import NodeRedError
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import Sentence
@@ -37,6 +41,9 @@ if TYPE_CHECKING:
 CHECK_SECONDS = 10.0  # how long a check waits for the first message of the path after triggering the inject
 TOLERANCE = 0.05  # numbers match an expected number within this
 PLAN_TEST = "the approved plan's test"  # the audit message of the inject a check triggers
+EDITOR_NOTE = (f"The change is in the user's editor, not deployed. When all of this step's changes are applied, call "
+               f"{DEPLOY_AND_TEST} alone: the user deploys, and the service tests the plan's checks on the running "
+               "flow.")
 
 
 @dataclass
@@ -76,8 +83,11 @@ def find(flows: list[dict[str, Any]], wanted: str, node_type: str) -> list[dict[
 
 
 def route(flows: list[dict[str, Any]], start: str, end: str) -> list[str] | None:
-    """The ids of the nodes on a wire path from ``start`` to ``end`` (both included), or ``None``."""
-    wires = {n["id"]: [t for port in n.get("wires") or [] for t in port] for n in flows if isinstance(n.get("id"), str)}
+    """The ids of the nodes on a wire path from ``start`` to ``end`` (both included; a ``link out`` leads to its link
+    in nodes), or ``None``."""
+    wires = {n["id"]: [t for port in n.get("wires") or [] for t in port]
+             + (list(n.get("links") or []) if n.get("type") == "link out" and n.get("mode", "link") == "link" else [])
+             for n in flows if isinstance(n.get("id"), str)}
     came_from: dict[str, str | None] = {start: None}
     queue = [start]
     while queue:
@@ -205,8 +215,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
-def for_model(round_: int, limit: int, outcome: Outcome) -> str:
-    """What the model is told after the write's result."""
+def for_model(round_: int, limit: int, outcome: Outcome, apply: str = "deploy") -> str:
+    """What the model is told after the write's result (``apply`` ``deploy``), or as ``deploy_and_test``'s result
+    (``apply`` ``editor``: the next round needs the user's next deploy)."""
     if outcome.passed:
         seen = "; ".join(f"{e['node']} showed {e['value']!r}" for e in outcome.evidence if e["kind"] == "debug")
         return (f"The service tested the deployed change on the running flow (round {round_}): the check passed "
@@ -217,15 +228,16 @@ def for_model(round_: int, limit: int, outcome: Outcome) -> str:
                 f"{round_} of {limit}: {failed}). The round limit is reached: change nothing more; tell the user "
                 "what failed, what you tried and what you suggest.")
     return (f"The service tested the deployed change on the running flow: the check failed (round {round_} of "
-            f"{limit}): {failed}. Find the cause and propose a fix with the write tools; the next deploy is "
-            "checked again.")
+            f"{limit}): {failed}. Find the cause and propose a fix with the write tools; "
+            + ("the next deploy is checked again." if apply == "deploy" else
+               f"once it is applied, call {DEPLOY_AND_TEST} (alone) again."))
 
 
 @dataclass
 class BuildRun:
     """What the checks of one build need: the plan (``{steps, planChanges, rounds?, verdict?}``, changed in place:
     it is saved with the paused run), the tools' context, the evidence buffer, the registry (which tools write),
-    ``audit(inject_id)`` and the stream."""
+    ``audit(inject_id)``, the stream and ``record(action)`` (a test tab's deploys, :mod:`service.chat.test_tab`)."""
 
     run_id: str
     plan: dict[str, Any]
@@ -235,15 +247,32 @@ class BuildRun:
     audit: Callable[[str], Awaitable[None]]
     emit: Emit
     max_rounds: int
+    record: Callable[[dict[str, Any]], Awaitable[None]]  # audits a deploy of the plan's test ({tool, args, summary})
 
     def checks(self) -> list[dict[str, Any]]:
         return [step["check"] for step in self.plan.get("steps") or [] if isinstance(step.get("check"), dict)]
 
+    async def round(self) -> str:
+        """One round on the deployed flows: counts it in the plan, runs the checks, emits ``check`` (and
+        ``verdict`` when the loop ends) and returns what the model is told (:func:`for_model`)."""
+        round_ = int(self.plan.get("rounds") or 0) + 1
+        self.plan["rounds"] = round_
+        try:
+            async with test_tab(self.run_id, self.checks(), self.context, self.record) as checks:
+                outcome = await run_checks(checks, self.context, self.buffer, self.audit)
+        except NodeRedError as err:  # the flows cannot be read back: the round fails, the run goes on
+            outcome = Outcome(failed=[f"the deployed flows could not be read: {err.message}"])
+        await self.emit(check_event(self.run_id, round_, outcome))
+        if outcome.passed or round_ >= self.max_rounds:
+            self.plan["verdict"] = "done" if outcome.passed else "not_done"
+            await self.emit(verdict_event(self.run_id, round_, outcome))
+        return for_model(round_, self.max_rounds, outcome, self.context.apply)
+
 
 class BuildCheck(AgentMiddleware):
-    """After each write of the build that deployed (its tool answered a result, the request applies by deploy), runs
-    a round of checks, emits ``check`` (and ``verdict`` when the loop ends) and adds the outcome to the model's tool
-    message."""
+    """After each write of the build that answered a result: when the request applies by deploy, runs a round of
+    checks (:meth:`BuildRun.round`) and adds the outcome to the model's tool message; when it applies in the editor,
+    tells the model to call ``deploy_and_test`` once the step is applied (:mod:`service.chat.deploy_test`)."""
 
     def __init__(self, run: BuildRun):
         super().__init__()
@@ -255,33 +284,48 @@ class BuildCheck(AgentMiddleware):
         name = request.tool_call["name"]
         if not (isinstance(answer, ToolMessage) and run.registry.has(name) and run.registry.writes(name)
                 and name != "trigger_inject" and str(answer.content).startswith("<tool_result")
-                and run.context.apply == "deploy" and run.plan.get("verdict") is None and run.checks()):
+                and run.plan.get("verdict") is None and run.checks()):
             return answer
-        round_ = int(run.plan.get("rounds") or 0) + 1
-        run.plan["rounds"] = round_
-        try:
-            outcome = await run_checks(run.checks(), run.context, run.buffer, run.audit)
-        except NodeRedError as err:  # the flows cannot be read back: the round fails, the run goes on
-            outcome = Outcome(failed=[f"the deployed flows could not be read: {err.message}"])
-        await run.emit(check_event(run.run_id, round_, outcome))
-        if outcome.passed or round_ >= run.max_rounds:
-            run.plan["verdict"] = "done" if outcome.passed else "not_done"
-            await run.emit(verdict_event(run.run_id, round_, outcome))
-        told = for_model(round_, run.max_rounds, outcome)
+        told = await run.round() if run.context.apply == "deploy" else EDITOR_NOTE
         return answer.model_copy(update={"content": f"{answer.content}\n\n{told}"})
 
 
-def build_checks(approval: AgentApproval | None, buffer: EvidenceBuffer | None,
-                 max_rounds: int) -> list[AgentMiddleware]:
-    """The :class:`BuildCheck` of an agent run building an approved plan (``approval.plan``), else nothing. The
-    inject a check triggers is audited as decided by ``policy`` with the message :data:`PLAN_TEST` (the user
-    approved the plan with its tests)."""
+def build_run(approval: AgentApproval | None, buffer: EvidenceBuffer | None, max_rounds: int) -> BuildRun | None:
+    """The :class:`BuildRun` of an agent run building an approved plan (``approval.plan``), else ``None``. The inject
+    a check triggers is audited as decided by ``policy`` with the message :data:`PLAN_TEST` (the user approved the
+    plan with its tests)."""
     if approval is None or approval.plan is None:
-        return []
+        return None
 
     async def audit(inject_id: str) -> None:
         await approval.approvals.record_policy(approval.run_id, approval.owner, {
             "tool": "trigger_inject", "args": {"node_id": inject_id}, "summary": PLAN_TEST}, PLAN_TEST)
 
-    return [BuildCheck(BuildRun(approval.run_id, approval.plan, approval.context, buffer, approval.registry, audit,
-                                approval.emit, max_rounds))]
+    async def record(action: dict[str, Any]) -> None:
+        await approval.approvals.record_policy(approval.run_id, approval.owner, action, PLAN_TEST)
+
+    return BuildRun(approval.run_id, approval.plan, approval.context, buffer, approval.registry, audit,
+                    approval.emit, max_rounds, record)
+
+
+def build_checks(run: BuildRun | None) -> list[AgentMiddleware]:
+    """The :class:`BuildCheck` of a build's run, else nothing."""
+    return [BuildCheck(run)] if run is not None else []
+
+
+def deploy_test_tool(run: BuildRun, result: Any) -> StructuredTool:
+    """The tool offered in a plan's build applied in the editor (``result``: the turn's ``ChatResult``, whose
+    ``tools`` gets its name). It runs only after the user approved (the sidebar deployed first); it reports itself
+    (``tool_call``, ``tool_result``) and returns what the round of checks tells the model."""
+    async def deploy_and_test(note: str = "") -> str:
+        await run.emit(events.tool_call(DEPLOY_AND_TEST, {"note": note}, "agent"))
+        result.tools.append(DEPLOY_AND_TEST)
+        if run.plan.get("verdict") is not None:
+            text = f"The build has its verdict ({run.plan['verdict']}) already: nothing more is tested."
+        else:
+            text = await run.round()
+        await run.emit(events.tool_result(DEPLOY_AND_TEST, text, ok=True))
+        return text
+
+    return StructuredTool.from_function(coroutine=deploy_and_test, name=DEPLOY_AND_TEST, description=DESCRIPTION,
+                                        args_schema=DeployTestArgs)

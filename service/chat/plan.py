@@ -19,10 +19,10 @@ after a service restart continues in the same phase.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from service.chat import events
 from service.chat.events import Emit
@@ -38,7 +38,8 @@ DESCRIPTION = (
     "Propose the plan of a change that needs more than one step, after reading what you need (flows, nodes, "
     "config nodes, runtime evidence) and before writing anything. Each step: a title, the changes it makes "
     "(tool: the write tool you will call, target: the tab id, node id or new tab label it changes, summary), and "
-    "how you will test it on the running flow (check: the inject to trigger, the debug node and the value it "
+    "how you will test it on the running flow (check: the inject to trigger, or when the flow has none a "
+    "test_inject the service adds on a temporary test tab and removes after, the debug node and the value it "
     "should show; the service runs it after each deploy). List what you assume. Call it alone in its step; the "
     "user approves, edits or rejects it, and the answer comes back as this tool's result.")
 
@@ -52,14 +53,34 @@ class PlannedChange(BaseModel):
     summary: str = Field("", max_length=500, description="what it changes, in the user's language")
 
 
-class PlanCheck(BaseModel):
-    """How the service tests a step on the running flow after a deploy (:mod:`service.chat.check`)."""
+class TestInject(BaseModel):
+    """An inject the flow does not have, added for the check on a temporary test tab (:mod:`service.chat.test_tab`)
+    and linked to the node ``to``."""
 
     model_config = ConfigDict(extra="forbid")
-    inject: str = Field(min_length=1, max_length=200, description="name or id of the inject node to trigger")
+    to: str = Field(min_length=1, max_length=200, description="name or id of the node the test message goes into")
+    payload: Any = Field("", description="the test message's payload")
+    payloadType: Literal["str", "num", "json", "bool"] = Field("str", description="how the payload is read")
+
+
+class PlanCheck(BaseModel):
+    """How the service tests a step on the running flow after a deploy (:mod:`service.chat.check`): the plan's
+    inject, or a ``test_inject`` added on a test tab for the check and removed after it."""
+
+    model_config = ConfigDict(extra="forbid")
+    inject: str | None = Field(None, min_length=1, max_length=200,
+                               description="name or id of the inject node to trigger")
+    test_inject: TestInject | None = Field(None, description="when the flow has no inject for the test: the test "
+                                                             "inject the service adds on a test tab, then removes")
     debug: str = Field(min_length=1, max_length=200, description="name or id of the debug node showing the result")
     expect: Any = Field(None, description="the value the debug node should show (numbers match within 0.05); "
                                           "leave out to accept any message")
+
+    @model_validator(mode="after")
+    def _one_inject(self) -> PlanCheck:
+        if (self.inject is None) == (self.test_inject is None):
+            raise ValueError("a check names an inject or a test_inject (one of them)")
+        return self
 
 
 class PlanStep(BaseModel):

@@ -108,6 +108,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                      approval_id=claimed.approval.get("approvalId"))
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
         deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
+        deps.offer_writes = saved.get("offerWrites", True)  # a run paused in Ask mode goes on without writes
         await agent_answer([], saved.get("tools") or [], deps, context, emit, result,
                             Resume(claimed.run_id, converted))
         _suggest(saved, deps, result)

@@ -8,6 +8,7 @@ bundled server registers the core's runtime tools from the same declarations.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal
 
@@ -246,8 +247,18 @@ async def _unused(**_: Any) -> ToolOutput:
     raise NotImplementedError
 
 
+# Each declared tool's schema, made once: LangChain builds it through pydantic models (several ms a tool), and a build
+# round of the agent asked for every offered tool's more than once (issue 34's bench). Keyed by the tool's id, kept
+# with the tool so that the id is never reused.
+_SCHEMAS: dict[int, tuple[Tool, dict[str, Any]]] = {}
+
+
 def _json_schema(tool: Tool) -> dict[str, Any]:
-    """The argument schema exactly as LangChain shows the model a pydantic ``args_schema``."""
-    probe = StructuredTool.from_function(coroutine=_unused, name=tool.name, description=tool.description,
-                                         args_schema=tool.args)
-    return convert_to_openai_tool(probe)["function"]["parameters"]
+    """The argument schema exactly as LangChain shows the model a pydantic ``args_schema`` (a copy of the one made
+    at the first call)."""
+    kept = _SCHEMAS.get(id(tool))
+    if kept is None or kept[0] is not tool:
+        probe = StructuredTool.from_function(coroutine=_unused, name=tool.name, description=tool.description,
+                                             args_schema=tool.args)
+        kept = _SCHEMAS[id(tool)] = (tool, convert_to_openai_tool(probe)["function"]["parameters"])
+    return copy.deepcopy(kept[1])

@@ -112,7 +112,20 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
                               100 * routed["share_at_most_2_calls"], 80, "%", higher_is_better=True))
         targets.append(Target("router", "labelled requests off their path", len(routed["off_path"]), 0, ""))
     targets += history_targets(results) + capture_targets(results) + completion_targets(results)
-    return targets
+    return targets + build_targets(results)
+
+
+def build_targets(results: dict[str, Any]) -> list[Target]:
+    """The build loop on scripted build tasks (issue 34), when it ran: the time the service adds per check round
+    beyond the model's and Node-RED's, p50, and every task's verdict done."""
+    found = results.get("build_loop")
+    if not found or "skipped" in found:
+        return []
+    tasks = len(found["tasks"])
+    return [Target("build", f"added per loop round p50, {tasks} tasks ({found['model_calls_per_task']:.1f} model, "
+                            f"{found['tool_calls_per_task']:.1f} tool calls a task; CPU "
+                            f"{found['cpu_per_round_ms_p50']:.0f} ms)", found["added_per_round_ms_p50"], 50, "ms"),
+            Target("build", f"tasks with verdict done of {tasks}", found["done"], tasks, "", higher_is_better=True)]
 
 
 def router_lines(router: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any
 from tests.support.nodered import NODERED_HOME, REPO
 
 from . import (
+    build_loop,
     coldstart,
     completion_latency,
     concurrency,
@@ -199,6 +200,14 @@ async def main() -> int:
         else:
             results["completion"] = {"skipped": "no time left in the 10-minute budget"}
         phase_done("history_completion", started)
+
+        started = time.monotonic()
+        if left() >= 60:
+            print("bench: 10. build loop, scripted build tasks ...", file=sys.stderr, flush=True)
+            results["build_loop"] = await build_loop.run(tasks=3 if QUICK else build_loop.TASKS)
+        else:
+            results["build_loop"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("build_loop", started)
 
         targets = evaluate(results)
         results["targets"] = [t.as_dict() for t in targets]

@@ -6,6 +6,8 @@
 // The sidebar applies approved changes in the editor and the user deploys, so the service checks nothing for it;
 // in plan mode the request is sent with `apply: "deploy"` (as the ai-chat node sends it) so that the same run
 // deploys, checks and ends with a verdict, which is what this script looks at.
+// editor (Plan mode as the sidebar sends it, `apply: "editor"`: the approved change is applied in the editor, the
+// "Deploy and test" card deploys the editor's flows, the run goes on to its check and verdict).
 "use strict";
 const editor = require("./editor");
 
@@ -81,6 +83,40 @@ async function planMode(page, result) {
     await editor.screenshot(page, result, env.SHOT + "-plan-verdict.png");
 }
 
+async function verdictView(page, result, shot) {
+    await page.waitForSelector(".ai-sidebar-build-verdict", { timeout: 30000 });
+    result.checks = (await page.locator(".ai-sidebar-build-check").allInnerTexts()).map((text) => text.trim());
+    result.verdict = {
+        text: (await page.locator(".ai-sidebar-build-verdict").last().innerText()).trim(),
+        status: await page.getAttribute(".ai-sidebar-build-verdict", "data-status"),
+        fitsWidth: (await cardView(page, ".ai-sidebar-build-verdict")).fitsWidth
+    };
+    await page.locator(".ai-sidebar-build-verdict").last().scrollIntoViewIfNeeded();
+    await editor.screenshot(page, result, shot);
+}
+
+async function editorMode(page, result) {
+    await page.route("**/ai-sidebar/stream-chat", (route) => {
+        const body = JSON.parse(route.request().postData());
+        result.sentMode = body.mode;
+        result.sentApply = body.apply;
+        route.continue();
+    });
+    await page.click(".ai-sidebar-mode-plan");
+    await ask(page, ".ai-sidebar-build-plan");
+    await page.locator(".ai-sidebar-build-plan .ai-sidebar-build-approve-all").click();
+    await page.waitForSelector(".ai-sidebar-build-deploy .ai-sidebar-build-deploy-test", { timeout: 30000 });
+    await editor.waitIdle(page, 60000);
+    result.dirtyBeforeDeploy = await page.evaluate(() => RED.nodes.dirty());
+    result.deployCard = await cardView(page, ".ai-sidebar-build-deploy");
+    await editor.detailScreenshot(page.locator(".ai-sidebar-build-deploy").last(), result,
+        env.SHOT + "-deploy-card.png");
+    await page.locator(".ai-sidebar-build-deploy .ai-sidebar-build-deploy-test").click();
+    Object.assign(result, await afterDecision(page, ".ai-sidebar-build-deploy"));
+    result.dirtyAfterDeploy = await page.evaluate(() => RED.nodes.dirty());
+    await verdictView(page, result, env.SHOT + "-deploy-verdict.png");
+}
+
 async function questionMode(page, result) {
     await page.click(".ai-sidebar-mode-agent");
     await ask(page, ".ai-sidebar-build-question");
@@ -106,5 +142,5 @@ editor.runEditorScript(async (page, result) => {
     await editor.showTab(page, env.TAB_ID);
     result.lang = await page.evaluate(() => RED.i18n.lang());
     result.width = await editor.resizeSidebar(page, 240);
-    await (env.MODE === "plan" ? planMode : questionMode)(page, result);
+    await ({ plan: planMode, editor: editorMode, question: questionMode })[env.MODE](page, result);
 }, { viewport: { width: 1280, height: 800 }, locale: env.LOCALE });

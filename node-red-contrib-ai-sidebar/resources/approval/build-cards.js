@@ -1,7 +1,9 @@
 /**
  * The build loop in the sidebar (issue 34; README "Plan, ask, build, check"): the question card of a `question`
  * event (quick replies, a free answer), the plan card of a `plan` event (its steps, Approve / Approve the plan's
- * changes / Change… / Reject), a line per `check` round and the closing block of a `verdict`. An answer or a
+ * changes / Change… / Reject), the "Deploy and test" card of a `deploy_test` event (a build applied in the editor:
+ * it deploys the editor's flows the normal Node-RED way, `core:deploy-flows`, waits for the editor's `deploy` event,
+ * then lets the service test them), a line per `check` round and the closing block of a `verdict`. An answer or a
  * decision resumes the run through the approval cards' path (ApprovalCards.resume: `POST ai-sidebar/resume`, the
  * continued stream in the same answer, the resume token kept per user and run, a fresh one asked for when it was
  * replaced), so an expired or used token is said as for an approval.
@@ -12,6 +14,8 @@
     "use strict";
 
     var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+    // How long "Deploy and test" waits for the editor's deploy (its dialogs, e.g. unused config nodes, included).
+    var DEPLOY_WAIT_MS = 120000;
 
     function t(key, options) {
         return RED._(NS + key, options);
@@ -77,7 +81,7 @@
      */
     BuildCards.prototype.handleEvent = function (answer, event) {
         var type = event && event.type;
-        if (["question", "plan", "check", "verdict"].indexOf(type) === -1) {
+        if (["question", "plan", "deploy_test", "check", "verdict"].indexOf(type) === -1) {
             return false;
         }
         answer.received = true;
@@ -111,10 +115,17 @@
     BuildCards.prototype.renderCard = function (element, source) {
         var question = view().questionOf(source);
         var plan = question ? null : view().planOf(source);
-        if (!question && !plan) {
+        var deploy = question || plan ? null : view().deployTestOf(source);
+        var card;
+        if (question) {
+            card = this.questionCard(element, question);
+        } else if (plan) {
+            card = this.planCard(element, plan);
+        } else if (deploy) {
+            card = this.deployCard(element, deploy);
+        } else {
             return null;
         }
-        var card = question ? this.questionCard(element, question) : this.planCard(element, plan);
         this.sidebar.withScroll(function () {
             card.appendTo(element);
         });
@@ -209,6 +220,12 @@
                     .append(document.createTextNode(" " + t("build.plan.test", { test: step.test })))
                     .appendTo(item);
             }
+            if (step.testInject) {
+                $('<div class="ai-sidebar-build-step-test-tab"></div>')
+                    .append($('<i class="fa fa-plus-square-o" aria-hidden="true"></i>'))
+                    .append(document.createTextNode(" " + t("build.plan.testTab", step.testInject)))
+                    .appendTo(item);
+            }
         });
         if (plan.assumptions.length) {
             var box = $('<div class="ai-sidebar-approval-section ai-sidebar-build-assumptions"></div>').appendTo(card);
@@ -286,6 +303,68 @@
                 opened.box.hide();
             }).appendTo(opened.buttons);
         });
+        return card;
+    };
+
+    /**
+     * Deploy the editor's flows as its Deploy button does, then `done()`; nothing to deploy: `done()` at once. The
+     * deploy's failure (said by the editor) or a dialog left open past DEPLOY_WAIT_MS: `failed()`.
+     */
+    function deployEditor(done, failed) {
+        if (!RED.nodes.dirty()) {
+            done();
+            return;
+        }
+        var over = false;
+        var timer;
+        function finish(then) {
+            if (!over) {
+                over = true;
+                clearTimeout(timer);
+                RED.events.off("deploy", deployed);
+                then();
+            }
+        }
+        function deployed() {
+            finish(done);
+        }
+        RED.events.on("deploy", deployed);
+        timer = setTimeout(function () {
+            finish(failed);
+        }, DEPLOY_WAIT_MS);
+        RED.actions.invoke("core:deploy-flows");
+    }
+
+    BuildCards.prototype.deployCard = function (element, deploy) {
+        var self = this;
+        var card = cardShell("deploy", deploy.runId, "fa-rocket", t("build.deploy.title"));
+        $('<div class="ai-sidebar-approval-intro"></div>').text(t("build.deploy.intro")).appendTo(card);
+        if (deploy.note) {
+            $('<div class="ai-sidebar-build-deploy-note"></div>').text(deploy.note).appendTo(card);
+        }
+        var buttons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(card);
+        $('<div class="ai-sidebar-approval-decided"></div>').hide().appendTo(card);
+        var state = resumeState(element, card, deploy.runId);
+        var texts = { sending: "build.deploy.sending", sent: "build.deploy.sent" };
+
+        button("deploy-test", "fa-rocket", t("build.deploy.deploy"), true).attr("title", t("build.deploy.tooltip"))
+            .on("click", function (event) {
+                event.preventDefault();
+                card.find("button").prop("disabled", true);
+                state.status.text(t("build.deploy.deploying"));
+                deployEditor(function () {
+                    decided(card, t("build.deploy.decided.approve"));
+                    self.approvals.resume(state, view().deployTestBody(true), texts);
+                }, function () {
+                    state.reopen(t("build.deploy.failed"));
+                });
+            }).appendTo(buttons);
+        button("not-now", "fa-clock-o", t("build.deploy.notNow")).attr("title", t("build.deploy.notNowTooltip"))
+            .on("click", function (event) {
+                event.preventDefault();
+                decided(card, t("build.deploy.decided.reject"));
+                self.approvals.resume(state, view().deployTestBody(false), texts);
+            }).appendTo(buttons);
         return card;
     };
 

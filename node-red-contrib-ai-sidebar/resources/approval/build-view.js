@@ -20,6 +20,7 @@
     // The service's own pausing tools (service/chat/pauses.py OWN_TOOLS) and its limit on quick replies.
     const ASK_USER = "ask_user";
     const PROPOSE_PLAN = "propose_plan";
+    const DEPLOY_AND_TEST = "deploy_and_test";
     const MAX_CHOICES = 4;
     // A value seen or expected is shown on one line; longer ones are cut with an ellipsis.
     const VALUE_CHARS = 120;
@@ -65,12 +66,25 @@
     }
 
     /**
+     * A check's test inject (added on a temporary test tab for the check, removed after it), or null.
+     *
+     * @returns {?{to: string, payload: string}}
+     */
+    function testInjectOf(check) {
+        var inject = check && typeof check === "object" ? check.test_inject : null;
+        if (!inject || typeof inject !== "object" || typeof inject.to !== "string") {
+            return null;
+        }
+        return { to: inject.to, payload: valueText(inject.payload === undefined ? "" : inject.payload) };
+    }
+
+    /**
      * What a plan card shows, from a `plan` event or a pending run (`{runId, actions: [{tool: "propose_plan",
      * args}]}`): the steps in order, each with its changes' summaries and its test, and the assumptions.
      *
      * @param {object} source
-     * @returns {?{runId: string, steps: {title: string, changes: string[], test: string}[], assumptions: string[]}}
-     *     null when it is no plan
+     * @returns {?{runId: string, steps: {title: string, changes: string[], test: string,
+     *     testInject: ?{to: string, payload: string}}[], assumptions: string[]}} null when it is no plan
      */
     function planOf(source) {
         var fields = fieldsOf(source, "plan", PROPOSE_PLAN);
@@ -88,7 +102,8 @@
                     }
                     return change && (change.summary || change.tool) ? String(change.summary || change.tool) : "";
                 }).filter(Boolean),
-                test: typeof step.test === "string" ? step.test : ""
+                test: typeof step.test === "string" ? step.test : "",
+                testInject: testInjectOf(step.check)
             };
         });
         return { runId: source.runId, steps: steps, assumptions: strings(fields.assumptions) };
@@ -106,6 +121,32 @@
         }
         var text = typeof given.text === "string" ? given.text.trim() : "";
         return text ? { answer: { text: text } } : null;
+    }
+
+    /**
+     * What a "Deploy and test" card shows, from a `deploy_test` event or a pending run (`{runId, actions: [{tool:
+     * "deploy_and_test", args}]}`): a plan's build applied in the editor waits until the user deployed it.
+     *
+     * @param {object} source
+     * @returns {?{runId: string, note: string}} null when it is none
+     */
+    function deployTestOf(source) {
+        var fields = fieldsOf(source, "deploy_test", DEPLOY_AND_TEST);
+        if (!fields) {
+            return null;
+        }
+        return { runId: source.runId, note: typeof fields.note === "string" ? fields.note : "" };
+    }
+
+    /**
+     * The resume fields of a decision on "Deploy and test": `deployed` (the editor's flows are deployed: test them)
+     * or not (Not now: nothing is tested).
+     *
+     * @param {boolean} deployed
+     * @returns {{decisions: object[]}}
+     */
+    function deployTestBody(deployed) {
+        return { decisions: [deployed ? { type: "approve" } : { type: "reject", message: "The user did not deploy." }] };
     }
 
     /**
@@ -173,8 +214,11 @@
     return {
         ASK_USER: ASK_USER,
         PROPOSE_PLAN: PROPOSE_PLAN,
+        DEPLOY_AND_TEST: DEPLOY_AND_TEST,
         questionOf: questionOf,
         planOf: planOf,
+        deployTestOf: deployTestOf,
+        deployTestBody: deployTestBody,
         answerBody: answerBody,
         planBody: planBody,
         valueText: valueText,

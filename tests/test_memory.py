@@ -267,7 +267,8 @@ async def test_each_chat_stores_the_original_message_answer_and_metadata(client,
     assert messages[0]["content"] == "explain the current flow" and messages[1]["content"] == "Answer one."
     assert messages[0]["metadata"] == {"scenario": "general", "flowId": tab["id"], "tools": ["get_flow"],
                                        "language": "es-ES",
-                                       "context": {"flow": {"id": tab["id"], "label": None}, "nodes": 0, "debug": 0}}
+                                       "context": {"flow": {"id": tab["id"], "label": None}, "nodes": 0, "debug": 0,
+                                                   "mentions": []}}
     response = await client.get("/ai-sidebar/history/m2", headers=BOB)
     assert response.status == 404 and (await response.json())["error"]["code"] == "session_not_found"
 

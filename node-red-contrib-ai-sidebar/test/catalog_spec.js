@@ -182,6 +182,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/mentions/mention-chips.js",
             "resources/node-red-contrib-ai-sidebar/mentions/slash-commands.js",
             "resources/node-red-contrib-ai-sidebar/mentions/composer-mentions.js",
+            "resources/node-red-contrib-ai-sidebar/mentions/node-menu.js",
             "resources/node-red-contrib-ai-sidebar/service-status/service-watch.js",
             "resources/node-red-contrib-ai-sidebar/service-status/service-banner.js",
             "resources/node-red-contrib-ai-sidebar/sidebar-tab.js",

@@ -101,6 +101,26 @@
         this.sidebar.keepDraft();
     };
 
+    /**
+     * Mention these nodes ("Ask the assistant about this node"): a chip each, the focus in the input.
+     *
+     * @param {{id: string, type: string, name: string}[]} nodes editor nodes
+     */
+    ComposerMentions.prototype.mentionNodes = function (nodes) {
+        var chips = this.chips;
+        var icon = this.lib.mentionSource.ICONS.node;
+        nodes.forEach(function (node) {
+            chips.add({ kind: "node", id: node.id, label: node.name || node.type, icon: icon });
+        });
+        var sidebar = this.sidebar;
+        sidebar.refreshContext();
+        // After the editor's own handling: the context menu gives the focus back to the canvas once its entry ran
+        // (RED.contextMenu's onpostselect: RED.view.focus).
+        setTimeout(function () {
+            sidebar.focusInput();
+        }, 0);
+    };
+
     /** A command chosen from the list: one that takes words is put in the input, the others run now. */
     ComposerMentions.prototype.chooseCommand = function (command) {
         var input = this.sidebar.input;

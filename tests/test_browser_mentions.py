@@ -109,5 +109,6 @@ def test_mentions_slash_commands_and_the_node_menu_with_the_keyboard(auth_stack,
     assert seen["planChecked"] == "true" and seen["questionsAfterPlan"] == 0 and seen["inputAfterPlan"] == ""
 
     # 4. The context menu's entry: the node is a chip, the input has the focus.
-    assert seen["menuChips"] == [menu_node.get("name") or menu_node["type"]], seen["menuChips"]
+    assert seen["menuChips"] == [menu_node.get("name") or f"{menu_node['type']} · {menu_node['id'][:6]}"], \
+        seen["menuChips"]
     assert "ai-sidebar-input" in seen["menuFocus"]["className"]

@@ -34,10 +34,17 @@ describe("@-mentions and slash commands", function () {
             assert.deepStrictEqual(fuzzy.rank("zz", items, 10), []);
         });
 
+        it("matches ids from their start only", function () {
+            const items = [{ label: "a", keys: ["inject"], ids: ["a37b00c0"] }, { label: "b", keys: ["debug"],
+                ids: ["b1a2"] }];
+            assert.deepStrictEqual(fuzzy.rank("a37", items, 5).map((i) => i.label), ["a"]);
+            assert.deepStrictEqual(fuzzy.rank("1a", items, 5), []);
+        });
+
         it("ranks 2,000 nodes in well under 50 ms", function () {
             const items = [];
             for (let i = 0; i < 2000; i++) {
-                items.push({ keys: ["sensor " + i, "function", "n" + i.toString(16).padStart(14, "0")] });
+                items.push({ keys: ["sensor " + i, "function"], ids: ["n" + i.toString(16).padStart(14, "0")] });
             }
             const started = process.hrtime.bigint();
             const found = fuzzy.rank("sens 1999", items, 12);

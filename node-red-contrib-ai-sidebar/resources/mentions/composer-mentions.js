@@ -108,9 +108,9 @@
      */
     ComposerMentions.prototype.mentionNodes = function (nodes) {
         var chips = this.chips;
-        var icon = this.lib.mentionSource.ICONS.node;
+        var source = this.lib.mentionSource;
         nodes.forEach(function (node) {
-            chips.add({ kind: "node", id: node.id, label: node.name || node.type, icon: icon });
+            chips.add({ kind: "node", id: node.id, label: source.nodeLabel(node), icon: source.ICONS.node });
         });
         var sidebar = this.sidebar;
         sidebar.refreshContext();

@@ -69,32 +69,50 @@
      * The items that match `query`, best first.
      *
      * @param {string} query what was typed (any case)
-     * @param {{keys: string[], boost: (number|undefined)}[]} items `keys` in lower case (name, type, id, ...):
-     *     an item scores by its best key; `boost` is added to a match (selected and nearby nodes)
+     * @param {{keys: string[], ids: (string[]|undefined), boost: (number|undefined)}[]} items `keys` in lower
+     *     case (name, type): an item scores by its best key; `ids` (lower case) match only from their start, as
+     *     users type an id they copied (fuzzy over random hex would match nearly every node); `boost` is added to
+     *     a match (selected and nearby nodes)
      * @param {number} limit how many at most
      * @returns {object[]} the matching items (the same objects), best first; for an empty query the first
      *     `limit` by boost, in their order
      */
     function rank(query, items, limit) {
         query = String(query || "").toLowerCase().trim();
-        const scored = [];
+        // The best `limit` so far, best first: a short list kept in order beats sorting every match.
+        const best = [];
         for (let i = 0; i < items.length; i++) {
             const item = items[i];
-            let best = -1;
+            let points = -1;
             for (let k = 0; k < item.keys.length; k++) {
-                const points = score(query, item.keys[k]);
-                if (points > best) {
-                    best = points;
+                const found = score(query, item.keys[k]);
+                if (found > points) {
+                    points = found;
                 }
             }
-            if (best >= 0) {
-                scored.push({ item: item, points: best + (item.boost || 0), order: i });
+            const ids = item.ids || [];
+            for (let k = 0; k < ids.length && query; k++) {
+                if (ids[k].indexOf(query) === 0 && query.length * AT_START > points) {
+                    points = query.length * AT_START;
+                }
+            }
+            if (points < 0) {
+                continue;
+            }
+            points += item.boost || 0;
+            if (best.length === limit && points <= best[limit - 1].points) {
+                continue;
+            }
+            let at = best.length;
+            while (at > 0 && best[at - 1].points < points) {
+                at--;
+            }
+            best.splice(at, 0, { item: item, points: points });
+            if (best.length > limit) {
+                best.pop();
             }
         }
-        scored.sort(function (a, b) {
-            return b.points - a.points || a.order - b.order;
-        });
-        return scored.slice(0, limit).map(function (entry) {
+        return best.map(function (entry) {
             return entry.item;
         });
     }

@@ -29,6 +29,19 @@
     const ICONS = { node: "fa-cube", config: "fa-cog", tab: "fa-sitemap", subflow: "fa-object-group",
         type: "fa-th-large", debug: "fa-bug" };
 
+    // How much of an unnamed node's id its row and chip show (as node-chips.js's chips of the selection).
+    const SHORT_ID = 6;
+
+    /**
+     * A node's name on its row and chip.
+     *
+     * @param {{id: string, type: string, name: (string|undefined)}} node
+     * @returns {string} the name, else "type · short id"
+     */
+    function nodeLabel(node) {
+        return node.name || node.type + " \u00b7 " + String(node.id).slice(0, SHORT_ID);
+    }
+
     function lower(values) {
         return values.filter(function (value) {
             return typeof value === "string" && value;
@@ -44,7 +57,7 @@
      *     `nodes.registry.getNodeTypes`, `view.selection`, `workspaces.active`)
      * @param {{latest: function(number): object[]}} [recentDebug] the Debug sidebar's messages (recent-debug.js)
      * @returns {{kind: string, id: string, label: string, detail: string, icon: string, keys: string[],
-     *     boost: number, debug: (object|undefined)}[]} `kind` as StreamChatRequest.mentions has it, or "debug"
+     *     ids: (string[]|undefined), boost: number, debug: (object|undefined)}[]} `kind` as StreamChatRequest.mentions has it, or "debug"
      *     (`debug`: the message, attached as the Debug sidebar's "+" attaches it)
      */
     function candidates(RED, recentDebug) {
@@ -58,12 +71,12 @@
         RED.nodes.eachWorkspace(function (tab) {
             places[tab.id] = tab.label || tab.id;
             items.push({ kind: "tab", id: tab.id, label: tab.label || tab.id, detail: "", icon: ICONS.tab,
-                keys: lower([tab.label, tab.id]), boost: tab.id === active ? NEARBY : 0 });
+                keys: lower([tab.label]), ids: lower([tab.id]), boost: tab.id === active ? NEARBY : 0 });
         });
         RED.nodes.eachSubflow(function (subflow) {
             places[subflow.id] = subflow.name || subflow.id;
             items.push({ kind: "subflow", id: subflow.id, label: subflow.name || subflow.id, detail: "",
-                icon: ICONS.subflow, keys: lower([subflow.name, subflow.id]),
+                icon: ICONS.subflow, keys: lower([subflow.name]), ids: lower([subflow.id]),
                 boost: subflow.id === active ? NEARBY : 0 });
         });
         RED.nodes.eachNode(function (node) {
@@ -71,13 +84,13 @@
                 return;
             }
             const boost = selected.has(node.id) ? SELECTED : (node.z === active ? NEARBY : 0);
-            items.push({ kind: "node", id: node.id, label: node.name || node.type, icon: ICONS.node,
+            items.push({ kind: "node", id: node.id, label: nodeLabel(node), icon: ICONS.node,
                 detail: (node.name ? node.type + " \u00b7 " : "") + (places[node.z] || ""),
-                keys: lower([node.name, node.type, node.id]), boost: boost });
+                keys: lower([node.name, node.type]), ids: lower([node.id]), boost: boost });
         });
         RED.nodes.eachConfig(function (node) {
             items.push({ kind: "config", id: node.id, label: node.name || node.label || node.type,
-                detail: node.type, icon: ICONS.config, keys: lower([node.name, node.type, node.id]), boost: 0 });
+                detail: node.type, icon: ICONS.config, keys: lower([node.name, node.type]), ids: lower([node.id]), boost: 0 });
         });
         const types = RED.nodes.registry && RED.nodes.registry.getNodeTypes ? RED.nodes.registry.getNodeTypes() : [];
         types.forEach(function (type) {
@@ -93,5 +106,6 @@
         return items;
     }
 
-    return { ICONS: ICONS, SELECTED: SELECTED, NEARBY: NEARBY, DEBUG_OFFERED: DEBUG_OFFERED, candidates: candidates };
+    return { ICONS: ICONS, SELECTED: SELECTED, NEARBY: NEARBY, DEBUG_OFFERED: DEBUG_OFFERED, nodeLabel: nodeLabel,
+        candidates: candidates };
 }));

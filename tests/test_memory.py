@@ -290,7 +290,7 @@ async def test_attached_debug_messages_reach_the_model_as_data_and_the_turn_keep
     # The question is stored as typed; what went with it is counted in its metadata.
     assert messages[0]["content"] == "why this value?"
     assert messages[0]["metadata"]["context"] == {"flow": {"id": tab["id"], "label": tab["label"]}, "nodes": 1,
-                                                  "debug": 1}
+                                                  "debug": 1, "mentions": []}
     response = await client.post("/ai-sidebar/stream-chat", json={"message": "x", "debugMessages": [debug] * 6},
                                  headers=ALICE)
     assert response.status == 400 and "debugMessages" in (await response.json())["error"]["message"]

@@ -108,7 +108,14 @@ def test_mentions_slash_commands_and_the_node_menu_with_the_keyboard(auth_stack,
     assert seen["planInput"] == "/plan "
     assert seen["planChecked"] == "true" and seen["questionsAfterPlan"] == 0 and seen["inputAfterPlan"] == ""
 
+    # /help lists every command (the template too) and sends nothing.
+    assert seen["help"][:3] == ["/explain", "/fix", "/plan"] and "/daily-report" in seen["help"], seen["help"]
+    assert seen["questionsAfterHelp"] == 0
+
     # 4. The context menu's entry: the node is a chip, the input has the focus.
     assert seen["menuChips"] == [menu_node.get("name") or f"{menu_node['type']} · {menu_node['id'][:6]}"], \
         seen["menuChips"]
     assert "ai-sidebar-input" in seen["menuFocus"]["className"]
+
+    # 5. After a reload the question still says what was mentioned with it (stored in its metadata).
+    assert seen["reloadedContexts"][0] == seen["sentContext"], seen["reloadedContexts"]

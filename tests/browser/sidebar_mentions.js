@@ -138,6 +138,13 @@ editor.runEditorScript(async (page, result) => {
         result.inputAfterPlan = await page.inputValue(".ai-sidebar-input");
         await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result, "mentions-plan.png");
 
+        // /help lists the commands in the conversation, sending nothing.
+        await page.keyboard.type("/help");
+        await page.keyboard.press("Escape");
+        await page.keyboard.press("Enter");
+        result.help = await page.locator(".ai-sidebar-slash-help dt").allInnerTexts();
+        result.questionsAfterHelp = (await page.locator(".ai-sidebar-message-user").count()) - questions;
+
         // 4. The canvas context menu's entry: the node becomes a chip, the focus goes to the input.
         const box = await page.evaluate((id) => {
             RED.view.select({ nodes: [RED.nodes.node(id)] });
@@ -153,6 +160,15 @@ editor.runEditorScript(async (page, result) => {
         result.menuChips = await chipNames(page, ".ai-sidebar-mention-chips");
         result.menuFocus = await focused(page);
         await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result, "mentions-menu-chip.png");
+
+        // 5. Reloaded, the question still says what was mentioned with it.
+        const reloaded = await editor.openEditor(page.context(), env.EDITOR_URL, {},
+            { username: env.USERNAME, password: env.PASSWORD });
+        await editor.showTab(reloaded, env.TAB_ID);
+        await reloaded.waitForSelector(".ai-sidebar-message-user .ai-sidebar-sent-context", { timeout: 15000 });
+        result.reloadedContexts = (await reloaded.locator(".ai-sidebar-message-user .ai-sidebar-sent-context")
+            .allInnerTexts()).map((text) => text.trim());
+        await reloaded.close();
     } finally {
         await editor.resizeSidebar(page, before);
     }

@@ -2,7 +2,8 @@
 real Node-RED (adminAuth, under /admin) with a deployed 2,000-node tab, the service as a process and the scripted
 model, the sidebar 240 px wide and the keyboard alone: `@` lists matches within 50 ms of each keystroke (measured in
 the page); the chosen node's configuration is in what the model received, a removed chip's is not; a user template
-runs as `/name`; `/plan` switches the mode; the canvas context menu's entry adds the node as a chip."""
+runs as `/name`; `/plan` switches the mode; the canvas context menu's entry and the Info sidebar's button add the
+node as a chip."""
 
 from __future__ import annotations
 
@@ -58,13 +59,14 @@ def test_mentions_slash_commands_and_the_node_menu_with_the_keyboard(auth_stack,
                       {"id": "a37c000000000001", "type": "inject", "name": "every morning", "x": 100, "y": 40,
                        "wires": [[]]}]})
     tab = tab_named(nodered, TAB)
-    menu_node = next(n for n in nodered.nodes_of(tab["id"]) if n["type"] not in ("comment", "group"))
+    menu_node, info_node = [n for n in nodered.nodes_of(tab["id"]) if n["type"] not in ("comment", "group")][:2]
     model.script(Reply(text="They scale the packing count."), Reply(text="Here is the daily report flow."))
     try:
         seen = run_browser("sidebar_mentions.js", {
             "EDITOR_URL": nodered.url, "USERNAME": USERNAME, "PASSWORD": PASSWORD, "TAB_ID": tab["id"],
             "BIG_TAB_ID": BIG_TAB, "KEEP_QUERY": "packsc", "DROP_QUERY": "labelpr", "QUESTION": QUESTION,
-            "TEMPLATE_COMMAND": "daily-report", "TEMPLATE_WORDS": "for line 2", "MENU_NODE_ID": menu_node["id"]})
+            "TEMPLATE_COMMAND": "daily-report", "TEMPLATE_WORDS": "for line 2", "MENU_NODE_ID": menu_node["id"],
+            "INFO_NODE_ID": info_node["id"]})
     finally:
         admin_request(nodered, token, "POST", "/flows", original, {"Node-RED-Deployment-Type": "full"})
 
@@ -113,9 +115,15 @@ def test_mentions_slash_commands_and_the_node_menu_with_the_keyboard(auth_stack,
     assert seen["questionsAfterHelp"] == 0
 
     # 4. The context menu's entry: the node is a chip, the input has the focus.
-    assert seen["menuChips"] == [menu_node.get("name") or f"{menu_node['type']} · {menu_node['id'][:6]}"], \
-        seen["menuChips"]
+    def chip(node: dict) -> str:
+        return node.get("name") or f"{node['type']} · {node['id'][:6]}"
+
+    assert seen["menuChips"] == [chip(menu_node)], seen["menuChips"]
     assert "ai-sidebar-input" in seen["menuFocus"]["className"]
+
+    # ... and the Info sidebar's button, by the keyboard, for the node selected there.
+    assert seen["infoButtonName"] == "Ask the assistant about this node"
+    assert seen["infoChips"] == [chip(menu_node), chip(info_node)], seen["infoChips"]
 
     # 5. After a reload the question still says what was mentioned with it (stored in its metadata).
     assert seen["reloadedContexts"][0] == seen["sentContext"], seen["reloadedContexts"]

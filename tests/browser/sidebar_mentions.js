@@ -5,7 +5,8 @@
 // `/name`; `/plan` chosen from the list switches the mode; the canvas context menu's entry adds the node as a chip.
 // Input (env): EDITOR_URL, USERNAME, PASSWORD, OUT_DIR, TAB_ID (the small tab the questions are asked on), BIG_TAB_ID
 // (the 2,000 nodes), KEEP_QUERY + KEEP_NAME (the mention kept), DROP_QUERY + DROP_NAME (the one removed), QUESTION,
-// TEMPLATE_COMMAND, TEMPLATE_WORDS, MENU_NODE_ID (a node of TAB_ID for the context menu).
+// TEMPLATE_COMMAND, TEMPLATE_WORDS, MENU_NODE_ID (a node of TAB_ID for the context menu), INFO_NODE_ID (another, for the Info
+// sidebar's button).
 // Output: one JSON line on stdout.
 "use strict";
 const editor = require("./editor");
@@ -160,6 +161,21 @@ editor.runEditorScript(async (page, result) => {
         result.menuChips = await chipNames(page, ".ai-sidebar-mention-chips");
         result.menuFocus = await focused(page);
         await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result, "mentions-menu-chip.png");
+
+        // The Info sidebar's button does the same for the node selected there, by the keyboard.
+        await page.evaluate((id) => {
+            RED.view.select({ nodes: [RED.nodes.node(id)] });
+            RED.sidebar.show("info");
+        }, env.INFO_NODE_ID);
+        const infoButton = page.locator(".ai-sidebar-info-ask");
+        await infoButton.waitFor({ state: "visible", timeout: 10000 });
+        result.infoButtonName = await infoButton.getAttribute("aria-label");
+        await editor.screenshot(page, result, "mentions-info-button.png");
+        await infoButton.focus();
+        await page.keyboard.press("Enter");
+        await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-mention-chip").length >= 2 &&
+            document.querySelector(".ai-sidebar-input").offsetParent !== null, null, { timeout: 10000 });
+        result.infoChips = await chipNames(page, ".ai-sidebar-mention-chips");
 
         // 5. Reloaded, the question still says what was mentioned with it.
         const reloaded = await editor.openEditor(page.context(), env.EDITOR_URL, {},

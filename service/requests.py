@@ -56,12 +56,13 @@ TYPE_PATTERN = r"^[^\x00-\x1f<>]{1,200}$"
 
 class Mention(BaseModel):
     """Something the user pointed at with ``@`` in the sidebar's input (issue 37): a node or config node, a tab or
-    subflow (by id), or a node type (``id`` is the type). The service adds its compact configuration (secrets
-    redacted) to the question: :mod:`service.chat.mentions`. ``label`` is how the chip named it (kept with the
+    subflow (by id), a node type (``id`` is the type) or one of the user's earlier conversations (``id`` its
+    session id). The service adds its compact configuration (secrets redacted), or the conversation's summary and
+    last turns, to the question: :mod:`service.chat.mentions`. ``label`` is how the chip named it (kept with the
     question so a reload can show it)."""
 
     model_config = ConfigDict(extra="ignore")
-    kind: Literal["node", "config", "tab", "subflow", "type"]
+    kind: Literal["node", "config", "tab", "subflow", "type", "conversation"]
     id: str = Field(max_length=200)
     label: str | None = Field(None, max_length=200)
 

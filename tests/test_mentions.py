@@ -1,7 +1,8 @@
 """@-mentions (issue 37): what the user pointed at in the sidebar reaches the model, against a real Node-RED and the
 scripted model, asserting on what the model received: a mentioned node's configuration (from another tab, read as
-deployed; a node of the open tab, read as the editor has it), a mentioned tab's nodes, a node type's name; secrets
-never; a node that is not mentioned is not there; a malformed mention is a 400 before any model call."""
+deployed; a node of the open tab, read as the editor has it), a mentioned tab's nodes, a node type's name, an earlier
+conversation of the user's own (never another user's); secrets never; a node that is not mentioned is not there; a
+malformed mention is a 400 before any model call."""
 
 from __future__ import annotations
 
@@ -105,3 +106,23 @@ async def test_a_malformed_mention_is_refused_before_the_model_is_asked(client, 
     assert response.status == 400
     assert (await response.json())["error"]["code"] == "invalid_request"
     assert len(model.requests) == before
+
+
+async def test_a_mentioned_earlier_conversation_of_ones_own_reaches_the_model_and_anothers_does_not(client, model):
+    alice, bob = {"X-Node-RED-User": "alice"}, {"X-Node-RED-User": "bob"}
+    model.script(Reply(text="The packing line runs at 37 boxes a minute."), Reply(text="Noted."),
+                 Reply(text="Noted."))
+    response = await client.post("/ai-sidebar/stream-chat", headers=alice, json={
+        "message": "How fast is the packing line?", "sessionId": "a37e5e5510000001"})
+    assert response.status == 200
+    await response.read()
+    mention = [{"kind": "conversation", "id": "a37e5e5510000001", "label": "Packing speed"}]
+    for headers in (alice, bob):
+        response = await client.post("/ai-sidebar/stream-chat", headers=headers, json={
+            "message": "Compare with what we said before", "mentions": mention})
+        assert response.status == 200
+        await response.read()
+    own, others = (json.dumps(r["messages"][-1], ensure_ascii=False) for r in model.requests[-2:])
+    assert '<earlier_conversation title=\\"Packing speed\\">' in own
+    assert "User: How fast is the packing line?" in own and "37 boxes a minute" in own
+    assert "earlier_conversation" not in others and "37 boxes" not in others

@@ -138,9 +138,11 @@ describe("@-mentions and slash commands", function () {
             };
             const recent = new RecentDebug();
             recent.add({ nodeId: "d1", name: "out", topic: "", msg: "42" }, "t1");
-            const items = mentionSource.candidates(RED, recent);
+            const items = mentionSource.candidates(RED, recent, [{ id: "abc123", name: "Packing speed" }]);
             assert.deepStrictEqual(items.map((i) => i.kind + ":" + i.id), ["tab:t1", "tab:t2", "subflow:s1",
-                "node:n1", "node:n2", "config:c1", "type:function", "type:inject", "debug:debug-0"]);
+                "node:n1", "node:n2", "config:c1", "type:function", "type:inject", "debug:debug-0",
+                "conversation:abc123"]);
+            assert.deepStrictEqual(fuzzy.rank("packsp", items, 3).map((i) => i.kind), ["conversation"]);
             assert.strictEqual(items.find((i) => i.id === "n1").detail, "function \u00b7 Other");
             const first = fuzzy.rank("", items, 3).map((i) => i.id);
             assert.deepStrictEqual(first, ["n2", "t1", "debug-0"]);

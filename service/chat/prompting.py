@@ -50,7 +50,8 @@ async def build_prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, r
     run = turn.tool_run
     if deps.tools_enabled:  # reading node configuration is a tool's reach: withheld with the tools
         question = await with_named_nodes(question, request, deps.nodered, run.output if run else None)
-        question = await with_mentions(question, request.mentions, request.flowData, deps.nodered)
+        question = await with_mentions(question, request.mentions, request.flowData, deps.nodered, deps.memory,
+                                       deps.identity)
     if run is None:
         asked = HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question)
     else:

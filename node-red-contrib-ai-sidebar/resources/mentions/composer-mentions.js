@@ -39,7 +39,11 @@
             sources: {
                 "@": {
                     open: function () {
-                        self.candidates = lib.mentionSource.candidates(RED, sidebar.recentDebug);
+                        var open = sidebar.conversation.sessionId;
+                        self.candidates = lib.mentionSource.candidates(RED, sidebar.recentDebug,
+                            sidebar.sessions.sessions.filter(function (session) {
+                                return session.id !== open;
+                            }));
                     },
                     items: function (query) {
                         var started = performance.now();

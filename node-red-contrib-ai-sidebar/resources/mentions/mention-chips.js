@@ -1,7 +1,7 @@
 /**
  * The things the user mentioned with `@` for the next question (issue 37): one chip each above the input, removable
  * one by one; what is left goes out as the request's `mentions` (StreamChatRequest.mentions: at most MAX, kinds
- * node, config, tab, subflow, type) and is cleared once the question is sent.
+ * node, config, tab, subflow, type, conversation) and is cleared once the question is sent.
  *
  * Loaded in the editor as a plain script (registers `NodeRedAiSidebar.mentionChips`) and in Node.js by the
  * package's tests: the bookkeeping is pure; `render` needs jQuery and node-chips.js's renderChips.
@@ -19,7 +19,7 @@
 
     // The service's bound (service/requests.py MAX_MENTIONS): the oldest mention gives way to a newer one.
     const MAX = 20;
-    const KINDS = ["node", "config", "tab", "subflow", "type"];
+    const KINDS = ["node", "config", "tab", "subflow", "type", "conversation"];
 
     /** The mentions of the next question. */
     function MentionChips() {

@@ -1,6 +1,6 @@
 /**
  * What `@` in the question input offers (issue 37): the workspace's tabs, nodes, config nodes and subflows, the
- * installed node types and the Debug sidebar's latest messages, each with the keys the fuzzy matcher (fuzzy.js)
+ * installed node types, the Debug sidebar's latest messages and the user's earlier conversations, each with the keys the fuzzy matcher (fuzzy.js)
  * compares and a boost that puts the selected nodes, then the open tab's, first. Read from the editor when `@` is
  * typed, not on every key.
  *
@@ -27,7 +27,7 @@
     const DEBUG_OFFERED = 10;
     // The kinds, with the Font Awesome icon their rows and chips show.
     const ICONS = { node: "fa-cube", config: "fa-cog", tab: "fa-sitemap", subflow: "fa-object-group",
-        type: "fa-th-large", debug: "fa-bug" };
+        type: "fa-th-large", debug: "fa-bug", conversation: "fa-comments-o" };
 
     // How much of an unnamed node's id its row and chip show (as node-chips.js's chips of the selection).
     const SHORT_ID = 6;
@@ -56,11 +56,13 @@
      * @param {object} RED the editor API (`nodes.eachWorkspace`, `eachSubflow`, `eachNode`, `eachConfig`,
      *     `nodes.registry.getNodeTypes`, `view.selection`, `workspaces.active`)
      * @param {{latest: function(number): object[]}} [recentDebug] the Debug sidebar's messages (recent-debug.js)
+     * @param {{id: string, name: string}[]} [conversations] the user's saved conversations (GET
+     *     ai-sidebar/sessions), the open one left out
      * @returns {{kind: string, id: string, label: string, detail: string, icon: string, keys: string[],
      *     ids: (string[]|undefined), boost: number, debug: (object|undefined)}[]} `kind` as StreamChatRequest.mentions has it, or "debug"
      *     (`debug`: the message, attached as the Debug sidebar's "+" attaches it)
      */
-    function candidates(RED, recentDebug) {
+    function candidates(RED, recentDebug, conversations) {
         const items = [];
         const active = RED.workspaces.active();
         const selection = (RED.view.selection() || {}).nodes || [];
@@ -102,6 +104,11 @@
             items.push({ kind: "debug", id: "debug-" + index, label: name, detail: String(message.msg).slice(0, 80),
                 icon: ICONS.debug, keys: lower([name, message.topic, message.msg.slice(0, 200)]),
                 boost: DEBUG - index / DEBUG_OFFERED, debug: message });
+        });
+        (conversations || []).forEach(function (session) {
+            const name = session.name || session.id;
+            items.push({ kind: "conversation", id: session.id, label: name, detail: "", icon: ICONS.conversation,
+                keys: lower([session.name]), ids: lower([session.id]), boost: 0 });
         });
         return items;
     }

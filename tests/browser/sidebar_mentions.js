@@ -41,7 +41,7 @@ async function suggestions(page) {
         return {
             visible: list.offsetParent !== null,
             role: list.getAttribute("role"),
-            expanded: input.getAttribute("aria-expanded"),
+            autocomplete: input.getAttribute("aria-autocomplete"),
             controls: input.getAttribute("aria-controls") === list.id,
             labels: rows.map((row) => row.querySelector(".ai-sidebar-suggestion-label").textContent),
             kinds: rows.map((row) => row.getAttribute("data-kind")),

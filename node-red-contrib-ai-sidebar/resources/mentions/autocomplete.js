@@ -2,7 +2,7 @@
  * The suggestion list under the question input (issue 37): `@` followed by a few letters lists what can be
  * mentioned (mention-source.js, ranked by fuzzy.js), `/` at the start lists the slash commands (slash-commands.js).
  * Up and Down move through it, Enter or Tab chooses, Escape closes it; the input stays focused and names the list
- * and its active option for assistive technology (ARIA 1.2 combobox with a listbox popup).
+ * and its active option for assistive technology (aria-autocomplete, aria-controls, aria-activedescendant).
  *
  * `token` is pure (tested in Node.js); `Autocomplete` needs jQuery. Registers `NodeRedAiSidebar.autocomplete`.
  */
@@ -65,8 +65,9 @@
         this.listId = "ai-sidebar-suggestions-" + (++lastId);
         this.list = $('<ul class="ai-sidebar-suggestions" role="listbox"></ul>').attr("id", this.listId)
             .attr("aria-label", options.label).hide().appendTo(options.container);
-        this.input.attr({ "role": "combobox", "aria-autocomplete": "list", "aria-controls": this.listId,
-            "aria-expanded": "false" });
+        // A textarea keeps its textbox role (ARIA in HTML allows no combobox there): it names the list it
+        // controls and, while open, its active option.
+        this.input.attr({ "aria-autocomplete": "list", "aria-controls": this.listId });
         const self = this;
         // mousedown, not click: the input keeps the focus.
         this.list.on("mousedown", "li[role=option]", function (event) {
@@ -101,7 +102,6 @@
     Autocomplete.prototype.render = function () {
         const self = this;
         this.list.empty().show();
-        this.input.attr("aria-expanded", "true");
         if (!this.items.length) {
             $('<li class="ai-sidebar-suggestion-empty" role="presentation"></li>').text(this.empty).appendTo(this.list);
             this.input.removeAttr("aria-activedescendant");
@@ -127,7 +127,7 @@
         this.current = null;
         this.items = [];
         this.list.hide().empty();
-        this.input.attr("aria-expanded", "false").removeAttr("aria-activedescendant");
+        this.input.removeAttr("aria-activedescendant");
     };
 
     /** Choose the row at `index`: its source acts on it; the list closes. */

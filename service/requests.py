@@ -4,6 +4,7 @@ depth, timeout) is :func:`service.web.schemas.parse_body`."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -45,6 +46,32 @@ class SelectedNode(BaseModel):
     id: str = Field(pattern=ID_PATTERN)
     type: str | None = Field(None, max_length=200)
     name: str | None = Field(None, max_length=500)
+
+
+MAX_MENTIONS = 20  # @-mentions one question may carry
+# A node type as the palette names it ("function", "mqtt in", "node-red-dashboard/ui_button" is not one: the module
+# is not part of the type).
+TYPE_PATTERN = r"^[^\x00-\x1f<>]{1,200}$"
+
+
+class Mention(BaseModel):
+    """Something the user pointed at with ``@`` in the sidebar's input (issue 37): a node or config node, a tab or
+    subflow (by id), a node type (``id`` is the type) or one of the user's earlier conversations (``id`` its
+    session id). The service adds its compact configuration (secrets redacted), or the conversation's summary and
+    last turns, to the question: :mod:`service.chat.mentions`. ``label`` is how the chip named it (kept with the
+    question so a reload can show it)."""
+
+    model_config = ConfigDict(extra="ignore")
+    kind: Literal["node", "config", "tab", "subflow", "type", "conversation"]
+    id: str = Field(max_length=200)
+    label: str | None = Field(None, max_length=200)
+
+    @model_validator(mode="after")
+    def _id_fits_kind(self) -> Mention:
+        pattern = TYPE_PATTERN if self.kind == "type" else ID_PATTERN
+        if not re.match(pattern, self.id):
+            raise ValueError(f"a {self.kind} mention's id must match {pattern}")
+        return self
 
 
 class HistoryTurn(BaseModel):
@@ -172,6 +199,9 @@ class StreamChatRequest(BaseModel):
             "the ids of the tabs and subflows locked in the editor now, deployed or not (the sidebar sends it); "
             "with it every other tab and subflow counts as unlocked when a write is planned; without it the "
             "deployed flows' locked decides, but for the tabs in flowData"))
+    mentions: list[Mention] = Field(default_factory=list, max_length=MAX_MENTIONS, description=(
+        "what the user pointed at with @ in the sidebar (chips they did not remove): each one's compact "
+        "configuration, secrets redacted, is added to the question (with tools on, like the named nodes)"))
     history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
     display: str | None = Field(None, min_length=1, max_length=500, description=(
         "what the user sees of a direct trigger ('@tools:<name>|...') a button sends, e.g. 'Restore tab Alpha to "

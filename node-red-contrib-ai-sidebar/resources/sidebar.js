@@ -413,6 +413,10 @@
                 self.sessions.close();
             })
             .on("keydown", function (event) {
+                // The suggestions of `@` and `/` take Up, Down, Enter, Tab and Escape while they are open.
+                if (self.mentions.autocomplete.keydown(event)) {
+                    return;
+                }
                 // isComposing: Enter also confirms an IME composition (Japanese, Chinese); that must not send.
                 if (event.key === "Enter" && !event.shiftKey && !event.originalEvent.isComposing) {
                     event.preventDefault();
@@ -425,10 +429,16 @@
                 }
             })
             .on("input", function () {
+                self.mentions.autocomplete.update();
                 self.updateCounter();
                 self.keepDraft();
             })
-            .appendTo(composer);
+            .on("blur", function () {
+                self.mentions.autocomplete.close();
+            });
+        // The mention chips and the suggestions of `@` and `/` sit between the context and the input.
+        this.mentions = new lib.ComposerMentions(this, composer);
+        this.input.appendTo(composer);
         this.counter = $('<div class="ai-sidebar-counter" aria-live="polite"></div>').hide().appendTo(composer);
         var actions = $('<div class="ai-sidebar-actions"></div>').appendTo(composer);
         this.buildModeToggle().appendTo(actions);
@@ -537,13 +547,21 @@
         this.refreshContext();
     };
 
-    /** What the chip shows now: the context the next question goes out with (editorContext.chip). */
-    AiSidebar.prototype.contextView = function () {
+    /**
+     * What the chip shows now: the context the next question goes out with (editorContext.chip). Above the input
+     * the selected nodes have chips of their own; under a sent question (`sent`) their count and the mentions are
+     * said.
+     */
+    AiSidebar.prototype.contextView = function (sent) {
         return lib.editorContext.chip({
             removed: this.contextRemoved,
             flow: lib.editorContext.selectedFlow(RED),
             count: this.selectedNodes().length,
-            debug: this.debugAttached.length
+            debug: this.debugAttached.length,
+            chipsShown: !sent,
+            mentions: sent ? this.mentions.chips.sent().map(function (item) {
+                return item.label;
+            }) : []
         }, t);
     };
 
@@ -630,6 +648,7 @@
         }, function () {
             self.focusInput();
         });
+        this.mentions.render();
         var chip = this.contextChip.empty().toggleClass("ai-sidebar-context-removed", this.contextRemoved)
             .attr("title", view.title + "\n" + view.text);
         // When narrow, the flow's name is cut, never the counts after it.
@@ -684,6 +703,7 @@
             mode: this.mode,
             contextRemoved: this.contextRemoved,
             debugMessages: this.debugAttached,
+            mentions: this.mentions.chips.sent(),
             flow: lib.editorContext.selectedFlow(RED),
             nodes: this.selectedNodes(),
             exportTab: function () {
@@ -1092,6 +1112,16 @@
         if (!message || this.controller) {
             return false;
         }
+        this.mentions.autocomplete.close();
+        // A slash command (slash-commands.js) acts here, and may send its own question instead.
+        var instead = fromInput ? this.mentions.beforeSend(message) : null;
+        if (instead === "") {
+            this.input.val("");
+            this.updateCounter();
+            this.keepDraft();
+            return false;
+        }
+        message = instead || message;
         if (fromInput) {
             this.input.val("");
             this.updateCounter();
@@ -1102,10 +1132,11 @@
             request.body.display = display;
         }
         // Shown under the question, live and after Retry (which sends the same request).
-        request.contextView = this.contextView();
-        // Attached Debug messages go with this question only; the chip shows them until its answer ends.
-        if (this.debugAttached.length) {
+        request.contextView = this.contextView(true);
+        // Attached Debug messages and mentions go with this question only; the chip shows them until its answer ends.
+        if (this.debugAttached.length || this.mentions.chips.items.length) {
             this.debugAttached = [];
+            this.mentions.chips.clear();
             this.contextChanged = true;
         }
         this.ask(message, request, fromInput);
@@ -1254,6 +1285,7 @@
         // A new chat starts with the default context: the chip removed in the last one comes back.
         this.contextChanged = false;
         this.debugAttached = [];
+        this.mentions.chips.clear();
         this.setContextRemoved(false);
         this.showEmptyState();
         this.input.val("").trigger("focus");

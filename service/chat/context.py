@@ -114,13 +114,16 @@ class ChatResult:
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
         """What is stored with the turn: scenario, selected flow id, tools used, language, error codes, and the
         context the question went out with (``context``: the open tab's id and label, how many nodes were selected
-        and debug messages attached), which the sidebar shows under a reloaded question."""
+        and debug messages attached, the @-mentions as ``{kind, id, label}``), which the sidebar shows under a
+        reloaded question."""
         flow = request.selectedFlow
         meta: dict[str, Any] = {"scenario": self.scenario, "flowId": request.flow_id, "tools": self.tools,
                                 "language": self.language,
                                 "context": {"flow": {"id": flow.id, "label": flow.label} if flow else None,
                                             "nodes": len(request.selectedNodes),
-                                            "debug": len(request.debugMessages)}}
+                                            "debug": len(request.debugMessages),
+                                            "mentions": [{"kind": m.kind, "id": m.id, "label": m.label}
+                                                         for m in request.mentions]}}
         if self.errors:
             meta["errors"] = self.errors
         if self.stopped:

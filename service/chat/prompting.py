@@ -13,6 +13,7 @@ from service.chat.context import ChatDeps, ChatResult, Turn
 from service.chat.events import Emit
 from service.chat.history import fitted_history, left_out_notice
 from service.chat.injection import DEFAULT_LANGUAGE
+from service.chat.mentions import with_mentions
 from service.chat.named_context import with_named_nodes
 from service.chat.prompts import (
     describe_flow,
@@ -49,6 +50,8 @@ async def build_prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, r
     run = turn.tool_run
     if deps.tools_enabled:  # reading node configuration is a tool's reach: withheld with the tools
         question = await with_named_nodes(question, request, deps.nodered, run.output if run else None)
+        question = await with_mentions(question, request.mentions, request.flowData, deps.nodered, deps.memory,
+                                       deps.identity)
     if run is None:
         asked = HumanMessage(context_message(question, turn.retrieved) if turn.retrieved else question)
     else:

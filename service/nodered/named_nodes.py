@@ -46,17 +46,18 @@ def configuration_spans(text: str) -> list[tuple[int, int]]:
     return [match.span() for match in CONFIGURATION_BLOCK.finditer(text)]
 
 
-def named_nodes(node_ids: Iterable[str], index: FlowIndex, limit: int = NAMED_LIMIT) -> list[dict[str, Any]]:
+def named_nodes(node_ids: Iterable[str], index: FlowIndex, limit: int = NAMED_LIMIT,
+                senders: bool = True) -> list[dict[str, Any]]:
     """The nodes ``node_ids`` name, in that order, without repeats and at most ``limit``: each node, except that a
-    debug node stands for the nodes wired into it (across link nodes too). Unknown ids, tabs and subflows are
-    skipped."""
+    debug node stands for the nodes wired into it (across link nodes too) unless ``senders`` is false (the user
+    pointed at the debug node itself). Unknown ids, tabs and subflows are skipped."""
     chosen: dict[str, dict[str, Any]] = {}
     for node_id in node_ids:
         node = index.by_id.get(node_id)
         if node is None or node.get("type") in ("tab", "subflow"):
             continue
         found = [node]
-        if node.get("type") == "debug":
+        if senders and node.get("type") == "debug":
             found = [index.by_id[sender["id"]] for sender in incoming(index, node)
                      if sender["id"] in index.by_id and index.by_id[sender["id"]].get("type") != "subflow"] or found
         for item in found:
@@ -67,11 +68,12 @@ def named_nodes(node_ids: Iterable[str], index: FlowIndex, limit: int = NAMED_LI
 
 
 def configuration_of(node_ids: Iterable[str], flows: list[dict[str, Any]] | FlowIndex,
-                     budget: int = NAMED_BUDGET) -> str | None:
-    """The compact configuration of the nodes ``node_ids`` name (see :func:`named_nodes`) and of the config nodes
-    they use, secrets redacted, about ``budget`` characters at most; ``None`` when none of them is in ``flows``."""
+                     budget: int = NAMED_BUDGET, senders: bool = True) -> str | None:
+    """The compact configuration of the nodes ``node_ids`` name (see :func:`named_nodes`, ``senders`` as there) and
+    of the config nodes they use, secrets redacted, about ``budget`` characters at most; ``None`` when none of them
+    is in ``flows``."""
     index = index_flows(flows)
-    nodes = named_nodes(node_ids, index)
+    nodes = named_nodes(node_ids, index, senders=senders)
     if not nodes:
         return None
     configs = [node for node in referenced_configs(nodes, index.by_id) if node["id"] not in {n["id"] for n in nodes}]

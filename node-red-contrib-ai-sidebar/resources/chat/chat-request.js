@@ -71,6 +71,8 @@
      * @param {boolean} question.contextRemoved
      * @param {object[]} [question.debugMessages] attached Debug messages (editorContext.debugAttachment), sent
      *     even when the chip was removed
+     * @param {{kind: string, id: string, label: string}[]} [question.mentions] the @-mentions whose chips the user
+     *     kept (mention-chips.js), sent even when the context chip was removed
      * @param {?{id: string, label: string}} question.flow the open tab (editorContext.selectedFlow)
      * @param {{id: string, type: string, name: string}[]} question.nodes the selected nodes
      * @param {function(): ?{nodes: (object[]|undefined), bytes: (number|undefined)}} question.exportTab the open
@@ -109,6 +111,10 @@
         }
         if (question.lockedFlows) {
             body.lockedFlows = question.lockedFlows();
+        }
+        if (question.mentions && question.mentions.length) {
+            // What the user pointed at with `@` goes even when the context chip was removed: they chose it.
+            body.mentions = question.mentions.slice();
         }
         if (question.contextRemoved) {
             return result;

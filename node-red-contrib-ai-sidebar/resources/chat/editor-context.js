@@ -80,8 +80,11 @@
     /**
      * What the chip shows.
      *
-     * @param {{removed: boolean, flow: ?{label: string, subflow: boolean}, count: number, debug: number}} state
-     *     `debug`: how many Debug messages are attached (sent whether or not the flow context is removed)
+     * @param {{removed: boolean, flow: ?{label: string, subflow: boolean}, count: number, debug: number,
+     *     chipsShown: (boolean|undefined), mentions: (string[]|undefined)}} state
+     *     `debug`: how many Debug messages are attached (sent whether or not the flow context is removed);
+     *     `chipsShown`: the selected nodes have chips of their own beside it (node-chips.js), so it does not count
+     *     them; `mentions`: the labels of the @-mentions sent (as a question's sent context shows them)
      * @param {function(string, object=): string} t the sidebar catalog's translation (keys under `context.`)
      * @returns {{icon: string, text: string, name: string, detail: string, title: string, button: {icon: string,
      *     label: string, removes: boolean}}} `icon`s are Font Awesome classes; `text` is `name` (the flow, which may
@@ -89,14 +92,19 @@
      *     back
      */
     function chip(state, t) {
+        const mentions = state.mentions && state.mentions.length ?
+            " \u00b7 " + t("context.mentions", { names: state.mentions.map(function (name) {
+                return "@" + name;
+            }).join(", ") }) : "";
         const debugText = state.debug ? t("context.debug", { count: state.debug }) : "";
         if (state.removed) {
             const removed = t("context.removed");
+            const removedDetail = (debugText ? " \u00b7 " + debugText : "") + mentions;
             return {
                 icon: "fa-ban",
-                text: removed + (debugText ? " \u00b7 " + debugText : ""),
+                text: removed + removedDetail,
                 name: removed,
-                detail: debugText ? " \u00b7 " + debugText : "",
+                detail: removedDetail,
                 title: t("context.removedTooltip"),
                 button: { icon: "fa-undo", label: t("context.restore"), removes: false }
             };
@@ -108,8 +116,13 @@
         } else {
             flowText = t(flow.subflow ? "context.subflow" : "context.flow", { label: flow.label || t("context.unnamed") });
         }
-        const nodesText = state.count ? t("context.nodes", { count: state.count }) : t("context.noNodes");
-        const detail = " \u00b7 " + nodesText + (debugText ? " \u00b7 " + debugText : "");
+        let nodesText = state.count ? t("context.nodes", { count: state.count }) : t("context.noNodes");
+        if (state.count && state.chipsShown) {
+            // The chips beside it name each node: a count would only repeat them (issue 31).
+            nodesText = "";
+        }
+        const detail = (nodesText ? " \u00b7 " + nodesText : "") + (debugText ? " \u00b7 " + debugText : "") +
+            mentions;
         return {
             icon: "fa-sitemap",
             text: flowText + detail,
@@ -122,7 +135,7 @@
 
     /**
      * The context a stored question went out with, in the chip's words: from the `context` the service keeps in
-     * the question's metadata (`{flow: ?{id, label}, nodes: number, debug: number}`).
+     * the question's metadata (`{flow: ?{id, label}, nodes: number, debug: number, mentions: ?{kind, id, label}[]}`).
      *
      * @param {object} metadata the stored question's metadata (GET ai-sidebar/history)
      * @param {function(string, object=): string} t as for `chip`
@@ -138,13 +151,19 @@
             context.flow : null;
         const count = Number.isInteger(context.nodes) && context.nodes > 0 ? context.nodes : 0;
         const debug = Number.isInteger(context.debug) && context.debug > 0 ? context.debug : 0;
+        const mentions = (Array.isArray(context.mentions) ? context.mentions : []).filter(function (item) {
+            return item && typeof item === "object" && typeof item.id === "string";
+        }).map(function (item) {
+            return typeof item.label === "string" && item.label ? item.label : item.id;
+        });
         const view = chip({
             // A question without flow and nodes went out with the chip removed (or with no tab open).
             removed: !flow && !count,
             flow: flow && { label: typeof flow.label === "string" ? flow.label : "",
                 subflow: !!(isSubflow && isSubflow(flow.id)) },
             count: count,
-            debug: debug
+            debug: debug,
+            mentions: mentions
         }, t);
         return { icon: view.icon, text: view.text };
     }

@@ -62,8 +62,51 @@
     };
 
     /**
-     * Fill `list` with a chip per node; a chip's button removes it and calls `changed()`. The focus then goes to the
+     * Fill `list` with a chip per item, each with a button that removes it. After a removal the focus goes to the
      * next chip's button (else the previous one's, else `fallbackFocus`), so the keyboard can remove them one by one.
+     *
+     * @param {jQuery} list an element with `role="list"`
+     * @param {{id: string, label: string, title: string, icon: (string|undefined)}[]} items
+     * @param {object} options
+     * @param {string} options.name the list's accessible name
+     * @param {string} options.className the chips' class
+     * @param {function(string): string} options.removeLabel the remove button's name for a chip's label
+     * @param {function(string)} options.remove leave out the item with this id and render again
+     * @param {function()} options.fallbackFocus where the focus goes once the last chip is gone
+     */
+    function renderChips(list, items, options) {
+        list.empty().toggle(items.length > 0).attr("aria-label", options.name);
+        items.forEach(function (item, index) {
+            const chip = $('<span class="ai-sidebar-node-chip" role="listitem"></span>').addClass(options.className)
+                .attr("data-node-id", item.id)
+                .attr("title", item.title);
+            if (item.icon) {
+                chip.append($('<i aria-hidden="true"></i>').addClass("fa " + item.icon));
+            }
+            chip.append($('<span class="ai-sidebar-node-chip-name"></span>').text(item.label)).appendTo(list);
+            $('<button type="button" class="ai-sidebar-node-chip-remove"></button>')
+                .attr("aria-label", options.removeLabel(item.label))
+                .attr("title", options.removeLabel(item.label))
+                .append($('<i class="fa fa-times" aria-hidden="true"></i>'))
+                .on("click", function (event) {
+                    event.preventDefault();
+                    const next = items[index + 1] || items[index - 1];
+                    options.remove(item.id);
+                    const button = next && list.children().filter(function () {
+                        return $(this).attr("data-node-id") === next.id;
+                    }).find("button");
+                    if (button && button.length) {
+                        button.trigger("focus");
+                    } else {
+                        options.fallbackFocus();
+                    }
+                })
+                .appendTo(chip);
+        });
+    }
+
+    /**
+     * Fill `list` with a chip per node; a chip's button removes it and calls `changed()` (renderChips).
      *
      * @param {jQuery} list an element with `role="list"`
      * @param {{id: string, type: string, name: string}[]} nodes the nodes sent (NodeChips.sent)
@@ -73,35 +116,21 @@
      */
     NodeChips.prototype.render = function (list, nodes, t, changed, fallbackFocus) {
         const self = this;
-        list.empty().toggle(nodes.length > 0).attr("aria-label", t("context.nodeChips"));
-        nodes.forEach(function (node, index) {
-            const name = label(node);
-            const chip = $('<span class="ai-sidebar-node-chip" role="listitem"></span>')
-                .attr("data-node-id", node.id)
-                .attr("title", node.type + " " + node.id)
-                .append($('<span class="ai-sidebar-node-chip-name"></span>').text(name))
-                .appendTo(list);
-            $('<button type="button" class="ai-sidebar-node-chip-remove"></button>')
-                .attr("aria-label", t("context.nodeChipRemove", { name: name }))
-                .attr("title", t("context.nodeChipRemove", { name: name }))
-                .append($('<i class="fa fa-times" aria-hidden="true"></i>'))
-                .on("click", function (event) {
-                    event.preventDefault();
-                    self.remove(node.id);
-                    const next = nodes[index + 1] || nodes[index - 1];
-                    changed();
-                    const button = next && list.find(".ai-sidebar-node-chip").filter(function () {
-                        return $(this).attr("data-node-id") === next.id;
-                    }).find("button");
-                    if (button && button.length) {
-                        button.trigger("focus");
-                    } else {
-                        fallbackFocus();
-                    }
-                })
-                .appendTo(chip);
+        renderChips(list, nodes.map(function (node) {
+            return { id: node.id, label: label(node), title: node.type + " " + node.id };
+        }), {
+            name: t("context.nodeChips"),
+            className: "ai-sidebar-selected-chip",
+            removeLabel: function (name) {
+                return t("context.nodeChipRemove", { name: name });
+            },
+            remove: function (id) {
+                self.remove(id);
+                changed();
+            },
+            fallbackFocus: fallbackFocus
         });
     };
 
-    return { SHORT_ID: SHORT_ID, label: label, NodeChips: NodeChips };
+    return { SHORT_ID: SHORT_ID, label: label, NodeChips: NodeChips, renderChips: renderChips };
 }));

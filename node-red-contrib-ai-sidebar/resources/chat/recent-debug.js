@@ -87,5 +87,26 @@
         });
     };
 
+    /**
+     * The latest messages of any node, newest first (what `@` offers).
+     *
+     * @param {number} limit how many at most
+     * @returns {object[]} the items
+     */
+    RecentDebug.prototype.latest = function (limit) {
+        const entries = [];
+        this.byNode.forEach(function (list) {
+            list.forEach(function (entry) {
+                entries.push(entry);
+            });
+        });
+        entries.sort(function (a, b) {
+            return b.seq - a.seq;
+        });
+        return entries.slice(0, limit).map(function (entry) {
+            return entry.item;
+        });
+    };
+
     return { PER_NODE: PER_NODE, MAX_NODES: MAX_NODES, RecentDebug: RecentDebug };
 }));

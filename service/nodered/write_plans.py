@@ -36,6 +36,8 @@ class Change:
         diff: see the module docstring; full nodes, not yet redacted (:meth:`preview` redacts).
         flows: the whole new flow configuration to deploy; ``None`` for an action that changes no flow
             (``trigger_inject``).
+        base: the flows it was planned on, when the caller kept them (:func:`service.nodered.write_tools.plan`).
+        parts: the part ids it was cut to when a person approved only some (:mod:`service.nodered.change_parts`).
         inject: the inject node to trigger, for ``trigger_inject``.
         new_tab_only: the change only adds a new tab (and nodes wired among themselves on it).
         test_tabs_only: every tab it touches is a test tab.
@@ -53,6 +55,8 @@ class Change:
     references: frozenset[str] = field(default_factory=frozenset, repr=False)
     shown: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     notice: Sentence | None = None
+    base: list[dict[str, Any]] | None = field(default=None, repr=False)  # the flows it was planned on
+    parts: list[str] | None = None  # the parts it was cut to (change_parts.select_parts); None: whole
 
     @property
     def summary(self) -> str:

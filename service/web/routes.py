@@ -9,6 +9,7 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -278,7 +279,7 @@ async def resume(request: web.Request) -> web.StreamResponse:
     async with request.app[LIMITER].slot(caller.identity.principal):
         deps = await chat_deps(request, caller, body.provider)
         await _refuse_over_budget(approvals, body.resumeToken, deps)
-        claimed = await claim(approvals, deps.tools, caller.identity, body)
+        claimed = await claim(approvals, deps.tools, caller.identity, body, partial(_live_flows, deps))
         result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
 
         async def finish() -> None:
@@ -334,6 +335,11 @@ async def _refuse_over_budget(approvals, resume_token: str, deps: ChatDeps) -> N
     refusal = await over_budget(deps)
     if refusal is not None:
         raise refusal
+
+
+async def _live_flows(deps: ChatDeps) -> list[dict[str, Any]]:
+    """The deployed flows, to re-validate the parts a resume ticked (raises NodeRedError)."""
+    return list((await deps.nodered.get_flows())["flows"])
 
 
 def _recording(send, result: ChatResult):

@@ -370,7 +370,9 @@ async def approvals_list(request: web.Request) -> web.Response:
 def _shown_actions(request: web.Request, actions: list[dict]) -> list[dict]:
     """A waiting run's actions as its ``approval_required`` event showed them, summaries in the request's
     language."""
-    shown = [{key: action.get(key) for key in ("tool", "args", "summary", "diff")} for action in actions]
+    shown = [{**{key: action.get(key) for key in ("tool", "args", "summary", "diff")},
+              **{key: action[key] for key in ("parts", "ticked", "adjusted") if action.get(key)}}
+             for action in actions]
     return localized_summaries(shown, [action.get("sentence") for action in actions], request.app[MESSAGES],
                                request_language(request))
 

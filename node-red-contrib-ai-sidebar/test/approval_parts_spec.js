@@ -51,3 +51,11 @@ describe("approval parts (issue 36)", function () {
         assert.strictEqual(parts.decisionFor(described, []), null);
     });
 });
+
+describe("approval decisions with parts", function () {
+    const diff = require("../resources/approval/approval-diff.js");
+    it("sends the ticked parts of an approval and no list for Approve all", function () {
+        assert.deepStrictEqual(diff.decisionsToSend([{ type: "approve", parts: ["add:n1"] }, { type: "approve" }]),
+            [{ type: "approve", parts: ["add:n1"] }, { type: "approve" }]);
+    });
+});

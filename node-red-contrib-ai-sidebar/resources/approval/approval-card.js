@@ -478,6 +478,13 @@
         });
     };
 
+    // What the editor made of an approved change (approval-outcome.js), looked up when called.
+    ["applyFlowChange", "reportOutcome", "showOutcome"].forEach(function (name) {
+        ApprovalCards.prototype[name] = function () {
+            return lib().approvalOutcome[name].apply(this, arguments);
+        };
+    });
+
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
     window.NodeRedAiSidebar.ApprovalCards = ApprovalCards;
 }());

@@ -3,8 +3,8 @@
  * and said on the write's tool card, followed as the editor undoes or changes it (applied-watch.js), and reported to
  * the service (`ai-sidebar/approvals/<runId>/applied`) for the reopened conversation.
  *
- * Editor-only script: adds `applyFlowChange`, `reportOutcome` and `showOutcome` to `NodeRedAiSidebar.ApprovalCards`
- * (approval-card.js, loaded before it).
+ * Editor-only script: registers `NodeRedAiSidebar.approvalOutcome`: `applyFlowChange`, `reportOutcome` and
+ * `showOutcome`, which `NodeRedAiSidebar.ApprovalCards` (approval-card.js) runs as its own methods.
  */
 (function () {
     "use strict";
@@ -19,13 +19,14 @@
         return window.NodeRedAiSidebar;
     }
 
-    var ApprovalCards = lib().ApprovalCards;
+    // Methods of ApprovalCards (approval-card.js calls them with its card set as `this`).
+    var methods = {};
 
     /**
      * Apply a flow_change in the editor and say on the write's tool card what was applied; the outcome is kept by
      * the service with the approval of the answer's run (`answer.runId`), for the reopened conversation.
      */
-    ApprovalCards.prototype.applyFlowChange = function (answer, event) {
+    methods.applyFlowChange = function (answer, event) {
         var outcome;
         try {
             outcome = lib().flowChange.applyChange(RED, event.changes);
@@ -56,7 +57,7 @@
      * Tell the service what the editor made of an approved change (`POST ai-sidebar/approvals/<runId>/applied`),
      * one report after the other (an agent's batch applies several); a failure is logged: the change stands.
      */
-    ApprovalCards.prototype.reportOutcome = function (runId, tool, outcome, later) {
+    methods.reportOutcome = function (runId, tool, outcome, later) {
         var body = { tool: tool, outcome: lib().approvalDiff.reportedOutcome(outcome) };
         if (later) {
             body.later = later;
@@ -76,7 +77,7 @@
      * `outcome.later` ("undone", "changed"; applied-watch.js): what the editor made of it since. `detached`: the
      * line is returned, not placed (its contents replace the shown line's). Returns the line.
      */
-    ApprovalCards.prototype.showOutcome = function (answer, tool, outcome, restored, detached) {
+    methods.showOutcome = function (answer, tool, outcome, restored, detached) {
         var text;
         if (outcome.problem) {
             var problem = outcome.problem;
@@ -133,4 +134,6 @@
         return line;
     };
 
+    window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
+    window.NodeRedAiSidebar.approvalOutcome = methods;
 })();

@@ -1,6 +1,7 @@
 """Review part by part (issue 36) in a real headless Chromium against a real Node-RED (adminAuth, under /admin),
 the service as a process and the scripted model: a card of 12 parts at 240 px, three unticked with the keyboard,
-the rest applied in the editor as one undo step that one Ctrl-Z takes back, nothing deployed."""
+the rest applied in the editor as one undo step that one Ctrl-Z takes back, nothing deployed; the new nodes, which
+the model put right over the tab's own, placed where none is (measured from the editor's node boxes)."""
 
 from __future__ import annotations
 
@@ -31,12 +32,20 @@ CHAIN = [
 ]
 
 
+def overlapping(a, b) -> bool:
+    return abs(a["x"] - b["x"]) * 2 < a["w"] + b["w"] and abs(a["y"] - b["y"]) * 2 < a["h"] + b["h"]
+
+
 def test_a_card_of_twelve_parts_with_three_unticked_applies_the_rest_as_one_undo_step(auth_stack, model):  # noqa: F811 (the fixture)
     nodered, _ = auth_stack
     tab = tab_named(nodered, TAB)
-    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": CHAIN}}]),
-                 Reply(text="Added the chain you kept."))
     flows_before = deployed_flows(nodered)
+    # The model puts the chain right over the tab's own nodes: the service places it where nothing is.
+    existing = [n for n in flows_before if n.get("z") == tab["id"] and "x" in n]
+    chain = [{**node, "x": existing[i % len(existing)]["x"], "y": existing[i % len(existing)]["y"]}
+             for i, node in enumerate(CHAIN)]
+    model.script(Reply(tool_calls=[{"name": "add_nodes", "arguments": {"flow_id": tab["id"], "nodes": chain}}]),
+                 Reply(text="Added the chain you kept."))
 
     seen = run_browser("sidebar_approval_parts.js", {
         "EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "USERNAME": USERNAME, "PASSWORD": PASSWORD,
@@ -56,6 +65,14 @@ def test_a_card_of_twelve_parts_with_three_unticked_applies_the_rest_as_one_undo
     assert not any("p6" in link for link in after["links"])
     assert after["historyDepth"] == before["historyDepth"] + 1 and after["dirty"]
     assert seen["applied"] == ["Applied in the editor, not deployed: new nodes: 5. Ctrl-Z undoes it."]
+    # Placed over no existing node, measured from the editor's own boxes, on the 20 px grid.
+    old = {box["id"] for box in before["boxes"]}
+    new = [box for box in after["boxes"] if box["id"] not in old]
+    assert len(new) == 5
+    for box in new:
+        assert box["x"] % 20 == 0 and box["y"] % 20 == 0, box
+        for other in before["boxes"]:
+            assert not overlapping(box, other), (box, other)
     # One Ctrl-Z takes the whole change back.
     assert seen["undone"]["names"] == before["names"] and seen["undone"]["links"] == before["links"]
     assert deployed_flows(nodered) == flows_before

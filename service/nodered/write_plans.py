@@ -18,6 +18,7 @@ from typing import Any
 from service.nodered.card_values import redacted_value, refuse_masks, restore_masked, secret_looking_properties
 from service.nodered.messages import Sentence
 from service.nodered.node_secrets import strip_secrets
+from service.nodered.placement import place
 from service.nodered.tooling import ToolFailure
 
 TEST_TAB_VARIABLE = "AI_SIDEBAR_TEST_TAB"
@@ -222,6 +223,8 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     ``new_tab_label``. Every id is made new; wires, config references and link targets among the given nodes
     follow; a wire to an existing node is kept, one to an unknown id dropped. A new link node naming an existing
     one is added to that node's ``links`` too (both ends of a link, :func:`_linked_back`), a change the card shows.
+    The new nodes are placed beside the nodes they are wired to, on the grid, over no other node
+    (:func:`service.nodered.placement.place`).
 
     Raises:
         ToolFailure: ``flow_not_found``, ``flow_not_selected`` (neither tab given), ``flow_locked``,
@@ -252,6 +255,8 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     mapping = {old: new_id() for old in ids}
     for position, node in enumerate(nodes):
         added.append(_renumbered(node, mapping, by_id, target["id"], position))
+    place([n for n in flows if n.get("z") == target["id"]], [n for n in added if n is not target],
+          own_layout=all("x" in n and "y" in n for n in nodes))
     external = any(t not in mapping.values() for n in added for port in n.get("wires") or [] for t in port)
     linked = _linked_back(added, by_id)
     _unlocked(by_id, [by_id[node_id].get("z") for node_id in linked], locks)

@@ -3,7 +3,8 @@
 // the ticked parts applied in the editor as one undo step, and one Ctrl-Z taking all of it back. Reports what the
 // user saw as one JSON line on stdout.
 // Input (env): EDITOR_URL, TAB_ID, OUT_DIR, USERNAME + PASSWORD (none: no adminAuth), QUESTION, UNTICK (a text
-// the labels of the parts to untick contain).
+// the labels of the parts to untick contain). The nodes' boxes (RED.nodes x/y/w/h) before and after show where the
+// new ones were placed.
 "use strict";
 const editor = require("./editor");
 
@@ -16,7 +17,10 @@ async function canvasState(page, tabId) {
         links: RED.nodes.filterLinks({}).filter((l) => l.source.z === id)
             .map((l) => (l.source.name || l.source.type) + "->" + (l.target.name || l.target.type)).sort(),
         historyDepth: RED.history.depth(),
-        dirty: RED.nodes.dirty()
+        dirty: RED.nodes.dirty(),
+        // Where the editor drew each node: centre x/y, width and height as it measured them.
+        boxes: RED.nodes.filterNodes({ z: id }).map((n) => ({ id: n.id, name: n.name || n.type, x: n.x, y: n.y,
+            w: n.w, h: n.h }))
     }), tabId);
 }
 

@@ -58,7 +58,7 @@ def _snap(value: float) -> int:
 
 
 def _layered(added: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
-    """Positions relative to the first node for nodes without their own (or overlapping each other): a column per
+    """Positions relative to the first node for nodes without their own: a column per
     step along the wires among them (longest path from a node nobody wires to), a row per node in the column."""
     ids = {node["id"] for node in added}
     incoming: dict[str, set[str]] = {node["id"]: set() for node in added}
@@ -88,27 +88,24 @@ def _layered(added: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
 
 def place(existing: Iterable[dict[str, Any]], added: list[dict[str, Any]], own_layout: bool = True) -> None:
     """Move the flow nodes of ``added`` (new nodes of one tab, changed in place) to where a person would put them
-    among ``existing`` (the tab's nodes): their layout among themselves kept when they have one that does not
-    overlap (else a layered one, :func:`_layered`), next to the first existing node one of them is wired to or
-    from (right of a source, left of a target), else below the tab's nodes; then moved down the grid until no box
-    overlaps an existing one; every centre on the 20 px grid, every box right of and below (20, 20). Nodes whose
-    own positions (``own_layout``: the caller's, not made up) overlap nothing and are wired to no existing node stay
-    where they are, on the grid. Config nodes, groups and tabs are not moved."""
+    among ``existing`` (the tab's nodes). Their layout among themselves is kept when the caller gave every position
+    (``own_layout``), else laid out in layers (:func:`_layered`). Nodes with their own positions that overlap
+    nothing and are wired to no existing node stay exactly where they are (a flow export keeps its layout). The
+    others go next to the first existing node one of them is wired to (left of a target, right of a source), else
+    below the tab's nodes, then down the grid until no box overlaps an existing one; each centre placed ends on the
+    20 px grid, each box right of and below (20, 20). Config nodes, groups and tabs are not moved."""
     flow = [node for node in added if "wires" in node and node.get("type") not in ("tab", "subflow", "group")]
     if not flow:
         return
     others = [node for node in existing if _placed(node)]
-    own = all(_placed(node) for node in flow) and not any(
-        overlaps(a, b) for i, a in enumerate(flow) for b in flow[i + 1:])
+    own = own_layout and all(_placed(node) for node in flow)
     relative = ({node["id"]: (node["x"] - flow[0]["x"], node["y"] - flow[0]["y"]) for node in flow} if own
                 else _layered(flow))
     by_id = {node["id"]: node for node in others}
     wired = any(target in by_id for node in flow for port in node.get("wires") or [] for target in port or [])
-    if own and own_layout and not wired and not any(overlaps(new, old, GAP_Y // 2) for new in flow
+    if own and not wired and not any(overlaps(new, old, GAP_Y // 2) for new in flow
                                                     for old in others):
-        for node in flow:
-            node["x"], node["y"] = _snap(node["x"]), _snap(node["y"])
-        return
+        return  # a layout of the caller's own (a flow export) stays as it is
     anchor_x, anchor_y = _anchor(flow, by_id, others, relative)
     for node in flow:
         node["x"], node["y"] = _snap(anchor_x + relative[node["id"]][0]), _snap(anchor_y + relative[node["id"]][1])

@@ -559,7 +559,8 @@ def write_calls(flows) -> dict[str, dict]:
             "update_node": {"node_id": function["id"], "properties": {"func": "return null;"}},
             "delete_nodes": {"node_ids": [function["id"]]},
             "create_tab": {"label": "Unapproved"},
-            "trigger_inject": {"node_id": inject["id"]}}
+            "trigger_inject": {"node_id": inject["id"]},
+            "tidy_layout": {"flow_id": inject["z"]}}
 
 
 @pytest.mark.parametrize("tool", write_tools.WRITE_TOOL_NAMES)

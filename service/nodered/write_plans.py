@@ -19,6 +19,7 @@ from service.nodered.card_values import redacted_value, refuse_masks, restore_ma
 from service.nodered.messages import Sentence
 from service.nodered.node_secrets import strip_secrets
 from service.nodered.placement import place
+from service.nodered.tidy import plan_tidy
 from service.nodered.tooling import ToolFailure
 
 TEST_TAB_VARIABLE = "AI_SIDEBAR_TEST_TAB"
@@ -427,6 +428,30 @@ def plan_create_tab(flows: list[dict[str, Any]], label: str, info: str = "", dis
     diff["added"] = [tab]
     return Change("create_tab", Sentence("change.create_tab", tab=label), diff, flows=[*flows, tab], new_tab_only=True,
                   references=frozenset(n["id"] for n in flows) | {tab["id"]})
+
+
+def plan_tidy_layout(flows: list[dict[str, Any]], flow_id: str | None, node_ids: list[str] | None = None,
+                     locks: Locks | None = MappingProxyType({})) -> Change:
+    """Lay out the nodes of tab ``flow_id`` (all, or ``node_ids``) in layers along their wires
+    (:func:`service.nodered.tidy.plan_tidy`): a change of ``x``/``y`` only.
+
+    Raises:
+        ToolFailure: ``flow_not_found``, ``flow_not_selected``, ``flow_locked``, ``node_not_found``.
+    """
+    if not flow_id:
+        raise ToolFailure("flow_not_selected")
+    by_id = {n["id"]: n for n in flows}
+    tab = _container(by_id, flow_id, "tidy_layout")
+    _unlocked(by_id, [flow_id], locks)
+    missing = [i for i in node_ids or [] if by_id.get(i, {}).get("z") != flow_id]
+    if missing:
+        raise ToolFailure("node_not_found", params={"node_ids": ", ".join(missing)})
+    diff, sentence = plan_tidy(flows, flow_id, node_ids)
+    moved = {entry["id"]: {name: sides["after"] for name, sides in entry["properties"].items()}
+             for entry in diff["changed"]}
+    new_flows = [{**node, **moved[node["id"]]} if node["id"] in moved else node for node in flows]
+    return Change("tidy_layout", Sentence(sentence["key"], **sentence["params"], tab=_label(tab)), diff,
+                  flows=new_flows, test_tabs_only=is_test_tab(tab), references=frozenset(by_id))
 
 
 def plan_trigger_inject(flows: list[dict[str, Any]], node_id: str) -> Change:

@@ -40,6 +40,7 @@ from service.nodered.write_plans import (
     plan_add_nodes,
     plan_create_tab,
     plan_delete_nodes,
+    plan_tidy_layout,
     plan_trigger_inject,
     plan_update_node,
 )
@@ -93,6 +94,14 @@ class TriggerInjectArgs(BaseModel):
     node_id: str = Field(max_length=128, description="id of a deployed inject node")
 
 
+class TidyLayoutArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    flow_id: str | None = Field(None, max_length=128, description="the tab to tidy; default: the tab open in the "
+                                                                  "editor")
+    node_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_NODES, description=(
+        "only these nodes of it (e.g. the ones just added); default: every node not in a group"))
+
+
 class WriteResult(BaseModel):
     status: Literal["deployed", "editor", "triggered"] = Field(description=(
         "deployed: written through the Admin API; editor: handed to the editor undeployed; triggered: the inject "
@@ -133,6 +142,8 @@ async def plan(ctx: ToolContext, tool: str, args: dict[str, Any],
         change = plan_delete_nodes(flows, args["node_ids"], locks)
     elif tool == "create_tab":
         change = plan_create_tab(flows, args["label"], args.get("info", ""), args.get("disabled", False))
+    elif tool == "tidy_layout":
+        change = plan_tidy_layout(flows, args.get("flow_id") or ctx.flow_id, args.get("node_ids"), locks)
     elif tool == "trigger_inject":
         change = plan_trigger_inject(flows, args["node_id"])
     else:
@@ -271,4 +282,4 @@ async def _only_parts(ctx: ToolContext, change: Change, rev: str | None, parts: 
     return dataclasses.replace(change, diff=selection.diff, flows=selection.flows, parts=selection.parts)
 
 
-WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject")
+WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject", "tidy_layout")

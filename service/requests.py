@@ -304,6 +304,10 @@ class ApproveDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["approve"]
     planChanges: bool | None = Field(None, description="a plan only: its listed writes then run without a card")
+    parts: list[Annotated[str, Field(min_length=1, max_length=300)]] | None = Field(
+        None, min_length=1, max_length=2000, description=(
+            "a write: the ids of the card's parts the user ticked (its action's parts); only those are applied. "
+            "Absent: all of them"))
 
 
 class EditDecision(BaseModel):

@@ -241,7 +241,8 @@ def write_calls() -> dict[str, dict]:
             "update_node": {"node_id": "decide", "properties": {"func": "return null;"}},
             "delete_nodes": {"node_ids": ["in-read", "question-read"]},
             "create_tab": {"label": "Unapproved"},
-            "trigger_inject": {"node_id": "tick"}}
+            "trigger_inject": {"node_id": "tick"},
+            "tidy_layout": {"flow_id": SCRATCH}}
 
 
 @pytest.mark.parametrize("tool", WRITE_TOOL_NAMES)

@@ -147,7 +147,7 @@ async def test_a_german_conversation_shows_the_approval_summary_in_german_while_
     approval = events[0]
     german = f'2 Nodes (debug, inject) zum Tab „{tab["label"]}“ hinzufügen.'
     assert approval["type"] == "approval_required" and approval["actions"][0]["summary"] == german
-    assert set(approval["actions"][0]) == {"tool", "args", "summary", "diff"}
+    assert set(approval["actions"][0]) == {"tool", "args", "summary", "diff", "parts"}
     # The waiting card, restored by another browser: in the language it asks for.
     for accept, expected in (("de-DE,de;q=0.9", german), ("en-US", "Add 2 nodes (debug, inject) to tab")):
         pending = (await (await service.get("/ai-sidebar/approvals", headers={**ALICE, "Accept-Language": accept}))
@@ -174,7 +174,7 @@ async def test_an_agent_write_waits_for_approval_then_deploys_with_the_revision_
     approval, done = events
     assert done["status"] == "awaiting_approval" and len(approval["resumeToken"]) >= 43
     action = approval["actions"][0]
-    assert set(action) == {"tool", "args", "summary", "diff"} and action["tool"] == "add_nodes"
+    assert set(action) == {"tool", "args", "summary", "diff", "parts"} and action["tool"] == "add_nodes"
     assert action["summary"].startswith("Add 2 nodes (debug, inject) to tab")
     assert [n["type"] for n in action["diff"]["added"]] == ["inject", "debug"]
     assert deployed(writable_nodered) == before and audit(write_settings) == []  # nothing ran, nobody decided
@@ -559,7 +559,8 @@ def write_calls(flows) -> dict[str, dict]:
             "update_node": {"node_id": function["id"], "properties": {"func": "return null;"}},
             "delete_nodes": {"node_ids": [function["id"]]},
             "create_tab": {"label": "Unapproved"},
-            "trigger_inject": {"node_id": inject["id"]}}
+            "trigger_inject": {"node_id": inject["id"]},
+            "tidy_layout": {"flow_id": inject["z"]}}
 
 
 @pytest.mark.parametrize("tool", write_tools.WRITE_TOOL_NAMES)

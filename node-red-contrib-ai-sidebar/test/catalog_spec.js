@@ -16,6 +16,7 @@ const EDITOR_SOURCES = ["plugins/ai-sidebar.html", "resources/shared/admin-api.j
     "resources/chat/stored-answer.js", "resources/chat/stream-chat.js", "resources/chat/followups.js",
     "resources/chat/flow-blocks.js", "resources/conversations/sessions.js", "resources/config/config-picker.js", "resources/config/setup-card.js", "resources/shared/clipboard.js",
     "resources/shared/function-code.js", "resources/service-status/service-banner.js", "resources/sidebar.js", "resources/approval/approval-card.js",
+    "resources/approval/approval-view.js", "resources/approval/approval-outcome.js",
     "resources/assist/assist-panel.js", "resources/assist/assist-function.js", "resources/assist/assist-jsonata.js",
     "resources/assist/assist-json.js"];
 
@@ -195,7 +196,10 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/approval/applied-watch.js",
             "resources/node-red-contrib-ai-sidebar/approval/build-view.js",
             "resources/node-red-contrib-ai-sidebar/approval/build-cards.js",
+            "resources/node-red-contrib-ai-sidebar/approval/approval-parts.js",
+            "resources/node-red-contrib-ai-sidebar/approval/approval-view.js",
             "resources/node-red-contrib-ai-sidebar/approval/approval-card.js",
+            "resources/node-red-contrib-ai-sidebar/approval/approval-outcome.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-request.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-editors.js",
             "resources/node-red-contrib-ai-sidebar/assist/assist-panel.js",

@@ -40,6 +40,7 @@ from service.identity import Identity
 from service.memory.approvals import ApprovalStore
 from service.memory.db import BUSY_TIMEOUT_MS, MemoryUnavailable, driver_errors
 from service.memory.migrations import POSTGRESQL
+from service.nodered.change_parts import parts_of
 from service.nodered.node_secrets import strip_secrets
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.write_tools import approval_key
@@ -276,7 +277,8 @@ def audit_entry(run_id: str, action: dict[str, Any], decision: str, decided_by: 
 
 async def plan_action(registry: ToolRegistry, approvals: Approvals, context: ToolContext, tool: str,
                       args: Any) -> dict[str, Any]:
-    """One write call planned: ``{tool, args, plannedAt, summary, sentence, diff, warning, ask}`` (``ask``: its
+    """One write call planned: ``{tool, args, plannedAt, summary, sentence, diff, parts, warning, ask}`` (``parts``:
+    the diff's parts the user may untick, :func:`~service.nodered.change_parts.parts_of`; ``ask``: its
     policy wants a card; ``sentence``: the summary's ``{key, params}``, to word it in another language;
     ``warning``: the ``{key, params}`` naming new values that look like secrets, shown in full, or ``None``), or
     ``{tool, args, plannedAt, refused, code, sentence}`` with the failure's sentence, code and ``{key, params}``
@@ -294,7 +296,7 @@ async def plan_action(registry: ToolRegistry, approvals: Approvals, context: Too
                                                             "limit": approvals.settings.approval_max_bytes})
         return {**action, "refused": too_large.message, "code": too_large.code, "sentence": too_large.sentence_args()}
     return {**action, "summary": shown["summary"], "sentence": shown.get("sentence"), "diff": shown["diff"],
-            "warning": shown.get("warning"), "ask": approvals.asks(tool, shown)}
+            "parts": parts_of(shown["diff"]), "warning": shown.get("warning"), "ask": approvals.asks(tool, shown)}
 
 
 def refusal(action: dict[str, Any]) -> ToolFailure:

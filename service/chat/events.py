@@ -94,8 +94,14 @@ def approval_required(run_id: str, resume_token: str, actions: list[dict[str, An
     expected; ``resumeToken`` answers them (``POST /ai-sidebar/resume``). ``done`` follows with ``status:
     "awaiting_approval"``. ``summary`` is English here and in the request's language once the stream sends it;
     so is ``warning``, present when the change writes new values that look like secrets (shown in full in
-    ``diff``: :mod:`service.nodered.card_values`)."""
+    ``diff``: :mod:`service.nodered.card_values`). ``parts`` (a write's, when its diff has any): what the user may
+    untick (:func:`service.nodered.change_parts.parts_of`); ``ticked``: the parts to show ticked when the card is
+    shown again after a resume ticked some (all when absent); ``adjusted``: re-validation changed those (nothing
+    was applied)."""
     shown = [{"tool": a["tool"], "args": a["args"], "summary": a["summary"], "diff": a["diff"],
+              **({"parts": a["parts"]} if a.get("parts") else {}),
+              **({"ticked": a["ticked"]} if a.get("ticked") is not None else {}),
+              **({"adjusted": True} if a.get("adjusted") else {}),
               **({"warning": english(a["warning"]["key"], a["warning"]["params"])} if a.get("warning") else {})}
              for a in actions]
     return ApprovalRequired({"type": "approval_required", "runId": run_id, "resumeToken": resume_token,

@@ -14,12 +14,13 @@ from typing import Any
 
 from service.chat.agent_path import agent_answer
 from service.chat.answer import stream_answer
-from service.chat.approvals import Approvals, approved_as_shown, audit_entry, decisions_for, token_hash
+from service.chat.approvals import AWAITING, Approvals, approved_as_shown, audit_entry, decisions_for, token_hash
 from service.chat.context import ChatDeps, ChatResult, Resume, ToolRun
 from service.chat.direct import run_tool
 from service.chat.events import Emit
 from service.chat.followups import suggest
 from service.chat.keyword_path import choose_scenario
+from service.chat.parts import SHOWN_AGAIN, Flows, note_parts, ticked_parts
 from service.chat.pauses import OWN_TOOLS
 from service.chat.plan import after_decision, plan_decisions
 from service.chat.prompting import build_prompt
@@ -40,6 +41,7 @@ class Claimed:
 
     approval: dict[str, Any]
     decisions: list[dict[str, Any]]  # the request's decisions, as plain dicts, edited args validated
+    reshow: list[dict[str, Any]] | None = None  # the actions to ask about again: ticked parts needed adjusting
 
     @property
     def run_id(self) -> str:
@@ -50,14 +52,19 @@ class Claimed:
         return self.approval["context"]
 
 
-async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, body: ResumeRequest) -> Claimed:
-    """Check a resume request and record its decisions; nothing is recorded when a check fails.
+async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, body: ResumeRequest,
+                live: Flows | None = None) -> Claimed:
+    """Check a resume request and record its decisions; nothing is recorded when a check fails. A decision that
+    approves only some parts of a write (``parts``) is re-validated on the live flows (``live`` reads them,
+    :func:`~service.chat.parts.ticked_parts`); when that adjusts them, ``reshow`` holds the actions to ask about
+    again and nothing will run.
 
     Raises:
         ServiceError: 404 ``approval_not_found`` (unknown token, or another owner's: the same answer), 409
             ``approval_used`` (already answered), 410 ``approval_expired`` (older than ``AI_SIDEBAR_APPROVAL_TTL``,
             also once purged), 400 ``invalid_request`` (not one decision per action) or ``invalid_params`` (edited
-            arguments wrong).
+            arguments wrong, or ``parts`` naming no part of the card), a Node-RED error code (the flows cannot be
+            read to re-validate ticked parts).
     """
     hashed = token_hash(body.resumeToken)
     approval = await approvals.store.approval(hashed)
@@ -75,6 +82,7 @@ async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, b
     decisions = plan_decisions(actions, answer_decisions(
         actions, [d.model_dump(exclude_none=True) for d in body.decisions], body.answer))
     decisions_for(actions, decisions)  # the count
+    reshow = await ticked_parts(actions, decisions, live)
     audit = []
     for action, decision in zip(actions, decisions, strict=True):
         own = action["tool"] in OWN_TOOLS  # a question or a plan: its arguments with the user's answer
@@ -87,10 +95,11 @@ async def claim(approvals: Approvals, registry: ToolRegistry, owner: Identity, b
             except ToolFailure as failure:
                 raise ServiceError(failure.code, status=failure_status(failure.code),
                                    **failure.sentence_args()) from None
-        audit.append(audit_entry(approval["runId"], action, decision["type"], "user", decision.get("message"), args))
+        message = SHOWN_AGAIN if reshow is not None and decision.get("parts") else decision.get("message")
+        audit.append(audit_entry(approval["runId"], action, decision["type"], "user", message, args))
     if not await approvals.store.claim_approval(approval["approvalId"], owner, audit):
         raise ServiceError("approval_used", status=409)
-    return Claimed(approval, decisions)
+    return Claimed(approval, decisions, reshow)
 
 
 async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: ChatResult) -> None:
@@ -99,6 +108,12 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
     saved = claimed.context
     result.scenario, result.language = saved.get("scenario"), saved.get("language")
     kind = claimed.approval["kind"]
+    if claimed.reshow is not None:  # nothing runs: the same run waits again, for the adjusted card
+        assert deps.approvals is not None
+        await emit(await deps.approvals.open(claimed.run_id, deps.identity, kind, claimed.approval["sessionId"],
+                                             claimed.reshow, saved))
+        result.status = AWAITING
+        return
     if kind == "agent":
         context = ServiceToolContext(nodered=deps.nodered, flow_id=saved.get("flowId"),
                                      node_ids=saved.get("nodeIds") or [], user_token=deps.user_token,
@@ -107,6 +122,8 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                      evidence=deps.evidence, run_id=claimed.run_id,
                                      approval_id=claimed.approval.get("approvalId"))
         converted = decisions_for(claimed.approval["actions"], claimed.decisions)
+        for action, decision in zip(claimed.approval["actions"], claimed.decisions, strict=True):
+            await note_parts(deps.tools, context, action, decision)
         deps.planning, deps.build_plan = after_decision(saved, claimed.approval["actions"], claimed.decisions)
         deps.offer_writes = saved.get("offerWrites", True)  # a run paused in Ask mode goes on without writes
         await agent_answer([], saved.get("tools") or [], deps, context, emit, result,
@@ -129,6 +146,7 @@ async def continue_run(claimed: Claimed, deps: ChatDeps, emit: Emit, result: Cha
                                                  + (f": {reason}" if reason else "") + ". Nothing was changed.")
     else:
         await approved_as_shown(deps.tools, turn.context, action, args)
+        await note_parts(deps.tools, turn.context, action, decision)
         await run_tool(run, deps, turn.context, emit)
         result.tools.append(run.name)
     if kind == "execute":

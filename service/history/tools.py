@@ -18,6 +18,7 @@ from service.history.store import HistoryStore
 from service.memory.db import MemoryUnavailable
 from service.nodered import write_plans, write_tools
 from service.nodered.card_values import redacted_value
+from service.nodered.change_parts import renamed
 from service.nodered.client import NodeRedError
 from service.nodered.messages import Sentence
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
@@ -194,10 +195,15 @@ async def restore_flows(ctx: ToolContext, to: str, scope: str = "tab", target_id
     args: dict[str, Any] = {"to": to, "scope": scope, "target_id": target_id}
     async with write_tools._write_lock(ctx.nodered):
         change, rev = await plan_restore(ctx, to, scope, target_id)
-        approved = ctx.approved.get(write_tools.approval_key("restore_flows", args))
+        key = write_tools.approval_key("restore_flows", args)
+        approved = ctx.approved.get(key)
         if approved is not None and not write_tools.same_change(approved, change.preview()["diff"]):
             raise ToolFailure("flows_conflict", key="flows_conflict.approved")
-        return await write_tools.commit(ctx, change, rev)
+        parts = ctx.parts.get(key)
+        if parts is not None and approved is None:  # parts of a card that was not the one shown
+            raise ToolFailure("flows_conflict", key="flows_conflict.approved")
+        return await write_tools.commit(ctx, change, rev, None if parts is None or approved is None
+                                        else renamed(parts, approved, change.diff))
 
 
 HISTORY_TOOLS: tuple[Tool, ...] = (

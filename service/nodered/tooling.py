@@ -51,6 +51,9 @@ class ToolContext:
     # The diffs of the writes a person approved as shown, by write_tools.approval_key(tool, args): such a write is
     # planned again on the live flows when it runs and deployed only if it still makes that diff.
     approved: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # The parts a person ticked of such a write (service.nodered.change_parts), by the same key: only those are
+    # applied. A write without an entry is applied whole ("Approve all").
+    parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
 
 @dataclass

@@ -145,6 +145,10 @@ WRITE_TOOLS: tuple[Tool, ...] = (
     _write_tool("trigger_inject", "Trigger an inject node", write_tools.TriggerInjectArgs, (
         "Trigger a deployed inject node once, as its button in the editor does; its message runs through the "
         "deployed flow." + APPROVAL_NOTE), destructive=True),
+    _write_tool("tidy_layout", "Tidy a tab's layout", write_tools.TidyLayoutArgs, (
+        "Tidy the layout of a tab, or of some of its nodes (e.g. the ones you just added): the nodes are laid out "
+        "left to right along their wires in layers, on the grid, over no other node; grouped nodes stay where they "
+        "are. Only positions change." + APPROVAL_NOTE), destructive=False),
 )
 # The tools that read the runtime evidence: whoever offers them runs a comms subscriber (the service its own, the
 # MCP server its own).

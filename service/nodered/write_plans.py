@@ -18,6 +18,8 @@ from typing import Any
 from service.nodered.card_values import redacted_value, refuse_masks, restore_masked, secret_looking_properties
 from service.nodered.messages import Sentence
 from service.nodered.node_secrets import strip_secrets
+from service.nodered.placement import place
+from service.nodered.tidy import plan_tidy
 from service.nodered.tooling import ToolFailure
 
 TEST_TAB_VARIABLE = "AI_SIDEBAR_TEST_TAB"
@@ -36,6 +38,8 @@ class Change:
         diff: see the module docstring; full nodes, not yet redacted (:meth:`preview` redacts).
         flows: the whole new flow configuration to deploy; ``None`` for an action that changes no flow
             (``trigger_inject``).
+        base: the flows it was planned on, when the caller kept them (:func:`service.nodered.write_tools.plan`).
+        parts: the part ids it was cut to when a person approved only some (:mod:`service.nodered.change_parts`).
         inject: the inject node to trigger, for ``trigger_inject``.
         new_tab_only: the change only adds a new tab (and nodes wired among themselves on it).
         test_tabs_only: every tab it touches is a test tab.
@@ -53,6 +57,8 @@ class Change:
     references: frozenset[str] = field(default_factory=frozenset, repr=False)
     shown: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     notice: Sentence | None = None
+    base: list[dict[str, Any]] | None = field(default=None, repr=False)  # the flows it was planned on
+    parts: list[str] | None = None  # the parts it was cut to (change_parts.select_parts); None: whole
 
     @property
     def summary(self) -> str:
@@ -218,6 +224,8 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     ``new_tab_label``. Every id is made new; wires, config references and link targets among the given nodes
     follow; a wire to an existing node is kept, one to an unknown id dropped. A new link node naming an existing
     one is added to that node's ``links`` too (both ends of a link, :func:`_linked_back`), a change the card shows.
+    The new nodes are placed beside the nodes they are wired to, on the grid, over no other node
+    (:func:`service.nodered.placement.place`).
 
     Raises:
         ToolFailure: ``flow_not_found``, ``flow_not_selected`` (neither tab given), ``flow_locked``,
@@ -248,6 +256,8 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     mapping = {old: new_id() for old in ids}
     for position, node in enumerate(nodes):
         added.append(_renumbered(node, mapping, by_id, target["id"], position))
+    place([n for n in flows if n.get("z") == target["id"]], [n for n in added if n is not target],
+          own_layout=all("x" in n and "y" in n for n in nodes))
     external = any(t not in mapping.values() for n in added for port in n.get("wires") or [] for t in port)
     linked = _linked_back(added, by_id)
     _unlocked(by_id, [by_id[node_id].get("z") for node_id in linked], locks)
@@ -418,6 +428,30 @@ def plan_create_tab(flows: list[dict[str, Any]], label: str, info: str = "", dis
     diff["added"] = [tab]
     return Change("create_tab", Sentence("change.create_tab", tab=label), diff, flows=[*flows, tab], new_tab_only=True,
                   references=frozenset(n["id"] for n in flows) | {tab["id"]})
+
+
+def plan_tidy_layout(flows: list[dict[str, Any]], flow_id: str | None, node_ids: list[str] | None = None,
+                     locks: Locks | None = MappingProxyType({})) -> Change:
+    """Lay out the nodes of tab ``flow_id`` (all, or ``node_ids``) in layers along their wires
+    (:func:`service.nodered.tidy.plan_tidy`): a change of ``x``/``y`` only.
+
+    Raises:
+        ToolFailure: ``flow_not_found``, ``flow_not_selected``, ``flow_locked``, ``node_not_found``.
+    """
+    if not flow_id:
+        raise ToolFailure("flow_not_selected")
+    by_id = {n["id"]: n for n in flows}
+    tab = _container(by_id, flow_id, "tidy_layout")
+    _unlocked(by_id, [flow_id], locks)
+    missing = [i for i in node_ids or [] if by_id.get(i, {}).get("z") != flow_id]
+    if missing:
+        raise ToolFailure("node_not_found", params={"node_ids": ", ".join(missing)})
+    diff, sentence = plan_tidy(flows, flow_id, node_ids)
+    moved = {entry["id"]: {name: sides["after"] for name, sides in entry["properties"].items()}
+             for entry in diff["changed"]}
+    new_flows = [{**node, **moved[node["id"]]} if node["id"] in moved else node for node in flows]
+    return Change("tidy_layout", Sentence(sentence["key"], **sentence["params"], tab=_label(tab)), diff,
+                  flows=new_flows, test_tabs_only=is_test_tab(tab), references=frozenset(by_id))
 
 
 def plan_trigger_inject(flows: list[dict[str, Any]], node_id: str) -> Change:

@@ -18,6 +18,7 @@ A tab is a *test tab* when its environment holds ``AI_SIDEBAR_TEST_TAB`` set to 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import weakref
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.nodered.change_parts import renamed, select_parts
 from service.nodered.client import NodeRedError
 from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 from service.nodered.write_plans import (
@@ -38,6 +40,7 @@ from service.nodered.write_plans import (
     plan_add_nodes,
     plan_create_tab,
     plan_delete_nodes,
+    plan_tidy_layout,
     plan_trigger_inject,
     plan_update_node,
 )
@@ -91,6 +94,14 @@ class TriggerInjectArgs(BaseModel):
     node_id: str = Field(max_length=128, description="id of a deployed inject node")
 
 
+class TidyLayoutArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    flow_id: str | None = Field(None, max_length=128, description="the tab to tidy; default: the tab open in the "
+                                                                  "editor")
+    node_ids: list[str] | None = Field(None, min_length=1, max_length=MAX_NODES, description=(
+        "only these nodes of it (e.g. the ones just added); default: every node not in a group"))
+
+
 class WriteResult(BaseModel):
     status: Literal["deployed", "editor", "triggered"] = Field(description=(
         "deployed: written through the Admin API; editor: handed to the editor undeployed; triggered: the inject "
@@ -123,18 +134,22 @@ async def plan(ctx: ToolContext, tool: str, args: dict[str, Any],
     if locks is not None:
         locks = {**editor_locks(ctx.flow_data, ctx.locked_flows, flows), **locks}
     if tool == "add_nodes":
-        return plan_add_nodes(flows, args["nodes"], args.get("flow_id") or (None if args.get("new_tab_label")
-                                                                             else ctx.flow_id),
-                              args.get("new_tab_label"), locks), rev
-    if tool == "update_node":
-        return plan_update_node(flows, args["node_id"], args["properties"], locks), rev
-    if tool == "delete_nodes":
-        return plan_delete_nodes(flows, args["node_ids"], locks), rev
-    if tool == "create_tab":
-        return plan_create_tab(flows, args["label"], args.get("info", ""), args.get("disabled", False)), rev
-    if tool == "trigger_inject":
-        return plan_trigger_inject(flows, args["node_id"]), rev
-    raise ToolFailure("unknown_tool", params={"tool": tool, "tools": ", ".join(WRITE_TOOL_NAMES)})
+        flow_id = args.get("flow_id") or (None if args.get("new_tab_label") else ctx.flow_id)
+        change = plan_add_nodes(flows, args["nodes"], flow_id, args.get("new_tab_label"), locks)
+    elif tool == "update_node":
+        change = plan_update_node(flows, args["node_id"], args["properties"], locks)
+    elif tool == "delete_nodes":
+        change = plan_delete_nodes(flows, args["node_ids"], locks)
+    elif tool == "create_tab":
+        change = plan_create_tab(flows, args["label"], args.get("info", ""), args.get("disabled", False))
+    elif tool == "tidy_layout":
+        change = plan_tidy_layout(flows, args.get("flow_id") or ctx.flow_id, args.get("node_ids"), locks)
+    elif tool == "trigger_inject":
+        change = plan_trigger_inject(flows, args["node_id"])
+    else:
+        raise ToolFailure("unknown_tool", params={"tool": tool, "tools": ", ".join(WRITE_TOOL_NAMES)})
+    change.base = flows
+    return change, rev
 
 
 async def preview(ctx: ToolContext, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +204,11 @@ async def apply(ctx: ToolContext, tool: str, args: dict[str, Any]) -> ToolOutput
         shown = ctx.approved.get(approval_key(tool, args))
         if shown is not None and not same_change(shown, change.preview()["diff"]):
             raise ToolFailure("flows_conflict", key="flows_conflict.approved")
-        return await commit(ctx, change, rev)
+        parts = ctx.parts.get(approval_key(tool, args))
+        if parts is not None and shown is None:  # parts of a card that was not the one shown
+            raise ToolFailure("flows_conflict", key="flows_conflict.approved")
+        return await commit(ctx, change, rev, None if parts is None or shown is None
+                            else renamed(parts, shown, change.diff))
 
 
 # Called after each deploy a write tool made, with its context, the new ``rev`` and the change (the service's flow
@@ -207,16 +226,26 @@ def _write_lock(nodered: Any) -> asyncio.Lock:
     return lock
 
 
-async def commit(ctx: ToolContext, change: Change, rev: str | None) -> ToolOutput:
+async def commit(ctx: ToolContext, change: Change, rev: str | None, parts: list[str] | None = None) -> ToolOutput:
     """Apply a planned ``change`` as :func:`apply` does, deploying over revision ``rev`` (the one the change was
-    planned on): a caller that showed the plan to a person deploys exactly what was shown, or nothing.
+    planned on): a caller that showed the plan to a person deploys exactly what was shown, or nothing. With
+    ``parts`` (the part ids a person ticked, :mod:`service.nodered.change_parts`) only those are applied, cut from
+    the change on the flows it was planned on (``change.base``, else read again at ``rev``).
 
     Raises:
         ToolFailure: ``flows_conflict`` when Node-RED's flows are no longer at ``rev`` (nothing is overwritten),
-            or a Node-RED error code.
+            or a Node-RED error code; ``flows_conflict`` too when the ticked parts no longer make a change of their
+            own on these flows (the card showed another).
     """
+    if parts is not None:
+        change = await _only_parts(ctx, change, rev, parts)
     shown = change.preview()
     changes = {**shown["diff"], "nodes": shown["diff"]["added"]}
+    partly = ""
+    if change.parts is not None:
+        changes["parts"] = change.parts
+        partly = (f" The user approved only some parts of it ({len(change.parts)}): exactly those were applied "
+                  "(changes.parts); the unticked ones were not.")
     try:
         if change.inject is not None:
             await ctx.nodered.inject(change.inject)
@@ -224,10 +253,11 @@ async def commit(ctx: ToolContext, change: Change, rev: str | None) -> ToolOutpu
                               text=f"Done: {change.summary}")
         if ctx.apply == "editor":
             # The full changes (not redacted) go to the user's own editor, which holds these nodes anyway.
-            full = {**change.diff, "nodes": change.diff["added"]}
+            full = {**change.diff, "nodes": change.diff["added"],
+                    **({"parts": change.parts} if change.parts is not None else {})}
             return ToolOutput(data={"status": "editor", "summary": change.summary, "changes": full},
                               text=(f"Handed to the Node-RED editor, not deployed: {change.summary} The user sees "
-                                    "it in the editor, can undo it with Ctrl-Z and deploys it when ready."))
+                                    "it in the editor, can undo it with Ctrl-Z and deploys it when ready." + partly))
         assert change.flows is not None
         new_rev = await ctx.nodered.post_flows(change.flows, rev)
     except NodeRedError as err:
@@ -235,7 +265,21 @@ async def commit(ctx: ToolContext, change: Change, rev: str | None) -> ToolOutpu
     for hook in DEPLOY_HOOKS:
         hook(ctx, new_rev, change)
     return ToolOutput(data={"status": "deployed", "summary": change.summary, "changes": changes, "rev": new_rev},
-                      text=f"Deployed: {change.summary}")
+                      text=f"Deployed: {change.summary}{partly}")
 
 
-WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject")
+async def _only_parts(ctx: ToolContext, change: Change, rev: str | None, parts: list[str]) -> Change:
+    """``change`` cut to ``parts`` (:func:`~service.nodered.change_parts.select_parts`), which must need no
+    adjustment: the person saw exactly those (an adjusted cut was shown again before anything ran)."""
+    base = change.base
+    if base is None:
+        base, now = await _live(ctx)
+        if now != rev:
+            raise ToolFailure("flows_conflict", key="flows_conflict.approved")
+    selection = select_parts(base, change.diff, parts)
+    if selection.adjusted or change.flows is None:
+        raise ToolFailure("flows_conflict", key="flows_conflict.approved")
+    return dataclasses.replace(change, diff=selection.diff, flows=selection.flows, parts=selection.parts)
+
+
+WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject", "tidy_layout")

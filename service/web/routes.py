@@ -9,6 +9,7 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -281,7 +282,7 @@ async def resume(request: web.Request) -> web.StreamResponse:
     async with request.app[LIMITER].slot(caller.identity.principal):
         deps = await chat_deps(request, caller, body.provider)
         await _refuse_over_budget(approvals, body.resumeToken, deps)
-        claimed = await claim(approvals, deps.tools, caller.identity, body)
+        claimed = await claim(approvals, deps.tools, caller.identity, body, partial(_live_flows, deps))
         result = ChatResult(session_id=claimed.approval["sessionId"] or claimed.run_id)
 
         async def finish() -> None:
@@ -339,6 +340,11 @@ async def _refuse_over_budget(approvals, resume_token: str, deps: ChatDeps) -> N
         raise refusal
 
 
+async def _live_flows(deps: ChatDeps) -> list[dict[str, Any]]:
+    """The deployed flows, to re-validate the parts a resume ticked (raises NodeRedError)."""
+    return list((await deps.nodered.get_flows())["flows"])
+
+
 def _recording(send, result: ChatResult):
     async def recording(event: dict) -> None:
         if event.get("type") == "error":
@@ -367,7 +373,9 @@ async def approvals_list(request: web.Request) -> web.Response:
 def _shown_actions(request: web.Request, actions: list[dict]) -> list[dict]:
     """A waiting run's actions as its ``approval_required`` event showed them, summaries in the request's
     language."""
-    shown = [{key: action.get(key) for key in ("tool", "args", "summary", "diff")} for action in actions]
+    shown = [{**{key: action.get(key) for key in ("tool", "args", "summary", "diff")},
+              **{key: action[key] for key in ("parts", "ticked", "adjusted") if action.get(key)}}
+             for action in actions]
     return localized_summaries(shown, [action.get("sentence") for action in actions], request.app[MESSAGES],
                                request_language(request))
 

@@ -25,90 +25,13 @@
         return window.NodeRedAiSidebar;
     }
 
-    /** A node's, tab's or subflow's label as the editor shows it, or null when the editor has no such id. */
-    function nameOf(id) {
-        var node = RED.nodes.node(id);
-        if (node) {
-            var label = RED.utils.getNodeLabel(node, "");
-            return label && label !== node.type ? label : node.type;
-        }
-        var container = RED.nodes.workspace(id) || RED.nodes.subflow(id);
-        return container ? (container.label || container.name || null) : null;
+    /** The card's views (approval-view.js). */
+    function views() {
+        return lib().approvalView;
     }
 
     function button(name, icon, label, tooltip, primary) {
-        var element = $('<button type="button" class="red-ui-button red-ui-button-small"></button>')
-            .addClass("ai-sidebar-approval-" + name)
-            .append($('<i aria-hidden="true"></i>').addClass("fa " + icon))
-            .append(document.createTextNode(" " + label));
-        if (tooltip) {
-            element.attr("title", tooltip);
-        }
-        if (primary) {
-            element.addClass("primary");
-        }
-        return element;
-    }
-
-    function section(parent, label, items) {
-        if (!items.length) {
-            return;
-        }
-        var box = $('<div class="ai-sidebar-approval-section"></div>').appendTo(parent);
-        $('<div class="ai-sidebar-approval-section-label"></div>').text(label).appendTo(box);
-        var list = $("<ul></ul>").appendTo(box);
-        items.forEach(function (item) {
-            $("<li></li>").append(item).appendTo(list);
-        });
-    }
-
-    /** The readable diff of one action (approvalDiff.describeAction) as DOM. */
-    function renderDiff(view) {
-        var box = $('<div class="ai-sidebar-approval-diff"></div>');
-        section(box, t("approval.added"), view.added.map(function (node) {
-            if (node.tab) {
-                return $("<span></span>").text(t("approval.newTab", { name: node.name }));
-            }
-            return $("<span></span>").append($("<code></code>").text(node.type))
-                .append(document.createTextNode(node.name ? " \u201c" + node.name + "\u201d" : ""));
-        }));
-        section(box, t("approval.removed"), view.removed.map(function (node) {
-            return $("<span></span>").text((node.name ? node.name + " " : "") + "[" + node.id + "]");
-        }));
-        view.changed.forEach(function (node) {
-            var title = node.type + (node.name ? " \u201c" + node.name + "\u201d" : "") + " [" + node.id + "]";
-            section(box, t("approval.changed", { node: title }), node.properties.map(function (property) {
-                var item = $('<span class="ai-sidebar-approval-property"></span>');
-                $("<code></code>").text(property.name).appendTo(item);
-                if (property.lines) {
-                    var pre = $('<pre class="ai-sidebar-approval-lines"></pre>').appendTo(item);
-                    property.lines.forEach(function (line) {
-                        var kind = line.kind === "+" ? "added" : line.kind === "-" ? "removed" : "same";
-                        $("<span></span>").addClass("ai-sidebar-approval-line-" + kind)
-                            .text(line.kind + " " + line.text + "\n").appendTo(pre);
-                    });
-                    if (property.omitted) {
-                        $("<span></span>").text(t("approval.omitted", { count: property.omitted })).appendTo(pre);
-                    }
-                } else {
-                    item.append(document.createTextNode(": "))
-                        .append($("<del></del>").text(property.before || "\u2205"))
-                        .append(document.createTextNode(" \u2192 "))
-                        .append($("<ins></ins>").text(property.after || "\u2205"));
-                }
-                return item;
-            }));
-        });
-        section(box, t("approval.wiresAdded"), view.wires.added.map(function (text) {
-            return $("<span></span>").text(text);
-        }));
-        section(box, t("approval.wiresRemoved"), view.wires.removed.map(function (text) {
-            return $("<span></span>").text(text);
-        }));
-        if (!box.children().length) {
-            $('<div class="ai-sidebar-approval-section"></div>').text(t("approval.noDiff")).appendTo(box);
-        }
-        return box;
+        return views().button(name, icon, label, tooltip, primary);
     }
 
     /**
@@ -158,118 +81,6 @@
                 }
             }
         }
-    };
-
-    /**
-     * Apply a flow_change in the editor and say on the write's tool card what was applied; the outcome is kept by
-     * the service with the approval of the answer's run (`answer.runId`), for the reopened conversation.
-     */
-    ApprovalCards.prototype.applyFlowChange = function (answer, event) {
-        var outcome;
-        try {
-            outcome = lib().flowChange.applyChange(RED, event.changes);
-        } catch (err) {
-            console.warn("[ai-sidebar] could not apply the change in the editor:", err);
-            outcome = { problem: { reason: "failed", message: (err && err.message) || String(err) } };
-        }
-        var line = this.showOutcome(answer, event.tool, outcome);
-        var self = this;
-        var runId = answer.runId;
-        if (runId) {
-            this.reportOutcome(runId, event.tool, outcome);
-        }
-        if (outcome.record) {
-            // The line follows the editor (Ctrl-Z, Redo, the user's edits), and so does what the service keeps.
-            lib().appliedWatch.follow(RED, outcome.record, line, function (state) {
-                var later = Object.assign({}, outcome, { later: state });
-                var fresh = self.showOutcome(answer, event.tool, later, false, true);
-                line.attr("data-state", fresh.attr("data-state")).empty().append(fresh.contents());
-                if (runId) {
-                    self.reportOutcome(runId, event.tool, outcome, state);
-                }
-            });
-        }
-    };
-
-    /**
-     * Tell the service what the editor made of an approved change (`POST ai-sidebar/approvals/<runId>/applied`),
-     * one report after the other (an agent's batch applies several); a failure is logged: the change stands.
-     */
-    ApprovalCards.prototype.reportOutcome = function (runId, tool, outcome, later) {
-        var body = { tool: tool, outcome: lib().approvalDiff.reportedOutcome(outcome) };
-        if (later) {
-            body.later = later;
-        }
-        var route = "ai-sidebar/approvals/" + encodeURIComponent(runId) + "/applied";
-        this.reporting = (this.reporting || Promise.resolve()).then(function () {
-            return lib().adminApi.requestJson("POST", route, body);
-        }).catch(function (err) {
-            console.warn("[ai-sidebar] could not keep what the editor applied:", err && err.message);
-        });
-        return this.reporting;
-    };
-
-    /**
-     * Say on the write's tool card what the editor applied (`outcome`: flowChange.applyChange's), or why not.
-     * `restored`: told again in a reopened conversation, where "not deployed, Ctrl-Z undoes it" may no longer hold.
-     * `outcome.later` ("undone", "changed"; applied-watch.js): what the editor made of it since. `detached`: the
-     * line is returned, not placed (its contents replace the shown line's). Returns the line.
-     */
-    ApprovalCards.prototype.showOutcome = function (answer, tool, outcome, restored, detached) {
-        var text;
-        if (outcome.problem) {
-            var problem = outcome.problem;
-            // A tab or subflow by its label, as the editor shows it; a node by its id.
-            var named = (problem.ids || []).map(function (id) {
-                var container = RED.nodes.workspace(id) || RED.nodes.subflow(id);
-                var label = container && (container.label || container.name);
-                return label ? "\"" + label + "\"" : id;
-            });
-            text = t("approval.notApplied." + problem.reason, { ids: named.join(", "), message: problem.message || "" });
-        } else {
-            var parts = [];
-            [["added", "nodes"], ["tabs", "tabs"], ["changed", "changed"], ["removed", "removed"]]
-                .forEach(function (pair) {
-                    if (outcome[pair[0]]) {
-                        parts.push(t("approval.appliedParts." + pair[1], { count: outcome[pair[0]] }));
-                    }
-                });
-            var key = outcome.later === "undone" ? "approval.appliedUndone" :
-                outcome.later === "changed" ? "approval.appliedChanged" :
-                    restored ? "approval.appliedEarlier" : "approval.applied";
-            text = parts.length ? t(key, { parts: parts.join(", ") }) : t("approval.appliedNothing");
-        }
-        var entry = null;
-        for (var i = answer.toolCards.length - 1; i >= 0; i--) {
-            if (answer.toolCards[i].tool === tool) {
-                entry = answer.toolCards[i];
-                break;
-            }
-        }
-        var line = $('<span class="ai-sidebar-tool-applied"></span>')
-            .attr("data-state", outcome.problem ? "problem" : outcome.later || "applied")
-            .toggleClass("ai-sidebar-tool-applied-problem", !!outcome.problem)
-            .append($('<i aria-hidden="true"></i>').addClass("fa " +
-                (outcome.problem ? "fa-exclamation-triangle" : "fa-pencil-square-o")))
-            .append(document.createTextNode(" " + text));
-        if (entry && outcome.problem) {
-            // The tool ran (it handed the change over), but nothing changed: the card says failed, not finished.
-            entry.card.addClass("ai-sidebar-tool-failed");
-            entry.card.find(".ai-sidebar-tool-icon").attr("class", "ai-sidebar-tool-icon fa fa-exclamation-triangle");
-            entry.card.find(".ai-sidebar-tool-label").text(t("tool.failed", { tool: tool }));
-        }
-        if (detached) {
-            return line;
-        }
-        this.sidebar.withScroll(function () {
-            if (entry) {
-                line.appendTo(entry.card.children("summary"));
-            } else {
-                $('<div class="ai-sidebar-note"></div>').append(line).appendTo(answer.element);
-            }
-        });
-        $("<p></p>").text(text).appendTo(answer.reader);
-        return line;
     };
 
     /**
@@ -386,7 +197,7 @@
     ApprovalCards.prototype.renderAction = function (state, action, index, Diff) {
         var self = this;
         var block = $('<div class="ai-sidebar-approval-action"></div>').attr("data-tool", action.tool);
-        var view = lib().approvalDiff.describeAction(action, nameOf, Diff);
+        var view = lib().approvalDiff.describeAction(action, views().nameOf, Diff);
         $('<div class="ai-sidebar-approval-summary"></div>').text(view.summary || action.tool).appendTo(block);
         if (action.warning) {
             // New values that look like secrets are shown in full below: the person approving reads what is written.
@@ -396,7 +207,11 @@
                 .append($("<span></span>").text(String(action.warning)))
                 .appendTo(block);
         }
-        renderDiff(view).appendTo(block);
+        views().renderDiff(view).appendTo(block);
+        var parts = views().renderParts(action, state.approval.runId + "-" + index);
+        if (parts) {
+            parts.element.appendTo(block);
+        }
         var buttons = $('<div class="ai-sidebar-approval-buttons"></div>').appendTo(block);
         var editPanel = $('<div class="ai-sidebar-approval-edit-panel"></div>').hide().appendTo(block);
         var rejectPanel = $('<div class="ai-sidebar-approval-reject-panel"></div>').hide().appendTo(block);
@@ -413,11 +228,18 @@
             }
         }
 
-        button("approve", "fa-check", t("approval.approve"), t("approval.approveTooltip"), true)
+        var approve = button("approve", "fa-check", t("approval.approve"), t("approval.approveTooltip"), true)
             .on("click", function (event) {
                 event.preventDefault();
-                decide({ type: "approve" });
+                // All parts ticked: "Approve all", one click, no list; else only the ticked ones.
+                var decision = parts ? parts.decision() : { type: "approve" };
+                if (decision) {
+                    decide(decision);
+                }
             }).appendTo(buttons);
+        if (parts) {
+            parts.follow(approve);
+        }
         button("edit", "fa-pencil", t("approval.edit"), t("approval.editTooltip"))
             .on("click", function (event) {
                 event.preventDefault();
@@ -655,6 +477,13 @@
             console.warn("[ai-sidebar] could not read the approvals that wait:", err && err.message);
         });
     };
+
+    // What the editor made of an approved change (approval-outcome.js), looked up when called.
+    ["applyFlowChange", "reportOutcome", "showOutcome"].forEach(function (name) {
+        ApprovalCards.prototype[name] = function () {
+            return lib().approvalOutcome[name].apply(this, arguments);
+        };
+    });
 
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
     window.NodeRedAiSidebar.ApprovalCards = ApprovalCards;

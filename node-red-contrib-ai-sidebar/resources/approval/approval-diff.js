@@ -168,7 +168,7 @@
     /**
      * The decisions to send once every action has one.
      *
-     * @param {(?object)[]} chosen per action: `{type: "approve"}`, `{type: "edit", args}`, `{type: "reject",
+     * @param {(?object)[]} chosen per action: `{type: "approve", parts?}` (parts: the ticked part ids), `{type: "edit", args}`, `{type: "reject",
      *     message?}` or null while undecided
      * @returns {?object[]} null while some action is undecided; an empty reject message is left out
      */
@@ -181,7 +181,12 @@
                 const message = String(decision.message || "").trim();
                 return message ? { type: "reject", message: message } : { type: "reject" };
             }
-            return decision.type === "edit" ? { type: "edit", args: decision.args } : { type: "approve" };
+            if (decision.type === "edit") {
+                return { type: "edit", args: decision.args };
+            }
+            // Some parts ticked (approval-parts.js): only those; none listed approves all.
+            return Array.isArray(decision.parts) ? { type: "approve", parts: decision.parts.slice() } :
+                { type: "approve" };
         });
     }
 

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import aiohttp
@@ -23,9 +24,10 @@ from service.tools.mcp_client import McpTools
 from service.tools.mcp_memory import IN_PROCESS, InProcessServer, build_bundled
 from service.web.app import create_app
 from service.web.keys import TOOLS
-from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
+from tests.conftest import ADMIN_PASSWORD, ADMIN_USER, SERVICE_TOKEN, TEST_API_KEY
+from tests.support.health import START_TIMEOUT, wait_healthy
 from tests.support.model_server import Reply
-from tests.support.nodered import NODERED_HOME
+from tests.support.nodered import NODERED_HOME, REPO, free_port
 from tests.support.sse import read_events
 
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text())["version"]
@@ -341,3 +343,48 @@ async def test_two_users_calls_interleaved_each_read_with_their_own_token(aiohtt
     tokens = [admin_token if number % 2 == 0 else f"revoked-token-{number}" for number in range(24)]
     statuses = await asyncio.gather(*(call(token) for token in tokens))
     assert statuses == [200 if token == admin_token else 403 for token in tokens]
+
+
+def process_children(pid: int) -> list[list[str]]:
+    """Command lines of the live descendants of ``pid`` (``/proc/<pid>/task/*/children``, proc(5))."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                for child in (task / "children").read_text().split():
+                    queue.append(int(child))
+                    with contextlib.suppress(OSError):
+                        found.append([part.decode() for part in
+                                      Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0") if part])
+    return found
+
+
+@pytest.mark.parametrize("extra, children", [
+    ({}, 0),
+    ({"MCP_SERVER_PATH": f"{sys.executable} -m mcp_server"}, 1),
+])
+def test_the_service_process_has_an_mcp_child_only_with_mcp_server_path(nodered, tmp_path, extra, children):
+    port = free_port()
+    env = {**os.environ, "AI_SIDEBAR_PORT": str(port), "AI_SIDEBAR_TOKEN": SERVICE_TOKEN, "NODE_RED_URL": nodered.url,
+           "OPENAI_API_KEY": TEST_API_KEY, "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "AI_SIDEBAR_WORKERS": "1",
+           "MCP_TOOLS_ENABLED": "true", **extra}
+    env.pop("MCP_TRANSPORT", None)
+    log = (tmp_path / "service.log").open("wb")
+    process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                               cwd=REPO)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", process, START_TIMEOUT)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/ai-sidebar/execute-tool",
+                                         data=json.dumps({"tool": "get_settings"}).encode(),
+                                         headers={"Authorization": f"Bearer {SERVICE_TOKEN}",
+                                                  "Content-Type": "application/json"})
+        # The tool call waits for the MCP server's start: after it, a child would be running.
+        with urllib.request.urlopen(request, timeout=START_TIMEOUT) as answer:
+            assert json.loads(answer.read())["result"]["nodeRedVersion"] == NODERED_VERSION
+        mcp = [command for command in process_children(process.pid) if "mcp_server" in command]
+        assert len(mcp) == children, (mcp, (tmp_path / "service.log").read_text())
+    finally:
+        process.terminate()
+        process.wait(30)
+        log.close()

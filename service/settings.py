@@ -247,7 +247,7 @@ class Settings(HostGuarded):
                                                  "token event (0: one event per model chunk)")
     workers: int | None = Field(None, ge=1, le=256, validation_alias="AI_SIDEBAR_WORKERS",
                                 description="service processes sharing the port (default 1: each one is about "
-                                            "200 MB with its MCP child)")
+                                            "145 MB with its MCP server in-process)")
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")

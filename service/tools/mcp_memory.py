@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # What the process calls the in-process server where the stdio path shows a command line (logs, ``repr``).
-IN_PROCESS = "(in-process MCP server)"
+IN_PROCESS = "in-process"
 # Seconds a run may take to close what it opened once the service stops talking to it; then it is cancelled.
 STOP_TIMEOUT = 5.0
 
@@ -45,6 +45,8 @@ def build_bundled(settings: Settings) -> FastMCP:
     """
     from mcp_server.server import build_server
 
+    # The SDK logs every request at INFO; a stdio child's stderr showed only warnings, and so does the service's log.
+    logging.getLogger("mcp.server.lowlevel.server").setLevel(logging.WARNING)
     return build_server(settings.nodered, knowledge_db=None,
                         evidence=settings.evidence.model_copy(update={"enabled": False}))
 

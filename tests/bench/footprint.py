@@ -35,13 +35,16 @@ from .stack import SERVICE_TOKEN, Stack, cpu_seconds, memory_kib, own_memory_kib
 
 # Tools the service's own MCP server answers (not the service's in-process ones): each chat calls one of them.
 MCP_TOOLS = ("get_settings", "get_flows", "list_node_types")
-QUESTION = "Which flows use an http request node, and what do the installed node types offer for retries?"
+# A change request: the router retrieves the nodes' help for it, and since it needs tools the agent answers, with
+# the read tools a caller without write permission is offered.
+QUESTION = "Add a delay node to rate-limit the alarms to one message per second"
 TRANSPORTS = ("memory", "stdio")
 
 
 async def chat(http: aiohttp.ClientSession, url: str, number: int) -> dict[str, int]:
-    """One agent chat on the service route: counts of its ``tool_result`` events (ok or not) and whether it ended
-    with ``done`` and no ``error``."""
+    """One agent chat on the service route: counts of its ``tool_result`` events (ok or not), of its ``tool_call``
+    events by ``<tool>/<origin>`` (the knowledge retrieval's too), and whether it ended with ``done`` and no
+    ``error``."""
     counts = {"tool_ok": 0, "tool_failed": 0, "done": 0, "error": 0}
     body = {"message": f"{QUESTION} [bench footprint-{number}]", "sessionId": f"footprint-{number % 10}"}
     async with http.post(f"{url}/ai-sidebar/stream-chat", json=body,
@@ -53,7 +56,10 @@ async def chat(http: aiohttp.ClientSession, url: str, number: int) -> dict[str, 
             if not line.startswith(b"data: "):
                 continue
             event = json.loads(line[6:])
-            if event.get("type") == "tool_result":
+            if event.get("type") == "tool_call":
+                key = f"call {event.get('tool')}/{event.get('origin')}"
+                counts[key] = counts.get(key, 0) + 1
+            elif event.get("type") == "tool_result":
                 counts["tool_ok" if event.get("ok") else "tool_failed"] += 1
             elif event.get("type") in ("done", "error"):
                 counts[event["type"]] += 1
@@ -84,14 +90,16 @@ async def measure(stack: Stack, transport: str, chats: int) -> dict[str, Any]:
         async with client.session(timeout=120) as http:
             for number in range(chats):
                 for key, value in (await chat(http, service.url, number)).items():
-                    totals[key] += value
+                    totals[key] = totals.get(key, 0) + value
         seconds = time.monotonic() - started
         await settled(service.pid, limit=30)
         after = rss_mb(service.pid)
     finally:
         stack.model.control("reply", {"words": 8, "token_delay": 0.02})
         service.stop()
-    return {"transport": transport, "cold_start_s": round(cold_start, 2), "cold_start_cpu_s": round(cold_cpu, 2),
+    mcp_calls = sum(totals.get(f"call {name}/agent", 0) for name in MCP_TOOLS)
+    return {"transport": transport, "mcp_tool_calls": mcp_calls, "cold_start_s": round(cold_start, 2),
+            "cold_start_cpu_s": round(cold_cpu, 2),
             "settle_wait_s": round(waited, 1),
             "idle": idle, "after_chats": after, "chats": chats, "chat_seconds": round(seconds, 1), **totals}
 
@@ -117,7 +125,7 @@ def lines(results: dict[str, Any]) -> list[str]:
                    f"({each['cold_start_cpu_s']:.2f} s CPU)"
                    f"{idle['total_mb']:>9.1f} MB ({idle['processes']} proc)"
                    f"{after['total_mb']:>9.1f} MB after {each['chats']:>3}"
-                   f"{each['tool_ok']:>10}/{each['tool_failed']}")
+                   f"{each['mcp_tool_calls']:>11}{each['tool_ok']:>10}/{each['tool_failed']}")
     return out
 
 

@@ -81,8 +81,10 @@ def footprint_targets(results: dict[str, Any]) -> list[Target]:
     return [Target("footprint", "RSS idle, one worker, default settings", default["idle"]["total_mb"], 150, "MB"),
             Target("footprint", f"RSS after {default['chats']} chats with tools", default["after_chats"]["total_mb"],
                    200, "MB"),
-            Target("footprint", f"chats with an MCP tool result ({default['chats']} asked)", default["tool_ok"],
-                   default["chats"], "", higher_is_better=True)]
+            Target("footprint", f"MCP server tool calls in {default['chats']} chats", default["mcp_tool_calls"],
+                   default["chats"], "", higher_is_better=True),
+            Target("footprint", f"failed tool calls or errors in {default['chats']} chats",
+                   default["tool_failed"] + default["error"], 0, "")]
 
 
 def evaluate(results: dict[str, Any]) -> list[Target]:

@@ -69,8 +69,12 @@ async def chat(http: aiohttp.ClientSession, url: str, number: int) -> dict[str, 
 def rss_mb(pid: int) -> dict[str, Any]:
     """VmRSS of ``pid`` alone, of its descendants and of the whole tree, in MB, and how many processes it has."""
     own, total = own_memory_kib(pid, "VmRSS"), memory_kib(pid, "VmRSS")
+    # The service's own split (proc(5)): anonymous memory (the heap: what the process holds) and file pages mapped
+    # (its libraries, and the memory database's pages SQLite maps: reclaimable, but resident).
     return {"service_mb": round(own / 1024, 1), "children_mb": round((total - own) / 1024, 1),
-            "total_mb": round(total / 1024, 1), "processes": len(process_tree(pid))}
+            "total_mb": round(total / 1024, 1), "processes": len(process_tree(pid)),
+            "service_anon_mb": round(own_memory_kib(pid, "RssAnon") / 1024, 1),
+            "service_file_mb": round(own_memory_kib(pid, "RssFile") / 1024, 1)}
 
 
 async def measure(stack: Stack, transport: str, chats: int) -> dict[str, Any]:

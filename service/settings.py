@@ -230,6 +230,10 @@ class Settings(HostGuarded):
 
     mcp_tools_enabled: bool = Field(True, validation_alias="MCP_TOOLS_ENABLED")
     mcp_server_path: str | None = Field(None, validation_alias="MCP_SERVER_PATH")
+    mcp_transport: Literal["memory", "stdio"] | None = Field(
+        None, validation_alias="MCP_TRANSPORT",
+        description="how the service reaches its own MCP server: memory (in the service's process, the default) "
+                    "or stdio (a child process; the default when MCP_SERVER_PATH is set)")
 
     locales_dir: Path = Field(bundled("locales"), validation_alias="AI_SIDEBAR_LOCALES_DIR")
     templates_path: Path = bundled("examples") / "flows.json"
@@ -246,7 +250,7 @@ class Settings(HostGuarded):
                                                  "token event (0: one event per model chunk)")
     workers: int | None = Field(None, ge=1, le=256, validation_alias="AI_SIDEBAR_WORKERS",
                                 description="service processes sharing the port (default 1: each one is about "
-                                            "200 MB with its MCP child)")
+                                            "145 MB with its MCP server in-process)")
     read_timeout: float = Field(30.0, gt=0, validation_alias="AI_SIDEBAR_READ_TIMEOUT",
                                 description="seconds a client has to send a request's headers (from connecting, or "
                                             "after the previous answer), and again its body")
@@ -293,6 +297,19 @@ class Settings(HostGuarded):
     def _allow_list(cls, setting: str) -> str:
         AddressPolicy.parse(setting)
         return setting
+
+    @model_validator(mode="after")
+    def _mcp_transport(self) -> Settings:
+        if self.mcp_transport == "memory" and self.mcp_server_path:
+            raise ValueError("MCP_SERVER_PATH names a program to run as a stdio child: unset it, or set "
+                             "MCP_TRANSPORT=stdio (or leave MCP_TRANSPORT unset)")
+        return self
+
+    @property
+    def mcp_in_process(self) -> bool:
+        """Whether the service's own MCP server runs in its process over memory streams (``MCP_TRANSPORT``, by
+        default yes unless ``MCP_SERVER_PATH`` names a program for a stdio child)."""
+        return self.mcp_transport == "memory" or (self.mcp_transport is None and not self.mcp_server_path)
 
     @property
     def mcp_address_policy(self) -> AddressPolicy:

@@ -30,7 +30,7 @@ def worker_count(configured: int | None, port: int) -> int:
     """``AI_SIDEBAR_WORKERS``, else 1; 1 on port 0 too (each worker would get a port of its own).
 
     One by default because most Node-RED installations run on small machines (a Raspberry Pi, a 1-2 GB gateway or
-    VM): each worker is a whole service with its own MCP child, about 200 MB with it (issue 33, README "Workers"),
+    VM): each worker is a whole service with its own MCP server, about 145 MB idle (issue 33, README "Workers"),
     and one event loop already serves a few editors' streams. A host with the memory for more sets the count.
     """
     if port == 0:

@@ -169,3 +169,29 @@ def test_undefined_null_and_numbers_read_as_the_debug_sidebar_shows_them():
     assert [(entry.shape, entry.preview()) for entry in shown if entry is not None] == [
         ("undefined", "undefined"), ("null", "null"), ("number", "42"), ("boolean", "true"),
         ("string(2 chars)", "42")]
+
+
+def test_the_buffer_at_its_default_bounds_holds_a_few_mb_whatever_arrives():
+    # README, AI_SIDEBAR_EVIDENCE_*: "memory stays bounded (a few MB) whatever the rate". Every debug message, error
+    # and status as large as can be, on more nodes than the caps keep; Python's own allocations are traced.
+    import tracemalloc
+
+    large = json.dumps({f"key{i}": "v" * 1_000 for i in range(400)})
+    tracemalloc.start()
+    try:
+        buffer = EvidenceBuffer()
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(10_000):
+            node = f"node{number % 500}"
+            if number % 3:
+                buffer.add_debug(debug(node, large))
+            else:
+                buffer.add_debug(debug(node, "s" * 100_000, format_="string[100000]"))
+            if number % 5 == 0:
+                buffer.add_debug(log_entry(node, "e" * 50_000))
+            buffer.add_status(f"status{number}", {"fill": "red", "shape": "dot", "text": "t" * 10_000})
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(buffer) == buffer.max_entries == 2000
+    assert held < 8 * 2**20, f"{held / 2**20:.1f} MB"

@@ -13,12 +13,12 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiosqlite
-from cryptography.fernet import Fernet, InvalidToken
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
 
 from mcp_server.sqlite import open_sqlite
 
@@ -57,6 +57,12 @@ def token_hash(token: str) -> str:
 
 
 def _fernet(token: str) -> Fernet:
+    # Imported on first use: cryptography's bindings are about 7 MB resident, which a server without sign-in (the
+    # service's in-process one, a stdio server) would carry for nothing.
+    from cryptography.fernet import Fernet
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"nodered-mcp grant seal").derive(token.encode())
     return Fernet(base64.urlsafe_b64encode(key))
 
@@ -68,6 +74,8 @@ def seal(secret: str, token: str) -> str:
 
 def unseal(sealed: str, token: str) -> str | None:
     """What :func:`seal` sealed with ``token``; ``None`` when ``token`` is not the one it was sealed with."""
+    from cryptography.fernet import InvalidToken
+
     try:
         return _fernet(token).decrypt(sealed.encode()).decode()
     except InvalidToken:

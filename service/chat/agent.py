@@ -66,7 +66,7 @@ def agent_tools(registry: ToolRegistry, names: list[str], context: ToolContext, 
 
     Each reports itself (``tool_call`` before, ``tool_result`` after) and answers the model with its result bounded
     as its declaration says, delimited; a failure is told to the model (and shown as ``ok: false``), not raised.
-    A tool that cannot be described now (an MCP child's tool while the child is down) is not offered.
+    A tool that cannot be described now (an MCP server's tool while the server is down) is not offered.
     """
     tools = []
     for name in names:

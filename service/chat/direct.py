@@ -73,7 +73,7 @@ async def direct_trigger(request: StreamChatRequest, deps: ChatDeps, turn: Turn)
 
 
 async def run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, emit: Emit) -> None:
-    """Emit ``tool_call``, run the tool (in-process or through the MCP child), emit ``tool_result`` (and one
+    """Emit ``tool_call``, run the tool (in-process or through the MCP server), emit ``tool_result`` (and one
     ``error`` when it failed)."""
     shown = {k: v for k, v in run.params.items() if v is not None}
     if run.name == "get_flow" and not shown.get("flow_id") and context.flow_id:

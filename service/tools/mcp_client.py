@@ -1,9 +1,11 @@
-"""The service's MCP client: runs the MCP server as a stdio child and calls its tools.
+"""The service's MCP client: reaches an MCP server (the bundled one in this process over memory streams, or as a
+stdio child; an external one over stdio or streamable HTTP) and calls its tools.
 
-The SDK's ``stdio_client`` and ``ClientSession`` are anyio context managers that must be entered and left in one
-task, so each child lives in a supervisor task that owns both and waits until it is told to stop or the child's
-stdout ends. A call races the answer against that end: a call to a dead child never hangs, the child is started
-again and the call retried once (every MCP tool here is read-only, so a retry is safe).
+The SDK's transports and ``ClientSession`` are anyio context managers that must be entered and left in one task, so
+each run of a server ("child" below, whatever its transport) lives in a supervisor task that owns both and waits
+until it is told to stop or the server's output ends (a stdio child's stdout, an in-process run's stream). A call
+races the answer against that end: a call to a dead child never hangs, the child is started again and the call
+retried once (every MCP tool here is read-only, so a retry is safe).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from service.nodered.messages import DEFAULT_LANGUAGE, english_catalog
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.nodered.tools import READ_TOOLS
 from service.settings import Settings
+from service.tools.mcp_memory import IN_PROCESS, InProcessServer
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,7 @@ class _Child:
 
 
 class McpTools:
-    """The MCP server as a child process: ``start()``, ``call(name, params)``, ``close()``.
+    """An MCP server the service calls: ``start()``, ``call(name, params)``, ``close()``.
 
     Args:
         command: the server's command line.
@@ -101,7 +104,8 @@ class McpTools:
         start_timeout: seconds for the child to start and list its tools.
         call_timeout: seconds for one tool call.
         transport: opens the connection instead of running ``command`` over stdio (an external server's
-            streamable HTTP client): an async context manager yielding the read and write streams first.
+            streamable HTTP client, the in-process server's memory streams): an async context manager yielding
+            the read and write streams first; ``command`` then only names the server in logs.
         retry: whether a call the child died in is run again in a new child (only when every tool only reads).
     """
 
@@ -125,6 +129,11 @@ class McpTools:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> McpTools:
+        """The service's own MCP server: in this process over memory streams (:mod:`service.tools.mcp_memory`)
+        unless ``MCP_TRANSPORT=stdio`` or ``MCP_SERVER_PATH`` asks for a stdio child."""
+        if settings.mcp_in_process:
+            server = InProcessServer.from_settings(settings)
+            return cls([IN_PROCESS], {}, transport=server.connect)
         return cls(server_command(settings), server_env(settings))
 
     @property

@@ -2,8 +2,9 @@
 ``@tools:`` run, what a scenario may list, who may run each, and the HTTP status of each failure.
 
 In-process tools are :class:`~service.nodered.tooling.Tool` declarations (the core's flow tools, which read the
-editor's selection, and the memory tools); the other tools come from the MCP child (:class:`McpTools`), whose
-bundled server registers the core's runtime tools from the same declarations.
+editor's selection, and the memory tools); the other tools come from the service's own MCP server
+(:class:`McpTools`: in this process over memory streams, or a stdio child), which registers the core's runtime tools
+from the same declarations.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from service.tracing.spans import tool_span
 Permission = Literal["read", "write"]
 
 # Core tools the service runs itself because they use the editor's selection and its unsaved flowData, or the
-# service's own runtime evidence; the other core tools run in the MCP child, as any MCP client would run them.
+# service's own runtime evidence; the other core tools run in the MCP server, as any MCP client would run them.
 IN_PROCESS_CORE = frozenset({"get_flow", "get_node_info"}) | EVIDENCE_TOOL_NAMES
 # Tools that read the requester's memory: not offered to a request without memory.
 MEMORY_TOOL_NAMES = frozenset(tool.name for tool in MEMORY_TOOLS)
@@ -73,7 +74,7 @@ class ToolRegistry:
 
     Args:
         tools: the in-process declarations; default :func:`default_tools`.
-        mcp: the MCP child, or ``None``.
+        mcp: the service's own MCP server, or ``None``.
         external: the user's external MCP servers (``MCP_SERVERS``), whose tools are ``<server>__<tool>``.
     """
 

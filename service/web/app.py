@@ -159,10 +159,12 @@ async def _model_package(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
-    """Start the MCP server child with the service, stop it with the service; a failed start is only logged."""
+    """Start the service's own MCP server (in this process by default, else its stdio child) with the service, stop
+    it with the service; a failed start is only logged."""
     mcp = app[TOOLS].mcp
-    # Started in the background so the service answers /healthz and plain chats at once (the child's imports
-    # and handshake take about half a second); a call made before it is up waits for the same start.
+    # Started in the background so the service answers /healthz and plain chats at once (importing mcp_server and
+    # the handshake take a few hundred milliseconds; a child's start about half a second); a call made before it
+    # is up waits for the same start.
     starting = asyncio.create_task(mcp.start()) if mcp is not None else None
     external = app[TOOLS].external
     external_start = asyncio.create_task(external.start()) if external else None

@@ -89,6 +89,10 @@ FIGURES: tuple[Figure, ...] = (
            higher_is_better=True),
     Figure("cold start to `/healthz`", 0, "cold start to /healthz",
            lambda results: _path(results, "cold_start", "mcp_on", "median_s")),
+    Figure("service RSS, one worker, default settings", 0, "RSS idle, one worker",
+           lambda results: _path(results, "footprint", "memory", "idle", "total_mb")),
+    Figure("service RSS, one worker, default settings", 1, "RSS after 100 chats with tools, one worker",
+           lambda results: _path(results, "footprint", "memory", "after_chats", "total_mb")),
 )
 
 

@@ -7,7 +7,9 @@ message.
 
 A second small HTTP server on the same event loop controls it (all on 127.0.0.1):
 
-- ``POST /control/reply`` ``{"words": int, "token_delay": seconds}``: the answer every request gets from now on;
+- ``POST /control/reply`` ``{"words": int, "token_delay": seconds, "tools": [name, ...]}``: the answer every
+  request gets from now on; with ``tools``, a request that offers one of them and holds no tool result yet is
+  answered with a call of the next one offered (round robin), the request after the result with the words;
 - ``POST /control/reset``: forget recorded requests and emission times;
 - ``GET /control/requests``: the request bodies received since the last reset, oldest first;
 - ``GET /control/emissions``: ``{tag: [ns, ...]}``, one time per piece, taken right after the piece was written.
@@ -57,9 +59,25 @@ class TimedModelServer(ScriptedModelServer):
         self.words = 8
         self.token_delay = 0.02
         self.emissions: dict[str, list[int]] = {}
+        self.tools: list[str] = []
+        self._tool_turn = 0
+
+    def _tool_call(self, body: dict[str, Any]) -> Reply | None:
+        """A call of the next of :attr:`tools` the request offers, unless it already holds a tool result."""
+        offered = {tool.get("function", {}).get("name") for tool in body.get("tools") or []}
+        wanted = [name for name in self.tools if name in offered]
+        if not wanted or any(m.get("role") == "tool" for m in body.get("messages") or []):
+            return None
+        with self._lock:
+            name = wanted[self._tool_turn % len(wanted)]
+            self._tool_turn += 1
+        return Reply(tool_calls=[{"name": name, "arguments": {}}])
 
     def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         super()._next(body, headers)
+        call = self._tool_call(body) if self.tools else None
+        if call is not None:
+            return call
         messages = body.get("messages") or []
         last = str(messages[-1].get("content", "")) if messages else ""
         match = TAG.search(last)
@@ -82,7 +100,8 @@ def control_app(server: TimedModelServer) -> web.Application:
         body = await request.json()
         server.words = max(1, min(int(body.get("words", server.words)), 10_000))
         server.token_delay = max(0.0, min(float(body.get("token_delay", server.token_delay)), 5.0))
-        return web.json_response({"words": server.words, "token_delay": server.token_delay})
+        server.tools = [str(name) for name in body.get("tools") or []]  # each reply setting anew
+        return web.json_response({"words": server.words, "token_delay": server.token_delay, "tools": server.tools})
 
     async def reset(request: web.Request) -> web.Response:
         server.clear()

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .floor import lowest_ttft_ms
+from .footprint import lines as footprint_lines
 
 
 @dataclass
@@ -70,6 +71,22 @@ def completion_targets(results: dict[str, Any]) -> list[Target]:
     return targets
 
 
+def footprint_targets(results: dict[str, Any]) -> list[Target]:
+    """Issue 33: one worker, default settings (its MCP server in-process), idle ≤ 150 MB and ≤ 200 MB after 100
+    chats with tools, service and MCP server together."""
+    found = results.get("footprint")
+    if not found or "skipped" in found:
+        return []
+    default = found["memory"]
+    return [Target("footprint", "RSS idle, one worker, default settings", default["idle"]["total_mb"], 150, "MB"),
+            Target("footprint", f"RSS after {default['chats']} chats with tools", default["after_chats"]["total_mb"],
+                   200, "MB"),
+            Target("footprint", f"MCP server tool calls in {default['chats']} chats", default["mcp_tool_calls"],
+                   default["chats"], "", higher_is_better=True),
+            Target("footprint", f"failed tool calls or errors in {default['chats']} chats",
+                   default["tool_failed"] + default["error"], 0, "")]
+
+
 def evaluate(results: dict[str, Any]) -> list[Target]:
     targets: list[Target] = []
     paths = results["latency"]["paths"]
@@ -94,8 +111,9 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
                               kb["retrieval"]["ms"]["p50"], 30, "ms"))
         targets.append(Target("knowledge", "labelled questions, right help in top 3 (FTS alone)",
                               100 * kb["recall_at_3"]["fts"]["rate"], 95, "%", higher_is_better=True))
-    targets.append(Target("cold_start", "cold start to /healthz 200, median of runs (MCP child on)",
-                          results["cold_start"]["mcp_on"]["median_s"], 2, "s"))
+    targets.append(Target("cold_start", "cold start to /healthz 200, median of runs (MCP tools on)",
+                          results["cold_start"]["mcp_on"]["median_s"], 1.5, "s"))
+    targets += footprint_targets(results)
     evidence = results.get("evidence")
     if evidence and "skipped" not in evidence:
         change = evidence["ttft_ms"]["change_pct"]
@@ -296,11 +314,16 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                   f"(filled in {_f(mem['fill_s'])} s, {_f(mem['save_turn_ms'], 2)} ms per save_turn, "
                   f"{_f(mem['db_mb'])} MB); search() over {mem['searches']} queries: p50 "
                   f"{_f(mem['search_ms']['p50'], 2)} ms, p99 {_f(mem['search_ms']['p99'], 2)} ms",
-              f"   Cold start to /healthz 200: median {_f(cold['mcp_on']['median_s'], 2)} s with the MCP child "
+              f"   Cold start to /healthz 200: median {_f(cold['mcp_on']['median_s'], 2)} s with MCP tools on "
               f"(runs {', '.join(_f(t, 2) for t in cold['mcp_on']['runs_s'])}), "
               f"{_f(cold['mcp_off']['median_s'], 2)} s without; first answer's first token after spawn: median "
               f"{_f(cold['mcp_on']['first_token_median_s'], 2)} s with, "
               f"{_f(cold['mcp_off']['first_token_median_s'], 2)} s without"]
+    found = results.get("footprint")
+    if found and "skipped" in found:
+        lines += ["", f"4b. Footprint: skipped ({found['skipped']})"]
+    elif found:
+        lines += ["", "4b. " + "\n    ".join(footprint_lines(found))]
     if "knowledge" in results:
         kb = results["knowledge"]
         ws, ret, rec = kb["workspace_build"], kb["retrieval"], kb["recall_at_3"]

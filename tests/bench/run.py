@@ -29,6 +29,7 @@ from . import (
     concurrency,
     cost,
     evidence,
+    footprint,
     history_capture,
     history_diff,
     knowledge,
@@ -159,6 +160,15 @@ async def main() -> int:
         print("bench: 4. cold start ...", file=sys.stderr, flush=True)
         results["cold_start"] = await coldstart.run(stack, runs=2 if QUICK else 5)
         phase_done("cold_start", started)
+
+        started = time.monotonic()
+        if left() >= 150:
+            print("bench: 4b. footprint, one worker: idle and after 100 chats with tools ...", file=sys.stderr,
+                  flush=True)
+            results["footprint"] = await footprint.run(stack, chats=10 if QUICK else 100)
+        else:
+            results["footprint"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("footprint", started)
 
         started = time.monotonic()
         seconds = 10 if QUICK else min(60, left() - 60)

@@ -77,7 +77,8 @@ async def settled(pid: int, share: float = 0.05, window: float = 0.5, limit: flo
     return time.monotonic() - started
 
 
-def _own_memory_kib(pid: int, key: str) -> int:
+def own_memory_kib(pid: int, key: str) -> int:
+    """A ``/proc/<pid>/status`` size in KiB of ``pid`` alone."""
     with open(f"/proc/{pid}/status") as status:
         for line in status:
             if line.startswith(key + ":"):
@@ -88,10 +89,10 @@ def _own_memory_kib(pid: int, key: str) -> int:
 def memory_kib(pid: int, key: str) -> int:
     """A ``/proc/<pid>/status`` size in KiB, summed over ``pid`` and its descendants: ``VmHWM`` (peak resident
     set) or ``VmRSS`` (now)."""
-    total = _own_memory_kib(pid, key)
+    total = own_memory_kib(pid, key)
     for child in process_tree(pid)[1:]:
         try:
-            total += _own_memory_kib(child, key)
+            total += own_memory_kib(child, key)
         except (OSError, KeyError):
             continue
     return total

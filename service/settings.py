@@ -47,11 +47,15 @@ def parse_types(setting: str) -> tuple[str, ...]:
 
 class ModelPrice(BaseModel):
     """One model's price: ``input`` and ``output`` in USD per 1 million tokens, ``source`` the page they come from
-    and ``checked`` the date they were taken (both optional in an operator's own entries)."""
+    and ``checked`` the date they were taken (both optional in an operator's own entries). ``cache_read`` and
+    ``cache_write``: USD per 1 million input tokens read from or written to the provider's prompt cache (Anthropic's
+    prompt caching); unset, those tokens cost ``input``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     input: float = Field(ge=0)
     output: float = Field(ge=0)
+    cache_read: float | None = Field(None, ge=0)
+    cache_write: float | None = Field(None, ge=0)
     source: str | None = None
     checked: date | None = None
 

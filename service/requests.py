@@ -111,6 +111,10 @@ class ProviderOverride(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2)
     maxTokens: int | None = Field(None, ge=1, le=1_000_000)
     apiKey: SecretStr | None = Field(None, max_length=1000)
+    deployment: str | None = Field(None, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                   description="azure-openai: the deployment that answers (baseUrl: the resource)")
+    apiVersion: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}(-preview)?$",
+                                   description="azure-openai: the inference API version (unset: 2024-10-21)")
     memory: bool = True
     tools: bool = True
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")

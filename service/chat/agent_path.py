@@ -124,6 +124,7 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
                                               *build_checks(approval, deps.evidence, settings.build_max_rounds)],
                                       condense=agent_summarisation(deps, model, messages[0] if messages else None,
                                                                    offered))
+            await events.relay_end(emit, result)
         except Exception as exc:
             if result.answer or result.tools or system is None or not tools_unsupported(exc):
                 raise
@@ -133,6 +134,7 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
             messages[0] = system
             async for chunk in first_chunk_within(model.astream(messages), settings.llm_timeout):
                 await events.relay_chunk(chunk, emit, result)
+            await events.relay_end(emit, result)
 
     await with_model(deps, emit, agent_or_chat)
     # A server that died during the run.

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from service.chat.approvals import Approvals
 from service.chat.events import Emit, Origin
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
+from service.chat.thinking import ThinkSplitter
 from service.identity import ANONYMOUS, Identity
 from service.knowledge.refresher import KnowledgeSlot
 from service.knowledge.retrieval import StoreResult
@@ -102,6 +103,7 @@ class ChatResult:
     session_existed: bool = False  # the session was already stored when the request came in
     status: str | None = None  # "awaiting_approval": the run waits for the user's decisions on writes
     view: list[dict[str, Any]] = field(default_factory=list)  # the events shown besides text (service.chat.view)
+    think: ThinkSplitter = field(default_factory=ThinkSplitter)  # <think> parts kept off the answer's text
 
     def shown(self) -> list[dict[str, Any]]:
         """What the sidebar showed of the answer besides its text, to store with it: the recorded events, then the

@@ -246,9 +246,13 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
     if provider in ("openai", "openai-compatible"):
         from langchain_openai import ChatOpenAI
 
-        # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one.
+        from service.llm.reasoning import ReasoningChatOpenAI
+
+        # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one. Their
+        # reasoning models stream reasoning_content, which plain ChatOpenAI drops.
         key = config.api_key or SecretStr("not-needed")
-        return chunks_as_dicts(ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
+        chat_class = ReasoningChatOpenAI if provider == "openai-compatible" else ChatOpenAI
+        return chunks_as_dicts(chat_class(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
                                           stream_usage=True, timeout=config.timeout, max_retries=2,
                                           http_async_client=client, stream_chunk_timeout=None, **common))
     if provider == "deepseek":

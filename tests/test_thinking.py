@@ -5,6 +5,7 @@ OpenAI-compatible servers) against the scripted OpenAI-compatible server."""
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -13,6 +14,7 @@ from service.chat.thinking import ThinkSplitter, without_thinking
 from service.web.app import create_app
 from tests.support.model_server import Reply
 from tests.support.sse import event_types, stream_chat
+from tests.test_browser_sidebar import browser_installed, run_browser  # noqa: F401  (browser_installed: fixture)
 
 THOUGHT = "The user asks about the delay node. It can rate limit. I should mention both modes."
 ANSWER = "A delay node delays each message, or limits the rate at which messages pass."
@@ -97,3 +99,29 @@ def test_the_splitter_finds_the_same_parts_wherever_the_stream_is_cut():
         assert "".join(p for thinking, p in parts if thinking) == "Plan: read <flow> and </thin kagain"
         assert "".join(p for thinking, p in parts if not thinking) == "The flow has < 3 nodes.Done <th"
     assert without_thinking("<think>hmm</think>\nkeywords: delay") == "keywords: delay"
+
+
+def test_the_sidebar_shows_the_thoughts_in_a_block_that_closes_when_the_answer_begins(
+        nodered, service_process, model, browser_installed):  # noqa: F811
+    tab = next(t for t in nodered.tabs() if len(nodered.nodes_of(t["id"])) >= 3)
+    thought = "The user asks about the open tab. It has an inject and a debug node."
+    answer = "This flow injects a timestamp and shows it in the debug sidebar."
+    # Slow enough that the sidebar is seen while the model still thinks.
+    chunks = ["<think>", "The user asks about ", "the open tab. ", "It has an inject and a debug node.",
+              "</think>\n\n", "This flow injects ", "a timestamp and shows it ", "in the debug sidebar."]
+    model.script(Reply(text="".join(chunks), chunks=chunks, token_delay=0.4))
+
+    seen = run_browser("sidebar_thinking.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab["id"],
+                                               "QUESTION": "explain the current flow", "FINAL_TEXT": "debug sidebar"})
+
+    assert seen["pageErrors"] == []
+    thinking, answered, reopened = seen["thinking"], seen["answered"], seen["reopened"]
+    assert thinking["open"] and thinking["thoughtsVisible"] and thinking["label"] == "Thinking…", thinking
+    assert thought.startswith(thinking["thoughts"]) and thinking["answerTexts"] in ([], [""]), thinking
+    assert not answered["open"] and answered["label"] == "Thoughts" and not answered["thoughtsVisible"], answered
+    assert answered["thoughts"] == thought and answered["count"] == 1 and answered["beforeText"], answered
+    assert answered["answerTexts"][-1] == answer and "<think>" not in answered["answerTexts"][-1]
+    assert answered["tooltip"] == "What the model thought before answering; not part of the answer"
+    assert reopened["open"] and reopened["thoughtsVisible"]
+    for screenshot in (seen["thinkingScreenshot"], seen["answeredScreenshot"]):
+        assert os.path.getsize(screenshot) > 10_000

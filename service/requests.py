@@ -117,6 +117,9 @@ class ProviderOverride(BaseModel):
                                    description="azure-openai: the inference API version (unset: 2024-10-21)")
     memory: bool = True
     tools: bool = True
+    toolCalling: bool = Field(True, description=(
+        "false: the model cannot call tools (function calling): no agent; tools the service runs itself (from the "
+        "question's words, @tools:) and retrieval still answer, and the sidebar says what the model cannot do"))
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
     mcpServers: list[McpServerConfig] = Field(default_factory=list, max_length=10, description=(
         "the node's external MCP servers, for this request besides the service's own: streamable HTTP (url, "

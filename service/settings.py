@@ -153,6 +153,10 @@ class Settings(HostGuarded):
     azure_openai_api_version: str | None = Field(None, validation_alias="AZURE_OPENAI_API_VERSION",
                                                  pattern=r"^\d{4}-\d{2}-\d{2}(-preview)?$",
                                                  description="the inference API version (unset: 2024-10-21)")
+    model_tool_calling: bool = Field(True, validation_alias="AI_MODEL_TOOL_CALLING",
+                                     description="false: AI_MODEL cannot call tools (many local models): questions "
+                                                 "go down the paths without the agent (tools the service runs, "
+                                                 "retrieval) and the sidebar says so")
     llm_timeout: float = Field(60.0, gt=0, validation_alias="AI_LLM_TIMEOUT",
                                description="seconds a model call may take to start answering, its client's retries "
                                            "included")

@@ -58,7 +58,7 @@ function optionalNumber(value) {
  *     temperature?: number, maxTokens?: number,
  *     apiKey?: string, memory: boolean, tools: boolean, scenarios?: string[], mcpServers?: object[]}}
  *     `mcpServers` (lib/mcp-servers.js) only when the node has some; `deployment` and `apiVersion` (Azure
- *     OpenAI's) only for the `azure-openai` provider
+ *     OpenAI's) only for the `azure-openai` provider; `toolCalling: false` only for a model that cannot call tools
  * @throws {Error} with code `invalid_config` when a setting is out of range, naming the setting
  */
 function providerSettings(config, credentials) {
@@ -116,6 +116,10 @@ function providerSettings(config, credentials) {
     }
     settings.memory = config.memory !== false;
     settings.tools = config.tools !== false;
+    if (config.toolCalling === false) {
+        // The model cannot call tools (many local models): the service answers without its agent.
+        settings.toolCalling = false;
+    }
     const scenarios = parseScenarios(config.scenarios);
     if (scenarios.length) {
         settings.scenarios = scenarios;
@@ -156,6 +160,7 @@ module.exports = function (RED) {
             maxTokens: config.maxTokens,
             memory: config.memory,
             tools: config.tools,
+            toolCalling: config.toolCalling,
             scenarios: config.scenarios,
             mcpServers: config.mcpServers
         };

@@ -50,6 +50,10 @@ describe("ai-config node", function () {
                 deployment: "gpt4o-mini-prod", apiVersion: "2025-01-01-preview", apiKey: KEY, memory: true,
                 tools: true
             });
+            // A model configured without tool calling says so; the service then answers without its agent.
+            assert.strictEqual(aiConfigNode.providerSettings({ provider: "openai-compatible", toolCalling: false })
+                .toolCalling, false);
+            assert.ok(!("toolCalling" in aiConfigNode.providerSettings({ provider: "openai", toolCalling: true })));
             // Another provider keeps fields left over from an earlier choice out of its request.
             assert.deepStrictEqual(aiConfigNode.providerSettings({ provider: "openai", deployment: "x",
                 apiVersion: "2024-10-21" }), { provider: "openai", memory: true, tools: true });

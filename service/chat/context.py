@@ -15,7 +15,7 @@ from service.chat.thinking import ThinkSplitter
 from service.identity import ANONYMOUS, Identity
 from service.knowledge.refresher import KnowledgeSlot
 from service.knowledge.retrieval import StoreResult
-from service.llm.providers import ChatModelFactory
+from service.llm.providers import ChatModelFactory, ProviderConfig
 from service.nodered.client import NodeRedClient
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.requests import ProviderOverride, StreamChatRequest
@@ -60,6 +60,12 @@ class ChatDeps:
     @property
     def permission(self) -> Permission:
         return "write" if self.may_write else "read"
+
+    @property
+    def model_calls_tools(self) -> bool:
+        """Whether the request's model may be offered tools (:meth:`ChatModelFactory.calls_tools`): not one
+        configured without tool calling nor one whose server refused tools."""
+        return self.models.calls_tools(ProviderConfig.from_settings(self.settings, self.provider))
 
     @property
     def tools_enabled(self) -> bool:

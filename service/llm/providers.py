@@ -70,7 +70,9 @@ class ProviderConfig:
     """Which model to talk to and how; ``api_key`` never appears in ``repr`` or in a cache key.
 
     ``temperature`` is 0..2, ``max_tokens`` counts output tokens, ``timeout`` is seconds per model request;
-    ``deployment`` and ``api_version`` are Azure OpenAI's (``base_url`` is then the resource's endpoint).
+    ``deployment`` and ``api_version`` are Azure OpenAI's (``base_url`` is then the resource's endpoint);
+    ``tool_calling`` is ``False`` for a model configured as unable to call tools (``AI_MODEL_TOOL_CALLING``, an
+    ai-config node's ``toolCalling``): it builds the same model, the chat offers it no tools.
     """
 
     provider: str
@@ -82,6 +84,7 @@ class ProviderConfig:
     timeout: float = 60.0
     deployment: str | None = None
     api_version: str | None = None
+    tool_calling: bool = True
 
     def __repr__(self) -> str:
         return (f"ProviderConfig(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r}"
@@ -107,7 +110,7 @@ class ProviderConfig:
         version = settings.azure_openai_api_version if azure else None
         if override is None:
             return cls(provider=provider, model=model, api_key=key, base_url=base, timeout=settings.llm_timeout,
-                       deployment=deployment, api_version=version)
+                       deployment=deployment, api_version=version, tool_calling=settings.model_tool_calling)
         # The environment's key only ever goes to the environment's endpoint: a config naming another base URL
         # must bring its own key, or a crafted request could send the service's key to any server.
         if override.baseUrl and override.baseUrl.rstrip("/") != (base or "").rstrip("/"):
@@ -116,7 +119,8 @@ class ProviderConfig:
                    api_key=override.apiKey or key, base_url=override.baseUrl or base,
                    temperature=override.temperature, max_tokens=override.maxTokens, timeout=settings.llm_timeout,
                    deployment=(override.deployment or deployment) if azure else None,
-                   api_version=(override.apiVersion or version) if azure else None)
+                   api_version=(override.apiVersion or version) if azure else None,
+                   tool_calling=override.toolCalling)
 
     def cache_key(self) -> tuple:
         """Identity of a model instance; the key enters only as a SHA-256 digest."""
@@ -134,6 +138,8 @@ class ChatModelFactory:
     """
 
     def __init__(self, max_size: int = 32):
+        # Models whose server refused a request that offered tools (mark_without_tools), by cache key.
+        self._without_tools: set[tuple] = set()
         self._cache: dict[tuple, BaseChatModel] = {}
         self._clients: dict[tuple, httpx2.AsyncClient | None] = {}
         self._pending_close: list[httpx2.AsyncClient] = []
@@ -147,6 +153,17 @@ class ChatModelFactory:
         self._cache.clear()
         for client in clients:
             await client.aclose()
+
+    def calls_tools(self, config: ProviderConfig) -> bool:
+        """Whether ``config``'s model may be offered tools: configured so (``tool_calling``) and its server has not
+        refused tools since this factory started (:meth:`mark_without_tools`)."""
+        return config.tool_calling and config.cache_key() not in self._without_tools
+
+    def mark_without_tools(self, config: ProviderConfig) -> None:
+        """``config``'s server refused a request that offered tools ("does not support tools"): later turns with
+        it go down the paths without the agent instead of asking again (until the service restarts)."""
+        if len(self._without_tools) < 10 * self._max_size:
+            self._without_tools.add(config.cache_key())
 
     def get(self, config: ProviderConfig) -> BaseChatModel:
         """A streaming chat model for ``config``.

@@ -39,9 +39,7 @@ def claude_server():
 @pytest.fixture
 def claude(claude_server):
     """The scripted Anthropic API, emptied for this test."""
-    claude_server.reset()
-    yield claude_server
-    claude_server.reset()
+    yield from claude_server.emptied()
 
 
 @pytest.fixture

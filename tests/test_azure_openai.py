@@ -35,9 +35,7 @@ def azure_server():
 @pytest.fixture
 def azure(azure_server):
     """The scripted Azure OpenAI resource, emptied for this test."""
-    azure_server.reset()
-    yield azure_server
-    azure_server.reset()
+    yield from azure_server.emptied()
 
 
 @pytest.fixture

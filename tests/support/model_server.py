@@ -25,7 +25,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -139,6 +139,12 @@ class ScriptedModelServer:
             self.went_away.clear()
             self.default = DEFAULT_REPLY
             self.responder = None
+
+    def emptied(self) -> Iterator[Self]:
+        """For a per-test fixture: this server emptied (:meth:`reset`) before the test and after it."""
+        self.reset()
+        yield self
+        self.reset()
 
     def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         with self._lock:

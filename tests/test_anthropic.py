@@ -107,6 +107,24 @@ async def test_claudes_system_prompt_is_cached_and_a_cache_read_costs_a_tenth_of
     assert second[-1]["usage"]["cost"] < first[-1]["usage"]["cost"]
 
 
+async def test_claudes_extended_thinking_streams_as_thinking_events_and_is_counted_once(aiohttp_client,
+                                                                                         claude_settings, claude):
+    client = await aiohttp_client(create_app(claude_settings))
+    thought = "The user wants to know what a function node does. Keep it short."
+    claude.script(Reply(text=ANSWER, reasoning=thought))
+    events = await stream_chat(client, message="What does a function node do?", sessionId="claude-thinking")
+
+    assert "".join(e["text"] for e in events if e["type"] == "thinking") == thought
+    assert "".join(e["content"] for e in events if e["type"] == "token") == ANSWER
+    kinds = event_types(events)
+    assert max(i for i, k in enumerate(kinds) if k == "thinking") < kinds.index("token")
+    # Output tokens as the API counted them (the thinking included), once.
+    assert events[-1]["usage"]["outputTokens"] == usage_of(claude.requests[0], Reply(text=ANSWER,
+                                                                                     reasoning=thought))["output_tokens"]
+    history = await (await client.get("/ai-sidebar/history/claude-thinking")).text()
+    assert ANSWER in history and "Keep it short" not in history
+
+
 async def test_the_agent_reads_the_open_flow_through_claude_and_sends_the_result_back_as_a_tool_result_block(
         aiohttp_client, claude_settings, claude, nodered):
     client = await aiohttp_client(create_app(claude_settings))

@@ -4,7 +4,8 @@ It speaks ``POST /v1/messages`` the way the Anthropic API does (https://docs.ant
 the event shapes are the anthropic SDK's ``anthropic.types.Raw*Event`` models). With ``"stream": true`` it answers
 ``text/event-stream`` events, each an ``event:`` line naming its type (the SDK skips data without one) and its JSON:
 ``message_start`` (the message with its input usage), per content block ``content_block_start``,
-``content_block_delta`` pieces (``text_delta`` for the text, ``input_json_delta`` for a ``tool_use`` block's input)
+``content_block_delta`` pieces (``text_delta`` for the text, ``input_json_delta`` for a ``tool_use`` block's input;
+a :attr:`Reply.reasoning` as a ``thinking`` block of ``thinking_delta`` pieces and a ``signature_delta`` first)
 and ``content_block_stop``, a ``ping``, ``message_delta`` (``stop_reason`` ``end_turn`` or ``tool_use``, the
 cumulative usage) and ``message_stop``. Without ``stream`` it answers one ``message``.
 
@@ -59,9 +60,10 @@ class AnthropicReply(Reply):
 
 def usage_of(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     """The usage this server reports for ``reply`` to ``body``: about 4 characters a token of the system prompt,
-    messages and tools asked with, and of the text and tool inputs answered (at least 1)."""
+    messages and tools asked with, and of the thinking, text and tool inputs answered (at least 1)."""
     asked = json.dumps([body.get("system"), body.get("messages"), body.get("tools")])
-    answered = reply.text + "".join(json.dumps(call.get("arguments", {})) for call in reply.tool_calls)
+    tool_inputs = "".join(json.dumps(call.get("arguments", {})) for call in reply.tool_calls)
+    answered = reply.text + reply.reasoning + tool_inputs
     return {"input_tokens": len(asked) // 4, "output_tokens": max(1, len(answered) // 4)}
 
 
@@ -171,13 +173,24 @@ class ScriptedAnthropicServer(ScriptedModelServer):
         start = _message(Reply(), model, {**usage, "output_tokens": 1})
         await send({"type": "message_start", "message": {**start, "stop_reason": None}})
         index = 0
+        if reply.reasoning:  # extended thinking: a thinking block first, its signature last
+            await send({"type": "content_block_start", "index": 0,
+                        "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            for piece in Reply(text=reply.reasoning).pieces():
+                await send({"type": "content_block_delta", "index": 0,
+                            "delta": {"type": "thinking_delta", "thinking": piece}})
+            await send({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "signature_delta", "signature": "c2NyaXB0ZWQ="}})
+            await send({"type": "content_block_stop", "index": 0})
+            index = 1
         if reply.text or not reply.tool_calls:
-            await send({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+            await send({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "text", "text": ""}})
             await send({"type": "ping"})
             for number, piece in enumerate(reply.pieces() if reply.text else []):
                 if not await self.piece_due(request, reply, number):
                     return response
-                await send({"type": "content_block_delta", "index": 0,
+                await send({"type": "content_block_delta", "index": index,
                             "delta": {"type": "text_delta", "text": piece}})
             if isinstance(reply, AnthropicReply) and reply.stream_error:
                 status = reply.stream_error
@@ -185,8 +198,8 @@ class ScriptedAnthropicServer(ScriptedModelServer):
                                                        "message": reply.error_message}})
                 await response.write_eof()
                 return response
-            await send({"type": "content_block_stop", "index": 0})
-            index = 1
+            await send({"type": "content_block_stop", "index": index})
+            index += 1
         for number, call in enumerate(reply.tool_calls):
             block = {"type": "tool_use", "id": _tool_use_id(number, call), "name": call["name"], "input": {}}
             await send({"type": "content_block_start", "index": index, "content_block": block})

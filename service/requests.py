@@ -138,8 +138,15 @@ class ProviderOverride(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2)
     maxTokens: int | None = Field(None, ge=1, le=1_000_000)
     apiKey: SecretStr | None = Field(None, max_length=1000)
+    deployment: str | None = Field(None, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                   description="azure-openai: the deployment that answers (baseUrl: the resource)")
+    apiVersion: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}(-preview)?$",
+                                   description="azure-openai: the inference API version (unset: 2024-10-21)")
     memory: bool = True
     tools: bool = True
+    toolCalling: bool = Field(True, description=(
+        "false: the model cannot call tools (function calling): no agent; tools the service runs itself (from the "
+        "question's words, @tools:) and retrieval still answer, and the sidebar says what the model cannot do"))
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
     mcpServers: list[McpServerConfig] = Field(default_factory=list, max_length=10, description=(
         "the node's external MCP servers, for this request besides the service's own: streamable HTTP (url, "

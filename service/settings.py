@@ -47,11 +47,15 @@ def parse_types(setting: str) -> tuple[str, ...]:
 
 class ModelPrice(BaseModel):
     """One model's price: ``input`` and ``output`` in USD per 1 million tokens, ``source`` the page they come from
-    and ``checked`` the date they were taken (both optional in an operator's own entries)."""
+    and ``checked`` the date they were taken (both optional in an operator's own entries). ``cache_read`` and
+    ``cache_write``: USD per 1 million input tokens read from or written to the provider's prompt cache (Anthropic's
+    prompt caching); unset, those tokens cost ``input``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     input: float = Field(ge=0)
     output: float = Field(ge=0)
+    cache_read: float | None = Field(None, ge=0)
+    cache_write: float | None = Field(None, ge=0)
     source: str | None = None
     checked: date | None = None
 
@@ -61,7 +65,7 @@ __all__ = ["ENV_FIELDS", "PII_TYPES", "EvidenceSettings", "ModelPrice", "NodeRed
 
 # The providers a setting may name; those this installation can answer with are
 # service.llm.providers.SUPPORTED_PROVIDERS (what the ai-config dialog offers, from GET /ai-sidebar/scenarios).
-Provider = Literal["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+Provider = Literal["openai", "deepseek", "google", "anthropic", "azure-openai", "openai-compatible"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # When a write tool asks the user before it runs (AI_SIDEBAR_APPROVAL, per tool; a tool not named: "always").
@@ -140,6 +144,19 @@ class Settings(HostGuarded):
                                            description="a proxy or gateway in front of the Anthropic API (unset: "
                                                        "https://api.anthropic.com); the variable the anthropic SDK "
                                                        "reads itself")
+    azure_openai_api_key: SecretStr | None = Field(None, validation_alias="AZURE_OPENAI_API_KEY")
+    azure_openai_endpoint: str | None = Field(None, validation_alias="AZURE_OPENAI_ENDPOINT", pattern=r"^https?://",
+                                              description="the Azure OpenAI resource, "
+                                                          "https://<resource>.openai.azure.com")
+    azure_openai_deployment: str | None = Field(None, validation_alias="AZURE_OPENAI_DEPLOYMENT",
+                                                description="the deployment that answers (it picks the model)")
+    azure_openai_api_version: str | None = Field(None, validation_alias="AZURE_OPENAI_API_VERSION",
+                                                 pattern=r"^\d{4}-\d{2}-\d{2}(-preview)?$",
+                                                 description="the inference API version (unset: 2024-10-21)")
+    model_tool_calling: bool = Field(True, validation_alias="AI_MODEL_TOOL_CALLING",
+                                     description="false: AI_MODEL cannot call tools (many local models): questions "
+                                                 "go down the paths without the agent (tools the service runs, "
+                                                 "retrieval) and the sidebar says so")
     llm_timeout: float = Field(60.0, gt=0, validation_alias="AI_LLM_TIMEOUT",
                                description="seconds a model call may take to start answering, its client's retries "
                                            "included")

@@ -87,9 +87,7 @@ def model_server():
 @pytest.fixture
 def model(model_server):
     """The scripted model server, emptied for this test."""
-    model_server.reset()
-    yield model_server
-    model_server.reset()
+    yield from model_server.emptied()
 
 
 @pytest.fixture(scope="session")

@@ -220,7 +220,10 @@ async def test_a_model_without_tool_calling_is_answered_as_plain_chat(client, mo
     model.script(Reply(status=400, error_message="registry.ollama.ai/library/gemma:2b does not support tools"),
                  Reply(text="Plain answer."))
     events = await chat(client, message="What do my flows do?")
-    assert [e["type"] for e in events][-2:] == ["token", "done"] and "error" not in [e["type"] for e in events]
+    # The answer, then the notice that says the model cannot call tools (tests/test_tool_less_models.py).
+    kinds = [e["type"] for e in events]
+    assert kinds[-3:] == ["token", "notice", "done"] and "error" not in kinds
+    assert events[-2]["code"] == "model_without_tools"
     assert "tools" in model.requests[0] and "tools" not in model.requests[1]
 
 

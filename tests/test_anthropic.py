@@ -17,7 +17,7 @@ from service.identity import Identity
 from service.llm.providers import ChatModelFactory, ProviderConfig
 from service.settings import PROVIDERS, Settings
 from service.web.app import MEMORY, create_app
-from tests.support.anthropic_server import AnthropicReply, ScriptedAnthropicServer, usage_of
+from tests.support.anthropic_server import AnthropicReply, ScriptedAnthropicServer, cacheable_tokens, usage_of
 from tests.support.model_server import Reply
 from tests.support.nodered import free_port
 from tests.support.otlp import OtlpReceiver, traced_chat, traced_service
@@ -27,7 +27,7 @@ CLAUDE_KEY = "sk-ant-api03-scripted-claude-key-0001"
 ANSWER = "A function node runs your JavaScript on each message it receives."
 QUICK_RETRY = {"retry-after-ms": "50"}
 # USD per million tokens of claude-sonnet-4-5 (service/llm/prices.yaml).
-INPUT_PRICE, OUTPUT_PRICE = 3.00, 15.00
+INPUT_PRICE, OUTPUT_PRICE, CACHE_READ_PRICE, CACHE_WRITE_PRICE = 3.00, 15.00, 0.30, 3.75
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +39,7 @@ def claude_server():
 @pytest.fixture
 def claude(claude_server):
     """The scripted Anthropic API, emptied for this test."""
-    claude_server.reset()
-    yield claude_server
-    claude_server.reset()
+    yield from claude_server.emptied()
 
 
 @pytest.fixture
@@ -59,8 +57,11 @@ def text_of(content) -> str:
     return "".join(block.get("text", "") for block in content if block.get("type") == "text")
 
 
-def cost(usage: dict[str, int]) -> float:
-    return (usage["input_tokens"] * INPUT_PRICE + usage["output_tokens"] * OUTPUT_PRICE) / 1_000_000
+def cost(usage: dict[str, int], read: int = 0, written: int = 0) -> float:
+    """USD of ``usage`` (all input tokens), ``read`` of them from the prompt cache and ``written`` to it."""
+    plain = usage["input_tokens"] - read - written
+    return (plain * INPUT_PRICE + read * CACHE_READ_PRICE + written * CACHE_WRITE_PRICE
+            + usage["output_tokens"] * OUTPUT_PRICE) / 1_000_000
 
 
 async def test_a_question_is_streamed_from_claude_token_by_token_and_done_carries_its_usage_and_cost(
@@ -73,8 +74,9 @@ async def test_a_question_is_streamed_from_claude_token_by_token_and_done_carrie
     assert [e["content"] for e in events[:-1]] == Reply(text=ANSWER).pieces()
     [request] = claude.requests
     usage = usage_of(request, Reply(text=ANSWER))
+    # The first question with this system prompt wrote it to the prompt cache.
     assert events[-1]["usage"] == {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"],
-                                   "cost": pytest.approx(cost(usage))}
+                                   "cost": pytest.approx(cost(usage, written=cacheable_tokens(request)))}
     # A streamed Messages API request with the key, the default model, and the system prompt as `system`.
     assert request["stream"] is True and request["model"] == "claude-sonnet-4-5"
     assert claude.headers[0]["Authorization"] == f"Bearer {CLAUDE_KEY}"
@@ -82,6 +84,45 @@ async def test_a_question_is_streamed_from_claude_token_by_token_and_done_carrie
     assert [m["role"] for m in request["messages"]] == ["user"]
     assert text_of(request["messages"][0]["content"]) == "hello"
     assert UNTRUSTED_NOTE not in json.dumps(request["messages"])
+
+
+async def test_claudes_system_prompt_is_cached_and_a_cache_read_costs_a_tenth_of_the_input_price(
+        aiohttp_client, claude_settings, claude):
+    client = await aiohttp_client(create_app(claude_settings))
+    claude.script(Reply(text=ANSWER), Reply(text=ANSWER))
+    first = await stream_chat(client, message="hello", sessionId="claude-cache-1")
+    second = await stream_chat(client, message="hello", sessionId="claude-cache-2")
+
+    # The system prompt's last block asks for the prompt cache; both questions sent the same tools and system.
+    assert [r["system"][-1]["cache_control"] for r in claude.requests] == [{"type": "ephemeral"}] * 2
+    assert claude.requests[0]["system"] == claude.requests[1]["system"]
+    cached = cacheable_tokens(claude.requests[0])
+    assert cached > 0
+    usage = usage_of(claude.requests[0], Reply(text=ANSWER))
+    # All input is counted (the API's input_tokens plus its cached tokens), the cached part at its own price:
+    # the first question wrote the cache (3.75 USD/M), the second read it (0.30 USD/M).
+    assert first[-1]["usage"]["inputTokens"] == second[-1]["usage"]["inputTokens"] == usage["input_tokens"]
+    assert first[-1]["usage"]["cost"] == pytest.approx(cost(usage, written=cached))
+    assert second[-1]["usage"]["cost"] == pytest.approx(cost(usage, read=cached))
+    assert second[-1]["usage"]["cost"] < first[-1]["usage"]["cost"]
+
+
+async def test_claudes_extended_thinking_streams_as_thinking_events_and_is_counted_once(aiohttp_client,
+                                                                                         claude_settings, claude):
+    client = await aiohttp_client(create_app(claude_settings))
+    thought = "The user wants to know what a function node does. Keep it short."
+    claude.script(Reply(text=ANSWER, reasoning=thought))
+    events = await stream_chat(client, message="What does a function node do?", sessionId="claude-thinking")
+
+    assert "".join(e["text"] for e in events if e["type"] == "thinking") == thought
+    assert "".join(e["content"] for e in events if e["type"] == "token") == ANSWER
+    kinds = event_types(events)
+    assert max(i for i, k in enumerate(kinds) if k == "thinking") < kinds.index("token")
+    # Output tokens as the API counted them (the thinking included), once.
+    assert events[-1]["usage"]["outputTokens"] == usage_of(claude.requests[0], Reply(text=ANSWER,
+                                                                                     reasoning=thought))["output_tokens"]
+    history = await (await client.get("/ai-sidebar/history/claude-thinking")).text()
+    assert ANSWER in history and "Keep it short" not in history
 
 
 async def test_the_agent_reads_the_open_flow_through_claude_and_sends_the_result_back_as_a_tool_result_block(

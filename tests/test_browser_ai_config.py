@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 
+from tests.support.azure_server import ScriptedAzureServer
 from tests.support.model_server import Reply
 from tests.support.nodered import free_port
 from tests.test_browser_sidebar import (  # noqa: F401  (auth_stack and browser_installed are fixtures)
@@ -132,3 +134,58 @@ def test_the_sidebar_names_the_chosen_configs_mcp_server_that_cannot_be_reached(
     assert (notice["code"], notice["server"], notice["shownFirst"]) == ("mcp_server_unavailable", "wiki", "wiki")
     assert notice["text"].startswith("wiki — The MCP server wiki is unavailable (")
     assert "fa-plug" in notice["icon"]
+
+
+def test_the_dialog_configures_an_azure_deployment_that_then_answers_without_tools(auth_stack, model_server):  # noqa: F811
+    nodered, _ = auth_stack
+    token = admin_token(nodered)
+    original = admin_request(nodered, token, "GET", "/flows")
+    config = ai_config("alpha", model_server.base_url)
+    deploy(nodered, token, original + [config])
+    azure_key = "5e1f0c2b9a8d7e6f5a4b3c2d1e0f9a8b"
+    with ScriptedAzureServer(deployments={"gpt4o-mini-prod"}, accepted_keys={azure_key}) as azure:
+        try:
+            seen = run_browser("ai_config_azure.js", {"EDITOR_URL": nodered.url, "CONFIG_ID": config["id"],
+                                                      "USERNAME": USERNAME, "PASSWORD": PASSWORD,
+                                                      "ENDPOINT": azure.base_url, "API_KEY": azure_key})
+            assert "failure" not in seen, seen["failure"]
+            assert seen["pageErrors"] == []
+            for screenshot in seen.get("screenshots", []):
+                assert os.path.getsize(screenshot) > 10_000, screenshot
+            # The Azure fields only for Azure OpenAI, with its hints; refused names marked until corrected.
+            assert seen["opened"]["azureShown"] is False
+            invalid, valid = seen["invalid"], seen["valid"]
+            assert invalid["azureShown"] and invalid["providerLabel"] == "Azure OpenAI"
+            assert invalid["hint"].startswith("Your Azure OpenAI resource") and "deployment" in invalid["azureHint"]
+            assert invalid["deploymentMarked"] and invalid["versionMarked"]
+            assert not valid["deploymentMarked"] and not valid["versionMarked"]
+            assert valid["toolCallingLabel"] == "The model can call tools (function calling)"
+
+            # Deployed as node properties, the key as a credential.
+            deadline = time.monotonic() + 20
+            saved: dict = {}
+            while time.monotonic() < deadline and saved.get("provider") != "azure-openai":
+                flows = admin_request(nodered, token, "GET", "/flows")
+                saved = next(node for node in flows if node["id"] == config["id"])
+                time.sleep(0.2)
+            assert (saved["provider"], saved["baseUrl"], saved["deployment"], saved["apiVersion"],
+                    saved["toolCalling"]) == ("azure-openai", azure.base_url, "gpt4o-mini-prod",
+                                              "2025-01-01-preview", False)
+            assert azure_key not in json.dumps(flows)
+
+            # The runtime sends them on: the deployment answers, asked with its key and version, offered no tools.
+            azure.script(Reply(text="Answered by the Azure deployment."))
+            request = urllib.request.Request(
+                f"{nodered.url}/ai-sidebar/stream-chat", method="POST",
+                data=json.dumps({"message": "What could go wrong here?", "configId": config["id"]}).encode(),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                stream = response.read().decode()
+            events = [json.loads(line[5:]) for line in stream.splitlines() if line.startswith("data:")]
+            assert "".join(e["content"] for e in events if e["type"] == "token") == \
+                "Answered by the Azure deployment.", events
+            assert [e["code"] for e in events if e["type"] == "notice"] == ["model_without_tools"]
+            assert azure.calls == [("gpt4o-mini-prod", "2025-01-01-preview")]
+            assert azure.headers[0]["api-key"] == azure_key and "tools" not in azure.requests[0]
+        finally:
+            deploy(nodered, token, original)

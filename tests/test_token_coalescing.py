@@ -48,3 +48,19 @@ async def test_held_back_tokens_go_out_before_the_error_that_follows_them(aiohtt
     assert set(kinds[:-2]) == {"token"}
     assert "".join(e["content"] for e in events[:-2]) == "".join(Reply(text=ANSWER).pieces()[:25])
 
+
+
+async def test_thoughts_are_joined_like_tokens_and_never_mixed_with_them(aiohttp_client, settings, model):
+    # A reasoning model on an OpenAI-compatible server: 30 pieces of reasoning_content, then 40 of text.
+    thought = " ".join(f"idea{i}" for i in range(30))
+    model.script(Reply(text=ANSWER, reasoning=thought))
+    events = await chat(aiohttp_client, settings.model_copy(update={"provider": "openai-compatible",
+                                                                    "model": "qwen3:8b"}), 1000)
+
+    kinds = [e["type"] for e in events]
+    thinking = [e for e in events if e["type"] == "thinking"]
+    assert "".join(e["text"] for e in thinking) == thought and all(set(e) == {"type", "text"} for e in thinking)
+    assert 1 <= len(thinking) < len(Reply(text=thought).pieces())
+    # All thoughts first, then all text: a held-back thought goes out before the first token.
+    assert kinds == ["thinking"] * len(thinking) + ["token"] * (len(kinds) - len(thinking) - 1) + ["done"]
+    assert "".join(e["content"] for e in events if e["type"] == "token") == ANSWER

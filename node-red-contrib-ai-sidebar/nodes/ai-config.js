@@ -54,9 +54,11 @@ function optionalNumber(value) {
  *
  * @param {object} config the node's properties
  * @param {{apiKey?: string, mcpSecrets?: string}} [credentials]
- * @returns {{provider: string, model?: string, baseUrl?: string, temperature?: number, maxTokens?: number,
+ * @returns {{provider: string, model?: string, baseUrl?: string, deployment?: string, apiVersion?: string,
+ *     temperature?: number, maxTokens?: number,
  *     apiKey?: string, memory: boolean, tools: boolean, scenarios?: string[], mcpServers?: object[]}}
- *     `mcpServers` (lib/mcp-servers.js) only when the node has some
+ *     `mcpServers` (lib/mcp-servers.js) only when the node has some; `deployment` and `apiVersion` (Azure
+ *     OpenAI's) only for the `azure-openai` provider; `toolCalling: false` only for a model that cannot call tools
  * @throws {Error} with code `invalid_config` when a setting is out of range, naming the setting
  */
 function providerSettings(config, credentials) {
@@ -75,6 +77,24 @@ function providerSettings(config, credentials) {
             throw invalid("base URL", "must be an http:// or https:// URL; got " + JSON.stringify(baseUrl));
         }
         settings.baseUrl = baseUrl;
+    }
+    if (provider === "azure-openai") {
+        const deployment = String(config.deployment || "").trim();
+        if (deployment) {
+            if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(deployment)) {
+                throw invalid("deployment", "must be an Azure deployment name (letters, digits, . _ -); got "
+                    + JSON.stringify(deployment));
+            }
+            settings.deployment = deployment;
+        }
+        const apiVersion = String(config.apiVersion || "").trim();
+        if (apiVersion) {
+            if (!/^\d{4}-\d{2}-\d{2}(-preview)?$/.test(apiVersion)) {
+                throw invalid("API version", "must be a date like 2024-10-21 (or 2025-01-01-preview); got "
+                    + JSON.stringify(apiVersion));
+            }
+            settings.apiVersion = apiVersion;
+        }
     }
     const temperature = optionalNumber(config.temperature);
     if (temperature !== undefined) {
@@ -96,6 +116,10 @@ function providerSettings(config, credentials) {
     }
     settings.memory = config.memory !== false;
     settings.tools = config.tools !== false;
+    if (config.toolCalling === false) {
+        // The model cannot call tools (many local models): the service answers without its agent.
+        settings.toolCalling = false;
+    }
     const scenarios = parseScenarios(config.scenarios);
     if (scenarios.length) {
         settings.scenarios = scenarios;
@@ -130,10 +154,13 @@ module.exports = function (RED) {
             provider: config.provider,
             model: config.model,
             baseUrl: config.baseUrl,
+            deployment: config.deployment,
+            apiVersion: config.apiVersion,
             temperature: config.temperature,
             maxTokens: config.maxTokens,
             memory: config.memory,
             tools: config.tools,
+            toolCalling: config.toolCalling,
             scenarios: config.scenarios,
             mcpServers: config.mcpServers
         };

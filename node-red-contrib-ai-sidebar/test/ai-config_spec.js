@@ -40,6 +40,33 @@ describe("ai-config node", function () {
             { id: "cfg", name: "local llama", provider: "openai-compatible", model: " llama3.1 " });
     });
 
+    it("sends Azure OpenAI's deployment and API version for azure-openai only, and refuses ones Azure would not take",
+        async function () {
+            await helper.load(aiConfigNode, [{ id: "cfg", type: "ai-config", provider: "azure-openai",
+                baseUrl: "https://contoso.openai.azure.com", deployment: " gpt4o-mini-prod ",
+                apiVersion: "2025-01-01-preview", model: "gpt-4o-mini" }], { cfg: { apiKey: KEY } });
+            assert.deepStrictEqual(helper.getNode("cfg").providerSettings(), {
+                provider: "azure-openai", model: "gpt-4o-mini", baseUrl: "https://contoso.openai.azure.com",
+                deployment: "gpt4o-mini-prod", apiVersion: "2025-01-01-preview", apiKey: KEY, memory: true,
+                tools: true
+            });
+            // A model configured without tool calling says so; the service then answers without its agent.
+            assert.strictEqual(aiConfigNode.providerSettings({ provider: "openai-compatible", toolCalling: false })
+                .toolCalling, false);
+            assert.ok(!("toolCalling" in aiConfigNode.providerSettings({ provider: "openai", toolCalling: true })));
+            // Another provider keeps fields left over from an earlier choice out of its request.
+            assert.deepStrictEqual(aiConfigNode.providerSettings({ provider: "openai", deployment: "x",
+                apiVersion: "2024-10-21" }), { provider: "openai", memory: true, tools: true });
+            [[{ deployment: "../admin" }, /deployment/], [{ apiVersion: "latest" }, /API version/]]
+                .forEach(function ([bad, named]) {
+                    assert.throws(function () {
+                        aiConfigNode.providerSettings(Object.assign({ provider: "azure-openai" }, bad));
+                    }, function (err) {
+                        return err.code === "invalid_config" && named.test(err.message);
+                    });
+                });
+        });
+
     it("leaves out settings that are empty, including a key that was never set", async function () {
         await helper.load(aiConfigNode, [{ id: "cfg", type: "ai-config", provider: "anthropic", model: "",
             baseUrl: "", temperature: "", maxTokens: "", memory: true, tools: true, scenarios: "" }]);

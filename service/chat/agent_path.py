@@ -24,7 +24,7 @@ from service.chat.plan import PLAN_NOTE
 from service.chat.tool_search import tool_selector
 from service.errors import ServiceError, error_event
 from service.llm.pii import pii_middleware
-from service.llm.providers import first_chunk_within
+from service.llm.providers import ProviderConfig, first_chunk_within
 from service.tools.context import ServiceToolContext
 
 log = logging.getLogger(__name__)
@@ -36,9 +36,15 @@ TOOL_DEFAULTS_NOTE = ("Tools read the user's Node-RED. get_flow without flow_id 
 
 
 def uses_agent(deps: ChatDeps, turn: Turn) -> bool:
-    """Whether the answer comes from the agent rather than one model call: tools are offered and either the
-    message needs them (:func:`mark_needs_tools`; a direct trigger's run is never followed by the agent) or
-    neither a tool run nor retrieved knowledge decided the answer."""
+    """Whether the answer comes from the agent rather than one model call: :func:`wants_agent`, and the model can
+    call tools (:attr:`ChatDeps.model_calls_tools`)."""
+    return wants_agent(deps, turn) and deps.model_calls_tools
+
+
+def wants_agent(deps: ChatDeps, turn: Turn) -> bool:
+    """Whether the turn is for the agent, whatever the model can do: tools are offered and either the message
+    needs them (:func:`mark_needs_tools`; a direct trigger's run is never followed by the agent) or neither a tool
+    run nor retrieved knowledge decided the answer."""
     if not (turn.scenario.tools and deps.tools_enabled):
         return False
     if turn.needs_tools:
@@ -129,15 +135,18 @@ async def agent_answer(messages: list[BaseMessage], tool_names: list[str], deps:
                                               *build_checks(build)],
                                       condense=agent_summarisation(deps, model, messages[0] if messages else None,
                                                                    offered))
+            await events.relay_end(emit, result)
         except Exception as exc:
             if result.answer or result.tools or system is None or not tools_unsupported(exc):
                 raise
             # Some OpenAI-compatible servers (models without tool calling in Ollama, LM Studio) refuse a request
             # that offers tools: answer as a plain chat instead of failing.
             log.info("the model refused tool calling (%s); answering without tools", type(exc).__name__)
+            deps.models.mark_without_tools(ProviderConfig.from_settings(settings, deps.provider))
             messages[0] = system
             async for chunk in first_chunk_within(model.astream(messages), settings.llm_timeout):
                 await events.relay_chunk(chunk, emit, result)
+            await events.relay_end(emit, result)
 
     await with_model(deps, emit, agent_or_chat)
     # A server that died during the run.

@@ -34,6 +34,7 @@ async def stream_answer(messages: list[BaseMessage], deps: ChatDeps, emit: Emit,
     async def stream(model: BaseChatModel) -> None:
         async for chunk in first_chunk_within(model.astream(messages), deps.settings.llm_timeout):
             await events.relay_chunk(chunk, emit, result)
+        await events.relay_end(emit, result)
 
     await with_model(deps, emit, stream)
 
@@ -69,5 +70,6 @@ def request_secrets(deps: ChatDeps, config: ProviderConfig) -> list[Any]:
     node's included), the environment's provider keys, the service token and the Node-RED credentials."""
     settings = deps.settings
     return [config.api_key, settings.openai_api_key, settings.deepseek_api_key, settings.google_api_key,
-            settings.anthropic_api_key, settings.token, settings.nodered.token, settings.nodered.password,
+            settings.anthropic_api_key, settings.azure_openai_api_key, settings.token, settings.nodered.token,
+            settings.nodered.password,
             deps.user_token]

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 from service.chat.approvals import Approvals
 from service.chat.events import Emit, Origin
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
+from service.chat.thinking import ThinkSplitter
 from service.identity import ANONYMOUS, Identity
 from service.knowledge.refresher import KnowledgeSlot
 from service.knowledge.retrieval import StoreResult
-from service.llm.providers import ChatModelFactory
+from service.llm.providers import ChatModelFactory, ProviderConfig
 from service.nodered.client import NodeRedClient
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.requests import ProviderOverride, StreamChatRequest
@@ -61,6 +62,12 @@ class ChatDeps:
         return "write" if self.may_write else "read"
 
     @property
+    def model_calls_tools(self) -> bool:
+        """Whether the request's model may be offered tools (:meth:`ChatModelFactory.calls_tools`): not one
+        configured without tool calling nor one whose server refused tools."""
+        return self.models.calls_tools(ProviderConfig.from_settings(self.settings, self.provider))
+
+    @property
     def tools_enabled(self) -> bool:
         """Tools run only when the caller has them (an ``ai-chat`` node's grants) and the ``ai-config`` node, if
         any, has not turned them off; the environment's provider always has them."""
@@ -103,6 +110,7 @@ class ChatResult:
     status: str | None = None  # "awaiting_approval": the run waits for the user's decisions on writes
     view: list[dict[str, Any]] = field(default_factory=list)  # the events shown besides text (service.chat.view)
     suggestions: list[dict[str, str]] = field(default_factory=list)  # follow-ups for done (service.chat.followups)
+    think: ThinkSplitter = field(default_factory=ThinkSplitter)  # <think> parts kept off the answer's text
 
     def shown(self) -> list[dict[str, Any]]:
         """What the sidebar showed of the answer besides its text, to store with it: the recorded events, then the

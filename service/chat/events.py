@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
+from service.chat.thinking import ThinkSplitter, reasoning_of
 from service.nodered.messages import CodedError, english
 from service.nodered.text_budget import bounded
 
@@ -21,14 +22,22 @@ SOURCES_LIMIT = 20     # sources listed on one tool_result event (contracts16 A)
 
 
 class Answer(Protocol):
-    """What the relayed text accumulates into (:class:`service.chat.context.ChatResult`)."""
+    """What the relayed text accumulates into (:class:`service.chat.context.ChatResult`): the answer's text and
+    what splits ``<think>`` parts off it (:mod:`service.chat.thinking`)."""
 
     answer: str
+    think: ThinkSplitter
 
 
 def token(content: str) -> Event:
     """One text chunk of the model's answer, in order."""
     return {"type": "token", "content": content}
+
+
+def thinking(text: str) -> Event:
+    """One piece of the model's reasoning, in order (:mod:`service.chat.thinking`): shown apart, never part of the
+    answer's text, never stored."""
+    return {"type": "thinking", "text": text}
 
 
 def tool_call(tool: str, params: Any, origin: Origin) -> Event:
@@ -63,12 +72,30 @@ def tool_result(tool: str, text: str, ok: bool, sources: list[dict[str, Any]] | 
 
 
 async def relay_chunk(chunk: Any, emit: Emit, answer: Answer) -> None:
-    """One streamed model chunk: its text as a ``token`` event and into ``answer.answer``. (Its tokens are counted
-    for the whole turn by :func:`service.llm.usage.counted`, every model call included.)"""
+    """One streamed model chunk: its reasoning (a ``reasoning_content`` delta, Anthropic's ``thinking`` blocks, the
+    text between ``<think>`` and ``</think>``) as ``thinking`` events, the rest of its text as ``token`` events and
+    into ``answer.answer``. (Its tokens are counted for the whole turn by :func:`service.llm.usage.counted`, every
+    model call included, reasoning once, as the provider reports it.)"""
+    reasoning = reasoning_of(chunk)
+    if reasoning:
+        await emit(thinking(reasoning))
     text = chunk.text if isinstance(chunk.text, str) else chunk.text()
     if text:
-        answer.answer += text
-        await emit(token(text))
+        await _relay_parts(answer.think.feed(text), emit, answer)
+
+
+async def relay_end(emit: Emit, answer: Answer) -> None:
+    """The end of a model's stream: text held back as a possible ``<think>`` tag (``<thi``) is text after all."""
+    await _relay_parts(answer.think.flush(), emit, answer)
+
+
+async def _relay_parts(parts: list[tuple[bool, str]], emit: Emit, answer: Answer) -> None:
+    for is_thinking, part in parts:
+        if is_thinking:
+            await emit(thinking(part))
+        else:
+            answer.answer += part
+            await emit(token(part))
 
 
 def notice(code: str, message: str, **fields: Any) -> Event:

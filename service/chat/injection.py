@@ -30,7 +30,7 @@ NAMED_LIMIT = 5  # nodes named in the sentence; the event's ``nodes`` lists them
 NODES_LIMIT = 50
 # The other notices' sentence keys in guardrails.json.
 NOTICE_KEYS = ("mcpServerUnavailable", "historyLeftOut", "knowledgeIndexBuilding", "changeNeedsAgent",
-               "changeNeedsTools")
+               "changeNeedsTools", "modelWithoutTools")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ def needed_notice(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result
         return "change_needs_agent" if router.asks_change(request.message, turn.catalog.language) else None
     if uses_agent(deps, turn) and any(deps.tools.writes(name) for name in agent_tool_names(deps, turn)):
         return None
+    if not deps.model_calls_tools:  # the model is the reason: service.chat.model_limits says so
+        return None
     return "change_needs_tools"
 
 

@@ -15,6 +15,7 @@ from service.chat.context import ChatDeps, ChatResult, Turn
 from service.chat.events import Emit
 from service.chat.injection import DEFAULT_LANGUAGE, load_patterns
 from service.chat.prompting import earlier_turns
+from service.chat.thinking import without_thinking
 from service.errors import ServiceError
 from service.knowledge.grading import grade, rewrite
 from service.knowledge.retrieval import (
@@ -151,7 +152,7 @@ async def ask_model(deps: ChatDeps, instruction: str, text: str) -> str | None:
     except Exception as err:  # noqa: BLE001 - any provider fault: the deterministic path decides
         log.info("knowledge model step skipped (%s)", type(err).__name__)
         return None
-    return answer.text if isinstance(answer.text, str) else answer.text()
+    return without_thinking(answer.text if isinstance(answer.text, str) else answer.text())
 
 
 async def answer_without_model(deps: ChatDeps, turn: Turn, emit: Emit, result: ChatResult) -> bool:

@@ -39,6 +39,7 @@ from service.chat.events import Emit
 from service.chat.keyword_path import choose_scenario, follow_keywords, mark_needs_tools, read_error_source
 from service.chat.ledger import within_budget
 from service.chat.mode_notice import refuse_in_ask_mode, tell_how_to_change
+from service.chat.model_limits import tell_model_limits
 from service.chat.prompting import build_prompt
 from service.chat.retrieval_path import answer_without_model, retrieve_knowledge
 from service.errors import error_event
@@ -162,6 +163,7 @@ async def check_answer(state: RouterState) -> RouterState:
     await check_flow_types(deps, turn, state["emit"], state["result"])
     await warn_of_injection(request, deps, turn, state["emit"])
     await tell_how_to_change(request, deps, turn, state["emit"], state["result"])
+    await tell_model_limits(deps, turn, state["emit"], state["result"])
     return {}
 
 

@@ -13,7 +13,8 @@ DEFAULT_ENDPOINTS = {"openai": "https://api.openai.com", "deepseek": "https://ap
                      "google": "https://generativelanguage.googleapis.com", "anthropic": ANTHROPIC_API_URL}
 # The service's environment variable that sets each provider's base URL (service/settings.py).
 BASE_URL_SETTINGS = {"openai": "OPENAI_BASE_URL", "openai-compatible": "OPENAI_BASE_URL",
-                     "deepseek": "DEEPSEEK_API_BASE", "anthropic": "ANTHROPIC_BASE_URL"}
+                     "deepseek": "DEEPSEEK_API_BASE", "anthropic": "ANTHROPIC_BASE_URL",
+                     "azure-openai": "AZURE_OPENAI_ENDPOINT"}
 
 
 def endpoint_origin(config: ProviderConfig) -> str | None:

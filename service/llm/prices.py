@@ -44,10 +44,17 @@ class PriceTable:
         known = self._prices.get(provider, {})
         return next((known[model] for model in models if model and model in known), None)
 
-    def cost(self, provider: str, models: tuple[str | None, ...], input_tokens: int,
-             output_tokens: int) -> float | None:
-        """USD for the tokens at the price of the first of ``models`` that has one; ``None`` without a price."""
+    def cost(self, provider: str, models: tuple[str | None, ...], input_tokens: int, output_tokens: int,
+             cache_read: int = 0, cache_write: int = 0) -> float | None:
+        """USD for the tokens at the price of the first of ``models`` that has one; ``None`` without a price.
+        ``input_tokens`` counts all input, ``cache_read`` and ``cache_write`` of them included (LangChain's
+        ``usage_metadata``: ``input_token_details.cache_read`` / ``cache_creation``); those are priced at the
+        model's cache prices when it has them."""
         price = self.price(provider, *models)
         if price is None:
             return None
-        return (input_tokens * price.input + output_tokens * price.output) / TOKENS_PER_UNIT
+        read_price = price.input if price.cache_read is None else price.cache_read
+        write_price = price.input if price.cache_write is None else price.cache_write
+        plain = max(0, input_tokens - cache_read - cache_write)
+        return (plain * price.input + cache_read * read_price + cache_write * write_price
+                + output_tokens * price.output) / TOKENS_PER_UNIT

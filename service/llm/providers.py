@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from service.requests import ProviderOverride
 
 T = TypeVar("T")
-OPENAI_STYLE = frozenset({"openai", "openai-compatible", "deepseek"})
+OPENAI_STYLE = frozenset({"openai", "openai-compatible", "deepseek", "azure-openai"})
 # Enough connections for hundreds of simultaneous streams to one provider.
 HTTP_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 DEFAULT_MODELS = {
@@ -30,6 +30,7 @@ DEFAULT_MODELS = {
     "deepseek": "deepseek-chat",
     "google": "gemini-2.5-flash",
     "anthropic": "claude-sonnet-4-5",
+    "azure-openai": None,  # the deployment picks the model; AI_MODEL only names it for prices
     "openai-compatible": None,  # the server decides which models exist: AI_MODEL is required
 }
 
@@ -41,7 +42,7 @@ ANTHROPIC_API_URL = "https://api.anthropic.com"
 # The LangChain package of each provider's chat model, imported when its first model is built.
 PROVIDER_PACKAGES = {"openai": "langchain_openai", "openai-compatible": "langchain_openai",
                      "deepseek": "langchain_deepseek", "google": "langchain_google_genai",
-                     "anthropic": "langchain_anthropic"}
+                     "anthropic": "langchain_anthropic", "azure-openai": "langchain_openai"}
 # The providers this installation can answer with (those with a chat model above), in the order of
 # service.settings.PROVIDERS: the ai-config dialog offers these (GET /ai-sidebar/scenarios ``providers``), and a
 # request for another one is ``provider_not_configured.unsupported`` naming them.
@@ -68,7 +69,10 @@ def default_model(settings: Settings, provider: str) -> str | None:
 class ProviderConfig:
     """Which model to talk to and how; ``api_key`` never appears in ``repr`` or in a cache key.
 
-    ``temperature`` is 0..2, ``max_tokens`` counts output tokens, ``timeout`` is seconds per model request.
+    ``temperature`` is 0..2, ``max_tokens`` counts output tokens, ``timeout`` is seconds per model request;
+    ``deployment`` and ``api_version`` are Azure OpenAI's (``base_url`` is then the resource's endpoint);
+    ``tool_calling`` is ``False`` for a model configured as unable to call tools (``AI_MODEL_TOOL_CALLING``, an
+    ai-config node's ``toolCalling``): it builds the same model, the chat offers it no tools.
     """
 
     provider: str
@@ -78,9 +82,13 @@ class ProviderConfig:
     temperature: float | None = None
     max_tokens: int | None = None
     timeout: float = 60.0
+    deployment: str | None = None
+    api_version: str | None = None
+    tool_calling: bool = True
 
     def __repr__(self) -> str:
-        return f"ProviderConfig(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r})"
+        return (f"ProviderConfig(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r}"
+                + (f", deployment={self.deployment!r}" if self.deployment else "") + ")")
 
     @classmethod
     def from_settings(cls, settings: Settings, override: ProviderOverride | None = None) -> ProviderConfig:
@@ -94,22 +102,31 @@ class ProviderConfig:
             "deepseek": (settings.deepseek_api_key, settings.deepseek_api_base),
             "google": (settings.google_api_key, None),
             "anthropic": (settings.anthropic_api_key, settings.anthropic_base_url),
+            "azure-openai": (settings.azure_openai_api_key, settings.azure_openai_endpoint),
         }[provider]
         model = default_model(settings, provider)
+        azure = provider == "azure-openai"
+        deployment = settings.azure_openai_deployment if azure else None
+        version = settings.azure_openai_api_version if azure else None
         if override is None:
-            return cls(provider=provider, model=model, api_key=key, base_url=base, timeout=settings.llm_timeout)
+            return cls(provider=provider, model=model, api_key=key, base_url=base, timeout=settings.llm_timeout,
+                       deployment=deployment, api_version=version, tool_calling=settings.model_tool_calling)
         # The environment's key only ever goes to the environment's endpoint: a config naming another base URL
         # must bring its own key, or a crafted request could send the service's key to any server.
         if override.baseUrl and override.baseUrl.rstrip("/") != (base or "").rstrip("/"):
             key = None
         return cls(provider=provider, model=override.model or model,
                    api_key=override.apiKey or key, base_url=override.baseUrl or base,
-                   temperature=override.temperature, max_tokens=override.maxTokens, timeout=settings.llm_timeout)
+                   temperature=override.temperature, max_tokens=override.maxTokens, timeout=settings.llm_timeout,
+                   deployment=(override.deployment or deployment) if azure else None,
+                   api_version=(override.apiVersion or version) if azure else None,
+                   tool_calling=override.toolCalling)
 
     def cache_key(self) -> tuple:
         """Identity of a model instance; the key enters only as a SHA-256 digest."""
         digest = hashlib.sha256(self.api_key.get_secret_value().encode()).hexdigest() if self.api_key else None
-        return (self.provider, self.model, self.base_url, self.temperature, self.max_tokens, self.timeout, digest)
+        return (self.provider, self.model, self.base_url, self.temperature, self.max_tokens, self.timeout,
+                self.deployment, self.api_version, digest)
 
 
 class ChatModelFactory:
@@ -121,6 +138,8 @@ class ChatModelFactory:
     """
 
     def __init__(self, max_size: int = 32):
+        # Models whose server refused a request that offered tools (mark_without_tools), by cache key.
+        self._without_tools: set[tuple] = set()
         self._cache: dict[tuple, BaseChatModel] = {}
         self._clients: dict[tuple, httpx2.AsyncClient | None] = {}
         self._pending_close: list[httpx2.AsyncClient] = []
@@ -134,6 +153,17 @@ class ChatModelFactory:
         self._cache.clear()
         for client in clients:
             await client.aclose()
+
+    def calls_tools(self, config: ProviderConfig) -> bool:
+        """Whether ``config``'s model may be offered tools: configured so (``tool_calling``) and its server has not
+        refused tools since this factory started (:meth:`mark_without_tools`)."""
+        return config.tool_calling and config.cache_key() not in self._without_tools
+
+    def mark_without_tools(self, config: ProviderConfig) -> None:
+        """``config``'s server refused a request that offered tools ("does not support tools"): later turns with
+        it go down the paths without the agent instead of asking again (until the service restarts)."""
+        if len(self._without_tools) < 10 * self._max_size:
+            self._without_tools.add(config.cache_key())
 
     def get(self, config: ProviderConfig) -> BaseChatModel:
         """A streaming chat model for ``config``.
@@ -193,26 +223,30 @@ def _missing(config: ProviderConfig, setting: str) -> ServiceError:
 
 # The setting that holds each provider's key (the ``setting`` of provider_not_configured).
 KEY_SETTINGS = {"openai": "OPENAI_API_KEY", "openai-compatible": "OPENAI_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
-                "google": "GOOGLE_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+                "google": "GOOGLE_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure-openai": "AZURE_OPENAI_API_KEY"}
 
 
 def unready(config: ProviderConfig) -> ServiceError | None:
     """Why a model of ``config`` cannot answer before any request is sent, or ``None`` when it may: 400
     ``provider_not_configured`` naming the missing setting (a key; for openai-compatible the base URL; for the
-    OpenAI-style providers the model), or its ``unsupported`` variant for a provider without a chat model here.
-    The same check the model's construction makes (:meth:`ChatModelFactory.get`); the sidebar's setup card and the
-    service's start warning read it."""
+    OpenAI-style providers the model; for azure-openai its endpoint and deployment), or its ``unsupported``
+    variant for a provider without a chat model here. The same check the model's construction makes
+    (:meth:`ChatModelFactory.get`); the sidebar's setup card and the service's start warning read it."""
     provider = config.provider
     if provider not in PROVIDER_PACKAGES:
         return ServiceError("provider_not_configured", status=400, key="provider_not_configured.unsupported",
                             params={"provider": provider, "supported": ", ".join(SUPPORTED_PROVIDERS)})
     if provider == "openai-compatible" and not config.base_url:
         return _missing(config, "OPENAI_BASE_URL")
+    if provider == "azure-openai" and not config.base_url:
+        return _missing(config, "AZURE_OPENAI_ENDPOINT")
     # A key-less OpenAI-style endpoint of one's own (Ollama, LM Studio) accepts any key.
     if not config.api_key and not (provider in ("openai", "openai-compatible") and config.base_url):
         return _missing(config, KEY_SETTINGS[provider])
     if provider in ("openai", "openai-compatible") and not config.model:
         return _missing(config, "AI_MODEL")
+    if provider == "azure-openai" and not config.deployment:
+        return _missing(config, "AZURE_OPENAI_DEPLOYMENT")
     return None
 
 
@@ -229,9 +263,13 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
     if provider in ("openai", "openai-compatible"):
         from langchain_openai import ChatOpenAI
 
-        # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one.
+        from service.llm.reasoning import ReasoningChatOpenAI
+
+        # Local OpenAI-compatible servers (Ollama, LM Studio) accept any key; the client insists on one. Their
+        # reasoning models stream reasoning_content, which plain ChatOpenAI drops.
         key = config.api_key or SecretStr("not-needed")
-        return chunks_as_dicts(ChatOpenAI(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
+        chat_class = ReasoningChatOpenAI if provider == "openai-compatible" else ChatOpenAI
+        return chunks_as_dicts(chat_class(model=config.model, api_key=key, base_url=config.base_url, streaming=True,
                                           stream_usage=True, timeout=config.timeout, max_retries=2,
                                           http_async_client=client, stream_chunk_timeout=None, **common))
     if provider == "deepseek":
@@ -257,6 +295,12 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
                                    base_url=config.base_url or ANTHROPIC_API_URL, streaming=True,
                                    stream_usage=True, timeout=config.timeout, max_retries=2,
                                    http_async_client=client, **common)
+    if provider == "azure-openai" and config.base_url and config.deployment and config.api_key:
+        from service.llm.azure import azure_chat_model
+
+        return chunks_as_dicts(azure_chat_model(
+            endpoint=config.base_url, deployment=config.deployment, api_version=config.api_version,
+            api_key=config.api_key, model=config.model, timeout=config.timeout, client=client, common=common))
     raise AssertionError(f"unready() let the provider {provider!r} through")
 
 

@@ -62,11 +62,17 @@ def turn_usage(by_model: dict[str, UsageMetadata], provider: str, model: str | N
     else by ``model`` (a provider may answer with a dated version of the name asked for)."""
     if not by_model:
         return None
-    costs = [prices.cost(provider, (name, model), used.get("input_tokens", 0), used.get("output_tokens", 0))
-             for name, used in by_model.items()]
+    costs = [prices.cost(provider, (name, model), used.get("input_tokens", 0), used.get("output_tokens", 0),
+                         *_cached(used)) for name, used in by_model.items()]
     cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
     return TurnUsage(provider, model, sum(used.get("input_tokens", 0) for used in by_model.values()),
                      sum(used.get("output_tokens", 0) for used in by_model.values()), cost)
+
+
+def _cached(used: UsageMetadata) -> tuple[int, int]:
+    """The input tokens read from and written to the provider's prompt cache (0 and 0 when it says nothing)."""
+    details = used.get("input_token_details") or {}
+    return details.get("cache_read") or 0, details.get("cache_creation") or 0
 
 
 async def counted(work: Awaitable[T], report: Callable[[dict[str, UsageMetadata]], None]) -> T:

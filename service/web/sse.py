@@ -3,7 +3,9 @@ per event, and a ``: ping`` comment every ``ping_interval`` seconds so that prox
 
 ``token`` events that come within ``coalesce`` seconds of the last one written are joined into one (their
 ``content`` concatenated, in order): a stream's first token and any token after a pause go out at once, the rest at
-most ``coalesce`` later. Every other event first writes what is pending, so events are never reordered.
+most ``coalesce`` later; ``thinking`` events (a reasoning model's thoughts, their ``text``) likewise. Every other
+event, and a token after thoughts or thoughts after a token, first writes what is pending, so events are never
+reordered.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 from aiohttp import web
 
 PING_INTERVAL = 15.0
+# The events joined when they come close together, and the field whose text is concatenated.
+JOINED = {"token": "content", "thinking": "text"}
 
 
 def encode(event: dict[str, Any]) -> bytes:
@@ -29,7 +33,8 @@ class EventStream:
 
     Use ``await stream.prepare(request)``, then ``await stream.send({...})`` per event, then ``await stream.close()``.
     ``send`` raises ``ConnectionResetError`` when the client has gone away (for a token held back to be joined,
-    the next ``send`` raises it). ``coalesce``: seconds within which ``token`` events are joined (0: never).
+    the next ``send`` raises it). ``coalesce``: seconds within which ``token`` (or ``thinking``) events are joined
+    (0: never).
     """
 
     def __init__(self, ping_interval: float = PING_INTERVAL, coalesce: float = 0.0):
@@ -44,6 +49,7 @@ class EventStream:
         self._closed = False
         self._coalesce = coalesce
         self._pending: list[str] = []
+        self._pending_type = "token"  # the type of the held-back events: token (content) or thinking (text)
         self._last_token = -math.inf  # loop time at which the last token event was handed to the writer
         self._timer: asyncio.TimerHandle | None = None
         self._flusher: asyncio.Task | None = None
@@ -58,13 +64,17 @@ class EventStream:
         ``coalesce`` seconds and joined with the tokens after it."""
         if self._failed:
             raise ConnectionResetError("the event stream is closed")
-        if self._coalesce > 0 and event.get("type") == "token" and len(event) == 2:
+        kind = event.get("type")
+        if self._coalesce > 0 and kind in JOINED and len(event) == 2:
+            if self._pending and kind != self._pending_type:
+                await self.flush()
             loop = asyncio.get_running_loop()
             now = loop.time()
             if self._pending or now - self._last_token < self._coalesce:
                 if self._closed:
                     raise ConnectionResetError("the event stream is closed")
-                self._pending.append(str(event.get("content", "")))
+                self._pending_type = kind
+                self._pending.append(str(event.get(JOINED[kind], "")))
                 if self._timer is None:
                     self._timer = loop.call_at(self._last_token + self._coalesce, self._flush_soon)
                 return
@@ -84,7 +94,8 @@ class EventStream:
             self._failed = True  # the next send tells the caller
 
     async def flush(self) -> None:
-        """Write the held-back tokens as one ``token`` event now (nothing when none are held)."""
+        """Write the held-back tokens (or thoughts) as one ``token`` (``thinking``) event now (nothing when none are
+        held)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -93,7 +104,8 @@ class EventStream:
         # Taken before the first await: whatever is sent after this call is queued on the lock behind it.
         content, self._pending = "".join(self._pending), []
         self._last_token = asyncio.get_running_loop().time()
-        await self._write(encode({"type": "token", "content": content}))
+        kind = self._pending_type
+        await self._write(encode({"type": kind, JOINED[kind]: content}))
 
     async def _write(self, chunk: bytes) -> None:
         async with self._lock:

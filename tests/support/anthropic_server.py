@@ -4,7 +4,8 @@ It speaks ``POST /v1/messages`` the way the Anthropic API does (https://docs.ant
 the event shapes are the anthropic SDK's ``anthropic.types.Raw*Event`` models). With ``"stream": true`` it answers
 ``text/event-stream`` events, each an ``event:`` line naming its type (the SDK skips data without one) and its JSON:
 ``message_start`` (the message with its input usage), per content block ``content_block_start``,
-``content_block_delta`` pieces (``text_delta`` for the text, ``input_json_delta`` for a ``tool_use`` block's input)
+``content_block_delta`` pieces (``text_delta`` for the text, ``input_json_delta`` for a ``tool_use`` block's input;
+a :attr:`Reply.reasoning` as a ``thinking`` block of ``thinking_delta`` pieces and a ``signature_delta`` first)
 and ``content_block_stop``, a ``ping``, ``message_delta`` (``stop_reason`` ``end_turn`` or ``tool_use``, the
 cumulative usage) and ``message_stop``. Without ``stream`` it answers one ``message``.
 
@@ -16,6 +17,11 @@ refuses are refused here the same way, so that a test fails on a request Anthrop
 ``anthropic-version``, no ``max_tokens``, a message role other than ``user``
 or ``assistant`` (a system prompt goes in the top-level ``system``), or ``tool_use`` and ``tool_result`` blocks that
 do not answer each other in consecutive messages.
+
+Prompt caching (https://docs.claude.com/en/docs/build-with-claude/prompt-caching) is kept as the API keeps it: a
+request whose ``system`` ends in a block with ``cache_control`` writes its tools and system prompt to the cache
+(``cache_creation_input_tokens``) and a later request starting with the same ones reads them
+(``cache_read_input_tokens``); ``input_tokens`` is then the rest, as the API counts it.
 
 Replies are scripted as for the OpenAI-compatible server (:mod:`tests.support.model_server`, whose queue, request
 log, thread and fault timing this server shares) with its :class:`~tests.support.model_server.Reply`; requests are
@@ -54,10 +60,20 @@ class AnthropicReply(Reply):
 
 def usage_of(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     """The usage this server reports for ``reply`` to ``body``: about 4 characters a token of the system prompt,
-    messages and tools asked with, and of the text and tool inputs answered (at least 1)."""
+    messages and tools asked with, and of the thinking, text and tool inputs answered (at least 1)."""
     asked = json.dumps([body.get("system"), body.get("messages"), body.get("tools")])
-    answered = reply.text + "".join(json.dumps(call.get("arguments", {})) for call in reply.tool_calls)
+    tool_inputs = "".join(json.dumps(call.get("arguments", {})) for call in reply.tool_calls)
+    answered = reply.text + reply.reasoning + tool_inputs
     return {"input_tokens": len(asked) // 4, "output_tokens": max(1, len(answered) // 4)}
+
+
+def cacheable_tokens(body: dict[str, Any]) -> int:
+    """The tokens of ``body``'s tools and system prompt when its system prompt's last block asks for the prompt
+    cache (the part cached), else 0."""
+    system = body.get("system")
+    if not (isinstance(system, list) and system and system[-1].get("cache_control")):
+        return 0
+    return len(json.dumps([body.get("tools"), system])) // 4
 
 
 def refusal(body: dict[str, Any], headers: Any, accepted_keys: set[str] | None) -> tuple[int, str] | None:
@@ -105,6 +121,24 @@ class ScriptedAnthropicServer(ScriptedModelServer):
     def __init__(self, accepted_keys: set[str] | None = None) -> None:
         super().__init__()
         self.accepted_keys = accepted_keys
+        self.cached: set[str] = set()  # the cached prefixes (tools and system) of the prompt cache
+
+    def reset(self) -> None:
+        super().reset()
+        self.cached.clear()
+
+    def cache_use(self, body: dict[str, Any]) -> tuple[int, int]:
+        """The tokens of ``body`` read from and written to the prompt cache: its tools and system prompt, when the
+        system prompt's last block asks for the cache (``(0, 0)`` when it does not)."""
+        tokens = cacheable_tokens(body)
+        if not tokens:
+            return 0, 0
+        prefix = json.dumps([body.get("tools"), body.get("system")])
+        with self._lock:
+            if prefix in self.cached:
+                return tokens, 0
+            self.cached.add(prefix)
+        return 0, tokens
 
     @property
     def base_url(self) -> str:
@@ -126,7 +160,7 @@ class ScriptedAnthropicServer(ScriptedModelServer):
             return web.Response()
         if reply.status != 200:
             return _error(reply.status, reply.error_text(f"API key: {api_key(request.headers)}"), reply.headers)
-        usage = usage_of(body, reply)
+        usage = {**usage_of(body, reply), "cache": self.cache_use(body)}
         model = body.get("model", "scripted")
         if not body.get("stream"):
             return web.json_response(_message(reply, model, usage), headers={"request-id": REQUEST_ID})
@@ -139,13 +173,24 @@ class ScriptedAnthropicServer(ScriptedModelServer):
         start = _message(Reply(), model, {**usage, "output_tokens": 1})
         await send({"type": "message_start", "message": {**start, "stop_reason": None}})
         index = 0
+        if reply.reasoning:  # extended thinking: a thinking block first, its signature last
+            await send({"type": "content_block_start", "index": 0,
+                        "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            for piece in Reply(text=reply.reasoning).pieces():
+                await send({"type": "content_block_delta", "index": 0,
+                            "delta": {"type": "thinking_delta", "thinking": piece}})
+            await send({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "signature_delta", "signature": "c2NyaXB0ZWQ="}})
+            await send({"type": "content_block_stop", "index": 0})
+            index = 1
         if reply.text or not reply.tool_calls:
-            await send({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+            await send({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "text", "text": ""}})
             await send({"type": "ping"})
             for number, piece in enumerate(reply.pieces() if reply.text else []):
                 if not await self.piece_due(request, reply, number):
                     return response
-                await send({"type": "content_block_delta", "index": 0,
+                await send({"type": "content_block_delta", "index": index,
                             "delta": {"type": "text_delta", "text": piece}})
             if isinstance(reply, AnthropicReply) and reply.stream_error:
                 status = reply.stream_error
@@ -153,8 +198,8 @@ class ScriptedAnthropicServer(ScriptedModelServer):
                                                        "message": reply.error_message}})
                 await response.write_eof()
                 return response
-            await send({"type": "content_block_stop", "index": 0})
-            index = 1
+            await send({"type": "content_block_stop", "index": index})
+            index += 1
         for number, call in enumerate(reply.tool_calls):
             block = {"type": "tool_use", "id": _tool_use_id(number, call), "name": call["name"], "input": {}}
             await send({"type": "content_block_start", "index": index, "content_block": block})
@@ -180,9 +225,11 @@ def _stop_reason(reply: Reply) -> str:
     return "tool_use" if reply.tool_calls else "end_turn"
 
 
-def _usage(usage: dict[str, int]) -> dict[str, int]:
-    return {"input_tokens": usage["input_tokens"], "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-            "output_tokens": usage["output_tokens"]}
+def _usage(usage: dict[str, Any]) -> dict[str, int]:
+    """The API's usage: ``input_tokens`` without the cached ones, which it counts apart."""
+    read, write = usage.get("cache", (0, 0))
+    return {"input_tokens": usage["input_tokens"] - read - write, "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read, "output_tokens": usage["output_tokens"]}
 
 
 def _message(reply: Reply, model: str, usage: dict[str, int]) -> dict[str, Any]:

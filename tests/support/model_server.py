@@ -25,7 +25,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -48,6 +48,8 @@ class Reply:
             answer), as a server or proxy that goes away does.
         hold_after: after this many text pieces send nothing more and keep the stream open until the client goes
             away (a model still thinking); the server then appends the number of pieces sent to ``went_away``.
+        reasoning: a reasoning model's thoughts, streamed before the text as ``delta.reasoning_content`` pieces
+            (split on spaces), as DeepSeek's API, vLLM and LM Studio send them; counted in ``completion_tokens``.
     """
 
     text: str = ""
@@ -61,6 +63,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     drop_after: int | None = None
     hold_after: int | None = None
+    reasoning: str = ""
 
     def error_text(self, received: str) -> str:
         """The error message, with what the request authenticated with (``received``) when echoing it."""
@@ -136,6 +139,12 @@ class ScriptedModelServer:
             self.went_away.clear()
             self.default = DEFAULT_REPLY
             self.responder = None
+
+    def emptied(self) -> Iterator[Self]:
+        """For a per-test fixture: this server emptied (:meth:`reset`) before the test and after it."""
+        self.reset()
+        yield self
+        self.reset()
 
     def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         with self._lock:
@@ -260,6 +269,9 @@ class ScriptedModelServer:
 
         await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                          "finish_reason": None}]})
+        for piece in Reply(text=reply.reasoning).pieces() if reply.reasoning else []:
+            await send({**base, "choices": [{"index": 0, "delta": {"reasoning_content": piece},
+                                             "finish_reason": None}]})
         for index, piece in enumerate(reply.pieces() if reply.text else []):
             if not await self.piece_due(request, reply, index):
                 return response
@@ -277,7 +289,7 @@ class ScriptedModelServer:
         await send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             prompt_tokens = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", []))
-            completion_tokens = max(1, len(reply.text) // 4)
+            completion_tokens = max(1, (len(reply.text) + len(reply.reasoning)) // 4)
             await send({**base, "choices": [], "usage": {"prompt_tokens": prompt_tokens,
                                                         "completion_tokens": completion_tokens,
                                                         "total_tokens": prompt_tokens + completion_tokens}})

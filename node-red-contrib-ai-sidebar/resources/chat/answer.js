@@ -182,6 +182,7 @@
 
     Answer.prototype.appendToken = function (content) {
         this.received = true;
+        sidebarLib().thinkingView.settle(this);
         this.currentText();
         this.text += content;
         this.markdown += content;
@@ -370,6 +371,10 @@
             if (typeof event.content === "string") {
                 this.appendToken(event.content);
             }
+            break;
+        case "thinking":
+            this.received = true;
+            sidebarLib().thinkingView.append(this, event.text);
             break;
         case "tool_call":
             this.toolCall(event);

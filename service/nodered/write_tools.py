@@ -1,4 +1,5 @@
-"""The core's write tools: add nodes, change a node, delete nodes, create a tab, trigger an inject node.
+"""The core's write tools: add nodes, change a node, delete nodes, create a tab, trigger an inject node; and the
+canvas tools' (disable, rename, groups, links: planned in :mod:`service.nodered.canvas_tools`).
 
 Each is planned on the live flows (``GET /flows``, v2, with its ``rev``) by a pure function that returns a
 :class:`Change`: a one-sentence ``summary`` (worded from ``locales/<lang>/approvals.json``, so that an approval card
@@ -26,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.nodered.canvas_tools import PLANNERS
 from service.nodered.client import NodeRedError
 from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 from service.nodered.write_plans import (
@@ -134,6 +136,8 @@ async def plan(ctx: ToolContext, tool: str, args: dict[str, Any],
         return plan_create_tab(flows, args["label"], args.get("info", ""), args.get("disabled", False)), rev
     if tool == "trigger_inject":
         return plan_trigger_inject(flows, args["node_id"]), rev
+    if tool in PLANNERS:
+        return PLANNERS[tool](flows, args, locks), rev
     raise ToolFailure("unknown_tool", params={"tool": tool, "tools": ", ".join(WRITE_TOOL_NAMES)})
 
 
@@ -238,4 +242,5 @@ async def commit(ctx: ToolContext, change: Change, rev: str | None) -> ToolOutpu
                       text=f"Deployed: {change.summary}")
 
 
-WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject")
+# The core's write tools, then the canvas tools (:mod:`service.nodered.canvas_tools`).
+WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject", *PLANNERS)

@@ -50,6 +50,16 @@ describe("an approved change for the editor", function () {
         assert.deepStrictEqual(plan.edits, [{ id: "a2", properties: { name: "n" } }]);
     });
 
+    it("refuses a locked tab's own edit (disable, rename) but not unlocking it", function () {
+        const locked = { t1: { type: "tab", locked: true } };
+        const disable = flowChange.planChange({ changed: [{ id: "t1", type: "tab", properties: {
+            disabled: { before: false, after: true } } }] });
+        assert.deepStrictEqual(flowChange.problemWith(disable, editor([], locked)), { reason: "locked", ids: ["t1"] });
+        const unlock = flowChange.planChange({ changed: [{ id: "t1", type: "tab", properties: {
+            locked: { before: true, after: false } } }] });
+        assert.strictEqual(flowChange.problemWith(unlock, editor([], locked)), null);
+    });
+
     it("lands only on the editor it was planned for", function () {
         const add = flowChange.planChange({ nodes: [{ id: "n1", type: "debug", z: "t1", wires: [] }] });
         assert.strictEqual(flowChange.problemWith(add, editor([], { t1: { locked: false } })), null);

@@ -102,6 +102,17 @@
         if (missing.length) {
             return { reason: "missing", ids: missing };
         }
+        // A tab's own edit counts for its lock too (set_disabled, rename), but for unlocking it alone.
+        plan.edits.filter(function (edit) {
+            const names = Object.keys(edit.properties);
+            return !(names.length === 1 && names[0] === "locked");
+        }).forEach(function (edit) {
+            const container = editor.container(edit.id);
+            if (container && (container.type === "tab" || container.type === "subflow") &&
+                    tabs.indexOf(edit.id) === -1) {
+                tabs.push(edit.id);
+            }
+        });
         targets.forEach(function (id) {
             const z = editor.zOf(id);
             if (z && tabs.indexOf(z) === -1) {
@@ -129,23 +140,60 @@
         return links;
     }
 
-    /** Set changed properties of an editor node and return its `edit` history event. */
+    /** The editor's node, tab (workspace), subflow or group of an id, or undefined. */
+    function anyNode(RED, id) {
+        return RED.nodes.node(id) || RED.nodes.workspace(id) || RED.nodes.subflow(id) || RED.nodes.group(id);
+    }
+
+    /**
+     * Set changed properties of an editor node, tab or group and return its `edit` history event (the editor's
+     * undo of an `edit` puts each old value back, also a tab's `disabled` and label and a group's `nodes`).
+     * A property whose new value is null is removed (a node's `d` when enabled, its `g` when it leaves a group).
+     */
     function editNode(RED, edit, wasDirty) {
-        const node = RED.nodes.node(edit.id);
+        const node = anyNode(RED, edit.id);
         const event = { t: "edit", node: node, changes: {}, changed: node.changed, dirty: wasDirty };
         const defaults = (node._def && node._def.defaults) || {};
         Object.keys(edit.properties).forEach(function (name) {
             if (NOT_PROPERTIES.indexOf(name) !== -1) {
                 return;
             }
-            const value = edit.properties[name];
+            let value = edit.properties[name];
             event.changes[name] = node[name];
             if (defaults[name] && defaults[name].type) {
                 // A config node reference: the editor keeps each config node's users (undo restores them).
                 moveUser(RED, node, node[name], value);
             }
-            node[name] = value;
+            if (node.type === "group" && name === "nodes") {
+                // The editor's group holds its members as objects (RED.group); the diff names them by id.
+                value = (Array.isArray(value) ? value : []).map(function (id) {
+                    return RED.nodes.node(id) || RED.nodes.group(id);
+                }).filter(Boolean);
+            }
+            if (name === "g") {
+                markGroupDirty(RED, node[name]);
+                markGroupDirty(RED, value);
+            }
+            if (value === null || value === undefined) {
+                delete node[name];
+            } else {
+                node[name] = value;
+            }
         });
+        if (node.type === "tab" || node.type === "group") {
+            node.changed = true;
+            node.dirty = true;
+        }
+        if (node.type === "tab") {
+            $tabClass(node);
+            RED.events.emit("flows:change", node);
+            return event;
+        }
+        if (node.type === "group") {
+            markGroupDirty(RED, node.id);
+            RED.events.emit("groups:change", node);
+            return event;
+        }
         if (Object.prototype.hasOwnProperty.call(edit.properties, "wires")) {
             const removed = [];
             RED.nodes.filterLinks({ source: node }).forEach(function (link) {
@@ -169,6 +217,21 @@
         return event;
     }
 
+    /** Show a tab's disabled state on its tab header, as the editor's own edit does (undo does the same). */
+    function $tabClass(tab) {
+        if (typeof $ === "function") {
+            $("#red-ui-tab-" + tab.id.replace(".", "-")).toggleClass("red-ui-workspace-disabled", !!tab.disabled);
+        }
+    }
+
+    /** Let the editor redraw a group's border around its members (by id; nothing for none). */
+    function markGroupDirty(RED, id) {
+        const group = id ? RED.nodes.group(id) : null;
+        if (group && RED.group && RED.group.markDirty) {
+            RED.group.markDirty(group);
+        }
+    }
+
     function moveUser(RED, node, from, to) {
         [].concat(from || []).forEach(function (id) {
             const config = RED.nodes.node(id);
@@ -188,6 +251,13 @@
     function deleteNodes(RED, ids, wasDirty) {
         const event = { t: "delete", nodes: [], links: [], dirty: wasDirty };
         ids.forEach(function (id) {
+            const group = RED.nodes.node(id) ? null : RED.nodes.group(id);
+            if (group) {
+                // An ungrouped group: its members left it by `g` edits before; the editor's undo adds it back.
+                event.groups = (event.groups || []).concat([group]);
+                RED.nodes.removeGroup(group);
+                return;
+            }
             const node = RED.nodes.node(id);
             if (!node) {
                 return;
@@ -249,6 +319,16 @@
                 // As Node-RED's own import of suggested flows does: a model often leaves default properties out.
                 applyNodeDefaults: true,
                 eventContext: { source: "ai-sidebar" }
+            });
+            // A new group around nodes the editor has (create_group): the import keeps only members it imported.
+            imported.groups.forEach(function (group) {
+                const planned = plan.nodes.filter(function (node) { return node.id === group.id; })[0];
+                if (planned && Array.isArray(planned.nodes)) {
+                    group.nodes = planned.nodes.map(function (id) {
+                        return RED.nodes.node(id) || RED.nodes.group(id);
+                    }).filter(Boolean);
+                    markGroupDirty(RED, group.id);
+                }
             });
             events.push({
                 t: "add",

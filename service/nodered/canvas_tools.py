@@ -34,16 +34,16 @@ class CreateGroupArgs(BaseModel):
     node_ids: list[str] = Field(min_length=1, max_length=MAX_NODES, description=(
         "the nodes (or groups) to put in the group, all on one tab"))
     name: str = Field("", max_length=200, description="the group's name, shown on its border")
-    style: dict[str, Any] = Field(default_factory=dict, description=(
+    style: dict[str, Any] = Field({}, description=(
         "the editor's group style, e.g. {\"fill\": \"#e3f3d3\", \"stroke\": \"#92d04f\", \"label\": true}"))
 
 
 class ChangeGroupMembersArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     group_id: str = Field(max_length=128, description="the group")
-    add: list[str] = Field(default_factory=list, max_length=MAX_NODES, description=(
+    add: list[str] = Field([], max_length=MAX_NODES, description=(
         "nodes of the group's tab to put in it (they leave any other group)"))
-    remove: list[str] = Field(default_factory=list, max_length=MAX_NODES, description=(
+    remove: list[str] = Field([], max_length=MAX_NODES, description=(
         "members to take out (they stay on the tab, in the group around it if any)"))
 
 

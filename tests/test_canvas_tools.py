@@ -221,3 +221,53 @@ async def test_the_canvas_tools_are_offered_and_applied_over_mcp(canvas_nodered,
     after = deployed(canvas_nodered)
     assert assert_untouched(before["flows"], after["flows"], changed={"w5-n011"}) == []
     assert by_id(after["flows"])["w5-n011"]["name"] == "via mcp"
+
+
+async def test_move_nodes_to_another_tab_replaces_the_cut_wires_by_link_pairs_when_asked(canvas_nodered):
+    moved = ["w1-n017", "w1-n018"]  # change → switch; the inject before, the function after and the junction stay
+    before, preview, _ = await write(canvas_nodered, "move_nodes",
+                                     {"node_ids": moved, "flow_id": "w3", "link_cut_wires": True})
+    assert preview["summary"] == 'Move 2 nodes to tab "Greenhouse", replacing 3 cut wires with link nodes.'
+    added = assert_deployed_as_planned(canvas_nodered, preview, before, {"w1-n016", *moved})
+    flows = deployed(canvas_nodered)["flows"]
+    nodes = by_id(flows)
+    assert [nodes[i]["z"] for i in moved] == ["w3", "w3"]
+    assert nodes["w1-n017"]["wires"] == [["w1-n018"]]  # the wire between two moved nodes stays
+    assert sorted(n["type"] for n in added) == ["link in"] * 3 + ["link out"] * 3
+    assert_links_consistent(flows)
+    # Each cut wire now runs source → link out ⇢ link in → target, the link out on the source's tab.
+    def through_links(source: str, port: int, target: str) -> bool:
+        return any(nodes[out]["type"] == "link out" and nodes[out]["z"] == nodes[source]["z"] and any(
+            target in nodes[end]["wires"][0] and nodes[end]["z"] == nodes[target]["z"] for end in nodes[out]["links"])
+            for out in nodes[source]["wires"][port])
+    assert through_links("w1-n016", 0, "w1-n017") and through_links("w1-n018", 0, "w1-n019")
+    assert through_links("w1-n018", 1, "w1-j")
+    # No wire crosses tabs.
+    assert all(nodes[t]["z"] == n["z"] for n in flows for port in n.get("wires") or [] for t in port)
+
+
+async def test_move_nodes_without_links_removes_the_cut_wires_and_a_group_moves_with_its_members(canvas_nodered):
+    before, preview, _ = await write(canvas_nodered, "move_nodes", {"node_ids": ["w3-n026"], "flow_id": "w5"})
+    assert preview["summary"] == 'Move 1 node to tab "Area 5"; 3 wires to nodes left behind are removed.'
+    assert assert_deployed_as_planned(canvas_nodered, preview, before, {"w3-n025", "w3-n026"}) == []
+    nodes = by_id(deployed(canvas_nodered)["flows"])
+    assert nodes["w3-n026"]["z"] == "w5" and nodes["w3-n026"]["wires"] == [[], []]
+    assert "w3-n026" not in nodes["w3-n025"]["wires"][0]
+
+    group = by_id(before["flows"])["w3-g"]
+    before, preview, _ = await write(canvas_nodered, "move_nodes", {"node_ids": ["w3-g"], "flow_id": "w1"})
+    assert_deployed_as_planned(canvas_nodered, preview, before, {"w3-g", *group["nodes"]})
+    nodes = by_id(deployed(canvas_nodered)["flows"])
+    assert group["nodes"] == ["w3-n000"] and nodes["w3-n000"]["wires"] == [[]]  # its wire to w3-n001 was cut
+    assert nodes["w3-g"]["z"] == "w1" and all(nodes[m]["z"] == "w1" and nodes[m]["g"] == "w3-g"
+                                              for m in group["nodes"])
+
+
+@pytest.mark.parametrize("args", [{"node_ids": ["w1-n030"], "flow_id": "w2"}, {"node_ids": ["w4-n030"],
+                                                                             "flow_id": "w1"}])
+async def test_moving_nodes_to_or_from_a_locked_tab_is_refused(canvas_nodered, args):
+    before = deployed(canvas_nodered)
+    with pytest.raises(ToolFailure) as refused:
+        await write(canvas_nodered, "move_nodes", args)
+    assert refused.value.code == "flow_locked"
+    assert node_bytes(deployed(canvas_nodered)["flows"]) == node_bytes(before["flows"])

@@ -1,5 +1,6 @@
 """The canvas write tools' arguments and planners (issue 36): ``set_disabled``, ``rename``, ``create_group``,
-``change_group_members``, ``ungroup``, ``link_nodes``. Declared as tools in :mod:`service.nodered.tools`; planned,
+``change_group_members``, ``ungroup``, ``link_nodes``, ``move_nodes``. Declared as tools in
+:mod:`service.nodered.tools`; planned,
 previewed, approved and applied (deployed with the ``rev`` checked, or handed to the editor as one undo step) by
 :mod:`service.nodered.write_tools` like the core's write tools.
 """
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.nodered.canvas_plans import plan_rename, plan_set_disabled
 from service.nodered.group_plans import plan_change_group_members, plan_create_group, plan_ungroup
 from service.nodered.link_plans import plan_link_nodes
+from service.nodered.move_plans import plan_move_nodes
 from service.nodered.write_plans import MAX_NODES, Change, Locks
 
 
@@ -60,6 +62,16 @@ class LinkNodesArgs(BaseModel):
         "drop the source's existing links first (a link call calls one link in: needed to change its target)"))
 
 
+class MoveNodesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    node_ids: list[str] = Field(min_length=1, max_length=MAX_NODES, description=(
+        "the nodes to move (a group moves with its members)"))
+    flow_id: str = Field(max_length=128, description="the tab to move them to")
+    link_cut_wires: bool = Field(False, description=(
+        "replace each wire between a moved node and one left behind by a link out → link in pair (default: such "
+        "wires are removed)"))
+
+
 Planner = Callable[[list[dict[str, Any]], dict[str, Any], Locks | None], Change]
 
 # tool name → its planner of (flows, parsed arguments, locks); write_tools.plan dispatches to it.
@@ -73,4 +85,6 @@ PLANNERS: dict[str, Planner] = {
     "ungroup": lambda flows, a, locks: plan_ungroup(flows, a["group_id"], locks),
     "link_nodes": lambda flows, a, locks: plan_link_nodes(flows, a["source_id"], a["target_id"],
                                                           a.get("replace", False), locks),
+    "move_nodes": lambda flows, a, locks: plan_move_nodes(flows, a["node_ids"], a["flow_id"],
+                                                          a.get("link_cut_wires", False), locks),
 }

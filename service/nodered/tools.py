@@ -166,6 +166,10 @@ WRITE_TOOLS: tuple[Tool, ...] = (
         "ends' links are kept consistent. A link out may send to several link in nodes (replace: true drops the "
         "others); a link call calls one (replace: true to change it). Create the link nodes with add_nodes "
         "first when they do not exist." + APPROVAL_NOTE), destructive=True),
+    _write_tool("move_nodes", "Move nodes to another tab", canvas_tools.MoveNodesArgs, (
+        "Move nodes (groups with their members) to another tab. Wires cannot cross tabs: each wire between a moved "
+        "node and one left behind is removed, or with link_cut_wires: true replaced by a link out → link in pair. "
+        "A moved node whose group stays leaves the group." + APPROVAL_NOTE), destructive=True),
 )
 # The tools that read the runtime evidence: whoever offers them runs a comms subscriber (the service its own, the
 # MCP server its own).

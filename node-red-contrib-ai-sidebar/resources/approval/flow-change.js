@@ -36,9 +36,10 @@
      * What a change does, in the order it is applied.
      *
      * @param {object} changes the `changes` of a flow_change event
-     * @returns {{tabs: object[], nodes: object[], edits: {id: string, properties: object}[], deletes: string[]}}
-     *     `tabs` and `nodes`: copies of the new ones (tabs first); `edits`: property name → new value (`wires`
-     *     included: the node's outputs as target ids per port); `deletes`: ids
+     * @returns {{tabs: object[], nodes: object[], moves: {id: string, properties: object}[],
+     *     edits: {id: string, properties: object}[], deletes: string[]}} `tabs` and `nodes`: copies of the new ones
+     *     (tabs first); `moves`: nodes moved to another tab, their new `z` and what changes with it; `edits`:
+     *     property name → new value (`wires` included: the node's outputs as target ids per port); `deletes`: ids
      */
     function planChange(changes) {
         changes = changes && typeof changes === "object" ? changes : {};
@@ -46,12 +47,29 @@
             changes.added : []).filter(isNode).map(function (node) {
             return JSON.parse(JSON.stringify(node));
         });
+        const entries = (Array.isArray(changes.changed) ? changes.changed : []).filter(function (entry) {
+            return entry && typeof entry.id === "string" && entry.properties && typeof entry.properties === "object";
+        });
+        function moved(entry) {
+            return entry.properties.z && typeof entry.properties.z === "object" && typeof entry.properties.z.after ===
+                "string";
+        }
         return {
             tabs: added.filter(function (node) { return node.type === "tab"; }),
             nodes: added.filter(function (node) { return node.type !== "tab"; }),
-            edits: (Array.isArray(changes.changed) ? changes.changed : []).filter(function (entry) {
-                return entry && typeof entry.id === "string" && entry.properties && typeof entry.properties === "object";
-            }).map(function (entry) {
+            // Nodes moved to another tab (move_nodes): each new `z` with the other properties set with it.
+            moves: entries.filter(moved).map(function (entry) {
+                const properties = {};
+                Object.keys(entry.properties).forEach(function (name) {
+                    const sides = entry.properties[name];
+                    if (sides && typeof sides === "object" && "after" in sides && name !== "id" && name !== "type" &&
+                            name !== "credentials") {
+                        properties[name] = sides.after;
+                    }
+                });
+                return { id: entry.id, properties: properties };
+            }),
+            edits: entries.filter(function (entry) { return !moved(entry); }).map(function (entry) {
                 const properties = {};
                 Object.keys(entry.properties).forEach(function (name) {
                     const sides = entry.properties[name];
@@ -86,10 +104,11 @@
         if (applied.length) {
             return { reason: "applied", ids: applied };
         }
-        const targets = plan.edits.map(function (edit) { return edit.id; }).concat(plan.deletes);
+        const moves = plan.moves || [];
+        const targets = plan.edits.concat(moves).map(function (edit) { return edit.id; }).concat(plan.deletes);
         const missing = targets.filter(function (id) { return !editor.exists(id); });
         const tabs = [];
-        plan.nodes.forEach(function (node) {
+        plan.nodes.concat(moves.map(function (move) { return move.properties; })).forEach(function (node) {
             if (node.z && newTabs.indexOf(node.z) === -1 && tabs.indexOf(node.z) === -1) {
                 tabs.push(node.z);
             }
@@ -311,8 +330,24 @@
         const wasDirty = RED.nodes.dirty();
         const tab = where(RED, plan);
         const events = [];
-        if (plan.tabs.length || plan.nodes.length) {
-            const imported = RED.nodes.import(plan.tabs.concat(plan.nodes), {
+        // A move is the node taken off its tab and imported again on the new one (same id, its new properties):
+        // one `delete` and one `add` event, which the editor's undo reverses.
+        const movedNodes = plan.moves.map(function (move) {
+            const exported = RED.nodes.convertNode(anyNode(RED, move.id));
+            Object.keys(move.properties).forEach(function (name) {
+                if (move.properties[name] === null) {
+                    delete exported[name];
+                } else {
+                    exported[name] = JSON.parse(JSON.stringify(move.properties[name]));
+                }
+            });
+            return exported;
+        });
+        if (movedNodes.length) {
+            events.push(deleteNodes(RED, plan.moves.map(function (move) { return move.id; }), wasDirty));
+        }
+        if (plan.tabs.length || plan.nodes.length || movedNodes.length) {
+            const imported = RED.nodes.import(plan.tabs.concat(plan.nodes, movedNodes), {
                 generateIds: false,
                 addFlow: false,
                 markChanged: true,
@@ -322,7 +357,9 @@
             });
             // A new group around nodes the editor has (create_group): the import keeps only members it imported.
             imported.groups.forEach(function (group) {
-                const planned = plan.nodes.filter(function (node) { return node.id === group.id; })[0];
+                const planned = plan.nodes.concat(movedNodes).filter(function (node) {
+                    return node.id === group.id;
+                })[0];
                 if (planned && Array.isArray(planned.nodes)) {
                     group.nodes = planned.nodes.map(function (id) {
                         return RED.nodes.node(id) || RED.nodes.group(id);
@@ -357,7 +394,7 @@
             RED.workspaces.show(tab);
         }
         RED.view.redraw(true);
-        return { added: plan.nodes.length, tabs: plan.tabs.length, changed: plan.edits.length,
+        return { added: plan.nodes.length, tabs: plan.tabs.length, changed: plan.edits.length + plan.moves.length,
             removed: plan.deletes.length, tab: tab, record: appliedRecord(entry, plan) };
     }
 
@@ -375,7 +412,7 @@
             entry: entry,
             nodes: plan.nodes.map(function (node) {
                 return { id: node.id, keys: keysOf(node) };
-            }).concat(plan.edits.map(function (edit) {
+            }).concat(plan.edits.concat(plan.moves).map(function (edit) {
                 return { id: edit.id, keys: keysOf(edit.properties) };
             })),
             deletes: plan.deletes.slice()
@@ -386,6 +423,9 @@
     function where(RED, plan) {
         if (plan.tabs.length) {
             return plan.tabs[0].id;
+        }
+        if (plan.moves && plan.moves.length) {
+            return plan.moves[0].properties.z;
         }
         const first = plan.nodes[0] || RED.nodes.node((plan.edits[0] || {}).id || plan.deletes[0]) || null;
         return first && first.z ? first.z : null;

@@ -566,7 +566,8 @@ def write_calls(flows) -> dict[str, dict]:
             "create_group": {"node_ids": [function["id"]], "name": "Unapproved"},
             "change_group_members": {"group_id": "cv-group", "add": ["cv-in"]},
             "ungroup": {"group_id": "cv-group"},
-            "link_nodes": {"source_id": "cv-out", "target_id": "cv-in"}}
+            "link_nodes": {"source_id": "cv-out", "target_id": "cv-in"},
+            "move_nodes": {"node_ids": ["cv-in"], "flow_id": inject["z"]}}
 
 
 # A tab with a group and unlinked link nodes, for the canvas tools' calls of write_calls.

@@ -15,15 +15,19 @@ async function canvasState(page) {
     return page.evaluate(({ tabId, watch }) => {
         const tab = RED.nodes.workspace(tabId);
         const nodes = {};
+        const drawn = {};
         watch.forEach((id) => {
             const node = RED.nodes.node(id) || RED.nodes.group(id);
-            nodes[id] = node ? { d: node.d === true, g: node.g || null, name: node.name || "" } : null;
+            nodes[id] = node ? { d: node.d === true, g: node.g || null, name: node.name || "", z: node.z } : null;
+            drawn[id] = node ? { x: node.x, y: node.y, at: (document.getElementById(id) || { getAttribute: () => null })
+                .getAttribute("transform") } : null;
         });
         return {
             tab: { label: tab.label, disabled: !!tab.disabled,
                    headerDisabled: document.querySelector("#red-ui-tab-" + tabId.replace(".", "-"))
                        .classList.contains("red-ui-workspace-disabled") },
             nodes: nodes,
+            drawn: drawn,
             groups: RED.nodes.groups(tabId).map((g) => ({ id: g.id, name: g.name || "",
                                                           nodes: g.nodes.map((n) => n.id) })),
             historyDepth: RED.history.depth(),

@@ -333,7 +333,7 @@
         // A move is the node taken off its tab and imported again on the new one (same id, its new properties):
         // one `delete` and one `add` event, which the editor's undo reverses.
         const movedNodes = plan.moves.map(function (move) {
-            const exported = RED.nodes.convertNode(anyNode(RED, move.id));
+            const exported = RED.nodes.convertNode(anyNode(RED, move.id), { dimensions: true });
             Object.keys(move.properties).forEach(function (name) {
                 if (move.properties[name] === null) {
                     delete exported[name];
@@ -350,10 +350,18 @@
             const imported = RED.nodes.import(plan.tabs.concat(plan.nodes, movedNodes), {
                 generateIds: false,
                 addFlow: false,
+                // Each node stays on the tab it names (a move, link pairs on two tabs), not the open one.
+                reimport: true,
                 markChanged: true,
                 // As Node-RED's own import of suggested flows does: a model often leaves default properties out.
                 applyNodeDefaults: true,
                 eventContext: { source: "ai-sidebar" }
+            });
+            // A moved node keeps its id: drawn afresh at its place on the new tab (else the view reuses the old
+            // drawing, placed nowhere).
+            imported.nodes.forEach(function (node) {
+                node.dirty = true;
+                node.resize = true;
             });
             // A new group around nodes the editor has (create_group): the import keeps only members it imported.
             imported.groups.forEach(function (group) {

@@ -271,3 +271,27 @@ async def test_moving_nodes_to_or_from_a_locked_tab_is_refused(canvas_nodered, a
         await write(canvas_nodered, "move_nodes", args)
     assert refused.value.code == "flow_locked"
     assert node_bytes(deployed(canvas_nodered)["flows"]) == node_bytes(before["flows"])
+
+
+def mqtt_out(broker_id: str, x: int) -> dict:
+    return {"id": f"out-{x}", "type": "mqtt out", "name": f"publish {x}", "topic": "t", "broker": broker_id,
+            "x": x, "y": 700, "wires": []}
+
+
+async def test_a_config_node_that_matches_an_existing_one_is_reused_and_never_duplicated(canvas_nodered):
+    # The same broker as the workspace's "local broker" (port given as a number, the deployed one holds text).
+    same = {"id": "b1", "type": "mqtt-broker", "name": "my broker", "broker": "127.0.0.1", "port": 1883,
+            "autoConnect": False}
+    before, preview, _ = await write(canvas_nodered, "add_nodes",
+                                     {"flow_id": "w1", "nodes": [same, mqtt_out("b1", 300)]})
+    [out] = assert_deployed_as_planned(canvas_nodered, preview, before, set())
+    assert out["type"] == "mqtt out" and out["broker"] == "store-broker"
+
+    # Another port: one new broker, though the model gave it twice.
+    other = {"type": "mqtt-broker", "broker": "127.0.0.1", "port": "1884", "autoConnect": False}
+    before, preview, _ = await write(canvas_nodered, "add_nodes", {"flow_id": "w1", "nodes": [
+        {**other, "id": "b2"}, {**other, "id": "b3"}, mqtt_out("b2", 500), mqtt_out("b3", 700)]})
+    added = assert_deployed_as_planned(canvas_nodered, preview, before, set())
+    [broker] = [n for n in added if n["type"] == "mqtt-broker"]
+    assert [n["broker"] for n in added if n["type"] == "mqtt out"] == [broker["id"], broker["id"]]
+    assert broker["port"] == "1884"

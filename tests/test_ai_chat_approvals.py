@@ -245,7 +245,13 @@ def write_calls() -> dict[str, dict]:
             "tidy_layout": {"flow_id": SCRATCH}}
 
 
-@pytest.mark.parametrize("tool", WRITE_TOOL_NAMES)
+# The write tools the node's scenario (the default, "general") offers; the canvas tools are offered in "solution"
+# (their path without an approval: tests/test_approvals.py).
+GENERAL_WRITE_TOOLS = [name for name in WRITE_TOOL_NAMES if name in
+                       json.loads((REPO / "locales" / "scenarios.json").read_text())["scenarios"]["general"]["tools"]]
+
+
+@pytest.mark.parametrize("tool", GENERAL_WRITE_TOOLS)
 async def test_no_write_tool_reaches_node_red_from_the_node_without_an_approval(stack, model, tool):
     node_red, service = stack
     before = deployed(node_red)

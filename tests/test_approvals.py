@@ -26,6 +26,7 @@ from service.nodered.tooling import ToolFailure
 from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
 from service.web.app import create_app
 from tests.support.model_server import Reply
+from tests.support.nodered import NodeRed
 from tests.support.sse import read_events
 from tests.support.threads import aiosqlite_threads, threads_left
 from tests.support.writable import deployed
@@ -560,17 +561,46 @@ def write_calls(flows) -> dict[str, dict]:
             "delete_nodes": {"node_ids": [function["id"]]},
             "create_tab": {"label": "Unapproved"},
             "trigger_inject": {"node_id": inject["id"]},
-            "tidy_layout": {"flow_id": inject["z"]}}
+            "tidy_layout": {"flow_id": inject["z"]},
+            "set_disabled": {"ids": [function["id"]], "disabled": True},
+            "rename": {"id": function["id"], "name": "renamed"},
+            "create_group": {"node_ids": [function["id"]], "name": "Unapproved"},
+            "change_group_members": {"group_id": "cv-group", "add": ["cv-in"]},
+            "ungroup": {"group_id": "cv-group"},
+            "link_nodes": {"source_id": "cv-out", "target_id": "cv-in"},
+            "move_nodes": {"node_ids": ["cv-in"], "flow_id": inject["z"]}}
+
+
+# A tab with a group and unlinked link nodes, for the canvas tools' calls of write_calls.
+CANVAS_TAB = [
+    {"id": "cv-tab", "type": "tab", "label": "Canvas", "disabled": False, "info": ""},
+    {"id": "cv-group", "type": "group", "z": "cv-tab", "name": "grouped", "style": {"label": True},
+     "nodes": ["cv-out"], "x": 100, "y": 40, "w": 200, "h": 80},
+    {"id": "cv-out", "type": "link out", "z": "cv-tab", "g": "cv-group", "name": "out", "mode": "link",
+     "links": [], "x": 200, "y": 80},
+    {"id": "cv-in", "type": "link in", "z": "cv-tab", "name": "in", "links": [], "x": 400, "y": 80,
+     "wires": [[]]},
+]
+
+
+def with_canvas_tab(nodered: NodeRed) -> dict:
+    """The deployed flows, with :data:`CANVAS_TAB` deployed first when it is not there."""
+    current = deployed(nodered)
+    if not any(node["id"] == "cv-tab" for node in current["flows"]):
+        nodered.admin("/flows", {"rev": current["rev"], "flows": [*current["flows"], *CANVAS_TAB]})
+        current = deployed(nodered)
+    return current
 
 
 @pytest.mark.parametrize("tool", write_tools.WRITE_TOOL_NAMES)
 async def test_no_write_reaches_node_red_without_an_approval_record_through_any_entry_point(
         tool, service, writable_nodered, model, write_settings, tmp_path):
-    before = deployed(writable_nodered)
+    before = with_canvas_tab(writable_nodered)
     args = write_calls(before["flows"])[tool]
     # the sidebar (agent)
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]))
-    agent = await chat(service, f"please {tool}", apply="editor")
+    # Scenario "solution" offers every write tool (locales/scenarios.json).
+    agent = await chat(service, f"please {tool}", apply="editor", scenario="solution")
     assert [e["type"] for e in agent] == ["approval_required", "done"]
     # execute-tool
     executed = await service.post("/ai-sidebar/execute-tool", json={"tool": tool, "params": args}, headers=ALICE)
@@ -583,12 +613,12 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
     writer = {"X-AI-Sidebar-Flow-Node": "n2", "X-AI-Sidebar-Flow-Grants": "tools,flows",
               "X-AI-Sidebar-Permission": "write"}
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]))
-    asked = await chat(service, f"please {tool}", headers=writer)
+    asked = await chat(service, f"please {tool}", headers=writer, scenario="solution")
     assert [e["type"] for e in asked] == ["approval_required", "done"] and asked[0]["actions"][0]["tool"] == tool
     # an ai-chat node without it asks with read permission: write tools are neither offered nor run by name
     node = {"X-AI-Sidebar-Flow-Node": "n1", "X-AI-Sidebar-Flow-Grants": "tools"}
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]), Reply(text="I cannot."))
-    flow = await chat(service, f"please {tool}", headers=node)
+    flow = await chat(service, f"please {tool}", headers=node, scenario="solution")
     assert flow[1]["ok"] is False and "no such tool" in flow[1]["result"]
     assert tool not in {t["function"]["name"] for t in model.requests[-2]["tools"]}
     refused = await chat(service, f"@tools:{tool}|{json.dumps(args)}", headers=node)

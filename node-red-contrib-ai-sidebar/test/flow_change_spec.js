@@ -45,9 +45,31 @@ describe("an approved change for the editor", function () {
 
     it("never sets id, type, z or credentials", function () {
         const plan = flowChange.planChange({ changed: [{ id: "a2", properties: {
-            id: { after: "x" }, type: { after: "x" }, z: { after: "x" }, credentials: { after: {} },
+            id: { after: "x" }, type: { after: "x" }, z: { after: 3 }, credentials: { after: {} },
             name: { before: "", after: "n" } } }] });
         assert.deepStrictEqual(plan.edits, [{ id: "a2", properties: { name: "n" } }]);
+    });
+
+    it("takes a new z as a move to that tab (move_nodes), with what changes with it", function () {
+        const plan = flowChange.planChange({ changed: [{ id: "a2", type: "debug", properties: {
+            z: { before: "t1", after: "t2" }, g: { before: "g1", after: null } } }] });
+        assert.deepStrictEqual([plan.edits, plan.moves], [[], [{ id: "a2", properties: { z: "t2", g: null } }]]);
+        // The tab it goes to must be there and unlocked, like the one it leaves.
+        assert.deepStrictEqual(flowChange.problemWith(plan, editor(["a2"], { t1: { locked: false } }, { a2: "t1" })),
+            { reason: "missing", ids: ["t2"] });
+        assert.deepStrictEqual(flowChange.problemWith(plan, editor(["a2"], { t1: { locked: false },
+            t2: { locked: true } }, { a2: "t1" })), { reason: "locked", ids: ["t2"] });
+        assert.strictEqual(flowChange.problemWith(plan, editor(["a2"], { t1: {}, t2: {} }, { a2: "t1" })), null);
+    });
+
+    it("refuses a locked tab's own edit (disable, rename) but not unlocking it", function () {
+        const locked = { t1: { type: "tab", locked: true } };
+        const disable = flowChange.planChange({ changed: [{ id: "t1", type: "tab", properties: {
+            disabled: { before: false, after: true } } }] });
+        assert.deepStrictEqual(flowChange.problemWith(disable, editor([], locked)), { reason: "locked", ids: ["t1"] });
+        const unlock = flowChange.planChange({ changed: [{ id: "t1", type: "tab", properties: {
+            locked: { before: true, after: false } } }] });
+        assert.strictEqual(flowChange.problemWith(unlock, editor([], locked)), null);
     });
 
     it("lands only on the editor it was planned for", function () {

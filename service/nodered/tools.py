@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from service.nodered import write_tools
+from service.nodered import canvas_tools, write_tools
 from service.nodered.evidence_tools import (
     DebugMessagesArgs,
     DebugMessagesResult,
@@ -149,6 +149,31 @@ WRITE_TOOLS: tuple[Tool, ...] = (
         "Tidy the layout of a tab, or of some of its nodes (e.g. the ones you just added): the nodes are laid out "
         "left to right along their wires in layers, on the grid, over no other node; grouped nodes stay where they "
         "are. Only positions change." + APPROVAL_NOTE), destructive=False),
+    _write_tool("set_disabled", "Disable or enable nodes and tabs", canvas_tools.SetDisabledArgs, (
+        "Disable (disabled: true) or enable nodes and tabs by id, as the editor's Disable/Enable does: a disabled "
+        "node or tab stays in the flow with its wires but does not run. Subflow definitions, groups and junctions "
+        "cannot be disabled; a locked tab refuses it." + APPROVAL_NOTE), destructive=True),
+    _write_tool("rename", "Rename a node, group or tab", canvas_tools.RenameArgs, (
+        "Set the name of a node, group or subflow, or the label of a tab." + APPROVAL_NOTE), destructive=True),
+    _write_tool("create_group", "Group nodes", canvas_tools.CreateGroupArgs, (
+        "Put nodes of one tab into a new group with a name and an optional style (fill, stroke, label); the group "
+        "is drawn around them. Nodes already in one group get the new group inside it; nodes taken from another "
+        "group leave it." + APPROVAL_NOTE), destructive=False),
+    _write_tool("change_group_members", "Change a group's members", canvas_tools.ChangeGroupMembersArgs, (
+        "Add nodes of the group's tab to an existing group (add) or take members out of it (remove); its border "
+        "follows its members." + APPROVAL_NOTE), destructive=True),
+    _write_tool("ungroup", "Ungroup", canvas_tools.UngroupArgs, (
+        "Remove a group; its nodes stay where they are (in the group around it, if any)." + APPROVAL_NOTE),
+                destructive=True),
+    _write_tool("link_nodes", "Link nodes across tabs", canvas_tools.LinkNodesArgs, (
+        "Connect a link out node (or a link call node) to a link in node, on the same or another tab; both "
+        "ends' links are kept consistent. A link out may send to several link in nodes (replace: true drops the "
+        "others); a link call calls one (replace: true to change it). Create the link nodes with add_nodes "
+        "first when they do not exist." + APPROVAL_NOTE), destructive=True),
+    _write_tool("move_nodes", "Move nodes to another tab", canvas_tools.MoveNodesArgs, (
+        "Move nodes (groups with their members) to another tab. Wires cannot cross tabs: each wire between a moved "
+        "node and one left behind is removed, or with link_cut_wires: true replaced by a link out → link in pair. "
+        "A moved node whose group stays leaves the group." + APPROVAL_NOTE), destructive=True),
 )
 # The tools that read the runtime evidence: whoever offers them runs a comms subscriber (the service its own, the
 # MCP server its own).

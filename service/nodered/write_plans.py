@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from service.nodered.card_values import redacted_value, refuse_masks, restore_masked, secret_looking_properties
+from service.nodered.config_nodes import reused_config_nodes
 from service.nodered.messages import Sentence
 from service.nodered.node_secrets import strip_secrets
 from service.nodered.placement import place
@@ -222,7 +223,9 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
                    new_tab_label: str | None = None, locks: Locks | None = MappingProxyType({})) -> Change:
     """Add ``nodes`` (a flow export: nodes with ids and wires) to tab ``flow_id`` or to a new tab labelled
     ``new_tab_label``. Every id is made new; wires, config references and link targets among the given nodes
-    follow; a wire to an existing node is kept, one to an unknown id dropped. A new link node naming an existing
+    follow; a wire to an existing node is kept, one to an unknown id dropped. A given config node that an existing
+    one matches (same type and properties, :mod:`service.nodered.config_nodes`) is not added: its users name the
+    existing one. A new link node naming an existing
     one is added to that node's ``links`` too (both ends of a link, :func:`_linked_back`), a change the card shows.
     The new nodes are placed beside the nodes they are wired to, on the grid, over no other node
     (:func:`service.nodered.placement.place`).
@@ -253,7 +256,12 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     ids = [str(n["id"]) for n in nodes]
     if len(set(ids)) != len(ids):
         raise _invalid(tool, "nodes", "node ids must be unique")
-    mapping = {old: new_id() for old in ids}
+    # A config node that one of the flows' (or an earlier given one) matches is not added again: its users name that
+    # one (service/nodered/config_nodes.py).
+    reused = reused_config_nodes(nodes, flows)
+    mapping = {old: new_id() for old in ids if old not in reused}
+    mapping.update({old: mapping.get(kept, kept) for old, kept in reused.items()})
+    nodes = [node for node in nodes if node["id"] not in reused]
     for position, node in enumerate(nodes):
         added.append(_renumbered(node, mapping, by_id, target["id"], position))
     place([n for n in flows if n.get("z") == target["id"]], [n for n in added if n is not target],

@@ -1,4 +1,5 @@
-"""The core's write tools: add nodes, change a node, delete nodes, create a tab, trigger an inject node.
+"""The core's write tools: add nodes, change a node, delete nodes, create a tab, trigger an inject node; and the
+canvas tools' (disable, rename, groups, links: planned in :mod:`service.nodered.canvas_tools`).
 
 Each is planned on the live flows (``GET /flows``, v2, with its ``rev``) by a pure function that returns a
 :class:`Change`: a one-sentence ``summary`` (worded from ``locales/<lang>/approvals.json``, so that an approval card
@@ -28,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.nodered.change_parts import renamed, select_parts
+from service.nodered.canvas_tools import PLANNERS
 from service.nodered.client import NodeRedError
 from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 from service.nodered.write_plans import (
@@ -146,6 +148,8 @@ async def plan(ctx: ToolContext, tool: str, args: dict[str, Any],
         change = plan_tidy_layout(flows, args.get("flow_id") or ctx.flow_id, args.get("node_ids"), locks)
     elif tool == "trigger_inject":
         change = plan_trigger_inject(flows, args["node_id"])
+    elif tool in PLANNERS:
+        change = PLANNERS[tool](flows, args, locks)
     else:
         raise ToolFailure("unknown_tool", params={"tool": tool, "tools": ", ".join(WRITE_TOOL_NAMES)})
     change.base = flows
@@ -282,4 +286,6 @@ async def _only_parts(ctx: ToolContext, change: Change, rev: str | None, parts: 
     return dataclasses.replace(change, diff=selection.diff, flows=selection.flows, parts=selection.parts)
 
 
-WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject", "tidy_layout")
+# The core's write tools, then the canvas tools (:mod:`service.nodered.canvas_tools`).
+WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject", "tidy_layout",
+                    *PLANNERS)

@@ -36,9 +36,10 @@
      * What a change does, in the order it is applied.
      *
      * @param {object} changes the `changes` of a flow_change event
-     * @returns {{tabs: object[], nodes: object[], edits: {id: string, properties: object}[], deletes: string[]}}
-     *     `tabs` and `nodes`: copies of the new ones (tabs first); `edits`: property name → new value (`wires`
-     *     included: the node's outputs as target ids per port); `deletes`: ids
+     * @returns {{tabs: object[], nodes: object[], moves: {id: string, properties: object}[],
+     *     edits: {id: string, properties: object}[], deletes: string[]}} `tabs` and `nodes`: copies of the new ones
+     *     (tabs first); `moves`: nodes moved to another tab, their new `z` and what changes with it; `edits`:
+     *     property name → new value (`wires` included: the node's outputs as target ids per port); `deletes`: ids
      */
     function planChange(changes) {
         changes = changes && typeof changes === "object" ? changes : {};
@@ -46,12 +47,29 @@
             changes.added : []).filter(isNode).map(function (node) {
             return JSON.parse(JSON.stringify(node));
         });
+        const entries = (Array.isArray(changes.changed) ? changes.changed : []).filter(function (entry) {
+            return entry && typeof entry.id === "string" && entry.properties && typeof entry.properties === "object";
+        });
+        function moved(entry) {
+            return entry.properties.z && typeof entry.properties.z === "object" && typeof entry.properties.z.after ===
+                "string";
+        }
         return {
             tabs: added.filter(function (node) { return node.type === "tab"; }),
             nodes: added.filter(function (node) { return node.type !== "tab"; }),
-            edits: (Array.isArray(changes.changed) ? changes.changed : []).filter(function (entry) {
-                return entry && typeof entry.id === "string" && entry.properties && typeof entry.properties === "object";
-            }).map(function (entry) {
+            // Nodes moved to another tab (move_nodes): each new `z` with the other properties set with it.
+            moves: entries.filter(moved).map(function (entry) {
+                const properties = {};
+                Object.keys(entry.properties).forEach(function (name) {
+                    const sides = entry.properties[name];
+                    if (sides && typeof sides === "object" && "after" in sides && name !== "id" && name !== "type" &&
+                            name !== "credentials") {
+                        properties[name] = sides.after;
+                    }
+                });
+                return { id: entry.id, properties: properties };
+            }),
+            edits: entries.filter(function (entry) { return !moved(entry); }).map(function (entry) {
                 const properties = {};
                 Object.keys(entry.properties).forEach(function (name) {
                     const sides = entry.properties[name];
@@ -86,10 +104,11 @@
         if (applied.length) {
             return { reason: "applied", ids: applied };
         }
-        const targets = plan.edits.map(function (edit) { return edit.id; }).concat(plan.deletes);
+        const moves = plan.moves || [];
+        const targets = plan.edits.concat(moves).map(function (edit) { return edit.id; }).concat(plan.deletes);
         const missing = targets.filter(function (id) { return !editor.exists(id); });
         const tabs = [];
-        plan.nodes.forEach(function (node) {
+        plan.nodes.concat(moves.map(function (move) { return move.properties; })).forEach(function (node) {
             if (node.z && newTabs.indexOf(node.z) === -1 && tabs.indexOf(node.z) === -1) {
                 tabs.push(node.z);
             }
@@ -102,6 +121,17 @@
         if (missing.length) {
             return { reason: "missing", ids: missing };
         }
+        // A tab's own edit counts for its lock too (set_disabled, rename), but for unlocking it alone.
+        plan.edits.filter(function (edit) {
+            const names = Object.keys(edit.properties);
+            return !(names.length === 1 && names[0] === "locked");
+        }).forEach(function (edit) {
+            const container = editor.container(edit.id);
+            if (container && (container.type === "tab" || container.type === "subflow") &&
+                    tabs.indexOf(edit.id) === -1) {
+                tabs.push(edit.id);
+            }
+        });
         targets.forEach(function (id) {
             const z = editor.zOf(id);
             if (z && tabs.indexOf(z) === -1) {
@@ -129,23 +159,60 @@
         return links;
     }
 
-    /** Set changed properties of an editor node and return its `edit` history event. */
+    /** The editor's node, tab (workspace), subflow or group of an id, or undefined. */
+    function anyNode(RED, id) {
+        return RED.nodes.node(id) || RED.nodes.workspace(id) || RED.nodes.subflow(id) || RED.nodes.group(id);
+    }
+
+    /**
+     * Set changed properties of an editor node, tab or group and return its `edit` history event (the editor's
+     * undo of an `edit` puts each old value back, also a tab's `disabled` and label and a group's `nodes`).
+     * A property whose new value is null is removed (a node's `d` when enabled, its `g` when it leaves a group).
+     */
     function editNode(RED, edit, wasDirty) {
-        const node = RED.nodes.node(edit.id);
+        const node = anyNode(RED, edit.id);
         const event = { t: "edit", node: node, changes: {}, changed: node.changed, dirty: wasDirty };
         const defaults = (node._def && node._def.defaults) || {};
         Object.keys(edit.properties).forEach(function (name) {
             if (NOT_PROPERTIES.indexOf(name) !== -1) {
                 return;
             }
-            const value = edit.properties[name];
+            let value = edit.properties[name];
             event.changes[name] = node[name];
             if (defaults[name] && defaults[name].type) {
                 // A config node reference: the editor keeps each config node's users (undo restores them).
                 moveUser(RED, node, node[name], value);
             }
-            node[name] = value;
+            if (node.type === "group" && name === "nodes") {
+                // The editor's group holds its members as objects (RED.group); the diff names them by id.
+                value = (Array.isArray(value) ? value : []).map(function (id) {
+                    return RED.nodes.node(id) || RED.nodes.group(id);
+                }).filter(Boolean);
+            }
+            if (name === "g") {
+                markGroupDirty(RED, node[name]);
+                markGroupDirty(RED, value);
+            }
+            if (value === null || value === undefined) {
+                delete node[name];
+            } else {
+                node[name] = value;
+            }
         });
+        if (node.type === "tab" || node.type === "group") {
+            node.changed = true;
+            node.dirty = true;
+        }
+        if (node.type === "tab") {
+            $tabClass(node);
+            RED.events.emit("flows:change", node);
+            return event;
+        }
+        if (node.type === "group") {
+            markGroupDirty(RED, node.id);
+            RED.events.emit("groups:change", node);
+            return event;
+        }
         if (Object.prototype.hasOwnProperty.call(edit.properties, "wires")) {
             const removed = [];
             RED.nodes.filterLinks({ source: node }).forEach(function (link) {
@@ -169,6 +236,21 @@
         return event;
     }
 
+    /** Show a tab's disabled state on its tab header, as the editor's own edit does (undo does the same). */
+    function $tabClass(tab) {
+        if (typeof $ === "function") {
+            $("#red-ui-tab-" + tab.id.replace(".", "-")).toggleClass("red-ui-workspace-disabled", !!tab.disabled);
+        }
+    }
+
+    /** Let the editor redraw a group's border around its members (by id; nothing for none). */
+    function markGroupDirty(RED, id) {
+        const group = id ? RED.nodes.group(id) : null;
+        if (group && RED.group && RED.group.markDirty) {
+            RED.group.markDirty(group);
+        }
+    }
+
     function moveUser(RED, node, from, to) {
         [].concat(from || []).forEach(function (id) {
             const config = RED.nodes.node(id);
@@ -188,6 +270,13 @@
     function deleteNodes(RED, ids, wasDirty) {
         const event = { t: "delete", nodes: [], links: [], dirty: wasDirty };
         ids.forEach(function (id) {
+            const group = RED.nodes.node(id) ? null : RED.nodes.group(id);
+            if (group) {
+                // An ungrouped group: its members left it by `g` edits before; the editor's undo adds it back.
+                event.groups = (event.groups || []).concat([group]);
+                RED.nodes.removeGroup(group);
+                return;
+            }
             const node = RED.nodes.node(id);
             if (!node) {
                 return;
@@ -241,14 +330,50 @@
         const wasDirty = RED.nodes.dirty();
         const tab = where(RED, plan);
         const events = [];
-        if (plan.tabs.length || plan.nodes.length) {
-            const imported = RED.nodes.import(plan.tabs.concat(plan.nodes), {
+        // A move is the node taken off its tab and imported again on the new one (same id, its new properties):
+        // one `delete` and one `add` event, which the editor's undo reverses.
+        const movedNodes = plan.moves.map(function (move) {
+            const exported = RED.nodes.convertNode(anyNode(RED, move.id), { dimensions: true });
+            Object.keys(move.properties).forEach(function (name) {
+                if (move.properties[name] === null) {
+                    delete exported[name];
+                } else {
+                    exported[name] = JSON.parse(JSON.stringify(move.properties[name]));
+                }
+            });
+            return exported;
+        });
+        if (movedNodes.length) {
+            events.push(deleteNodes(RED, plan.moves.map(function (move) { return move.id; }), wasDirty));
+        }
+        if (plan.tabs.length || plan.nodes.length || movedNodes.length) {
+            const imported = RED.nodes.import(plan.tabs.concat(plan.nodes, movedNodes), {
                 generateIds: false,
                 addFlow: false,
+                // Each node stays on the tab it names (a move, link pairs on two tabs), not the open one.
+                reimport: true,
                 markChanged: true,
                 // As Node-RED's own import of suggested flows does: a model often leaves default properties out.
                 applyNodeDefaults: true,
                 eventContext: { source: "ai-sidebar" }
+            });
+            // A moved node keeps its id: drawn afresh at its place on the new tab (else the view reuses the old
+            // drawing, placed nowhere).
+            imported.nodes.forEach(function (node) {
+                node.dirty = true;
+                node.resize = true;
+            });
+            // A new group around nodes the editor has (create_group): the import keeps only members it imported.
+            imported.groups.forEach(function (group) {
+                const planned = plan.nodes.concat(movedNodes).filter(function (node) {
+                    return node.id === group.id;
+                })[0];
+                if (planned && Array.isArray(planned.nodes)) {
+                    group.nodes = planned.nodes.map(function (id) {
+                        return RED.nodes.node(id) || RED.nodes.group(id);
+                    }).filter(Boolean);
+                    markGroupDirty(RED, group.id);
+                }
             });
             events.push({
                 t: "add",
@@ -277,7 +402,7 @@
             RED.workspaces.show(tab);
         }
         RED.view.redraw(true);
-        return { added: plan.nodes.length, tabs: plan.tabs.length, changed: plan.edits.length,
+        return { added: plan.nodes.length, tabs: plan.tabs.length, changed: plan.edits.length + plan.moves.length,
             removed: plan.deletes.length, tab: tab, record: appliedRecord(entry, plan) };
     }
 
@@ -295,7 +420,7 @@
             entry: entry,
             nodes: plan.nodes.map(function (node) {
                 return { id: node.id, keys: keysOf(node) };
-            }).concat(plan.edits.map(function (edit) {
+            }).concat(plan.edits.concat(plan.moves).map(function (edit) {
                 return { id: edit.id, keys: keysOf(edit.properties) };
             })),
             deletes: plan.deletes.slice()
@@ -306,6 +431,9 @@
     function where(RED, plan) {
         if (plan.tabs.length) {
             return plan.tabs[0].id;
+        }
+        if (plan.moves && plan.moves.length) {
+            return plan.moves[0].properties.z;
         }
         const first = plan.nodes[0] || RED.nodes.node((plan.edits[0] || {}).id || plan.deletes[0]) || null;
         return first && first.z ? first.z : null;

@@ -1,0 +1,79 @@
+"""The canvas write tools (issue 36) approved in the sidebar of a real headless Chromium against a real Node-RED
+(adminAuth, under /admin), the service as a process and the scripted model: each change (a new group around two
+nodes, the open tab and a node disabled, a node renamed) lands in the editor undeployed as one undo step, and one
+Ctrl-Z puts the editor back as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.support.model_server import Reply
+from tests.test_browser_approvals import deployed_flows
+from tests.test_browser_sidebar import (  # noqa: F401  (auth_stack and browser_installed are fixtures)
+    PASSWORD,
+    USERNAME,
+    auth_stack,
+    browser_installed,
+    knowledge_indexed,
+    pytestmark,
+    run_browser,
+    tab_named,
+)
+
+TAB = "01 - Catch error"
+OTHER_TAB = "02 - Trigger a flow at regular intervals"
+
+
+def test_group_disable_and_rename_land_in_the_editor_as_one_undo_step_each(auth_stack, model):  # noqa: F811 (the fixture)
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, TAB)
+    nodes = [n for n in nodered.nodes_of(tab["id"]) if n["type"] not in ("group", "junction") and "x" in n]
+    first, second, third = (n["id"] for n in nodes[:3])
+    other = tab_named(nodered, OTHER_TAB)
+    # Questions that ask for a change (the router's "acts" phrases), so the agent answers with its tools.
+    calls = [("create_group", {"node_ids": [first, second], "name": "AI group"},
+              "Create a group around the first two nodes"),
+             ("set_disabled", {"ids": [tab["id"], third], "disabled": True}, "Disable this tab and its third node"),
+             ("rename", {"id": third, "name": "renamed by AI"}, "Rename the third node"),
+             ("move_nodes", {"node_ids": [second], "flow_id": other["id"], "link_cut_wires": True},
+              "Move the second node to the other tab")]
+    model.script(*(reply for tool, args, _ in calls for reply in (
+        Reply(tool_calls=[{"name": tool, "arguments": args}]), Reply(text=f"{tool} is in the editor."))))
+    flows_before = deployed_flows(nodered)
+
+    seen = run_browser("sidebar_canvas.js", {
+        "EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "SCENARIO": "solution", "USERNAME": USERNAME,
+        "PASSWORD": PASSWORD, "WATCH": json.dumps([first, second, third]),
+        "QUESTIONS": json.dumps([question for _, _, question in calls])})
+    assert "failure" not in seen, seen["failure"]
+    assert seen["pageErrors"] == []
+    for screenshot in seen["screenshots"]:
+        assert os.path.getsize(screenshot) > 3_000, screenshot
+
+    grouped, disabled, renamed, moved = seen["rounds"]
+    for round_ in seen["rounds"]:
+        assert round_["after"]["historyDepth"] == round_["before"]["historyDepth"] + 1  # one undo step
+        assert round_["after"]["dirty"] and round_["applied"].startswith("Applied in the editor, not deployed")
+        # Ctrl-Z restores (where the editor draws a node is read below)
+        assert round_["undone"] == {**round_["before"], "dirty": round_["undone"]["dirty"],
+                                    "drawn": round_["undone"]["drawn"]}
+
+    assert 'Group 2 nodes as "AI group" on tab "01 - Catch error"' in grouped["card"]
+    [new_group] = [g for g in grouped["after"]["groups"] if g not in grouped["before"]["groups"]]
+    assert (new_group["name"], new_group["nodes"]) == ("AI group", [first, second])
+    assert grouped["after"]["nodes"][first]["g"] == grouped["after"]["nodes"][second]["g"] == new_group["id"]
+
+    assert 'Disable tab "01 - Catch error"' in disabled["card"]
+    assert disabled["after"]["tab"] == {**disabled["before"]["tab"], "disabled": True, "headerDisabled": True}
+    assert disabled["after"]["nodes"][third]["d"] is True and disabled["before"]["nodes"][third]["d"] is False
+
+    assert renamed["after"]["nodes"][third]["name"] == "renamed by AI"
+    # Drawn at its place on the new tab (the editor reused the old drawing, at NaN, until the node was resized).
+    assert moved["after"]["drawn"][second] == moved["before"]["drawn"][second]
+    assert all("NaN" not in (place["at"] or "") for round_ in seen["rounds"] for side in ("after", "undone")
+               for place in round_[side]["drawn"].values())
+    assert 'to tab "02 - Trigger a flow at regular intervals"' in moved["card"]
+    assert moved["before"]["nodes"][second]["z"] == tab["id"] and moved["after"]["nodes"][second]["z"] == other["id"]
+    # Nothing was deployed.
+    assert deployed_flows(nodered) == flows_before

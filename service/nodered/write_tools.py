@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from service.nodered.change_parts import renamed, select_parts
 from service.nodered.canvas_tools import PLANNERS
+from service.nodered.change_parts import renamed, select_parts
 from service.nodered.client import NodeRedError
 from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 from service.nodered.write_plans import (

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.health import START_TIMEOUT
+
 REPO = Path(__file__).resolve().parents[2]
 NODERED_HOME = Path(os.environ.get("NODE_RED_HOME", REPO / ".nodered" / "node_modules" / "node-red")).resolve()
 NODERED_VERSION = json.loads((NODERED_HOME / "package.json").read_text(encoding="utf-8"))["version"]
@@ -116,6 +118,10 @@ def admin_auth_nodered(userdir: Path, users: dict[str, tuple[str, str]], service
                         "AI_SIDEBAR_TOKEN": service_token})
 
 
+class PortTaken(RuntimeError):
+    """Node-RED could not listen on its port: another process took it after :func:`free_port` chose it."""
+
+
 @dataclass
 class NodeRed:
     """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``). ``with_palette`` links this
@@ -142,7 +148,25 @@ class NodeRed:
     def log_path(self) -> Path:
         return self.userdir / "node-red.log"
 
-    def start(self, timeout: float = 60.0) -> NodeRed:
+    def start(self, timeout: float = START_TIMEOUT) -> NodeRed:
+        """Start Node-RED and wait until it answers and has started its flows (``timeout``: seconds, a bound on a
+        hang; see START_TIMEOUT). A port another process took between :func:`free_port` and the start ("port in
+        use": many test processes pick ports at once on a busy machine) is replaced by a new free port, twice at
+        most; ``port`` and ``url`` then name the new one.
+
+        Raises:
+            RuntimeError: Node-RED exited (its log's tail says why) or did not start within ``timeout``.
+        """
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if attempt == 2:
+                    raise
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> NodeRed:
         self.userdir.mkdir(parents=True, exist_ok=True)
         (self.userdir / "flows.json").write_text(json.dumps(self.flows), encoding="utf-8")
         settings = {
@@ -178,7 +202,9 @@ class NodeRed:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"Node-RED exited with {self.process.returncode}:\n{self.log_tail()}")
+                tail = self.log_tail()
+                error = PortTaken if f"Unable to listen on http://127.0.0.1:{self.port}/" in tail else RuntimeError
+                raise error(f"Node-RED exited with {self.process.returncode}:\n{tail}")
             if self._answers() and "Started flows" in self.log_path.read_text(errors="replace"):
                 return self
             time.sleep(0.2)

@@ -169,7 +169,10 @@ async def test_a_partly_approved_card_for_the_editor_hands_over_only_the_ticked_
         service, writable_nodered, model):
     tab = first_tab(writable_nodered)
     before = deployed(writable_nodered)
-    approval = await pause(service, model, tab["id"], CHAIN, apply="editor")
+    # A broker of its own: one the same as a deployed broker (the test before may have deployed CHAIN's) is reused,
+    # not added again (service/nodered/config_nodes.py).
+    chain = [{**node, "port": "18830"} if node["type"] == "mqtt-broker" else node for node in CHAIN]
+    approval = await pause(service, model, tab["id"], chain, apply="editor")
     action = approval["actions"][0]
     new = ids_by_name(action["diff"])
     dropped = {f"add:{new['p-start']}", f"wire+:{new['p-start']}:0:{new['p-send']}"}

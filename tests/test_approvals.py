@@ -21,7 +21,7 @@ from service.memory.approvals import EXPIRED_TOKENS_KEPT, ApprovalStore
 from service.memory.store import MemoryStore
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient, NodeRedError, admin_session
-from service.nodered.messages import MessageCatalog, Sentence, english
+from service.nodered.messages import LOCALES_DIR, MessageCatalog, Sentence, english
 from service.nodered.tooling import ToolFailure
 from service.nodered.tools import READ_TOOLS, WRITE_TOOLS
 from service.web.app import create_app
@@ -592,6 +592,12 @@ def with_canvas_tab(nodered: NodeRed) -> dict:
     return current
 
 
+def scenario_offering(tool: str) -> str:
+    """The first scenario of locales/scenarios.json whose tools list ``tool``."""
+    base = json.loads((LOCALES_DIR / "scenarios.json").read_text(encoding="utf-8"))
+    return next(key for key, scenario in base["scenarios"].items() if tool in scenario.get("tools", []))
+
+
 @pytest.mark.parametrize("tool", write_tools.WRITE_TOOL_NAMES)
 async def test_no_write_reaches_node_red_without_an_approval_record_through_any_entry_point(
         tool, service, writable_nodered, model, write_settings, tmp_path):
@@ -599,8 +605,10 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
     args = write_calls(before["flows"])[tool]
     # the sidebar (agent)
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]))
-    # Scenario "solution" offers every write tool (locales/scenarios.json).
-    agent = await chat(service, f"please {tool}", apply="editor", scenario="solution")
+    # A scenario that offers the tool (locales/scenarios.json: "solution" the core's and the canvas tools,
+    # "general" tidy_layout).
+    scenario = scenario_offering(tool)
+    agent = await chat(service, f"please {tool}", apply="editor", scenario=scenario)
     assert [e["type"] for e in agent] == ["approval_required", "done"]
     # execute-tool
     executed = await service.post("/ai-sidebar/execute-tool", json={"tool": tool, "params": args}, headers=ALICE)
@@ -613,12 +621,12 @@ async def test_no_write_reaches_node_red_without_an_approval_record_through_any_
     writer = {"X-AI-Sidebar-Flow-Node": "n2", "X-AI-Sidebar-Flow-Grants": "tools,flows",
               "X-AI-Sidebar-Permission": "write"}
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]))
-    asked = await chat(service, f"please {tool}", headers=writer, scenario="solution")
+    asked = await chat(service, f"please {tool}", headers=writer, scenario=scenario)
     assert [e["type"] for e in asked] == ["approval_required", "done"] and asked[0]["actions"][0]["tool"] == tool
     # an ai-chat node without it asks with read permission: write tools are neither offered nor run by name
     node = {"X-AI-Sidebar-Flow-Node": "n1", "X-AI-Sidebar-Flow-Grants": "tools"}
     model.script(Reply(tool_calls=[{"name": tool, "arguments": args}]), Reply(text="I cannot."))
-    flow = await chat(service, f"please {tool}", headers=node, scenario="solution")
+    flow = await chat(service, f"please {tool}", headers=node, scenario=scenario)
     assert flow[1]["ok"] is False and "no such tool" in flow[1]["result"]
     assert tool not in {t["function"]["name"] for t in model.requests[-2]["tools"]}
     refused = await chat(service, f"@tools:{tool}|{json.dumps(args)}", headers=node)

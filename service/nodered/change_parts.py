@@ -182,11 +182,15 @@ def _rewired(wires: Any, source: str, plus: set[tuple[Any, ...]], minus: set[tup
 def _without(node: dict[str, Any], gone: set[str]) -> dict[str, Any]:
     """``node`` without references (wires, links, group members, its group) to ``gone``; the same object when it
     has none."""
-    stripped = _stripped(node, gone)
+    stripped = without_references(node, gone)
     return node if stripped == node else stripped
 
 
-def _stripped(node: dict[str, Any], gone: set[str]) -> dict[str, Any]:
+def without_references(node: dict[str, Any], gone: Collection[str]) -> dict[str, Any]:
+    """``node`` without wires, group membership (``nodes``, ``g``) or link targets (``links``) to ``gone`` (a copy
+    when anything goes; ``node`` itself when it has none of those keys)."""
+    if not any(key in node for key in ("wires", "nodes", "links", "g")):
+        return node
     node = dict(node)
     if isinstance(node.get("wires"), list):
         node["wires"] = [[t for t in port if t not in gone] if isinstance(port, list) else port
@@ -232,7 +236,7 @@ def diff_of(flows: list[dict[str, Any]], result: list[dict[str, Any]]) -> dict[s
         properties = {name: {"before": old.get(name), "after": node.get(name)}
                       for name in dict.fromkeys([*old, *node])
                       if old.get(name) != node.get(name)
-                      and not (name in REFERENCES and _stripped(old, gone).get(name) == node.get(name))}
+                      and not (name in REFERENCES and without_references(old, gone).get(name) == node.get(name))}
         if properties:
             changed.append({"id": node["id"], "type": old.get("type"), "name": old.get("name"),
                             "properties": properties})

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from service.nodered.card_values import redacted_value, refuse_masks, restore_masked, secret_looking_properties
+from service.nodered.change_parts import without_references
 from service.nodered.config_nodes import reused_config_nodes
 from service.nodered.messages import Sentence
 from service.nodered.node_secrets import strip_secrets
@@ -397,7 +398,7 @@ def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str],
             raise _invalid(tool, "node_ids", f"{node_id} is a {by_id[node_id]['type']}; only nodes can be deleted")
     _unlocked(by_id, [by_id[i].get("z") for i in node_ids], locks)
     gone = set(node_ids)
-    new_flows = [_without_references(n, gone) for n in flows if n["id"] not in gone]
+    new_flows = [without_references(n, gone) for n in flows if n["id"] not in gone]
     diff = _empty_diff()
     diff["removed"] = list(dict.fromkeys(node_ids))
     diff["wires"] = _wire_diff(flows, new_flows)
@@ -411,22 +412,6 @@ def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str],
     return Change(tool, summary, diff,
                   flows=new_flows, test_tabs_only=all(is_test_tab(by_id.get(t or "")) for t in tabs),
                   references=frozenset(by_id))
-
-
-def _without_references(node: dict[str, Any], gone: set[str]) -> dict[str, Any]:
-    """``node`` without wires, group membership (``nodes``, ``g``) or link targets (``links``) to ``gone``."""
-    if not any(key in node for key in ("wires", "nodes", "links", "g")):
-        return node
-    node = dict(node)
-    if isinstance(node.get("wires"), list):
-        node["wires"] = [[t for t in port if t not in gone] if isinstance(port, list) else port
-                         for port in node["wires"]]
-    for key in ("nodes", "links"):
-        if isinstance(node.get(key), list):
-            node[key] = [v for v in node[key] if v not in gone]
-    if node.get("g") in gone:
-        del node["g"]
-    return node
 
 
 def plan_create_tab(flows: list[dict[str, Any]], label: str, info: str = "", disabled: bool = False) -> Change:

@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 
 from service.nodered.comms import comms_url
+from service.nodered.placement import overlaps
 from service.nodered.tooling import ToolFailure
 from tests import test_canvas_tools
 from tests.support.nodered import NodeRed, free_port
@@ -95,6 +96,8 @@ async def test_add_a_subflow_instance_wired_to_a_node_of_the_tab(canvas_nodered)
         "subflow:sfB", "w5", "route", [["w5-n007"], []])  # sfB has two outputs
     assert instance["env"] == [{"name": "MODE", "type": "str", "value": "slow"}]
     assert instance["x"] % 20 == 0 and instance["y"] % 20 == 0
+    placed = [n for n in before["flows"] if n.get("z") == "w5" and "x" in n and n["type"] not in ("group", "junction")]
+    assert not any(overlaps(instance, node) for node in placed)  # over no node of the tab (estimated sizes)
     assert preview["diff"]["wires"]["added"] == [[instance["id"], 0, "w5-n007"]]
 
 

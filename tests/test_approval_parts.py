@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from service.nodered.change_parts import part_ids, parts_of, select_parts
+from service.nodered.subflow_plans import plan_create_subflow
 from service.nodered.write_plans import plan_add_nodes, plan_delete_nodes, plan_update_node
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
@@ -84,6 +85,19 @@ def test_an_untick_that_leaves_something_dangling_is_adjusted_and_one_that_does_
     assert select_parts(FLOWS, deletion.diff, ["remove:b", "wire-:a:0:b"]).adjusted
     only_wire = select_parts(FLOWS, deletion.diff, ["wire-:a:0:b"])
     assert not only_wire.adjusted and only_wire.flows[1]["wires"] == [[]] and only_wire.flows[2] is FLOWS[2]
+
+
+def test_a_new_subflow_is_approved_whole_or_not_at_all():
+    change = plan_create_subflow(FLOWS, ["b"], "sub")
+    subflow, instance = change.diff["added"]
+    every = part_ids(change.diff)
+    assert set(every) >= {f"add:{subflow['id']}", f"add:{instance['id']}", "prop:b:z", f"wire+:a:0:{instance['id']}",
+                          "wire-:a:0:b"}
+    assert not select_parts(FLOWS, change.diff, every).adjusted
+    # Only the instance ticked: its definition, the moved node and the rewired wire come back with it.
+    alone = select_parts(FLOWS, change.diff, [f"add:{instance['id']}"])
+    assert alone.adjusted and set(alone.parts) == set(every)
+    assert {n["id"]: n.get("z") for n in alone.flows}["b"] == subflow["id"]
 
 
 async def pause(service, model, tab_id, nodes, apply="deploy"):

@@ -77,3 +77,34 @@ def test_group_disable_and_rename_land_in_the_editor_as_one_undo_step_each(auth_
     assert moved["before"]["nodes"][second]["z"] == tab["id"] and moved["after"]["nodes"][second]["z"] == other["id"]
     # Nothing was deployed.
     assert deployed_flows(nodered) == flows_before
+
+
+def test_a_selection_turned_into_a_subflow_lands_in_the_editor_as_one_undo_step(auth_stack, model):  # noqa: F811
+    nodered, _ = auth_stack
+    tab = tab_named(nodered, TAB)
+    nodes = nodered.nodes_of(tab["id"])
+    [function] = [n["id"] for n in nodes if n["type"] == "function"]
+    [inject] = [n["id"] for n in nodes if n["type"] == "inject" and function in (n.get("wires") or [[]])[0]]
+    # The subflow tools are in no scenario (solution is at the tool-search threshold): asked through @tools:.
+    args = {"node_ids": [function], "name": "Thrower"}
+    flows_before = deployed_flows(nodered)
+
+    seen = run_browser("sidebar_canvas.js", {
+        "EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "SCENARIO": "solution", "USERNAME": USERNAME,
+        "PASSWORD": PASSWORD, "WATCH": json.dumps([function, inject]),
+        "QUESTIONS": json.dumps([f"@tools:create_subflow|{json.dumps(args)}"])})
+    assert "failure" not in seen, seen["failure"]
+    assert seen["pageErrors"] == []
+    [converted] = seen["rounds"]
+    assert 'into the subflow "Thrower" (1 inputs, 0 outputs)' in converted["card"]
+    before, after = converted["before"], converted["after"]
+    assert after["historyDepth"] == before["historyDepth"] + 1 and after["dirty"]  # one undo step, undeployed
+    [subflow] = [s for s in after["subflows"] if s not in before["subflows"]]
+    assert (subflow["name"], subflow["inputs"], subflow["outputs"]) == ("Thrower", 1, 0)
+    assert after["nodes"][function]["z"] == subflow["id"]
+    [instance] = [i for i in after["instances"] if i not in before["instances"]]
+    assert instance["type"] == f"subflow:{subflow['id']}"
+    # One Ctrl-Z: the subflow, its instance and the moved node are gone and back as they were.
+    undone = converted["undone"]
+    assert undone == {**before, "dirty": undone["dirty"], "drawn": undone["drawn"]}
+    assert deployed_flows(nodered) == flows_before

@@ -109,7 +109,8 @@ async def test_write_tools_are_listed_only_when_enabled_with_honest_annotations(
                      "set_disabled": (False, True, False),
                      "rename": (False, True, False), "create_group": (False, False, False),
                      "change_group_members": (False, True, False), "ungroup": (False, True, False),
-                     "link_nodes": (False, True, False), "move_nodes": (False, True, False)}
+                     "link_nodes": (False, True, False), "move_nodes": (False, True, False),
+                     "add_subflow_instance": (False, False, False), "create_subflow": (False, True, False)}
     assert listed["get_flow"].annotations.readOnlyHint is True
     assert all(listed[name].outputSchema for name in write_tools.WRITE_TOOL_NAMES)
     assert "only when they approve" in instructions

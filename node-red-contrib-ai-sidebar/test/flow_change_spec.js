@@ -62,6 +62,24 @@ describe("an approved change for the editor", function () {
         assert.strictEqual(flowChange.problemWith(plan, editor(["a2"], { t1: {}, t2: {} }, { a2: "t1" })), null);
     });
 
+    it("moves nodes into a new subflow whose instance takes their place (create_subflow), on an unlocked tab", function () {
+        const subflow = { id: "sf1", type: "subflow", name: "Scale", in: [{ x: 40, y: 60, wires: [{ id: "a2" }] }],
+            out: [], env: [] };
+        const instance = { id: "i1", type: "subflow:sf1", z: "t1", x: 300, y: 100, wires: [] };
+        const plan = flowChange.planChange({ added: [subflow, instance], removed: [], changed: [
+            { id: "a1", type: "inject", properties: { wires: { before: [["a2"]], after: [["i1"]] } } },
+            { id: "a2", type: "change", properties: { z: { before: "t1", after: "sf1" }, x: { before: 300,
+                after: 140 } } }], wires: { added: [["a1", 0, "i1"]], removed: [["a1", 0, "a2"]] } });
+        assert.deepStrictEqual(plan.nodes.map(function (n) { return n.id; }), ["sf1", "i1"]);
+        assert.deepStrictEqual(plan.moves, [{ id: "a2", properties: { z: "sf1", x: 140 } }]);
+        assert.deepStrictEqual(plan.edits, [{ id: "a1", properties: { wires: [["i1"]] } }]);
+        // The new subflow is no missing container; the tab the nodes leave must be unlocked.
+        const zs = { a1: "t1", a2: "t1" };
+        assert.strictEqual(flowChange.problemWith(plan, editor(["a1", "a2"], { t1: { locked: false } }, zs)), null);
+        assert.deepStrictEqual(flowChange.problemWith(plan, editor(["a1", "a2"], { t1: { locked: true } }, zs)),
+            { reason: "locked", ids: ["t1"] });
+    });
+
     it("refuses a locked tab's own edit (disable, rename) but not unlocking it", function () {
         const locked = { t1: { type: "tab", locked: true } };
         const disable = flowChange.planChange({ changed: [{ id: "t1", type: "tab", properties: {

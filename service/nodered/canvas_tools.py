@@ -1,5 +1,6 @@
 """The canvas write tools' arguments and planners (issue 36): ``set_disabled``, ``rename``, ``create_group``,
-``change_group_members``, ``ungroup``, ``link_nodes``, ``move_nodes``. Declared as tools in
+``change_group_members``, ``ungroup``, ``link_nodes``, ``move_nodes``, ``add_subflow_instance``,
+``create_subflow``. Declared as tools in
 :mod:`service.nodered.tools`; planned,
 previewed, approved and applied (deployed with the ``rev`` checked, or handed to the editor as one undo step) by
 :mod:`service.nodered.write_tools` like the core's write tools.
@@ -16,6 +17,7 @@ from service.nodered.canvas_plans import plan_rename, plan_set_disabled
 from service.nodered.group_plans import plan_change_group_members, plan_create_group, plan_ungroup
 from service.nodered.link_plans import plan_link_nodes
 from service.nodered.move_plans import plan_move_nodes
+from service.nodered.subflow_plans import plan_add_subflow_instance, plan_create_subflow
 from service.nodered.write_plans import MAX_NODES, Change, Locks
 
 
@@ -72,6 +74,31 @@ class MoveNodesArgs(BaseModel):
         "wires are removed)"))
 
 
+class SubflowEnvEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200, description="the env property of the subflow to set")
+    type: str = Field("str", max_length=20, description="its type: str, num, bool, json, env, ...")
+    value: str = Field("", max_length=10000, description="its value, as text")
+
+
+class AddSubflowInstanceArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    subflow_id: str = Field(max_length=128, description="the subflow definition (get_flows lists them)")
+    flow_id: str = Field(max_length=128, description="the tab to put the instance on")
+    name: str = Field("", max_length=200, description="the instance's name; empty: the subflow's")
+    env: list[SubflowEnvEntry] = Field([], max_length=100, description=(
+        "values of the subflow's env properties for this instance (the others keep the definition's)"))
+    wires: list[list[str]] = Field([], max_length=100, description=(
+        "for each output of the subflow, the ids of the nodes on the tab it is wired to"))
+
+
+class CreateSubflowArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    node_ids: list[str] = Field(min_length=1, max_length=MAX_NODES, description=(
+        "the nodes (or groups) of one tab to turn into a subflow"))
+    name: str = Field(min_length=1, max_length=200, description="the new subflow's name")
+
+
 Planner = Callable[[list[dict[str, Any]], dict[str, Any], Locks | None], Change]
 
 # tool name → its planner of (flows, parsed arguments, locks); write_tools.plan dispatches to it.
@@ -87,4 +114,7 @@ PLANNERS: dict[str, Planner] = {
                                                           a.get("replace", False), locks),
     "move_nodes": lambda flows, a, locks: plan_move_nodes(flows, a["node_ids"], a["flow_id"],
                                                           a.get("link_cut_wires", False), locks),
+    "add_subflow_instance": lambda flows, a, locks: plan_add_subflow_instance(
+        flows, a["subflow_id"], a["flow_id"], a.get("name", ""), a.get("env"), a.get("wires"), locks),
+    "create_subflow": lambda flows, a, locks: plan_create_subflow(flows, a["node_ids"], a["name"], locks),
 }

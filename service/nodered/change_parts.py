@@ -9,9 +9,10 @@ Part ids (stable: they name the nodes, properties and wires of the diff, never a
 
 :func:`select_parts` makes the change of the ticked parts on the flows it was planned on and re-validates it: a
 wire whose end is not there is dropped, a removed node takes its wires with it, a new node keeps the new tab it sits
-on and the new config nodes it uses, a new config node nobody uses any more is dropped, and a link keeps both ends
-(a ticked new link node ticks the other end's ``links`` change). When that changed anything besides the ticked parts,
-``adjusted`` says so and the caller shows the card again instead of applying it.
+on and the new config nodes it uses, a new config node nobody uses any more is dropped, a link keeps both ends
+(a ticked new link node ticks the other end's ``links`` change), and a new subflow comes whole or not at all. When
+that changed anything besides the ticked parts, ``adjusted`` says so and the caller shows the card again instead of
+applying it.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def select_parts(flows: list[dict[str, Any]], diff: dict[str, Any], ticked: Coll
     the same objects, in their order."""
     before = {node["id"]: node for node in flows}
     added = {node["id"]: node for node in diff.get("added") or [] if isinstance(node, dict)}
-    chosen = set(ticked) | _other_ends(added, diff, set(ticked))
+    chosen = set(ticked) | _other_ends(added, diff, set(ticked)) | _whole_subflow(added, diff, set(ticked))
     kept = _kept_added(added, diff, chosen)
     removed = {i for i in diff.get("removed") or [] if f"remove:{i}" in chosen and i in before}
     gone = removed | (set(added) - kept)
@@ -120,6 +121,16 @@ def _other_ends(added: dict[str, dict[str, Any]], diff: dict[str, Any], ticked: 
     return {f"prop:{target}:links" for node_id, node in added.items() if f"add:{node_id}" in ticked
             and node.get("type") in ("link in", "link out") and node.get("mode") != "return"
             for target in _strings(node.get("links")) if f"prop:{target}:links" in known}
+
+
+def _whole_subflow(added: dict[str, dict[str, Any]], diff: dict[str, Any], ticked: set[str]) -> set[str]:
+    """Every part of a change that creates a subflow (create_subflow) once any is ticked: its definition, the
+    instance of it, the nodes moved into it and the rewired cut wires stand or fall together (an instance without
+    its definition, or a node moved into a subflow nobody added, would be no flow)."""
+    known = set(part_ids(diff))
+    if any(node.get("type") == "subflow" for node in added.values()) and ticked & known:
+        return known
+    return set()
 
 
 def _kept_added(added: dict[str, dict[str, Any]], diff: dict[str, Any], chosen: set[str]) -> set[str]:

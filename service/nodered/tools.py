@@ -174,6 +174,16 @@ WRITE_TOOLS: tuple[Tool, ...] = (
         "Move nodes (groups with their members) to another tab. Wires cannot cross tabs: each wire between a moved "
         "node and one left behind is removed, or with link_cut_wires: true replaced by a link out → link in pair. "
         "A moved node whose group stays leaves the group." + APPROVAL_NOTE), destructive=True),
+    _write_tool("add_subflow_instance", "Add a subflow instance", canvas_tools.AddSubflowInstanceArgs, (
+        "Put an instance of an existing subflow on a tab, optionally named, with env values of its own and its "
+        "outputs wired to nodes of that tab; it is placed beside the nodes it is wired to." + APPROVAL_NOTE),
+                destructive=False),
+    _write_tool("create_subflow", "Turn nodes into a subflow", canvas_tools.CreateSubflowArgs, (
+        "Turn nodes of one tab (groups with their members) into a new subflow, as the editor's Selection to "
+        "Subflow does: the nodes move into it, its input is wired to the node the incoming wires reached (they "
+        "must reach one node), each set of outgoing wires to the same nodes becomes an output, and an instance "
+        "takes their place, wired as they were. Values that differ are not turned into env properties."
+        + APPROVAL_NOTE), destructive=True),
 )
 # The tools that read the runtime evidence: whoever offers them runs a comms subscriber (the service its own, the
 # MCP server its own).

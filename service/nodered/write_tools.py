@@ -171,13 +171,16 @@ def approval_key(tool: str, args: dict[str, Any]) -> str:
 
 def same_change(shown: dict[str, Any], planned: dict[str, Any]) -> bool:
     """Whether two preview diffs (:meth:`Change.preview`) make the same change to the existing nodes: equal once
-    the random ids of the nodes each adds (:func:`new_id`) are numbered in order, and compared as JSON (``shown``
+    the random ids of the nodes each adds (:func:`new_id`; also in an instance's ``subflow:<id>`` type) are
+    numbered in order, and compared as JSON (``shown``
     may come back from the database)."""
     def canonical(diff: dict[str, Any]) -> Any:
         text = json.dumps(diff, sort_keys=True, default=str, ensure_ascii=False)
         for number, node in enumerate(diff.get("added") or []):
             if isinstance(node, dict) and isinstance(node.get("id"), str) and node["id"]:
                 text = text.replace(json.dumps(node["id"]), json.dumps(f"added#{number}"))
+                # an instance of a new subflow names it in its type (create_subflow)
+                text = text.replace(json.dumps(f"subflow:{node['id']}"), json.dumps(f"subflow:added#{number}"))
         numbered = json.loads(text)
         wires = numbered.get("wires") or {}
         for side in ("added", "removed"):  # sorted by id: the new ids' order is random

@@ -30,6 +30,15 @@ async function canvasState(page) {
             drawn: drawn,
             groups: RED.nodes.groups(tabId).map((g) => ({ id: g.id, name: g.name || "",
                                                           nodes: g.nodes.map((n) => n.id) })),
+            // Subflow definitions, and the subflow instances on the tab (create_subflow, add_subflow_instance).
+            subflows: (() => {
+                const found = [];
+                RED.nodes.eachSubflow((sf) => found.push({ id: sf.id, name: sf.name || "", inputs: sf.in.length,
+                                                           outputs: sf.out.length }));
+                return found;
+            })(),
+            instances: RED.nodes.filterNodes({ z: tabId }).filter((n) => n.type.indexOf("subflow:") === 0)
+                .map((n) => ({ id: n.id, type: n.type, x: n.x, y: n.y })),
             historyDepth: RED.history.depth(),
             dirty: RED.nodes.dirty()
         };
@@ -68,7 +77,11 @@ editor.runEditorScript(async (page, result) => {
             { timeout: 10000 });
         await editor.waitIdle(page);
         await page.waitForFunction((depth) => RED.history.depth() > depth, round.before.historyDepth,
-            { timeout: 10000 });
+            { timeout: 10000 }).catch(async (err) => {
+            result.transcript = await editor.transcript(page);  // what the sidebar said instead of applying it
+            await editor.screenshot(page, result, `sidebar-canvas-${number}-not-applied.png`);
+            throw err;
+        });
         round.applied = (await page.locator(".ai-sidebar-tool-applied").last().innerText()).trim();
         round.after = await canvasState(page);
         await editor.screenshot(page, result, `sidebar-canvas-${number}-applied.png`);

@@ -99,7 +99,10 @@
      *     `applied`: the new nodes are there already
      */
     function problemWith(plan, editor) {
-        const newTabs = plan.tabs.map(function (tab) { return tab.id; });
+        // New containers: tabs, and subflow definitions the nodes moved into belong to (create_subflow).
+        const newTabs = plan.tabs.concat(plan.nodes.filter(function (node) {
+            return node.type === "subflow";
+        })).map(function (tab) { return tab.id; });
         const applied = plan.tabs.concat(plan.nodes).map(function (node) { return node.id; }).filter(editor.exists);
         if (applied.length) {
             return { reason: "applied", ids: applied };
@@ -432,10 +435,15 @@
         if (plan.tabs.length) {
             return plan.tabs[0].id;
         }
-        if (plan.moves && plan.moves.length) {
+        // Nodes moved into a new subflow (create_subflow): the tab of its instance, where they were.
+        const subflows = plan.nodes.filter(function (node) { return node.type === "subflow"; }).map(function (node) {
+            return node.id;
+        });
+        if (plan.moves && plan.moves.length && subflows.indexOf(plan.moves[0].properties.z) === -1) {
             return plan.moves[0].properties.z;
         }
-        const first = plan.nodes[0] || RED.nodes.node((plan.edits[0] || {}).id || plan.deletes[0]) || null;
+        const first = plan.nodes.filter(function (node) { return node.type !== "subflow"; })[0] ||
+            RED.nodes.node((plan.edits[0] || {}).id || plan.deletes[0]) || null;
         return first && first.z ? first.z : null;
     }
 

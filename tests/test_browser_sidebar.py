@@ -1117,7 +1117,7 @@ def test_the_ai_config_dialog_offers_anthropic_with_its_base_url_hint_and_marks_
         auth_stack, model_server):
     nodered, _ = auth_stack
     offered = admin_request(nodered, admin_token(nodered), "GET", "/ai-sidebar/scenarios?lang=en-US")
-    assert offered["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+    assert offered["providers"] == ["openai", "deepseek", "google", "anthropic", "azure-openai", "openai-compatible"]
     with config_dialog(nodered, {**ai_config("alpha", model_server.base_url), "provider": "anthropic"}) as open_dialog:
         claude = open_dialog()
     # Saved with a provider of another service version that this one does not answer with.
@@ -1129,6 +1129,7 @@ def test_the_ai_config_dialog_offers_anthropic_with_its_base_url_hint_and_marks_
         {"value": "deepseek", "label": "DeepSeek", "unavailable": False},
         {"value": "google", "label": "Google Gemini", "unavailable": False},
         {"value": "anthropic", "label": "Anthropic Claude", "unavailable": False},
+        {"value": "azure-openai", "label": "Azure OpenAI", "unavailable": False},
         {"value": "openai-compatible", "label": "OpenAI-compatible (Ollama, vLLM, LM Studio, ...)",
          "unavailable": False},
     ]

@@ -4,7 +4,6 @@ depth, timeout) is :func:`service.web.schemas.parse_body`."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -54,24 +53,32 @@ MAX_MENTIONS = 20  # @-mentions one question may carry
 TYPE_PATTERN = r"^[^\x00-\x1f<>]{1,200}$"
 
 
-class Mention(BaseModel):
-    """Something the user pointed at with ``@`` in the sidebar's input (issue 37): a node or config node, a tab or
-    subflow (by id), a node type (``id`` is the type) or one of the user's earlier conversations (``id`` its
-    session id). The service adds its compact configuration (secrets redacted), or the conversation's summary and
-    last turns, to the question: :mod:`service.chat.mentions`. ``label`` is how the chip named it (kept with the
-    question so a reload can show it)."""
-
+class _Mentioned(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    kind: Literal["node", "config", "tab", "subflow", "type", "conversation"]
-    id: str = Field(max_length=200)
     label: str | None = Field(None, max_length=200)
 
-    @model_validator(mode="after")
-    def _id_fits_kind(self) -> Mention:
-        pattern = TYPE_PATTERN if self.kind == "type" else ID_PATTERN
-        if not re.match(pattern, self.id):
-            raise ValueError(f"a {self.kind} mention's id must match {pattern}")
-        return self
+
+class IdMention(_Mentioned):
+    """A node or config node, a tab or subflow, or one of the user's earlier conversations, by its id."""
+
+    kind: Literal["node", "config", "tab", "subflow", "conversation"]
+    id: str = Field(pattern=ID_PATTERN, max_length=200)
+
+
+class TypeMention(_Mentioned):
+    """An installed node type (``id`` is the type's name)."""
+
+    kind: Literal["type"]
+    id: str = Field(pattern=TYPE_PATTERN, max_length=200)
+
+
+# Something the user pointed at with ``@`` in the sidebar's input (issue 37): a node or config node, a tab or
+# subflow (by id), a node type (``id`` is the type) or one of the user's earlier conversations (``id`` its session
+# id). The service adds its compact configuration (secrets redacted), or the conversation's summary and last turns,
+# to the question: :mod:`service.chat.mentions`. ``label`` is how the chip named it (kept with the question so a
+# reload can show it). Which pattern ``id`` must match depends on ``kind``: a union the request schema shows
+# (``oneOf`` by ``kind``), so that clients (and schemathesis) see the whole rule.
+Mention = Annotated[IdMention | TypeMention, Field(discriminator="kind")]
 
 
 class HistoryTurn(BaseModel):

@@ -80,7 +80,9 @@ def run_function(code: str, payload: Any, timeout: float = 20) -> Any:
     done = subprocess.run([node, "-e", NODE_RUNNER, code, json.dumps(payload)], capture_output=True, text=True,
                           timeout=timeout)
     if done.returncode != 0:
-        raise ValueError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "exit status")
+        lines = done.stderr.strip().splitlines()
+        raise ValueError(next((line for line in lines if re.match(r"\w*Error\b", line)), lines[-1] if lines else
+                              f"exit status {done.returncode}"))
     return json.loads(done.stdout)
 
 

@@ -36,7 +36,7 @@ CHROMIUM := /usr/bin/chromium
 POSTGRES_INITDB := $(or $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb)),/usr/lib/postgresql/bin/initdb)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run lint test test-python test-node test-deps install clean bench
+.PHONY: run lint test test-python test-node test-deps install clean bench eval
 
 # `NODE_RED=5 make run` starts Node-RED 5 instead of 4.1 (installed in .nodered5 on first use, run with its Node.js 22),
 # on the same user dir: the same flows, settings and conversations.
@@ -181,3 +181,10 @@ $(MERMAID)/node_modules/.installed: $(MERMAID)/package.json
 
 clean: ## remove everything `make install` made (not your Node-RED user dir)
 	rm -rf $(VENV) $(NODERED_DIR)/node_modules $(CONTRIB_DIR) $(NODERED5_DIR) $(PALETTE)/node_modules $(INSPECTOR)/node_modules $(MERMAID)/node_modules
+
+# Evaluation (tests/eval): the task set through the real service against the provider the environment configures
+# (PROVIDER=env) or, by default, the scripted model offline; prints a score table per task kind and writes
+# eval-results/eval-<model>-<time>.json. Compare runs: python -m tests.eval.run --compare a.json b.json
+PROVIDER ?= scripted
+eval: install $(VENV)/.installed-test $(CONTRIB_DIR)/node_modules/.installed ## score a model on 105 Node-RED tasks (PROVIDER=env: the configured provider)
+	$(VENV)/bin/python -m tests.eval.run --provider $(PROVIDER)

@@ -74,6 +74,65 @@ class Mention(BaseModel):
         return self
 
 
+MAX_IMAGES = 4                      # images one question may carry
+MAX_IMAGE_BYTES = 3 * 1024 * 1024   # bytes of one image, decoded (the body limit, 4 MB, bounds them all together)
+MAX_ATTACHED_CHARS = 100_000        # characters of one text attachment
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+
+
+def _decoded_size(data: str) -> int:
+    """Bytes ``data`` (standard base64, padded) decodes to; raises ``ValueError`` when it is not base64."""
+    if len(data) % 4 or not re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", data):
+        raise ValueError("data must be standard base64")
+    return len(data) // 4 * 3 - data.count("=", -2)
+
+
+class ImageAttachment(BaseModel):
+    """An image pasted or dropped into the sidebar's input (issue 37): sent to an image-capable model as an image
+    part of the question, never stored (the turn keeps its ``name``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["image"]
+    mediaType: Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
+    data: str = Field(min_length=4, description=f"base64, at most {MAX_IMAGE_BYTES} bytes decoded")
+    name: str | None = Field(None, max_length=200)
+
+    @field_validator("data")
+    @classmethod
+    def _bounded(cls, value: str) -> str:
+        if (size := _decoded_size(value)) > MAX_IMAGE_BYTES:
+            raise ValueError(f"the image has {size} bytes, more than {MAX_IMAGE_BYTES}")
+        return value
+
+
+class TextAttachment(BaseModel):
+    """A text file pasted or dropped into the input: its content goes to the model as data, secrets redacted."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["text"]
+    name: str = Field(min_length=1, max_length=200)
+    text: str = Field(max_length=MAX_ATTACHED_CHARS)
+
+
+class PdfAttachment(BaseModel):
+    """A PDF file: the service extracts its text (pypdf) and gives it to the model as a text attachment."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["pdf"]
+    name: str = Field(min_length=1, max_length=200)
+    data: str = Field(min_length=4, description=f"base64, at most {MAX_IMAGE_BYTES} bytes decoded")
+
+    @field_validator("data")
+    @classmethod
+    def _bounded(cls, value: str) -> str:
+        if (size := _decoded_size(value)) > MAX_IMAGE_BYTES:
+            raise ValueError(f"the PDF has {size} bytes, more than {MAX_IMAGE_BYTES}")
+        return value
+
+
+Attachment = Annotated[ImageAttachment | TextAttachment | PdfAttachment, Field(discriminator="kind")]
+
+
 class HistoryTurn(BaseModel):
     """An earlier turn the client sends along (the service's own memory comes later and wins)."""
 
@@ -147,6 +206,8 @@ class ProviderOverride(BaseModel):
     toolCalling: bool = Field(True, description=(
         "false: the model cannot call tools (function calling): no agent; tools the service runs itself (from the "
         "question's words, @tools:) and retrieval still answer, and the sidebar says what the model cannot do"))
+    images: bool | None = Field(None, description=(
+        "whether the model takes images; unset: openai, google, anthropic and azure-openai do, the others not"))
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
     mcpServers: list[McpServerConfig] = Field(default_factory=list, max_length=10, description=(
         "the node's external MCP servers, for this request besides the service's own: streamable HTTP (url, "
@@ -209,6 +270,10 @@ class StreamChatRequest(BaseModel):
     mentions: list[Mention] = Field(default_factory=list, max_length=MAX_MENTIONS, description=(
         "what the user pointed at with @ in the sidebar (chips they did not remove): each one's compact "
         "configuration, secrets redacted, is added to the question (with tools on, like the named nodes)"))
+    attachments: list[Attachment] = Field(default_factory=list, max_length=8, description=(
+        f"images (at most {MAX_IMAGES}, for an image-capable model, else an images_not_supported error), text "
+        "files and PDFs (their text, secrets redacted) pasted or dropped into the sidebar's input; never stored "
+        "but their names"))
     history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
     display: str | None = Field(None, min_length=1, max_length=500, description=(
         "what the user sees of a direct trigger ('@tools:<name>|...') a button sends, e.g. 'Restore tab Alpha to "
@@ -225,6 +290,13 @@ class StreamChatRequest(BaseModel):
         "the sidebar's mode: ask offers the model no write tools (read tools and knowledge stay; a request to "
         "change gets a change_needs_agent notice), agent (or none) offers what the caller may use, plan (or a "
         "message starting with '/plan ') reads and proposes a plan before any write"))
+
+    @field_validator("attachments")
+    @classmethod
+    def _few_images(cls, value: list[Any]) -> list[Any]:
+        if (images := sum(1 for item in value if item.kind == "image")) > MAX_IMAGES:
+            raise ValueError(f"{images} images attached, more than {MAX_IMAGES}")
+        return value
 
     @property
     def flow_id(self) -> str | None:

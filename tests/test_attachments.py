@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import sqlite3
 import struct
 import zlib
 
@@ -76,6 +77,34 @@ async def test_a_png_reaches_an_image_capable_model_as_an_image_part(images_clie
     assert content[0]["type"] == "text" and "What is in this picture?" in content[0]["text"]
     images = [part for part in content if part["type"] == "image_url"]
     assert [part["image_url"]["url"] for part in images] == [f"data:image/png;base64,{PNG}"]
+
+
+def database_holds(path, needle: bytes) -> list[str]:
+    """The tables of the SQLite file ``path`` with a text or blob value that contains ``needle``."""
+    with sqlite3.connect(path) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        found = []
+        for table in tables:
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                if any(needle in (v if isinstance(v, bytes) else str(v).encode()) for v in row if v is not None):
+                    found.append(table)
+                    break
+        return found
+
+
+async def test_an_attached_image_is_not_kept_in_the_memory_database(images_client, model, settings, nodered):
+    model.script(Reply(text="I would add a debug node after the inject."))
+    image = base64.b64encode(png(5, 3)).decode()
+    tab = nodered.tabs()[0]
+    # A change asked for: the agent answers with write tools offered, so with the approval checkpointer.
+    events = await chat(images_client, message="Add a debug node to this flow like in this picture", language="en-US",
+                        selectedFlow={"id": tab["id"], "label": tab["label"]}, mode="agent",
+                        attachments=[{"kind": "image", "mediaType": "image/png", "data": image, "name": "five.png"}])
+    assert events[-1]["type"] == "done", events
+    assert any(image in json.dumps(r["messages"]) for r in model.requests)  # the model saw it
+    assert "tools" in model.requests[-1], list(model.requests[-1])
+    assert "short_term_memory" in database_holds(settings.memory_db_path, b"like in this picture")  # the turn is stored
+    assert database_holds(settings.memory_db_path, image.encode()) == []  # its image is not (checkpoints neither)
 
 
 async def test_an_image_for_a_text_only_model_is_refused_with_the_sentence_and_nothing_is_asked(

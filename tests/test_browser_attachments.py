@@ -68,6 +68,7 @@ def test_a_pasted_png_reaches_an_image_model_and_is_refused_for_a_text_only_one(
     assert [p["image_url"]["url"] for p in question if p["type"] == "image_url"] == [f"data:image/png;base64,{PNG}"]
     assert "not-to-be-sent-notes" not in json.dumps(asked)
     assert "A small red picture." in seen["answer"] and seen["chipsAfterSend"] == []
+    assert seen["sentContext"].endswith("attached: dashboard.png"), seen["sentContext"]
 
     # A text-only model: refused with the sentence naming it, and the model was not asked.
     assert "The model scripted-alpha does not take images." in seen["refused"], seen["refused"]

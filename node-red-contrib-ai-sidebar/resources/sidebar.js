@@ -561,6 +561,9 @@
             chipsShown: !sent,
             mentions: sent ? this.mentions.chips.sent().map(function (item) {
                 return item.label;
+            }) : [],
+            attached: sent ? this.mentions.attachments.items.map(function (item) {
+                return item.name;
             }) : []
         }, t);
     };

@@ -201,6 +201,15 @@ describe("@-mentions and slash commands", function () {
                 const stored = editorContext.sentView({ context: { flow: null, nodes: 0, debug: 0,
                     mentions: [{ kind: "node", id: "n1", label: "scaler" }, { kind: "type", id: "inject" }] } }, t);
                 assert.ok(stored.text.endsWith("context.mentions{\"names\":\"@scaler, @inject\"}"), stored.text);
+                // The files sent with it are named after the mentions, live and as stored (names only).
+                assert.strictEqual(editorContext.chip({ removed: false, flow: { label: "Main" }, count: 0, debug: 0,
+                    attached: ["shot.png"] }, t).detail, " \u00b7 context.noNodes \u00b7 " +
+                    "context.attached{\"names\":\"shot.png\"}");
+                const withFiles = editorContext.sentView({ context: { flow: null, nodes: 0, debug: 0,
+                    mentions: [{ kind: "node", id: "n1", label: "scaler" }],
+                    attachments: [{ kind: "image", name: "shot.png" }, { kind: "pdf", name: "manual.pdf" }] } }, t);
+                assert.ok(withFiles.text.endsWith("context.mentions{\"names\":\"@scaler\"} \u00b7 " +
+                    "context.attached{\"names\":\"shot.png, manual.pdf\"}"), withFiles.text);
             });
     });
 });

@@ -65,6 +65,8 @@ editor.runEditorScript(async (page, result) => {
         await page.keyboard.press("Enter");
         await editor.waitIdle(page);
         result.answer = await editor.lastAnswerText(page);
+        result.sentContext = (await page.locator(".ai-sidebar-message-user .ai-sidebar-sent-context").last()
+            .innerText()).trim();
         result.chipsAfterSend = await chipNames(page);
         await editor.screenshot(page, result, "attachments-answer.png");
 

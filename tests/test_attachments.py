@@ -168,7 +168,7 @@ async def test_an_unreadable_pdf_is_named_so(client, model):
 
 
 @pytest.mark.parametrize("attachments", [
-    [{"kind": "image", "mediaType": "image/png", "data": PNG}] * 5,
+    [{"kind": "text", "name": "a.txt", "text": "a"}] * 5,
     [{"kind": "image", "mediaType": "image/bmp", "data": PNG}],
     [{"kind": "image", "mediaType": "image/png", "data": "not base64!"}],
     [{"kind": "image", "mediaType": "image/png",

@@ -135,19 +135,19 @@ describe("@-mentions and slash commands", function () {
         it("keep the service's bounds, drop a removed one and go out in the request", function () {
             const chips = new attachmentChips.AttachmentChips();
             const image = { kind: "image", name: "shot.png", mediaType: "image/png", data: "iVBO", bytes: 3 };
-            for (let i = 0; i < attachmentChips.MAX_IMAGES; i++) {
+            for (let i = 0; i < attachmentChips.MAX_ITEMS - 1; i++) {
                 assert.strictEqual(chips.add(image), null);
             }
-            assert.strictEqual(chips.add(image), "tooMany");
             assert.strictEqual(chips.add({ kind: "pdf", name: "big.pdf", data: "x",
                 bytes: attachmentChips.MAX_BYTES + 1 }), "tooLarge");
             assert.strictEqual(chips.add({ kind: "text", name: "big.txt", text: "x".repeat(attachmentChips.MAX_CHARS + 1),
                 bytes: 1 }), "tooLarge");
             assert.strictEqual(chips.add({ kind: "video", name: "a.mp4" }), "unsupported");
             assert.strictEqual(chips.add({ kind: "text", name: "notes.md", text: "# hi", bytes: 4 }), null);
+            assert.strictEqual(chips.add(image), "tooMany");
             chips.remove(chips.items[0].key);
             const sent = chips.sent();
-            assert.strictEqual(sent.length, attachmentChips.MAX_IMAGES);
+            assert.strictEqual(sent.length, attachmentChips.MAX_ITEMS - 1);
             assert.deepStrictEqual(sent[0], { kind: "image", mediaType: "image/png", data: "iVBO", name: "shot.png" });
             assert.deepStrictEqual(sent[sent.length - 1], { kind: "text", name: "notes.md", text: "# hi" });
             const built = chatRequest.build({ message: "hi", sessionId: "s", contextRemoved: true, attachments: sent,

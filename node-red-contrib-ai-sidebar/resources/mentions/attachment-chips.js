@@ -18,9 +18,8 @@
 }(typeof self !== "undefined" ? self : this, function () {
     "use strict";
 
-    // The service's bounds (service/requests.py MAX_IMAGES, MAX_IMAGE_BYTES, MAX_ATTACHED_CHARS; at most 8 in all).
-    const MAX_IMAGES = 4;
-    const MAX_ITEMS = 8;
+    // The service's bounds (service/requests.py MAX_ATTACHMENTS, MAX_IMAGE_BYTES, MAX_ATTACHED_CHARS).
+    const MAX_ITEMS = 4;
     const MAX_BYTES = 3 * 1024 * 1024;
     const MAX_CHARS = 100000;
     const IMAGE_TYPES = ["image/png", "image/jpeg", "image/webp", "image/gif"];
@@ -65,9 +64,7 @@
         if (!item || !ICONS[item.kind]) {
             return "unsupported";
         }
-        if (this.items.length >= MAX_ITEMS || (item.kind === "image" && this.items.filter(function (other) {
-            return other.kind === "image";
-        }).length >= MAX_IMAGES)) {
+        if (this.items.length >= MAX_ITEMS) {
             return "tooMany";
         }
         if ((item.kind === "text" && item.text.length > MAX_CHARS) || (item.kind !== "text" && item.bytes > MAX_BYTES)) {
@@ -171,6 +168,6 @@
         });
     };
 
-    return { MAX_IMAGES: MAX_IMAGES, MAX_ITEMS: MAX_ITEMS, MAX_BYTES: MAX_BYTES, MAX_CHARS: MAX_CHARS,
+    return { MAX_ITEMS: MAX_ITEMS, MAX_BYTES: MAX_BYTES, MAX_CHARS: MAX_CHARS,
         kindOf: kindOf, read: read, AttachmentChips: AttachmentChips };
 }));

@@ -239,7 +239,7 @@
                 var problem = item ? self.attachments.add(item) : "unsupported";
                 if (problem) {
                     RED.notify(t("attachments." + problem, { name: file.name || t("attachments.pasted"),
-                        images: chips.MAX_IMAGES, megabytes: chips.MAX_BYTES / 1048576 }), "warning");
+                        count: chips.MAX_ITEMS, megabytes: chips.MAX_BYTES / 1048576 }), "warning");
                 }
             }, function () {
                 RED.notify(t("attachments.unreadable", { name: file.name || t("attachments.pasted") }), "error");

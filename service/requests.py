@@ -81,6 +81,49 @@ class TypeMention(_Mentioned):
 Mention = Annotated[IdMention | TypeMention, Field(discriminator="kind")]
 
 
+MAX_ATTACHMENTS = 4                 # files one question may carry (images included)
+MAX_IMAGE_BYTES = 3 * 1024 * 1024   # bytes of one image or PDF, decoded (the 4 MB body limit bounds them together)
+MAX_ATTACHED_CHARS = 100_000        # characters of one text attachment
+# Standard padded base64 of at most MAX_IMAGE_BYTES bytes, said in the schema (pattern, maxLength) so that clients
+# and schemathesis see the whole rule: 4 characters per 3 bytes, and MAX_IMAGE_BYTES is a multiple of 3.
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+BASE64_LIMIT = MAX_IMAGE_BYTES // 3 * 4
+
+
+class ImageAttachment(BaseModel):
+    """An image pasted or dropped into the sidebar's input (issue 37): sent to an image-capable model as an image
+    part of the question, never stored (the turn keeps its ``name``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["image"]
+    mediaType: Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
+    data: str = Field(min_length=4, max_length=BASE64_LIMIT, pattern=BASE64_PATTERN,
+                      description=f"base64, at most {MAX_IMAGE_BYTES} bytes decoded")
+    name: str | None = Field(None, max_length=200)
+
+
+class TextAttachment(BaseModel):
+    """A text file pasted or dropped into the input: its content goes to the model as data, secrets redacted."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["text"]
+    name: str = Field(min_length=1, max_length=200)
+    text: str = Field(max_length=MAX_ATTACHED_CHARS)
+
+
+class PdfAttachment(BaseModel):
+    """A PDF file: the service extracts its text (pypdf) and gives it to the model as a text attachment."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["pdf"]
+    name: str = Field(min_length=1, max_length=200)
+    data: str = Field(min_length=4, max_length=BASE64_LIMIT, pattern=BASE64_PATTERN,
+                      description=f"base64, at most {MAX_IMAGE_BYTES} bytes decoded")
+
+
+Attachment = Annotated[ImageAttachment | TextAttachment | PdfAttachment, Field(discriminator="kind")]
+
+
 class HistoryTurn(BaseModel):
     """An earlier turn the client sends along (the service's own memory comes later and wins)."""
 
@@ -154,6 +197,8 @@ class ProviderOverride(BaseModel):
     toolCalling: bool = Field(True, description=(
         "false: the model cannot call tools (function calling): no agent; tools the service runs itself (from the "
         "question's words, @tools:) and retrieval still answer, and the sidebar says what the model cannot do"))
+    images: bool | None = Field(None, description=(
+        "whether the model takes images; unset: openai, google, anthropic and azure-openai do, the others not"))
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
     mcpServers: list[McpServerConfig] = Field(default_factory=list, max_length=10, description=(
         "the node's external MCP servers, for this request besides the service's own: streamable HTTP (url, "
@@ -216,6 +261,9 @@ class StreamChatRequest(BaseModel):
     mentions: list[Mention] = Field(default_factory=list, max_length=MAX_MENTIONS, description=(
         "what the user pointed at with @ in the sidebar (chips they did not remove): each one's compact "
         "configuration, secrets redacted, is added to the question (with tools on, like the named nodes)"))
+    attachments: list[Attachment] = Field(default_factory=list, max_length=MAX_ATTACHMENTS, description=(
+        "images (for an image-capable model, else an images_not_supported error), text files and PDFs (their "
+        "text, secrets redacted) pasted or dropped into the sidebar's input; never stored but their names"))
     history: list[HistoryTurn] = Field(default_factory=list, max_length=50)
     display: str | None = Field(None, min_length=1, max_length=500, description=(
         "what the user sees of a direct trigger ('@tools:<name>|...') a button sends, e.g. 'Restore tab Alpha to "

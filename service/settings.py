@@ -157,6 +157,9 @@ class Settings(HostGuarded):
                                      description="false: AI_MODEL cannot call tools (many local models): questions "
                                                  "go down the paths without the agent (tools the service runs, "
                                                  "retrieval) and the sidebar says so")
+    model_images: bool | None = Field(None, validation_alias="AI_MODEL_IMAGES",
+                                      description="whether AI_MODEL takes images (attachments); unset: openai, "
+                                                  "google, anthropic and azure-openai do, the others not")
     llm_timeout: float = Field(60.0, gt=0, validation_alias="AI_LLM_TIMEOUT",
                                description="seconds a model call may take to start answering, its client's retries "
                                            "included")

@@ -120,6 +120,10 @@ function providerSettings(config, credentials) {
         // The model cannot call tools (many local models): the service answers without its agent.
         settings.toolCalling = false;
     }
+    if (config.images === "true" || config.images === true || config.images === "false" || config.images === false) {
+        // Whether the model takes images (attachments); unset: as the service says of the provider.
+        settings.images = config.images === "true" || config.images === true;
+    }
     const scenarios = parseScenarios(config.scenarios);
     if (scenarios.length) {
         settings.scenarios = scenarios;
@@ -161,6 +165,7 @@ module.exports = function (RED) {
             memory: config.memory,
             tools: config.tools,
             toolCalling: config.toolCalling,
+            images: config.images,
             scenarios: config.scenarios,
             mcpServers: config.mcpServers
         };

@@ -561,6 +561,9 @@
             chipsShown: !sent,
             mentions: sent ? this.mentions.chips.sent().map(function (item) {
                 return item.label;
+            }) : [],
+            attached: sent ? this.mentions.attachments.items.map(function (item) {
+                return item.name;
             }) : []
         }, t);
     };
@@ -704,6 +707,7 @@
             contextRemoved: this.contextRemoved,
             debugMessages: this.debugAttached,
             mentions: this.mentions.chips.sent(),
+            attachments: this.mentions.attachments.sent(),
             flow: lib.editorContext.selectedFlow(RED),
             nodes: this.selectedNodes(),
             exportTab: function () {
@@ -1134,9 +1138,10 @@
         // Shown under the question, live and after Retry (which sends the same request).
         request.contextView = this.contextView(true);
         // Attached Debug messages and mentions go with this question only; the chip shows them until its answer ends.
-        if (this.debugAttached.length || this.mentions.chips.items.length) {
+        if (this.debugAttached.length || this.mentions.chips.items.length || this.mentions.attachments.items.length) {
             this.debugAttached = [];
             this.mentions.chips.clear();
+            this.mentions.attachments.clear();
             this.contextChanged = true;
         }
         this.ask(message, request, fromInput);
@@ -1286,6 +1291,7 @@
         this.contextChanged = false;
         this.debugAttached = [];
         this.mentions.chips.clear();
+        this.mentions.attachments.clear();
         this.setContextRemoved(false);
         this.showEmptyState();
         this.input.val("").trigger("focus");

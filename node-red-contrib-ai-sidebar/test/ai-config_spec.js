@@ -54,6 +54,11 @@ describe("ai-config node", function () {
             assert.strictEqual(aiConfigNode.providerSettings({ provider: "openai-compatible", toolCalling: false })
                 .toolCalling, false);
             assert.ok(!("toolCalling" in aiConfigNode.providerSettings({ provider: "openai", toolCalling: true })));
+            // Whether the model takes images: said only when chosen; unset, the service decides by the provider.
+            assert.strictEqual(aiConfigNode.providerSettings({ provider: "openai-compatible", images: "true" })
+                .images, true);
+            assert.strictEqual(aiConfigNode.providerSettings({ provider: "openai", images: "false" }).images, false);
+            assert.ok(!("images" in aiConfigNode.providerSettings({ provider: "openai", images: "" })));
             // Another provider keeps fields left over from an earlier choice out of its request.
             assert.deepStrictEqual(aiConfigNode.providerSettings({ provider: "openai", deployment: "x",
                 apiVersion: "2024-10-21" }), { provider: "openai", memory: true, tools: true });

@@ -186,6 +186,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/mentions/mention-source.js",
             "resources/node-red-contrib-ai-sidebar/mentions/autocomplete.js",
             "resources/node-red-contrib-ai-sidebar/mentions/mention-chips.js",
+            "resources/node-red-contrib-ai-sidebar/mentions/attachment-chips.js",
             "resources/node-red-contrib-ai-sidebar/mentions/slash-commands.js",
             "resources/node-red-contrib-ai-sidebar/mentions/composer-mentions.js",
             "resources/node-red-contrib-ai-sidebar/mentions/node-menu.js",

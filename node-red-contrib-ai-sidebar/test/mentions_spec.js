@@ -5,6 +5,7 @@ const fuzzy = require("../resources/mentions/fuzzy");
 const autocomplete = require("../resources/mentions/autocomplete");
 const slashCommands = require("../resources/mentions/slash-commands");
 const mentionChips = require("../resources/mentions/mention-chips");
+const attachmentChips = require("../resources/mentions/attachment-chips");
 const mentionSource = require("../resources/mentions/mention-source");
 const editorContext = require("../resources/chat/editor-context");
 const chatRequest = require("../resources/chat/chat-request");
@@ -121,6 +122,43 @@ describe("@-mentions and slash commands", function () {
         });
     });
 
+    describe("attachment chips", function () {
+        it("know the kinds the service takes by media type and name", function () {
+            assert.strictEqual(attachmentChips.kindOf("image/png", "a.png"), "image");
+            assert.strictEqual(attachmentChips.kindOf("", "manual.PDF"), "pdf");
+            assert.strictEqual(attachmentChips.kindOf("", "broker.log"), "text");
+            assert.strictEqual(attachmentChips.kindOf("text/plain", ""), "text");
+            assert.strictEqual(attachmentChips.kindOf("image/bmp", "a.bmp"), null);
+            assert.strictEqual(attachmentChips.kindOf("application/zip", "a.zip"), null);
+        });
+
+        it("keep the service's bounds, drop a removed one and go out in the request", function () {
+            const chips = new attachmentChips.AttachmentChips();
+            const image = { kind: "image", name: "shot.png", mediaType: "image/png", data: "iVBO", bytes: 3 };
+            for (let i = 0; i < attachmentChips.MAX_ITEMS - 1; i++) {
+                assert.strictEqual(chips.add(image), null);
+            }
+            assert.strictEqual(chips.add({ kind: "pdf", name: "big.pdf", data: "x",
+                bytes: attachmentChips.MAX_BYTES + 1 }), "tooLarge");
+            assert.strictEqual(chips.add({ kind: "text", name: "big.txt", text: "x".repeat(attachmentChips.MAX_CHARS + 1),
+                bytes: 1 }), "tooLarge");
+            assert.strictEqual(chips.add({ kind: "video", name: "a.mp4" }), "unsupported");
+            assert.strictEqual(chips.add({ kind: "text", name: "notes.md", text: "# hi", bytes: 4 }), null);
+            assert.strictEqual(chips.add(image), "tooMany");
+            chips.remove(chips.items[0].key);
+            const sent = chips.sent();
+            assert.strictEqual(sent.length, attachmentChips.MAX_ITEMS - 1);
+            assert.deepStrictEqual(sent[0], { kind: "image", mediaType: "image/png", data: "iVBO", name: "shot.png" });
+            assert.deepStrictEqual(sent[sent.length - 1], { kind: "text", name: "notes.md", text: "# hi" });
+            const built = chatRequest.build({ message: "hi", sessionId: "s", contextRemoved: true, attachments: sent,
+                flow: null, nodes: [] });
+            assert.deepStrictEqual(built.body.attachments, sent);
+            chips.clear();
+            assert.strictEqual(chatRequest.build({ message: "hi", sessionId: "s", contextRemoved: true,
+                attachments: chips.sent(), flow: null, nodes: [] }).body.attachments, undefined);
+        });
+    });
+
     describe("what @ offers", function () {
         it("lists tabs, subflows, nodes, config nodes, types and recent debug messages, selected first", function () {
             const RED = {
@@ -163,6 +201,15 @@ describe("@-mentions and slash commands", function () {
                 const stored = editorContext.sentView({ context: { flow: null, nodes: 0, debug: 0,
                     mentions: [{ kind: "node", id: "n1", label: "scaler" }, { kind: "type", id: "inject" }] } }, t);
                 assert.ok(stored.text.endsWith("context.mentions{\"names\":\"@scaler, @inject\"}"), stored.text);
+                // The files sent with it are named after the mentions, live and as stored (names only).
+                assert.strictEqual(editorContext.chip({ removed: false, flow: { label: "Main" }, count: 0, debug: 0,
+                    attached: ["shot.png"] }, t).detail, " \u00b7 context.noNodes \u00b7 " +
+                    "context.attached{\"names\":\"shot.png\"}");
+                const withFiles = editorContext.sentView({ context: { flow: null, nodes: 0, debug: 0,
+                    mentions: [{ kind: "node", id: "n1", label: "scaler" }],
+                    attachments: [{ kind: "image", name: "shot.png" }, { kind: "pdf", name: "manual.pdf" }] } }, t);
+                assert.ok(withFiles.text.endsWith("context.mentions{\"names\":\"@scaler\"} \u00b7 " +
+                    "context.attached{\"names\":\"shot.png, manual.pdf\"}"), withFiles.text);
             });
     });
 });

@@ -122,7 +122,8 @@ class ChatResult:
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
         """What is stored with the turn: scenario, selected flow id, tools used, language, error codes, and the
         context the question went out with (``context``: the open tab's id and label, how many nodes were selected
-        and debug messages attached, the @-mentions as ``{kind, id, label}``), which the sidebar shows under a
+        and debug messages attached, the @-mentions as ``{kind, id, label}``, the attachments as ``{kind, name}``:
+        never their content), which the sidebar shows under a
         reloaded question."""
         flow = request.selectedFlow
         meta: dict[str, Any] = {"scenario": self.scenario, "flowId": request.flow_id, "tools": self.tools,
@@ -131,7 +132,9 @@ class ChatResult:
                                             "nodes": len(request.selectedNodes),
                                             "debug": len(request.debugMessages),
                                             "mentions": [{"kind": m.kind, "id": m.id, "label": m.label}
-                                                         for m in request.mentions]}}
+                                                         for m in request.mentions],
+                                            "attachments": [{"kind": a.kind, "name": a.name}
+                                                            for a in request.attachments]}}
         if self.errors:
             meta["errors"] = self.errors
         if self.stopped:

@@ -12,10 +12,12 @@ Every run emits events through ``emit`` and always ends with exactly one ``done`
 
 from __future__ import annotations
 
+from service.chat.attachments import image_refusal
 from service.chat.context import ChatDeps, ChatResult
 from service.chat.events import Emit
 from service.chat.followups import suggest
 from service.chat.router_graph import run_routed
+from service.errors import error_event
 from service.requests import StreamChatRequest
 
 
@@ -28,8 +30,14 @@ async def run_chat(request: StreamChatRequest, deps: ChatDeps, emit: Emit, resul
     or else the routed retrieval (which answers alone when no model is configured), the prompt, and the answer:
     one model call after a tool or retrieval, else the agent (or a plain chat without tools); a turn that ended
     normally then gets its follow-up suggestions (``result.suggestions``, :mod:`service.chat.followups`). The
-    caller sends ``done`` and saves the turn. Raises ``ConnectionResetError`` when the client is gone.
+    caller sends ``done`` and saves the turn. An image attached for a model that takes none ends the run at once
+    with an ``images_not_supported`` error (:func:`service.chat.attachments.image_refusal`). Raises
+    ``ConnectionResetError`` when the client is gone.
     """
+    refusal = image_refusal(request, deps)
+    if refusal is not None:  # before any step: nothing goes to a model that cannot see the image
+        await emit(error_event(refusal))
+        return result
     await run_routed(request, deps, emit, result)
     suggest(result, locales_dir=deps.settings.locales_dir, scenarios=deps.scenarios, message=request.message,
             history=[turn.content for turn in request.history if turn.role == "user"],

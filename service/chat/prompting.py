@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from service.chat.agent_path import agent_tool_names, uses_agent
+from service.chat.attachments import with_attachments, with_images
 from service.chat.context import ChatDeps, ChatResult, Turn
 from service.chat.events import Emit
 from service.chat.history import fitted_history, left_out_notice
@@ -47,6 +48,7 @@ async def build_prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, r
     if turn.history is None:
         turn.history = await earlier_turns(request, deps, result, turn)
     question = with_caught_error(with_debug_messages(request.message, request.debugMessages), request.error)
+    question = await with_attachments(question, request.attachments)
     run = turn.tool_run
     if deps.tools_enabled:  # reading node configuration is a tool's reach: withheld with the tools
         question = await with_named_nodes(question, request, deps.nodered, run.output if run else None)
@@ -60,6 +62,7 @@ async def build_prompt(request: StreamChatRequest, deps: ChatDeps, turn: Turn, r
             deps.tools.for_model(run.name, run.output.text, run.output.config_at) if run.output else None,
             run.failure.message if run.failure else None,
             turn.catalog.data.answerInstruction)
+    asked = asked.model_copy(update={"content": with_images(asked.content, request.attachments)})
     tools = agent_tool_names(deps, turn) if uses_agent(deps, turn) else []
     history = await fitted_history(deps, result.session_id if result.session_existed else None, turn.summary,
                                    turn.history, [*messages, asked], tools)

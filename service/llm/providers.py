@@ -65,6 +65,11 @@ def default_model(settings: Settings, provider: str) -> str | None:
     return (settings.model if provider == settings.provider else None) or DEFAULT_MODELS.get(provider)
 
 
+# Providers whose current models take images in a chat message (OpenAI, Azure OpenAI: the GPT-4o/4.1/5 families;
+# Gemini; Claude 3 and later); OpenAI-compatible servers and DeepSeek only when configured so (images: true).
+IMAGE_PROVIDERS = frozenset({"openai", "azure-openai", "google", "anthropic"})
+
+
 @dataclass(frozen=True)
 class ProviderConfig:
     """Which model to talk to and how; ``api_key`` never appears in ``repr`` or in a cache key.
@@ -72,7 +77,9 @@ class ProviderConfig:
     ``temperature`` is 0..2, ``max_tokens`` counts output tokens, ``timeout`` is seconds per model request;
     ``deployment`` and ``api_version`` are Azure OpenAI's (``base_url`` is then the resource's endpoint);
     ``tool_calling`` is ``False`` for a model configured as unable to call tools (``AI_MODEL_TOOL_CALLING``, an
-    ai-config node's ``toolCalling``): it builds the same model, the chat offers it no tools.
+    ai-config node's ``toolCalling``): it builds the same model, the chat offers it no tools. ``images`` says
+    whether the model takes images (``AI_MODEL_IMAGES``, an ai-config node's ``images``; ``None``: as
+    :data:`IMAGE_PROVIDERS` says, see :attr:`takes_images`).
     """
 
     provider: str
@@ -85,6 +92,13 @@ class ProviderConfig:
     deployment: str | None = None
     api_version: str | None = None
     tool_calling: bool = True
+    images: bool | None = None
+
+    @property
+    def takes_images(self) -> bool:
+        """Whether an image may be sent to this model: as configured, else whether its provider is one of
+        :data:`IMAGE_PROVIDERS`."""
+        return self.images if self.images is not None else self.provider in IMAGE_PROVIDERS
 
     def __repr__(self) -> str:
         return (f"ProviderConfig(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r}"
@@ -110,7 +124,8 @@ class ProviderConfig:
         version = settings.azure_openai_api_version if azure else None
         if override is None:
             return cls(provider=provider, model=model, api_key=key, base_url=base, timeout=settings.llm_timeout,
-                       deployment=deployment, api_version=version, tool_calling=settings.model_tool_calling)
+                       deployment=deployment, api_version=version, tool_calling=settings.model_tool_calling,
+                       images=settings.model_images)
         # The environment's key only ever goes to the environment's endpoint: a config naming another base URL
         # must bring its own key, or a crafted request could send the service's key to any server.
         if override.baseUrl and override.baseUrl.rstrip("/") != (base or "").rstrip("/"):
@@ -120,7 +135,7 @@ class ProviderConfig:
                    temperature=override.temperature, max_tokens=override.maxTokens, timeout=settings.llm_timeout,
                    deployment=(override.deployment or deployment) if azure else None,
                    api_version=(override.apiVersion or version) if azure else None,
-                   tool_calling=override.toolCalling)
+                   tool_calling=override.toolCalling, images=override.images)
 
     def cache_key(self) -> tuple:
         """Identity of a model instance; the key enters only as a SHA-256 digest."""

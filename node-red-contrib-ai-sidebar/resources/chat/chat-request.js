@@ -73,6 +73,8 @@
      *     even when the chip was removed
      * @param {{kind: string, id: string, label: string}[]} [question.mentions] the @-mentions whose chips the user
      *     kept (mention-chips.js), sent even when the context chip was removed
+     * @param {object[]} [question.attachments] the files pasted or dropped whose chips the user kept
+     *     (attachment-chips.js `sent`)
      * @param {?{id: string, label: string}} question.flow the open tab (editorContext.selectedFlow)
      * @param {{id: string, type: string, name: string}[]} question.nodes the selected nodes
      * @param {function(): ?{nodes: (object[]|undefined), bytes: (number|undefined)}} question.exportTab the open
@@ -115,6 +117,10 @@
         if (question.mentions && question.mentions.length) {
             // What the user pointed at with `@` goes even when the context chip was removed: they chose it.
             body.mentions = question.mentions.slice();
+        }
+        if (question.attachments && question.attachments.length) {
+            // Pasted or dropped files go even when the context chip was removed: the user chose them.
+            body.attachments = question.attachments.slice();
         }
         if (question.contextRemoved) {
             return result;

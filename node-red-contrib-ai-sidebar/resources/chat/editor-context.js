@@ -77,14 +77,20 @@
     const MAX_DEBUG_MESSAGES = 5;
     const DEBUG_MSG_CHARS = 4000;
 
+    /** " · attached: a.png, b.txt" for the names of the files sent with a question; "" without. */
+    function attachedText(names, t) {
+        return names && names.length ? " \u00b7 " + t("context.attached", { names: names.join(", ") }) : "";
+    }
+
     /**
      * What the chip shows.
      *
      * @param {{removed: boolean, flow: ?{label: string, subflow: boolean}, count: number, debug: number,
-     *     chipsShown: (boolean|undefined), mentions: (string[]|undefined)}} state
+     *     chipsShown: (boolean|undefined), mentions: (string[]|undefined), attached: (string[]|undefined)}} state
      *     `debug`: how many Debug messages are attached (sent whether or not the flow context is removed);
      *     `chipsShown`: the selected nodes have chips of their own beside it (node-chips.js), so it does not count
-     *     them; `mentions`: the labels of the @-mentions sent (as a question's sent context shows them)
+     *     them; `mentions`: the labels of the @-mentions sent (as a question's sent context shows them);
+     *     `attached`: the names of the files sent with it (attachment-chips.js)
      * @param {function(string, object=): string} t the sidebar catalog's translation (keys under `context.`)
      * @returns {{icon: string, text: string, name: string, detail: string, title: string, button: {icon: string,
      *     label: string, removes: boolean}}} `icon`s are Font Awesome classes; `text` is `name` (the flow, which may
@@ -95,7 +101,7 @@
         const mentions = state.mentions && state.mentions.length ?
             " \u00b7 " + t("context.mentions", { names: state.mentions.map(function (name) {
                 return "@" + name;
-            }).join(", ") }) : "";
+            }).join(", ") }) + attachedText(state.attached, t) : attachedText(state.attached, t);
         const debugText = state.debug ? t("context.debug", { count: state.debug }) : "";
         if (state.removed) {
             const removed = t("context.removed");
@@ -135,7 +141,8 @@
 
     /**
      * The context a stored question went out with, in the chip's words: from the `context` the service keeps in
-     * the question's metadata (`{flow: ?{id, label}, nodes: number, debug: number, mentions: ?{kind, id, label}[]}`).
+     * the question's metadata (`{flow: ?{id, label}, nodes: number, debug: number, mentions: ?{kind, id, label}[],
+     * attachments: ?{kind, name}[]}`).
      *
      * @param {object} metadata the stored question's metadata (GET ai-sidebar/history)
      * @param {function(string, object=): string} t as for `chip`
@@ -156,6 +163,11 @@
         }).map(function (item) {
             return typeof item.label === "string" && item.label ? item.label : item.id;
         });
+        const attached = (Array.isArray(context.attachments) ? context.attachments : []).filter(function (item) {
+            return item && typeof item === "object" && typeof item.name === "string";
+        }).map(function (item) {
+            return item.name;
+        });
         const view = chip({
             // A question without flow and nodes went out with the chip removed (or with no tab open).
             removed: !flow && !count,
@@ -163,7 +175,8 @@
                 subflow: !!(isSubflow && isSubflow(flow.id)) },
             count: count,
             debug: debug,
-            mentions: mentions
+            mentions: mentions,
+            attached: attached
         }, t);
         return { icon: view.icon, text: view.text };
     }

@@ -1,7 +1,8 @@
 /**
  * `@` and `/` in the sidebar's question input (issue 37), bound to the sidebar (sidebar.js): the suggestion list
  * (autocomplete.js) over what can be mentioned (mention-source.js, fuzzy.js) and the slash commands
- * (slash-commands.js); the mention chips (mention-chips.js) and what a command does when the question is sent.
+ * (slash-commands.js); the mention chips (mention-chips.js), the files pasted or dropped into the input
+ * (attachment-chips.js) and what a command does when the question is sent.
  *
  * Editor-only script: registers `NodeRedAiSidebar.ComposerMentions`.
  */
@@ -27,6 +28,28 @@
         this.chips = new lib.mentionChips.MentionChips();
         this.chipList = $('<div class="ai-sidebar-node-chips ai-sidebar-mention-chips" role="list"></div>').hide()
             .appendTo(composer);
+        // Files pasted or dropped into the input (attachment-chips.js): chips of their own, after the mentions.
+        this.attachments = new lib.attachmentChips.AttachmentChips();
+        this.attachmentList = $('<div class="ai-sidebar-node-chips ai-sidebar-attachment-chips" role="list"></div>')
+            .hide().appendTo(composer);
+        sidebar.input.on("paste", function (event) {
+            var data = event.originalEvent && event.originalEvent.clipboardData;
+            if (data && data.files && data.files.length) {
+                event.preventDefault();  // the file, not its name as text
+                self.attachFiles(data.files);
+            }
+        }).on("dragover", function (event) {
+            var data = event.originalEvent && event.originalEvent.dataTransfer;
+            if (data && Array.prototype.indexOf.call(data.types || [], "Files") !== -1) {
+                event.preventDefault();
+            }
+        }).on("drop", function (event) {
+            var data = event.originalEvent && event.originalEvent.dataTransfer;
+            if (data && data.files && data.files.length) {
+                event.preventDefault();
+                self.attachFiles(data.files);
+            }
+        });
         this.candidates = [];
         this.templates = [];
         // How long the last ranking of `@` took, in milliseconds (performance.now): the browser test reads it.
@@ -168,6 +191,7 @@
             break;
         case "clear":
             this.chips.clear();
+            this.attachments.clear();
             sidebar.debugAttached = [];
             sidebar.input.val("");
             sidebar.updateCounter();
@@ -200,14 +224,43 @@
         this.sidebar.scrollToBottom();
     };
 
-    /** Render the mention chips. */
+    /**
+     * Attach pasted or dropped files: a chip each; one the service does not take, too large or one too many is
+     * said in a notification and left out.
+     *
+     * @param {FileList} files
+     * @returns {Promise} settled once every file is read
+     */
+    ComposerMentions.prototype.attachFiles = function (files) {
+        var self = this;
+        var chips = this.lib.attachmentChips;
+        return Promise.all(Array.prototype.map.call(files, function (file) {
+            return chips.read(file, t("attachments.pasted")).then(function (item) {
+                var problem = item ? self.attachments.add(item) : "unsupported";
+                if (problem) {
+                    RED.notify(t("attachments." + problem, { name: file.name || t("attachments.pasted"),
+                        count: chips.MAX_ITEMS, megabytes: chips.MAX_BYTES / 1048576 }), "warning");
+                }
+            }, function () {
+                RED.notify(t("attachments.unreadable", { name: file.name || t("attachments.pasted") }), "error");
+            });
+        })).then(function () {
+            self.sidebar.refreshContext();
+            self.sidebar.focusInput();
+        });
+    };
+
+    /** Render the mention chips and the attachment chips. */
     ComposerMentions.prototype.render = function () {
         var sidebar = this.sidebar;
-        this.chips.render(this.chipList, t, function () {
+        function changed() {
             sidebar.refreshContext();
-        }, function () {
+        }
+        function focusInput() {
             sidebar.focusInput();
-        });
+        }
+        this.chips.render(this.chipList, t, changed, focusInput);
+        this.attachments.render(this.attachmentList, t, changed, focusInput);
     };
 
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};

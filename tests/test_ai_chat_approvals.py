@@ -150,7 +150,7 @@ async def test_an_approved_change_is_deployed_only_after_the_resume_message(stac
     node_red, _ = stack
     before = deployed(node_red)
     approval = await wait_for_approval(node_red, model, "s-approve")
-    assert {tool.name for tool in WRITE_TOOLS} <= offered_tools(model.requests[0])
+    assert set(GENERAL_WRITE_TOOLS) <= offered_tools(model.requests[0])  # the node's scenario: "general"
     assert set(approval) == {"runId", "resumeToken", "actions"} and len(approval["resumeToken"]) >= 43
     action = approval["actions"][0]
     assert action["tool"] == "add_nodes" and action["summary"].startswith("Add 2 nodes (debug, inject) to tab")

@@ -106,4 +106,4 @@ def test_inspector_cli_lists_the_resources_templates_and_prompts(nodered, tmp_pa
     returncode, prompts, stderr = inspect(nodered.url, tmp_path, "--method", "prompts/list")
     assert returncode == 0, stderr
     assert {prompt["name"] for prompt in prompts["result"]["prompts"]} == {
-        "explain_flow", "debug_node", "review_security", "document_tab"}
+        "explain_flow", "debug_node", "review_security", "document_tab", "build"}

@@ -39,7 +39,8 @@ asyncio.run(main())
 # Imported only when configured: AI_PROVIDER (and an ai-config node's provider), DATABASE_URL, OTEL_* variables,
 # AI_SIDEBAR_EMBEDDING_MODEL.
 OPTIONAL = ("langchain_anthropic", "anthropic", "langchain_google_genai", "google.genai", "langchain_deepseek",
-            "psycopg", "psycopg_pool", "langgraph.checkpoint.postgres", "opentelemetry.exporter", "numpy")
+            "psycopg", "psycopg_pool", "langgraph.checkpoint.postgres", "opentelemetry.exporter", "numpy",
+            "grandalf", "pypdf")
 
 
 def test_a_default_start_loads_the_configured_provider_and_none_of_the_optional_parts(nodered, model_server,

@@ -270,8 +270,8 @@ async def test_scenarios_route_gives_the_editor_view_in_the_asked_language(aioht
 
 async def test_scenarios_route_gives_the_palette_the_providers_and_the_message_limit_of_the_service(client, settings):
     body = await (await client.get("/ai-sidebar/scenarios", params={"lang": "de"})).json()
-    # The providers this installation answers with: every one a setting may name, Anthropic included.
-    assert body["providers"] == ["openai", "deepseek", "google", "anthropic", "openai-compatible"]
+    # The providers this installation answers with: every one a setting may name, Anthropic and Azure included.
+    assert body["providers"] == ["openai", "deepseek", "google", "anthropic", "azure-openai", "openai-compatible"]
     assert body["maxMessageChars"] == settings.max_message_chars == 10_000
     assert list(body["scenarios"]) == list(load_base(BASE).scenarios)
     # The model that answers without an ai-config node: the sidebar's header names it.
@@ -309,9 +309,10 @@ async def test_a_scenario_the_service_lacks_in_an_ai_config_is_ignored(client, m
 def test_a_provider_is_offered_exactly_when_the_service_can_build_its_model(provider):
     """The dialog's list (GET /ai-sidebar/scenarios ``providers``) and the factory agree for every provider a
     setting may name: an offered one builds a model from a key, base URL and model; another is refused as
-    unsupported, naming the offered ones."""
+    unsupported, naming the offered ones. (Azure OpenAI answers with a deployment, which it needs too.)"""
     config = ProviderConfig(provider, "some-model", api_key=SecretStr("sk-test-key-0001"),
-                            base_url="http://127.0.0.1:1/v1")
+                            base_url="http://127.0.0.1:1/v1",
+                            deployment="some-deployment" if provider == "azure-openai" else None)
     if provider in SUPPORTED_PROVIDERS:
         assert ChatModelFactory().get(config) is not None
     else:

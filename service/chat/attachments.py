@@ -14,9 +14,6 @@ import io
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pypdf import PdfReader
-from pypdf.errors import PdfReadError
-
 from service.errors import ServiceError
 from service.llm.providers import ProviderConfig
 from service.nodered.redaction import redact_text
@@ -52,6 +49,10 @@ def pdf_text(data: str) -> str:
     Raises:
         ValueError: ``data`` is no readable PDF.
     """
+    # Imported here: only a question with a PDF needs pypdf (tests/test_optional_imports.py).
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
     try:
         reader = PdfReader(io.BytesIO(base64.b64decode(data, validate=True)))
         pages: list[str] = []

@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from grandalf.graphs import Edge, Graph, Vertex
-from grandalf.layouts import SugiyamaLayout
-
 from service.nodered.messages import Sentence
 from service.nodered.placement import GAP_X, GRID, overlaps, size
 
@@ -34,6 +31,11 @@ def layered(nodes: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
     """Centres (px, relative to the first part's top left) for ``nodes`` laid out in layers along the wires among
     them: each connected part by grandalf's ``SugiyamaLayout`` (cycles broken at its feedback edges), the parts
     stacked top to bottom in the order of their first node."""
+    # Imported here: grandalf brings numpy, which a service that never lays out a tab should not load (issue 33,
+    # tests/test_optional_imports.py).
+    from grandalf.graphs import Edge, Graph, Vertex
+    from grandalf.layouts import SugiyamaLayout
+
     vertices = {node["id"]: Vertex(node["id"]) for node in nodes}
     for node in nodes:
         vertices[node["id"]].view = _View(*size(node))

@@ -5,6 +5,7 @@
 // Input (env): EDITOR_URL, TAB_ID, OUT_DIR, USERNAME + PASSWORD (none: no adminAuth), QUESTION, UNTICK (a text
 // the labels of the parts to untick contain). The nodes' boxes (RED.nodes x/y/w/h) before and after show where the
 // new ones were placed.
+// Waits for a state are bounded at 60 s: a resumed approval took longer than 10 s beside make test's other passes.
 "use strict";
 const editor = require("./editor");
 
@@ -56,9 +57,9 @@ async function partsMode(context, result) {
     await editor.detailScreenshot(card, result, "sidebar-approval-parts-narrow.png");
     await card.locator(".ai-sidebar-approval-approve").focus();
     await page.keyboard.press("Enter");
-    await page.waitForFunction(() => document.querySelector(".ai-sidebar-approval-sent"), null, { timeout: 10000 });
+    await page.waitForFunction(() => document.querySelector(".ai-sidebar-approval-sent"), null, { timeout: 60000 });
     await editor.waitIdle(page);
-    await page.waitForSelector(".ai-sidebar-tool-applied", { timeout: 10000 });
+    await page.waitForSelector(".ai-sidebar-tool-applied", { timeout: 60000 });
     result.after = await canvasState(page, env.TAB_ID);
     result.applied = (await page.locator(".ai-sidebar-tool-applied").allInnerTexts()).map((text) => text.trim());
     await editor.screenshot(page, result, "sidebar-approval-parts-applied.png");
@@ -66,7 +67,7 @@ async function partsMode(context, result) {
     await page.mouse.click(chart.x + 15, chart.y + chart.height - 30);
     await page.keyboard.press("Control+z");
     await page.waitForFunction((depth) => RED.history.depth() === depth, result.before.historyDepth,
-        { timeout: 10000 });
+        { timeout: 60000 });
     result.undone = await canvasState(page, env.TAB_ID);
     result.restoredWidth = await editor.resizeSidebar(page, result.width);
 }

@@ -4,6 +4,7 @@
 // (JSON: one question a round; the scripted model answers each with one write tool call).
 // Each round: the question in a new chat, its card approved, the editor's state after it (one more undo step,
 // undeployed), then one Ctrl-Z on the canvas and the state again.
+// Waits for a state are bounded at 60 s: a resumed approval took longer than 10 s beside make test's other passes.
 "use strict";
 const editor = require("./editor");
 
@@ -55,7 +56,7 @@ async function keyOnCanvas(page, key) {
 editor.runEditorScript(async (page, result) => {
     await editor.showTab(page, env.TAB_ID);
     // The scenario that offers the canvas tools (locales/scenarios.json).
-    await page.waitForSelector(".ai-sidebar-scenario", { state: "visible", timeout: 10000 });
+    await page.waitForSelector(".ai-sidebar-scenario", { state: "visible", timeout: 60000 });
     await page.selectOption(".ai-sidebar-scenario", env.SCENARIO);
     result.rounds = [];
     for (const [number, question] of JSON.parse(env.QUESTIONS).entries()) {
@@ -74,10 +75,10 @@ editor.runEditorScript(async (page, result) => {
         round.card = (await page.locator(".ai-sidebar-approval").last().innerText()).trim();
         await page.locator(".ai-sidebar-approval").last().locator(".ai-sidebar-approval-approve").click();
         await page.waitForFunction(() => document.querySelector(".ai-sidebar-approval-sent"), null,
-            { timeout: 10000 });
+            { timeout: 60000 });
         await editor.waitIdle(page);
         await page.waitForFunction((depth) => RED.history.depth() > depth, round.before.historyDepth,
-            { timeout: 10000 }).catch(async (err) => {
+            { timeout: 60000 }).catch(async (err) => {
             result.transcript = await editor.transcript(page);  // what the sidebar said instead of applying it
             await editor.screenshot(page, result, `sidebar-canvas-${number}-not-applied.png`);
             throw err;
@@ -87,7 +88,7 @@ editor.runEditorScript(async (page, result) => {
         await editor.screenshot(page, result, `sidebar-canvas-${number}-applied.png`);
         await keyOnCanvas(page, "Control+z");
         await page.waitForFunction((depth) => RED.history.depth() === depth, round.before.historyDepth,
-            { timeout: 10000 });
+            { timeout: 60000 });
         round.undone = await canvasState(page);
         await editor.screenshot(page, result, `sidebar-canvas-${number}-undone.png`);
         result.rounds.push(round);

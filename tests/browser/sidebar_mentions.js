@@ -8,6 +8,7 @@
 // TEMPLATE_COMMAND, TEMPLATE_WORDS, MENU_NODE_ID (a node of TAB_ID for the context menu), INFO_NODE_ID (another, for the Info
 // sidebar's button).
 // Output: one JSON line on stdout.
+// Waits for a state are bounded at 60 s: a resumed approval took longer than 10 s beside make test's other passes.
 "use strict";
 const editor = require("./editor");
 
@@ -80,7 +81,7 @@ editor.runEditorScript(async (page, result) => {
         await startTiming(page);
         await page.focus(".ai-sidebar-input");
         await page.keyboard.type("@" + env.KEEP_QUERY, { delay: 30 });
-        await page.waitForSelector(".ai-sidebar-suggestion", { timeout: 10000 });
+        await page.waitForSelector(".ai-sidebar-suggestion", { timeout: 60000 });
         result.keepList = await suggestions(page);
         await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result, "mentions-list.png");
         await page.keyboard.press("Enter");
@@ -111,7 +112,7 @@ editor.runEditorScript(async (page, result) => {
         await page.focus(".ai-sidebar-input");
         await page.keyboard.type("/" + env.TEMPLATE_COMMAND.slice(0, 3), { delay: 30 });
         await page.waitForFunction((name) => Array.from(document.querySelectorAll(".ai-sidebar-suggestion-label"))
-            .some((el) => el.textContent === "/" + name), env.TEMPLATE_COMMAND, { timeout: 10000 });
+            .some((el) => el.textContent === "/" + name), env.TEMPLATE_COMMAND, { timeout: 60000 });
         result.templateList = await suggestions(page);
         await editor.detailScreenshot(page.locator(".ai-sidebar-composer"), result, "mentions-slash.png");
         while ((await suggestions(page)).labels.indexOf("/" + env.TEMPLATE_COMMAND) !==
@@ -155,7 +156,7 @@ editor.runEditorScript(async (page, result) => {
         }, env.MENU_NODE_ID);
         await page.mouse.click(box.x, box.y, { button: "right" });
         const entry = page.locator("#red-ui-workspace-context-menu a", { hasText: "Ask the assistant about this node" });
-        await entry.waitFor({ timeout: 10000 });
+        await entry.waitFor({ timeout: 60000 });
         await editor.screenshot(page, result, "mentions-context-menu.png");
         await entry.click();
         result.menuChips = await chipNames(page, ".ai-sidebar-mention-chips");
@@ -168,13 +169,13 @@ editor.runEditorScript(async (page, result) => {
             RED.sidebar.show("info");
         }, env.INFO_NODE_ID);
         const infoButton = page.locator(".ai-sidebar-info-ask");
-        await infoButton.waitFor({ state: "visible", timeout: 10000 });
+        await infoButton.waitFor({ state: "visible", timeout: 60000 });
         result.infoButtonName = await infoButton.getAttribute("aria-label");
         await editor.screenshot(page, result, "mentions-info-button.png");
         await infoButton.focus();
         await page.keyboard.press("Enter");
         await page.waitForFunction(() => document.querySelectorAll(".ai-sidebar-mention-chip").length >= 2 &&
-            document.querySelector(".ai-sidebar-input").offsetParent !== null, null, { timeout: 10000 });
+            document.querySelector(".ai-sidebar-input").offsetParent !== null, null, { timeout: 60000 });
         result.infoChips = await chipNames(page, ".ai-sidebar-mention-chips");
 
         // 5. Reloaded, the question still says what was mentioned with it.

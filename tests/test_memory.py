@@ -268,7 +268,7 @@ async def test_each_chat_stores_the_original_message_answer_and_metadata(client,
     assert messages[0]["metadata"] == {"scenario": "general", "flowId": tab["id"], "tools": ["get_flow"],
                                        "language": "es-ES",
                                        "context": {"flow": {"id": tab["id"], "label": None}, "nodes": 0, "debug": 0,
-                                                   "mentions": []}}
+                                                   "mentions": [], "attachments": []}}
     response = await client.get("/ai-sidebar/history/m2", headers=BOB)
     assert response.status == 404 and (await response.json())["error"]["code"] == "session_not_found"
 
@@ -290,7 +290,7 @@ async def test_attached_debug_messages_reach_the_model_as_data_and_the_turn_keep
     # The question is stored as typed; what went with it is counted in its metadata.
     assert messages[0]["content"] == "why this value?"
     assert messages[0]["metadata"]["context"] == {"flow": {"id": tab["id"], "label": tab["label"]}, "nodes": 1,
-                                                  "debug": 1, "mentions": []}
+                                                  "debug": 1, "mentions": [], "attachments": []}
     response = await client.post("/ai-sidebar/stream-chat", json={"message": "x", "debugMessages": [debug] * 6},
                                  headers=ALICE)
     assert response.status == 400 and "debugMessages" in (await response.json())["error"]["message"]

@@ -130,6 +130,7 @@ def test_graders_read_language_numbers_and_code():
         run_function("return missing.payload;", {})
 
 
+@pytest.mark.nodered  # the JSONata of the Node-RED under test (4.1 and 5.x each ship theirs)
 def test_a_jsonata_answer_is_evaluated_by_node_reds_jsonata_on_the_task_s_messages():
     tasks = load_tasks([{"id": "t1", "type": "tab", "label": label} for label in
                         ("Sensor telemetry", "Order webhook (has a bug)")])

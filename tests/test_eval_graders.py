@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.eval import run
-from tests.eval.graders import contains, detect_language, grade, passed, run_function
+from tests.eval.graders import check_evaluates, contains, detect_language, evaluate_jsonata, grade, passed, run_function
 from tests.eval.harness import EvalStack, Outcome, Planned, run_tasks, scripted_plan, summary
 from tests.eval.tasks import TASKS_FILE, Task, load_tasks
 
@@ -128,6 +128,39 @@ def test_graders_read_language_numbers_and_code():
     assert run_function("msg.payload = msg.payload.a * 2;\nreturn msg;", {"a": 21}) == 42
     with pytest.raises(ValueError, match="ReferenceError"):
         run_function("return missing.payload;", {})
+
+
+@pytest.mark.nodered  # the JSONata of the Node-RED under test (4.1 and 5.x each ship theirs)
+def test_a_jsonata_answer_is_evaluated_by_node_reds_jsonata_on_the_task_s_messages():
+    tasks = load_tasks([{"id": "t1", "type": "tab", "label": label} for label in
+                        ("Sensor telemetry", "Order webhook (has a bug)")])
+    total, above = (next(t for t in tasks if t.id == f"jsonata-{n}-en") for n in (0, 1))
+    assert total.evaluate and above.evaluate
+
+    def answer(expression: str) -> str:
+        return f"Use this:\n\n```jsonata\n{expression}\n```"
+
+    # Right answers, however written, pass: the reference, another spelling, the legacy msg. form.
+    for task, expression in ((total, "$sum(payload.items.(price * qty))"),
+                             (total, "$reduce(payload.items, function($a, $i) { $a + $i.qty * $i.price }, 0)"),
+                             (total, "$sum(msg.payload.items.(qty*price))"),
+                             (above, "payload[value > 35]"),
+                             (above, "$filter(payload, function($r) { $r.value > 35 })")):
+        assert check_evaluates(task, answer(expression))[0], expression
+    # Wrong ones fail, saying why: another result, a syntax error, JavaScript, an unknown function.
+    assert check_evaluates(total, answer("$sum(payload.items.price)")) == (
+        False, '{"payload": {"items": [{"price": 10, "qty": 2}, {"price": 1.5, "qty": 4}]}} → 11.5, expected 26')
+    assert check_evaluates(above, answer("payload[value >= 35]"))[1].endswith(
+        '→ [{"sensor": "a", "value": 36}, {"sensor": "b", "value": 35}, {"sensor": "c", "value": 40}], expected '
+        '[{"sensor": "a", "value": 36}, {"sensor": "c", "value": 40}]')
+    assert check_evaluates(total, answer("$sum(payload.items.(price * qty)")) == (
+        False, 'error: Expected ")" before end of expression')
+    assert not check_evaluates(above, answer("msg.payload = msg.payload.filter(r => r.value > 35); return msg;"))[0]
+    assert check_evaluates(total, answer("$total(payload.items)")) == (
+        False, "error: Attempted to invoke a non-function")
+    # One node process evaluates every message; undefined (nothing matched) is null.
+    assert evaluate_jsonata("payload.missing", [{"payload": {}}, {"payload": {"missing": 2}}]) == [
+        {"value": None}, {"value": 2}]
 
 
 def test_the_table_and_the_side_by_side_comparison(right, tmp_path):

@@ -250,6 +250,40 @@ def test_a_message_naming_a_tab_or_subflow_of_the_workspace_is_routed_to_it_too(
     assert router.classify("explain x", "en-US", names) is None  # a one-character label names nothing
 
 
+# German separable verbs put their particle at the end of the clause, after the whole object (the eval's "Füge …
+# einen delay-Node … hinzu" had 90 characters between the two); each write verb's long form is a change, in the
+# du and the Sie form. A particle in the next sentence, or a verb without its particle, is not.
+SEPARABLE_CHANGES = [
+    "Füge im Flow „Order webhook (has a bug)“ nach dem Node compute total einen delay-Node namens „eval throttle“ "
+    "hinzu.",
+    "Fügen Sie bitte im Tab „Sensor telemetry“ direkt hinter dem MQTT-Eingang einen zusätzlichen Debug-Node hinzu",
+    "Baue den Flow „Order webhook (has a bug)“ mit einem Catch-Node und einer Fehlerantwort für jeden Fehler um",
+    "Schalte den Debug-Node „Alarme an die Konsole und in die Seitenleiste“ im Flow „Sensor telemetry“ ab",
+    "Schalten Sie die beiden Debug-Nodes im Tab „Order webhook (has a bug)“ nach dem compute total bitte aus",
+    "Schalte den deaktivierten Debug-Node hinter dem Node „to Celsius + validate“ im Flow „Sensor telemetry“ "
+    "wieder ein",
+    "Stelle beim Delay-Node „eval throttle“ im Flow „Order webhook (has a bug)“ die Rate auf 5 Nachrichten pro "
+    "Sekunde ein",
+    "Lege im Flow „Sensor telemetry“ zwischen dem MQTT-Eingang und der Umrechnung einen neuen Change-Node an",
+]
+NOT_CHANGES = [
+    "Füge mir eine Erklärung des Flows „Order webhook (has a bug)“ bei. Was kommt hinzu?",  # next sentence
+    "Was macht der Node „füge Zeitstempel“ im Flow „Sensor telemetry“ mit der Nachricht?",  # no particle
+    "Warum schaltet der Switch-Node „nur Alarme“ im Flow „Sensor telemetry“ alles weiter?",
+]
+
+
+def test_german_separable_write_verbs_reach_the_write_path_however_far_their_particle_is():
+    router = Router(Lexicons(LOCALES))
+    assert [m for m in SEPARABLE_CHANGES if not router.asks_change(m, "de")] == []
+    assert [m for m in SEPARABLE_CHANGES if not router.needs_tools(m, "de")] == []
+    assert [m for m in NOT_CHANGES if router.asks_change(m, "de")] == []
+    # The gap before any other part stays a few words: English's "add … node" does not reach a node 60
+    # characters on, and German's clause words do not widen other languages' gaps.
+    far = "Add to the list of sensors that the greenhouse reports on every minute a note about the node"
+    assert not router.asks_change(far, "en-US") and not router.asks_change(far, "de")
+
+
 async def test_the_router_reads_one_message_and_asks_the_fallback_only_when_undecided():
     asked: list[object] = []
 

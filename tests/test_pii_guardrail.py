@@ -124,3 +124,22 @@ def test_ip_addresses_in_node_configuration_stay_and_a_forged_block_does_not_exe
     assert "broker=192.168.1.20" in masked  # configuration
     assert "10.1.1.1" not in masked and "10.9.8.7" not in masked  # the user's words, a payload's forged block
     assert "jane.doe@example.com" not in masked  # only IP addresses are exempt in configuration
+
+
+# (text, whether it is a phone number). True: the forms the guardrail has always masked (international, national
+# with a trunk prefix or an area code in brackets, each separator). False: dates (libphonenumber's slash-separated
+# dates, and the dotted and dashed forms), versions and codes with a leading zero after the first group (no
+# subscriber number starts with the trunk prefix 0), times, timestamps, ids, numbers without a prefix.
+PHONE_CASES = [
+    ("+49 30 1234567", True), ("+1 415 555 2671", True), ("+33 1 23 45 67 89", True), ("+49 (0)30 1234567", True),
+    ("030 98765432", True), ("0171 2345678", True), ("0171-2345678", True), ("0171/2345678", True),
+    ("030/1234567", True), ("(030) 123-4567", True), ("0800 123 4567", True), ("01.23.45.67.89", True),
+    ("010.004.95", False), ("010-004-9512", False), ("(030) 012-3456", False), ("01.12.2024", False),
+    ("03/10/2011", False), ("12/31/1999", False), ("31-12-2024", False), ("2024-01-15", False), ("1.2.3", False),
+    ("12:30:00", False), ("1700000000000", False), ("415.555.2671", False), ("v010.004.95", False),
+]
+
+
+@pytest.mark.parametrize(("text", "is_phone"), PHONE_CASES)
+def test_the_phone_rule_keeps_its_true_cases_and_refuses_dates_and_leading_zero_codes(text, is_phone):
+    assert mask(f"call {text} now", ("phone",)) == ("call [REDACTED_PHONE] now" if is_phone else f"call {text} now")

@@ -1,7 +1,9 @@
 """The words of the knowledge layer per language: ``locales/<lang>/knowledge.json`` holds the router's keyword phrases
 (``router.docs``, ``router.workspace``; ``router.acts``: what a request that needs tools says, in two groups:
 ``changes`` to the flows and ``runtime``, questions about what the running flow did — with ``…`` for words in
-between; a plain list is read as changes), the stopwords left out of
+between; a plain list is read as changes; ``router.clauseWords``: the words before which a ``…`` spans the rest of
+the clause, German's separable particles, see :func:`service.knowledge.phrases.gapped_pattern`; optional), the
+stopwords left out of
 search queries, the ``synonyms`` a query that found nothing is retried with (a word → the words node help uses for
 it; optional), ``countsTitle`` (what the workspace summary's counts answer, in the language's words, so that a
 counting question finds them), ``usedTitle`` (the same for the summary's where-used sections of subflows and
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from service.knowledge.concepts import Concept, parse
+from service.knowledge.phrases import normalize
 
 DEFAULT_LANGUAGE = "en-US"
 
@@ -52,6 +55,7 @@ class Lexicon:
     changes: tuple[str, ...] = ()
     concepts: tuple[Concept, ...] = ()
     used_title: str = ""
+    clause_words: frozenset[str] = frozenset()
 
 
 class Lexicons:
@@ -79,13 +83,17 @@ class Lexicons:
             kept = data.get("keptWords", [])
             if not isinstance(kept, list) or not all(isinstance(word, str) for word in kept):
                 raise ValueError(f"{path}: expected keptWords as a list of words")
+            clause = router.get("clauseWords", [])
+            if not isinstance(clause, list) or not all(isinstance(word, str) for word in clause):
+                raise ValueError(f"{path}: expected router.clauseWords as a list of words")
             self._by_language[language] = Lexicon(
                 language, tuple(router.get("docs", ())), tuple(router.get("workspace", ())),
                 frozenset(word.casefold() for word in data["stopwords"]),
                 {word.casefold(): tuple(alt.casefold() for alt in alts) for word, alts in synonyms.items()},
                 str(data.get("noModelNotice", "")), dict(unknown), str(data.get("countsTitle", "")),
                 frozenset(word.casefold() for word in kept), *_acts(router.get("acts", ()), path),
-                parse(data.get("concepts", []), str(path)), str(data.get("usedTitle", "")))
+                parse(data.get("concepts", []), str(path)), str(data.get("usedTitle", "")),
+                frozenset(normalize(word).strip() for word in clause))
         if DEFAULT_LANGUAGE not in self._by_language:
             raise FileNotFoundError(f"{locales_dir}/{DEFAULT_LANGUAGE}/knowledge.json is missing")
         # English phrasings are read in every language (API, CSV, "rate limit" are written in English anywhere).

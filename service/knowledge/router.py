@@ -35,8 +35,9 @@ class Route(StrEnum):
 Fallback = Callable[[str], Awaitable[Route | None]]
 
 
-def _compile(phrases: Iterable[str]) -> re.Pattern | None:
-    parts = [gapped_pattern(p) for p in phrases if p.strip()]
+def _compile(phrases: Iterable[tuple[str, frozenset[str]]]) -> re.Pattern | None:
+    """One pattern of ``(phrase, its language's clause words)`` pairs (:func:`gapped_pattern`)."""
+    parts = [gapped_pattern(p, clause_words=words) for p, words in phrases if p.strip()]
     return re.compile("|".join(parts)) if parts else None
 
 
@@ -72,8 +73,8 @@ class Router:
         if language not in self._patterns:
             languages = dict.fromkeys((language, DEFAULT_LANGUAGE))
             lexicons = [self._lexicons.get(name) for name in languages]
-            self._patterns[language] = (_compile(p for lex in lexicons for p in lex.docs),
-                                        _compile(p for lex in lexicons for p in lex.workspace))
+            self._patterns[language] = (_compile((p, lex.clause_words) for lex in lexicons for p in lex.docs),
+                                        _compile((p, lex.clause_words) for lex in lexicons for p in lex.workspace))
         return self._patterns[language]
 
     def needs_tools(self, message: str, language: str | None = None) -> bool:
@@ -104,8 +105,9 @@ class Router:
         resolved = self._lexicons.resolve(language)
         if (group, resolved) not in self._acts:
             languages = dict.fromkeys((resolved, DEFAULT_LANGUAGE))
-            self._acts[group, resolved] = _compile(p for name in languages
-                                                   for p in getattr(self._lexicons.get(name), group))
+            lexicons = [self._lexicons.get(name) for name in languages]
+            self._acts[group, resolved] = _compile((p, lex.clause_words) for lex in lexicons
+                                                   for p in getattr(lex, group))
         pattern = self._acts[group, resolved]
         return bool(pattern and pattern.search(normalize(message)))
 

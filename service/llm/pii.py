@@ -45,6 +45,26 @@ _PHONE = re.compile(rf"(?:\+(?<!{_NOT_AFTER}\+)\d{{1,3}}|\((?<!{_NOT_AFTER}\()0?
                     rf"|0(?<!{_NOT_AFTER}0)\d{{1,4}})"
                     r"(?:(?:[.\-/]|\ (?=[1-9(]))?\(?\d{1,5}\)?){1,6}(?![\w])")
 _PHONE_DIGITS = (8, 15)
+# What the regular expression finds is then refused (google/libphonenumber's PhoneNumberMatcher decides the same way:
+# a candidate that reads as something else is skipped before the number is parsed):
+# - a date: day, month and year parted by one separator used twice (``03/10/2011``: libphonenumber's
+#   SLASH_SEPARATED_DATES; the dotted and dashed forms too, ``01.12.2024`` being how German writes a date);
+# - a national number whose subscriber part starts with 0 (``010.004.95``): in the numbering plans with a trunk
+#   prefix 0 (ITU-T E.164 national plans: Germany, France, the UK, ...), a 0 after the area code would be read as a
+#   new trunk prefix, so the number after ``0<area>`` or ``(<area>)`` never starts with one. Versions, codes and
+#   amounts written with leading zeros do.
+_DATE = re.compile(r"(?:[0-3]?\d([./\-])[01]?\d|[01]?\d([./\-])[0-3]?\d)(?:\1|\2)(?:[12]\d)?\d{2}")
+_DIGIT_RUN = re.compile(r"\d+")
+
+
+def _reads_as_phone(candidate: str) -> bool:
+    """Whether a candidate of :data:`_PHONE` is a phone number: 8 to 15 digits, no date, and in national form no
+    subscriber part starting with 0 (see above)."""
+    low, high = _PHONE_DIGITS
+    runs = _DIGIT_RUN.findall(candidate)
+    if not low <= sum(map(len, runs)) <= high or _DATE.fullmatch(candidate):
+        return False
+    return candidate.startswith("+") or len(runs) < 2 or not runs[1].startswith("0")
 
 
 def _iban_valid(candidate: str) -> bool:
@@ -65,9 +85,8 @@ def detect_iban(content: str) -> list[PIIMatch]:
 def detect_phone(content: str) -> list[PIIMatch]:
     """Phone numbers in international (``+49 30 1234567``) or national (``030 1234567``, ``(030) 123-4567``)
     form."""
-    low, high = _PHONE_DIGITS
     return [PIIMatch(type="phone", value=m.group(), start=m.start(), end=m.end())
-            for m in _PHONE.finditer(content) if low <= sum(char.isdigit() for char in m.group()) <= high]
+            for m in _PHONE.finditer(content) if _reads_as_phone(m.group())]
 
 
 # ASCII whitespace: no e-mail address or IPv4 address holds one (their patterns' characters are letters, digits and

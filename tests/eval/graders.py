@@ -8,7 +8,9 @@ Each grader returns ``(passed, detail)``; :func:`grade` runs those that apply to
 - ``forbidden``: no forbidden fact (planted secrets, a wrong node) is in it;
 - ``runs``: the answer's code, run with ``node`` as a function node's body (``msg``, ``node``), turns each test's
   input payload into its expected payload;
-- ``patterns``: the answer's code matches each regular expression (JSONata: its shape, e.g. ``$sum(``);
+- ``evaluates``: the answer's JSONata expression, evaluated by Node-RED's own JSONata (``@node-red/util``'s
+  ``prepareJSONataExpression`` and ``evaluateJSONataExpression``, as a change node sets a property to one) against
+  each test's input message, gives its expected result;
 - ``change``: an ``approval_required`` event proposes adding the node asked for (its ``diff.added`` holds that type
   and name): the write was validated by the service before it asked;
 - ``no_error``: the stream had no ``error`` event.
@@ -16,6 +18,7 @@ Each grader returns ``(passed, detail)``; :func:`grade` runs those that apply to
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -23,6 +26,7 @@ import subprocess
 from typing import Any
 
 from tests.eval.tasks import Task
+from tests.support.nodered import NODERED_HOME
 
 KANA = re.compile(r"[\u3040-\u30ff]")
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -43,6 +47,24 @@ const body = new Function("msg", "node", "context", "flow", "global", "env", "RE
 const out = body({payload: input}, quiet, {get() {}, set() {}}, {get() {}, set() {}}, {get() {}, set() {}},
                  {get() {}}, {util: {}});
 process.stdout.write(JSON.stringify(out === null || out === undefined ? null : out.payload));
+"""
+
+
+# Node-RED's JSONata, found from the node-red package under test (NODE_RED_HOME) as its runtime finds it: the same
+# version and the same extra functions ($env, $moment, $clone, ...) as a change node's. Reads
+# [{"msg": message}, ...] as JSON on stdin, writes [{"value": result} or {"error": message}, ...]; a result that is
+# undefined (nothing matched) is written as null.
+JSONATA_RUNNER = """
+const {createRequire} = require("module");
+const {util} = createRequire(process.argv[1] + "/package.json")("@node-red/util");
+const [expression, cases] = [process.argv[2], JSON.parse(require("fs").readFileSync(0, "utf8"))];
+let prepared;
+try { prepared = util.prepareJSONataExpression(expression, null); } catch (err) {
+    process.stdout.write(JSON.stringify(cases.map(() => ({error: err.message})))); process.exit(0);
+}
+Promise.all(cases.map(({msg}) => new Promise(resolve => util.evaluateJSONataExpression(prepared, msg,
+    (err, value) => resolve(err ? {error: err.message} : {value: value === undefined ? null : value})))))
+    .then(results => process.stdout.write(JSON.stringify(results)));
 """
 
 
@@ -76,14 +98,45 @@ def code_of(text: str) -> str:
 def run_function(code: str, payload: Any, timeout: float = 20) -> Any:
     """``msg.payload`` after ``code`` ran as a function node's body on ``{payload}`` (with ``node``; ``$NODE_RED_NODE``
     or ``node``); raises ValueError when it throws or prints no JSON."""
+    return json.loads(_ran(code, json.dumps(payload), timeout))
+
+
+@functools.lru_cache(maxsize=256)  # as _evaluated: one answer's code on one payload runs node once
+def _ran(code: str, payload: str, timeout: float) -> str:
     node = os.environ.get("NODE_RED_NODE", "node")
-    done = subprocess.run([node, "-e", NODE_RUNNER, code, json.dumps(payload)], capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run([node, "-e", NODE_RUNNER, code, payload], capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         raise ValueError(next((line for line in lines if re.match(r"\w*Error\b", line)), lines[-1] if lines else
                               f"exit status {done.returncode}"))
-    return json.loads(done.stdout)
+    return done.stdout
+
+
+def evaluate_jsonata(expression: str, messages: list[dict[str, Any]], timeout: float = 20) -> list[dict[str, Any]]:
+    """``expression`` evaluated by the Node-RED under test's JSONata against each of ``messages`` (the whole
+    ``msg``, as a change node evaluates it), in one ``node`` process: per message ``{"value": result}`` (``None``
+    when undefined) or ``{"error": text}`` (a syntax error or a failed evaluation). ``$NODE_RED_HOME`` (default
+    ``.nodered/node_modules/node-red``) and ``$NODE_RED_NODE`` choose the Node-RED and the ``node``.
+
+    Raises:
+        ValueError: ``node`` failed or printed no JSON (Node-RED not installed); subprocess.TimeoutExpired.
+    """
+    results: list[dict[str, Any]] = json.loads(_evaluated(expression, json.dumps([{"msg": m} for m in messages]),
+                                                          timeout))
+    return results
+
+
+# One answer is graded against several tasks (tests/test_eval_graders.py grades each answer against every task of
+# its kind): the same expression on the same messages runs node once.
+@functools.lru_cache(maxsize=256)
+def _evaluated(expression: str, cases: str, timeout: float) -> str:
+    node = os.environ.get("NODE_RED_NODE", "node")
+    done = subprocess.run([node, "-e", JSONATA_RUNNER, str(NODERED_HOME), expression], input=cases,
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0 or not done.stdout:
+        raise ValueError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else
+                         f"exit status {done.returncode}")
+    return done.stdout
 
 
 def _same(got: Any, expected: Any) -> bool:
@@ -102,6 +155,21 @@ def check_runs(task: Task, answer: str) -> tuple[bool, str]:
         if not _same(got, case["out"]):
             return False, f"{json.dumps(case['in'])} → {json.dumps(got)}, expected {json.dumps(case['out'])}"
     return True, f"{len(task.run)} tests"
+
+
+def check_evaluates(task: Task, answer: str) -> tuple[bool, str]:
+    expression = code_of(answer)
+    try:
+        results = evaluate_jsonata(expression, [case["in"] for case in task.evaluate])
+    except (ValueError, subprocess.TimeoutExpired, json.JSONDecodeError) as err:
+        return False, f"not evaluated: {err}"
+    for case, result in zip(task.evaluate, results, strict=True):
+        if "error" in result:
+            return False, f"error: {result['error']}"
+        if not _same(result["value"], case["out"]):
+            return False, (f"{json.dumps(case['in'])} → {json.dumps(result['value'])}, expected "
+                           f"{json.dumps(case['out'])}")
+    return True, f"{len(task.evaluate)} tests"
 
 
 def check_change(task: Task, events: list[dict[str, Any]]) -> tuple[bool, str]:
@@ -130,10 +198,8 @@ def grade(task: Task, answer: str, events: list[dict[str, Any]]) -> dict[str, tu
     checks["forbidden"] = (not present, "present: " + ", ".join(present) if present else "")
     if task.run:
         checks["runs"] = check_runs(task, answer)
-    if task.patterns:
-        code = code_of(answer)
-        failed = [p for p in task.patterns if not re.search(p, code)]
-        checks["patterns"] = (not failed, "unmatched: " + ", ".join(failed) if failed else "")
+    if task.evaluate:
+        checks["evaluates"] = check_evaluates(task, answer)
     if task.change:
         checks["change"] = check_change(task, events)
     return checks

@@ -28,8 +28,9 @@ class Task:
             code sent to the service (``en-US``, ``es-ES``, ...).
         question: what is asked; ``reference``: the scripted model's right answer (never shown to a real model).
         require / forbid: facts that must / must not be in the answer (case-insensitive).
-        run: function-node tests ``[{"in": payload, "out": expected payload}]``; ``patterns``: regular expressions
-            the answer's code must match; ``change``: ``{"type", "name"}`` an approved action must add, with
+        run: function-node tests ``[{"in": payload, "out": expected payload}]``; ``evaluate``: JSONata tests
+            ``[{"in": message, "out": expected result}]`` (the whole ``msg``, as a change node evaluates an
+            expression; ``null`` for undefined); ``change``: ``{"type", "name"}`` an approved action must add, with
             ``flow_id`` the tab it goes to (the scripted model's tool call).
     """
 
@@ -42,7 +43,7 @@ class Task:
     require: tuple[str, ...] = ()
     forbid: tuple[str, ...] = ()
     run: tuple[dict[str, Any], ...] = ()
-    patterns: tuple[str, ...] = ()
+    evaluate: tuple[dict[str, Any], ...] = ()
     change: dict[str, str] = field(default_factory=dict)
 
 
@@ -77,7 +78,7 @@ def load_tasks(flows: list[dict[str, Any]], path: Path = TASKS_FILE) -> list[Tas
                     question=_fill(templates["question"][language], values, language),
                     reference=_fill(templates["answer"][language], values, language),
                     require=tuple(require), forbid=(*secrets, *map(str, instance.get("forbid", []))),
-                    run=tuple(instance.get("run", [])), patterns=tuple(instance.get("pattern", [])),
+                    run=tuple(instance.get("run", [])), evaluate=tuple(instance.get("evaluate", [])),
                     change=({"type": instance["type"], "name": instance["name"], "flow_id": tabs[instance["tab"]]}
                             if kind == "change" else {})))
     return tasks

@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
-from mcp.shared.memory import create_connected_server_and_client_session
+from mcp import ClientSession, types
+from mcp.shared.memory import create_client_server_memory_streams, create_connected_server_and_client_session
 from mcp.types import ElicitResult
 
 from mcp_server.server import NodeRedConfig, build_server
@@ -30,11 +32,6 @@ def parts_nodered(tmp_path_factory):
     instance.start()
     yield instance
     instance.stop()
-
-
-def tab_nodes(nodered: NodeRed) -> dict[str, dict]:
-    """The deployed nodes of tab t1 by name."""
-    return {n.get("name"): n for n in nodered.admin("/flows")["flows"] if n.get("z") == "t1"}
 
 
 async def add_with(nodered: NodeRed, tmp_path, answer) -> tuple[Any, list]:
@@ -67,7 +64,7 @@ def without_log(params, _number):
 
 
 async def test_the_parts_are_offered_ticked_and_exactly_the_ticked_ones_are_deployed(parts_nodered, tmp_path):
-    before = tab_nodes(parts_nodered)
+    before = {n["id"]: n for n in parts_nodered.admin("/flows")["flows"]}
     result, asked = await add_with(parts_nodered, tmp_path, without_log)
     assert not result.isError, result.content
     assert len(asked) == 1
@@ -75,15 +72,16 @@ async def test_the_parts_are_offered_ticked_and_exactly_the_ticked_ones_are_depl
                                       'wire inject "tick" [1] \u2192 function "scale"',
                                       'wire function "scale" [1] \u2192 debug "log"'}
     assert "untick the ones to leave out" in asked[0].message
-    after = tab_nodes(parts_nodered)
-    assert set(after) == set(before) | {"tick", "scale"}
-    assert after["tick"]["wires"] == [[after["scale"]["id"]]] and after["scale"]["wires"] == [[]]
-    assert after["sink"] == before["sink"]
+    after = parts_nodered.admin("/flows")["flows"]
+    new = {n["name"]: n for n in after if n["id"] not in before}
+    assert sorted(new) == ["scale", "tick"]
+    assert new["tick"]["wires"] == [[new["scale"]["id"]]] and new["scale"]["wires"] == [[]]
+    assert [n for n in after if n["id"] in before] == list(before.values())  # untouched, in order
     assert len(result.structuredContent["changes"]["parts"]) == 3
 
 
 async def test_an_untick_that_changes_other_parts_is_shown_again_before_anything_is_applied(parts_nodered, tmp_path):
-    before = tab_nodes(parts_nodered)
+    before = {n["id"] for n in parts_nodered.admin("/flows")["flows"]}
 
     def only_log_left_out(params, number):
         if number == 2:  # the adjusted change, asked again
@@ -99,8 +97,7 @@ async def test_an_untick_that_changes_other_parts_is_shown_again_before_anything
     assert "parts" not in asked[1].requestedSchema["properties"]
     shown = json.loads(asked[1].message.split("removed):\n", 1)[1])
     assert [n["name"] for n in shown["added"]] == ["tick", "scale"] and len(shown["wires"]["added"]) == 1
-    new = [n for n in parts_nodered.admin("/flows")["flows"] if n.get("z") == "t1" and n["id"] not in
-           {m["id"] for m in before.values()} and n.get("type") != "tab"]
+    new = [n for n in parts_nodered.admin("/flows")["flows"] if n["id"] not in before]
     assert sorted(n["name"] for n in new) == ["scale", "tick"]
 
 
@@ -128,3 +125,37 @@ async def test_no_part_ticked_is_a_decline(parts_nodered, tmp_path):
                                                                                           "parts": []}))
     assert result.isError and "declined" in result.content[0].text  # type: ignore[union-attr]
     assert parts_nodered.admin("/flows") == before
+
+
+async def test_a_client_of_an_earlier_protocol_is_asked_for_the_whole_change_only(parts_nodered, tmp_path):
+    """A client that negotiated 2025-06-18 (no multi-select in elicitation forms) gets the one boolean form."""
+    asked: list = []
+
+    async def approving(_context, params):
+        asked.append(params)
+        return ElicitResult(action="accept", content={"approve": True})
+
+    server = build_server(NodeRedConfig(url=parts_nodered.url), knowledge_db=None,
+                          writes=McpWriteSettings(enabled=True, audit_db=str(tmp_path / "audit.db")))
+    before = {n["id"] for n in parts_nodered.admin("/flows")["flows"]}
+    async with create_client_server_memory_streams() as ((client_read, client_write), (server_read, server_write)):
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: server._mcp_server.run(server_read, server_write,
+                                                            server._mcp_server.create_initialization_options()))
+            async with ClientSession(client_read, client_write, elicitation_callback=approving) as session:
+                # The SDK's initialize() always asks for its latest revision; this client speaks an earlier one.
+                answer = await session.send_request(types.ClientRequest(types.InitializeRequest(
+                    params=types.InitializeRequestParams(
+                        protocolVersion="2025-06-18", clientInfo=types.Implementation(name="older", version="1"),
+                        capabilities=types.ClientCapabilities(elicitation=types.ElicitationCapability())))),
+                    types.InitializeResult)
+                assert answer.protocolVersion == "2025-06-18"
+                await session.send_notification(types.ClientNotification(types.InitializedNotification()))
+                result = await session.call_tool("add_nodes", {"flow_id": "t1", "nodes": NEW})
+            group.cancel_scope.cancel()
+    assert not result.isError, result.content
+    [request] = asked
+    assert list(request.requestedSchema["properties"]) == ["approve"]
+    assert "untick" not in request.message
+    new = [n for n in parts_nodered.admin("/flows")["flows"] if n["id"] not in before]
+    assert sorted(n["name"] for n in new) == ["log", "scale", "tick"]

@@ -6,23 +6,31 @@ redacted). An approved change is deployed exactly as it was shown, over the flow
 someone deployed while the user was deciding, Node-RED answers 409 and the call fails with ``flows_conflict``,
 overwriting nothing. A declined or cancelled request, a client without the elicitation capability, or an unusable
 answer writes nothing and fails with a sentence saying so.
+
+A client that can show a multi-select (:mod:`mcp_server.approval_parts`) may untick parts: exactly the ticked ones
+are applied, re-validated as the sidebar's are (:func:`~service.nodered.change_parts.select_parts`); when leaving
+some out changes others (a wire whose end is left out, a link's other end), the adjusted change is shown again and
+applied only once approved as shown.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from mcp.server.fastmcp import Context
 from mcp.shared.exceptions import McpError
 from mcp.types import ClientCapabilities, ElicitationCapability
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from service.nodered import write_tools
+from service.nodered.change_parts import select_parts, unknown_parts
 from service.nodered.client import NodeRedClient
 from service.nodered.messages import english
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 
+from .approval_parts import ApprovalAnswer, offered_parts, parts_form
 from .audit import Caller, McpAudit
 from .auth import caller_grant
 
@@ -31,10 +39,10 @@ from .auth import caller_grant
 PREVIEW_LIMIT = 262_144
 
 
-class ApprovalAnswer(BaseModel):
-    """The form the client shows its user (MCP elicitation allows flat primitive fields only)."""
-
-    approve: bool = Field(description="true: make this change in Node-RED now; false: leave Node-RED as it is")
+PARTS_NOTE = ("\n\nparts lists each part of this change, all ticked; untick the ones to leave out. Exactly the "
+              "ticked parts are applied (when leaving some out changes others, you are asked again).")
+ADJUSTED_NOTE = ("Leaving out the parts you unticked changes others (a wire whose end is left out, a link's other "
+                 "end, a config node nobody uses any more): this is the change that would be made.\n\n")
 
 
 def caller_of(ctx: Context[Any, Any, Any]) -> Caller:
@@ -92,29 +100,54 @@ async def approved_write(ctx: Context[Any, Any, Any], nodered: NodeRedClient, to
             f"{tool.name} changes Node-RED only after a person approves it, and this MCP client cannot ask (it does "
             "not support MCP elicitation). Nothing was changed. Use an MCP client with elicitation, or make the "
             f"change in the Node-RED editor: {summary}"))
+    parts = offered_parts(ctx, preview["diff"])
     try:
-        message = approval_message(tool.name, preview)
+        message = approval_message(tool.name, preview) + (PARTS_NOTE if parts else "")
     except ToolFailure as failure:
         await audit.record(caller, tool.name, args, summary, "refused", failure.code, run_id=run_id)
         raise
+
+    async def ask(text: str, form: type[ApprovalAnswer]) -> ApprovalAnswer:
+        try:
+            answer = await ctx.elicit(text, form)
+        except (McpError, ValidationError, ValueError) as err:
+            await audit.record(caller, tool.name, args, summary, "refused",
+                               f"unusable answer: {type(err).__name__}", run_id=run_id)
+            raise ToolFailure("approval_unsupported", (
+                "The MCP client's answer to the approval request was not usable, so nothing was changed: "
+                f"{summary}")) from None
+        if answer.action == "cancel":
+            await audit.record(caller, tool.name, args, summary, "cancel", run_id=run_id)
+            raise ToolFailure("approval_cancelled", f"The user dismissed the approval request; nothing was "
+                                                    f"changed: {summary}")
+        ticked = getattr(answer.data, "parts", None) if answer.action == "accept" else None
+        if answer.action == "decline" or not answer.data.approve or ticked == []:
+            await audit.record(caller, tool.name, args, summary, "decline", run_id=run_id)
+            raise ToolFailure("approval_declined", f"The user declined this change; nothing was changed: {summary}")
+        if ticked is not None and unknown_parts(change.diff, ticked):
+            await audit.record(caller, tool.name, args, summary, "refused", "unusable answer: unknown parts",
+                               run_id=run_id)
+            raise ToolFailure("approval_unsupported", (
+                f"The MCP client's answer named parts the change does not have, so nothing was changed: {summary}"))
+        return answer.data
+
+    answer = await ask(message, parts_form(parts, change.diff, change.base) if parts else ApprovalAnswer)
+    ticked = getattr(answer, "parts", None)
+    chosen: list[str] | None = None
+    if ticked is not None and set(ticked) != {part["id"] for part in parts}:
+        assert change.base is not None and change.flows is not None  # a flow change (it has parts)
+        selection = select_parts(change.base, change.diff, ticked)
+        if selection.adjusted:
+            # Leaving those parts out changed others: show the change as it would be, and apply only that.
+            change = dataclasses.replace(change, diff=selection.diff, flows=selection.flows, parts=selection.parts)
+            await ask(ADJUSTED_NOTE + approval_message(tool.name, change.preview()), ApprovalAnswer)
+        else:
+            chosen = list(ticked)
+    partly = None if change.parts is None and chosen is None else \
+        f"{len(chosen if chosen is not None else change.parts or [])} of {len(parts)} parts"
+    row = await audit.record(caller, tool.name, args, summary, "approve", partly, run_id=run_id)
     try:
-        answer = await ctx.elicit(message, ApprovalAnswer)
-    except (McpError, ValidationError, ValueError) as err:
-        await audit.record(caller, tool.name, args, summary, "refused", f"unusable answer: {type(err).__name__}",
-                           run_id=run_id)
-        raise ToolFailure("approval_unsupported", (
-            "The MCP client's answer to the approval request was not usable, so nothing was changed: "
-            f"{summary}")) from None
-    if answer.action == "cancel":
-        await audit.record(caller, tool.name, args, summary, "cancel", run_id=run_id)
-        raise ToolFailure("approval_cancelled", f"The user dismissed the approval request; nothing was changed: "
-                                                f"{summary}")
-    if answer.action == "decline" or not answer.data.approve:
-        await audit.record(caller, tool.name, args, summary, "decline", run_id=run_id)
-        raise ToolFailure("approval_declined", f"The user declined this change; nothing was changed: {summary}")
-    row = await audit.record(caller, tool.name, args, summary, "approve", run_id=run_id)
-    try:
-        output = await write_tools.commit(context, change, rev)
+        output = await write_tools.commit(context, change, rev, chosen)
     except ToolFailure as failure:
         await audit.settle(row, failure.code)
         raise

@@ -570,7 +570,8 @@ def write_calls(flows) -> dict[str, dict]:
             "link_nodes": {"source_id": "cv-out", "target_id": "cv-in"},
             "move_nodes": {"node_ids": ["cv-in"], "flow_id": inject["z"]},
             "add_subflow_instance": {"subflow_id": "cv-sf", "flow_id": "cv-tab"},
-            "create_subflow": {"node_ids": ["cv-in"], "name": "Unapproved"}}
+            "create_subflow": {"node_ids": ["cv-in"], "name": "Unapproved"},
+            "set_context": {"scope": "flow", "flow_id": "cv-tab", "key": "unapproved", "value": 1}}
 
 
 # A tab with a group and unlinked link nodes, and an empty subflow, for the canvas tools' calls of write_calls.

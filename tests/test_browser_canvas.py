@@ -63,6 +63,9 @@ def test_group_disable_and_rename_land_in_the_editor_as_one_undo_step_each(auth_
     [new_group] = [g for g in grouped["after"]["groups"] if g not in grouped["before"]["groups"]]
     assert (new_group["name"], new_group["nodes"]) == ("AI group", [first, second])
     assert grouped["after"]["nodes"][first]["g"] == grouped["after"]["nodes"][second]["g"] == new_group["id"]
+    # The card names the members' new group, never by its id (issue 36).
+    assert "g: \u2205 \u2192 \u201cAI group\u201d" in grouped["card"], grouped["card"]
+    assert new_group["id"] not in grouped["card"]
 
     assert 'Disable tab "01 - Catch error"' in disabled["card"]
     assert disabled["after"]["tab"] == {**disabled["before"]["tab"], "disabled": True, "headerDisabled": True}

@@ -110,7 +110,8 @@ async def test_write_tools_are_listed_only_when_enabled_with_honest_annotations(
                      "rename": (False, True, False), "create_group": (False, False, False),
                      "change_group_members": (False, True, False), "ungroup": (False, True, False),
                      "link_nodes": (False, True, False), "move_nodes": (False, True, False),
-                     "add_subflow_instance": (False, False, False), "create_subflow": (False, True, False)}
+                     "add_subflow_instance": (False, False, False), "create_subflow": (False, True, False),
+                     "set_context": (False, True, False)}
     assert listed["get_flow"].annotations.readOnlyHint is True
     assert all(listed[name].outputSchema for name in write_tools.WRITE_TOOL_NAMES)
     assert "only when they approve" in instructions

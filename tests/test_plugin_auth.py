@@ -31,6 +31,8 @@ def test_every_admin_route_in_the_plugin_source_is_permission_gated():
     for verb, path, permission in ROUTES:
         if path.startswith("/ai-sidebar/flow-history"):
             expected = "flows.read" if verb == "GET" else "flows.write"
+        elif path == "/ai-sidebar/context":  # setting context: Node-RED's own context.write, as its DELETE
+            expected = "context.write"
         else:
             expected = "ai-sidebar.read" if verb == "GET" or path in reading else \
                 "flows.write" if path == "/ai-sidebar/function-sandbox" else "ai-sidebar.write"
@@ -64,7 +66,8 @@ BODIES = {"/ai-sidebar/stream-chat": {"message": "hi"}, "/ai-sidebar/search": {"
           "/ai-sidebar/sessions": {"name": "s"}, "/ai-sidebar/sessions/:id": {"name": "s"},
           "/ai-sidebar/execute-tool": {"tool": "get_flows"},
           "/ai-sidebar/assist": {"kind": "json", "description": "an empty list"},
-          "/ai-sidebar/function-check": {"code": {"onMessage": "return msg;"}, "libs": [], "outputs": 1}}
+          "/ai-sidebar/function-check": {"code": {"onMessage": "return msg;"}, "libs": [], "outputs": 1},
+          "/ai-sidebar/context": {"scope": "global", "key": "unauthorized", "value": 1}}
 
 
 async def test_no_token_is_401_everywhere_and_read_only_is_401_on_writes(guarded_nodered):

@@ -20,6 +20,7 @@ const supervisorLib = require("./lib/supervisor");
 const serviceTokenLib = require("./lib/service-token");
 const serviceStatusLib = require("./lib/service-status");
 const functionRoutes = require("./lib/function-routes");
+const contextRoute = require("./lib/context-route");
 
 // Where `npm pack` puts the service's wheel (the package's prepack script).
 const WHEEL_DIR = path.join(__dirname, "..", "python");
@@ -231,6 +232,10 @@ module.exports = function (RED) {
     // Running code in the runtime is what deploying a function node allows: Node-RED's own flows.write.
     RED.httpAdmin.post("/ai-sidebar/function-sandbox", RED.auth.needsPermission("flows.write"), requireJsonBody,
         guarded(functionRoutes.sandboxRoute()));
+    // set_context (issue 36): Node-RED's own context.write, which its DELETE /context/... needs; the service calls
+    // it with the editor user's token after the user approved the card.
+    RED.httpAdmin.post("/ai-sidebar/context", RED.auth.needsPermission("context.write"), requireJsonBody,
+        guarded(contextRoute.contextRoute(RED)));
     RED.httpAdmin.get("/ai-sidebar/configs", RED.auth.needsPermission("ai-sidebar.read"),
         guarded(providerLib.configsRoute(RED)));
     RED.httpAdmin.get("/ai-sidebar/service-status", RED.auth.needsPermission("ai-sidebar.read"),

@@ -77,6 +77,36 @@ describe("the approval card's view of an action", function () {
         assert.deepStrictEqual([view.added, view.removed, view.changed, view.wires],
             [[], [], [], { added: [], removed: [] }]);
     });
+
+    it("names a node's group by its name, \"new group\" for a new unnamed one, never by its id", function () {
+        function labels(id) {
+            return { g1: "Sensor inputs" }[id] || null;
+        }
+        const action = { tool: "create_group", summary: "Group 2 nodes on tab \"Sensors\".", diff: {
+            added: [{ id: "g9", type: "group", z: "t1", nodes: ["a2", "a9"] }], removed: [],
+            changed: [
+                { id: "a2", type: "json", name: "parse", properties: { g: { before: "g1", after: "g9" } } },
+                { id: "a9", type: "debug", name: "log", properties: { g: { before: null, after: "g9" } } }],
+            wires: { added: [], removed: [] } } };
+        let view = approvalDiff.describeAction(action, labels, Diff, { newGroup: "neue Gruppe" });
+        assert.deepStrictEqual(view.changed.map(function (entry) { return entry.properties[0]; }), [
+            { name: "g", before: "\u201cSensor inputs\u201d", after: "neue Gruppe" },
+            { name: "g", before: "", after: "neue Gruppe" }]);
+        action.diff.added[0].name = "Scaling";
+        view = approvalDiff.describeAction(action, labels, Diff);
+        assert.strictEqual(view.changed[0].properties[0].after, "\u201cScaling\u201d");
+    });
+
+    it("shows a set_context value with its key, scope, tab and store, the value in full", function () {
+        const value = { limit: 30, note: "x".repeat(400) };
+        const view = approvalDiff.describeAction({ tool: "set_context", summary: "Set flow context ...", diff: {
+            added: [], removed: [], changed: [], wires: { added: [], removed: [] },
+            context: { scope: "flow", flow: "t1", flowLabel: "Sensors", store: "default", key: "settings",
+                value: value } } }, names, Diff);
+        assert.deepStrictEqual(view.context, { scope: "flow", flow: "t1", flowName: "Sensors", store: "default",
+            key: "settings", value: JSON.stringify(value, null, 2) });
+        assert.strictEqual(approvalDiff.describeAction(ADD, names, Diff).context, null);
+    });
 });
 
 describe("the user's decisions", function () {

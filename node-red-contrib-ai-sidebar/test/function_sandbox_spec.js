@@ -105,26 +105,12 @@ describe("function sandbox", function () {
             await helpers.close(service.server);
         });
 
-        async function token(username, scope) {
-            const { res } = await helpers.request(nodeRed.url + "auth/token", {
-                method: "POST",
-                headers: { "Content-Type": "application/x-www-form-urlencoded" },
-                body: "client_id=node-red-admin&grant_type=password&scope=" + encodeURIComponent(scope) +
-                    "&username=" + encodeURIComponent(username) + "&password=password123"
-            });
-            return JSON.parse(await helpers.readBody(res)).access_token;
+        function token(username, scope) {
+            return helpers.adminToken(nodeRed.url, username, scope);
         }
 
-        async function post(route, body, accessToken) {
-            const headers = { "Content-Type": "application/json" };
-            if (accessToken) {
-                headers["Authorization"] = "Bearer " + accessToken;
-            }
-            const { res } = await helpers.request(nodeRed.url + route,
-                { method: "POST", headers: headers, body: JSON.stringify(body) });
-            const text = await helpers.readBody(res);
-            return { status: res.statusCode, body: /^application\/json/.test(res.headers["content-type"] || "") ?
-                JSON.parse(text) : text };
+        function post(route, body, accessToken) {
+            return helpers.jsonRequest(nodeRed.url + route, "POST", body, accessToken);
         }
 
         it("checks code for a read-only user and refuses anyone without a token", async function () {

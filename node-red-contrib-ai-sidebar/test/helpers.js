@@ -149,4 +149,48 @@ function chunkReader(res) {
     };
 }
 
-module.exports = { listen, close, unusedUrl, fakeService, editorApp, request, readBody, chunkReader };
+/**
+ * An access token of an adminAuth user through Node-RED's password grant (the test users' password is
+ * "password123").
+ *
+ * @param {string} nodeRedUrl the admin root, ending in "/"
+ * @param {string} username
+ * @param {string} scope "*" or "read"
+ * @returns {Promise<string>}
+ */
+async function adminToken(nodeRedUrl, username, scope) {
+    const { res } = await request(nodeRedUrl + "auth/token", {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: "client_id=node-red-admin&grant_type=password&scope=" + encodeURIComponent(scope) +
+            "&username=" + encodeURIComponent(username) + "&password=password123"
+    });
+    return JSON.parse(await readBody(res)).access_token;
+}
+
+/**
+ * One JSON request with an optional bearer token; the answer's status and body (parsed when it is JSON).
+ *
+ * @param {string} url
+ * @param {string} method
+ * @param {*} [body] sent as JSON unless undefined
+ * @param {string} [accessToken]
+ * @returns {Promise<{status: number, body: *}>}
+ */
+async function jsonRequest(url, method, body, accessToken) {
+    const headers = { "Content-Type": "application/json" };
+    if (accessToken) {
+        headers["Authorization"] = "Bearer " + accessToken;
+    }
+    const options = { method: method, headers: headers };
+    if (body !== undefined) {
+        options.body = JSON.stringify(body);
+    }
+    const { res } = await request(url, options);
+    const text = await readBody(res);
+    return { status: res.statusCode, body: /^application\/json/.test(res.headers["content-type"] || "") ?
+        JSON.parse(text) : text };
+}
+
+module.exports = { listen, close, unusedUrl, fakeService, editorApp, request, readBody, chunkReader, adminToken,
+    jsonRequest };

@@ -58,7 +58,8 @@ describe("package manifest", function () {
         }).sort();
         assert.deepStrictEqual(files, ["nodes/ai-chat.js", "nodes/ai-config.js", "nodes/lib/caught-error.js",
             "nodes/lib/chat-client.js", "nodes/lib/mcp-servers.js",
-            "plugins/ai-sidebar.js", "plugins/lib/function-check.js", "plugins/lib/function-routes.js",
+            "plugins/ai-sidebar.js", "plugins/lib/context-route.js", "plugins/lib/function-check.js",
+            "plugins/lib/function-routes.js",
             "plugins/lib/function-sandbox.js", "plugins/lib/provider.js", "plugins/lib/relay.js",
             "plugins/lib/sandbox-child.js", "plugins/lib/sandbox-stubs.js", "plugins/lib/service-status.js",
             "plugins/lib/service-token.js",

@@ -530,14 +530,8 @@ describe("ai-sidebar plugin in Node-RED", function () {
         let service;
         let nodeRed;
 
-        async function token(username, scope) {
-            const { res } = await helpers.request(nodeRed.url + "auth/token", {
-                method: "POST",
-                headers: { "Content-Type": "application/x-www-form-urlencoded" },
-                body: "client_id=node-red-admin&grant_type=password&scope=" + encodeURIComponent(scope) +
-                    "&username=" + encodeURIComponent(username) + "&password=password123"
-            });
-            return JSON.parse(await helpers.readBody(res)).access_token;
+        function token(username, scope) {
+            return helpers.adminToken(nodeRed.url, username, scope);
         }
 
         /** The headers the service received for one chat of the user holding `accessToken`. */

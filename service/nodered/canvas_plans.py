@@ -18,7 +18,7 @@ from typing import Any
 
 from service.nodered.messages import Sentence
 from service.nodered.tooling import ToolFailure
-from service.nodered.write_plans import Change, Locks, _empty_diff, _unlocked, _wire_diff, is_test_tab
+from service.nodered.write_plans import Change, Locks, _unlocked, _wire_diff, empty_diff, is_test_tab
 
 # ``after`` of a property a tool removes from a node (Node-RED leaves ``d`` and ``g`` out when unset).
 REMOVED = None
@@ -107,7 +107,7 @@ def change(tool: str, sentence: Sentence, flows: list[dict[str, Any]], new_flows
     """The :class:`Change` of a canvas tool: its diff (``added``, ``removed``, ``changed``, the wires added and
     removed between ``flows`` and ``new_flows``) and the whole new configuration."""
     by_id = {n["id"]: n for n in flows}
-    diff = _empty_diff()
+    diff = empty_diff()
     diff["added"] = added or []
     diff["removed"] = removed or []
     diff["changed"] = changed

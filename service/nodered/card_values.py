@@ -71,6 +71,19 @@ def secret_looking_properties(node: dict[str, Any], references: frozenset[str],
             if name not in _STRUCTURE and name != "credentials" and name in node and shown.get(name) != node[name]]
 
 
+def secret_looking_value(key: str, value: Any) -> bool:
+    """Whether context value ``value`` under ``key`` holds something the redaction would mask (a secret-named key,
+    a token in the text): ``set_context``'s card shows it in full with a warning."""
+    return bool(redacted_value(None, key, value, frozenset()) != value)
+
+
+def redacted_context(context: dict[str, Any]) -> dict[str, Any]:
+    """A ``set_context`` diff's ``context`` (:mod:`service.nodered.context_plans`) with its value redacted as the
+    model sees flows: how a card is kept at rest and audited."""
+    return {**context, "value": redacted_value(None, str(context.get("key") or ""), context.get("value"),
+                                              frozenset())}
+
+
 def _restore(tool: str, before: Any, shown: Any, value: Any, where: str) -> Any:
     if before is not None and value == shown and _has_mask(shown):
         return copy.deepcopy(before)

@@ -16,6 +16,8 @@ Facts this module relies on (Node-RED docs, "Admin HTTP API", https://nodered.or
 * ``POST /flows`` (v2) takes ``{"flows": [...], "rev"}`` and answers ``{"rev"}``; a ``rev`` that is no longer the
   deployed one answers 409 ``{"code": "version_mismatch"}`` and changes nothing. ``Node-RED-Deployment-Type:
   nodes`` restarts only the nodes that changed. Nodes sent without ``credentials`` keep their stored ones.
+* ``POST /ai-sidebar/context`` is no Node-RED route: the palette plugin's (``node-red-contrib-ai-sidebar``,
+  permission ``context.write``), which sets one context value; its errors are ``{"error": {"code", "message"}}``.
 * ``POST /inject/:id`` (the inject node's own admin route, permission ``inject.write``) triggers an inject node;
   404 when the id is not a deployed inject node.
 """
@@ -173,6 +175,20 @@ class NodeRedClient:
             NodeRedError: ``not_found`` (404) when ``node_id`` is no deployed inject node, or another failure.
         """
         await self._request("POST", f"/inject/{quote(node_id, safe='')}", accept="text/plain")
+
+    async def set_context(self, context: dict[str, Any]) -> None:
+        """``POST /ai-sidebar/context`` (the palette plugin's route): set ``context["key"]`` to ``context["value"]``
+        in ``context["scope"]`` (``flow`` of tab ``context["flow"]``, or ``global``) and store
+        ``context["store"]``.
+
+        Raises:
+            NodeRedError: ``not_found`` (404) when the palette package is not installed (or the tab is gone),
+                ``nodered_unauthorized`` (401) without ``context.write``, ``nodered_error`` naming the plugin's
+                refusal.
+        """
+        body = {key: context[key] for key in ("scope", "flow", "store", "key", "value") if context.get(key)
+                is not None or key == "value"}
+        await self._request("POST", "/ai-sidebar/context", body=body)
 
     async def get_nodes(self) -> list[dict[str, Any]]:
         """``GET /nodes``: the installed node sets, ``[{id, name, types[], enabled, module, version}]``."""
@@ -374,6 +390,8 @@ async def _error_from(resp: aiohttp.ClientResponse, path: str) -> NodeRedError:
         body = await resp.json(content_type=None)
     except (ValueError, aiohttp.ContentTypeError):
         pass
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):  # the palette plugin's own routes
+        body = body["error"]
     nr_code = body.get("code") if isinstance(body, dict) else None
     nr_message = body.get("message") if isinstance(body, dict) else None
     if resp.status == 401:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from service.nodered import canvas_tools, write_tools
+from service.nodered.context_plans import SetContextArgs
 from service.nodered.evidence_tools import (
     DebugMessagesArgs,
     DebugMessagesResult,
@@ -149,6 +150,11 @@ WRITE_TOOLS: tuple[Tool, ...] = (
         "Tidy the layout of a tab, or of some of its nodes (e.g. the ones you just added): the nodes are laid out "
         "left to right along their wires in layers, on the grid, over no other node; grouped nodes stay where they "
         "are. Only positions change." + APPROVAL_NOTE), destructive=False),
+    _write_tool("set_context", "Set a context value", SetContextArgs, (
+        "Set one flow context value (of a tab: what flow.get reads there) or global context value, in the default "
+        "context store or a given one, as a function node's flow.set / global.set does. The value is any JSON. "
+        "Needs the AI sidebar palette package in Node-RED (Node-RED's Admin API only reads context)."
+        + APPROVAL_NOTE), destructive=True),
     _write_tool("set_disabled", "Disable or enable nodes and tabs", canvas_tools.SetDisabledArgs, (
         "Disable (disabled: true) or enable nodes and tabs by id, as the editor's Disable/Enable does: a disabled "
         "node or tab stays in the flow with its wires but does not run. Subflow definitions, groups and junctions "

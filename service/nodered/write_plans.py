@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from service.nodered.card_values import redacted_value, refuse_masks, restore_masked, secret_looking_properties
+from service.nodered.card_values import (
+    redacted_context,
+    redacted_value,
+    refuse_masks,
+    restore_masked,
+    secret_looking_properties,
+    secret_looking_value,
+)
 from service.nodered.change_parts import without_references
 from service.nodered.config_nodes import reused_config_nodes
 from service.nodered.messages import Sentence
@@ -43,6 +50,8 @@ class Change:
         base: the flows it was planned on, when the caller kept them (:func:`service.nodered.write_tools.plan`).
         parts: the part ids it was cut to when a person approved only some (:mod:`service.nodered.change_parts`).
         inject: the inject node to trigger, for ``trigger_inject``.
+        context: the context value to set, for ``set_context`` (:mod:`service.nodered.context_plans`; also the
+            diff's ``context``).
         new_tab_only: the change only adds a new tab (and nodes wired among themselves on it).
         test_tabs_only: every tab it touches is a test tab.
         notice: a warning of the planner's own for the card (a restore naming the secrets the history did not
@@ -54,6 +63,7 @@ class Change:
     diff: dict[str, Any]
     flows: list[dict[str, Any]] | None = None
     inject: str | None = None
+    context: dict[str, Any] | None = None
     new_tab_only: bool = False
     test_tabs_only: bool = False
     references: frozenset[str] = field(default_factory=frozenset, repr=False)
@@ -87,6 +97,8 @@ class Change:
             "changed": changed,
             "wires": {"added": list(diff["wires"]["added"]), "removed": list(diff["wires"]["removed"])},
         }
+        if diff.get("context") is not None:  # set_context: its value is shown in full, as every value written
+            shown["context"] = copy.deepcopy(diff["context"])
         return {"summary": self.summary, "sentence": self.sentence, "diff": shown, "warning": self._warning(shown),
                 "newTabOnly": self.new_tab_only, "testTabsOnly": self.test_tabs_only}
 
@@ -102,6 +114,9 @@ class Change:
                                              self.references, list(entry["properties"])))
                   for entry in shown["changed"]]
         named = [f"{_describe(node)}: {', '.join(names)}" for node, names in found if names]
+        context = shown.get("context")
+        if context is not None and secret_looking_value(context["key"], context["value"]):
+            named.append(f"context {context['key']}")
         return Sentence("change.secret_shown", values="; ".join(named)) if named else None
 
 
@@ -116,10 +131,11 @@ def redacted_diff(diff: dict[str, Any]) -> dict[str, Any]:
                 name: {side: redacted_value(entry.get("type"), name, value, references)
                        for side, value in sides.items()}
                 for name, sides in (entry.get("properties") or {}).items()}}
-                for entry in diff.get("changed") or [] if isinstance(entry, dict)]}
+                for entry in diff.get("changed") or [] if isinstance(entry, dict)],
+            **({"context": redacted_context(diff["context"])} if isinstance(diff.get("context"), dict) else {})}
 
 
-def _empty_diff() -> dict[str, Any]:
+def empty_diff() -> dict[str, Any]:
     return {"added": [], "removed": [], "changed": [], "wires": {"added": [], "removed": []}}
 
 
@@ -272,7 +288,7 @@ def plan_add_nodes(flows: list[dict[str, Any]], nodes: list[dict[str, Any]], flo
     _unlocked(by_id, [by_id[node_id].get("z") for node_id in linked], locks)
     new_flows = [{**node, "links": linked[node["id"]]} if node["id"] in linked else node for node in flows]
     new_flows += added
-    diff = _empty_diff()
+    diff = empty_diff()
     diff["added"] = added
     diff["changed"] = [{"id": node_id, "type": by_id[node_id].get("type"), "name": by_id[node_id].get("name"),
                         "properties": {"links": {"before": by_id[node_id].get("links"), "after": links}}}
@@ -366,7 +382,7 @@ def plan_update_node(flows: list[dict[str, Any]], node_id: str, properties: dict
     new_flows[index[node_id]] = after
     changed = {name: {"before": before.get(name), "after": value} for name, value in written.items()
                if before.get(name) != value}
-    diff = _empty_diff()
+    diff = empty_diff()
     if changed:
         diff["changed"] = [{"id": node_id, "type": before.get("type"), "name": before.get("name"),
                             "properties": changed}]
@@ -399,7 +415,7 @@ def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str],
     _unlocked(by_id, [by_id[i].get("z") for i in node_ids], locks)
     gone = set(node_ids)
     new_flows = [without_references(n, gone) for n in flows if n["id"] not in gone]
-    diff = _empty_diff()
+    diff = empty_diff()
     diff["removed"] = list(dict.fromkeys(node_ids))
     diff["wires"] = _wire_diff(flows, new_flows)
     tabs = {by_id[i].get("z") for i in gone}
@@ -417,7 +433,7 @@ def plan_delete_nodes(flows: list[dict[str, Any]], node_ids: list[str],
 def plan_create_tab(flows: list[dict[str, Any]], label: str, info: str = "", disabled: bool = False) -> Change:
     """A new, empty tab."""
     tab: dict[str, Any] = {"id": new_id(), "type": "tab", "label": label, "disabled": disabled, "info": info}
-    diff = _empty_diff()
+    diff = empty_diff()
     diff["added"] = [tab]
     return Change("create_tab", Sentence("change.create_tab", tab=label), diff, flows=[*flows, tab], new_tab_only=True,
                   references=frozenset(n["id"] for n in flows) | {tab["id"]})
@@ -462,5 +478,5 @@ def plan_trigger_inject(flows: list[dict[str, Any]], node_id: str) -> Change:
     tab = by_id.get(node.get("z", ""))
     summary = Sentence("change.trigger_inject", node=_describe(node), tab=_label(tab)) if tab is not None else \
         Sentence("change.trigger_inject.no_tab", node=_describe(node))
-    return Change("trigger_inject", summary, _empty_diff(), inject=node_id,
+    return Change("trigger_inject", summary, empty_diff(), inject=node_id,
                   test_tabs_only=is_test_tab(tab), references=frozenset(by_id))

@@ -29,8 +29,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.nodered.canvas_tools import PLANNERS
+from service.nodered.card_values import redacted_context
 from service.nodered.change_parts import renamed, select_parts
 from service.nodered.client import NodeRedError
+from service.nodered.context_plans import plan_set_context
 from service.nodered.tooling import ToolContext, ToolFailure, ToolOutput
 from service.nodered.write_plans import (
     EDITOR_CHECKS,
@@ -105,9 +107,9 @@ class TidyLayoutArgs(BaseModel):
 
 
 class WriteResult(BaseModel):
-    status: Literal["deployed", "editor", "triggered"] = Field(description=(
+    status: Literal["deployed", "editor", "triggered", "set"] = Field(description=(
         "deployed: written through the Admin API; editor: handed to the editor undeployed; triggered: the inject "
-        "node fired"))
+        "node fired; set: the context value was set"))
     summary: str
     changes: dict[str, Any] = Field(description="the diff (see the README), plus nodes: the full new nodes")
     rev: str | None = Field(None, description="the flows revision after the deploy")
@@ -121,6 +123,16 @@ async def _live(ctx: ToolContext) -> tuple[list[dict[str, Any]], str | None]:
     except NodeRedError as err:
         raise ToolFailure(err.code, **err.sentence_args()) from None
     return answer["flows"], answer.get("rev")
+
+
+async def _context_stores(ctx: ToolContext) -> dict[str, Any]:
+    """The runtime's context stores, ``{"default", "stores"}`` (``GET /settings``'s ``context``)."""
+    try:
+        settings = await ctx.nodered.get_settings()
+    except NodeRedError as err:
+        raise ToolFailure(err.code, **err.sentence_args()) from None
+    stores = settings.get("context") if isinstance(settings, dict) else None
+    return stores if isinstance(stores, dict) else {}
 
 
 async def plan(ctx: ToolContext, tool: str, args: dict[str, Any],
@@ -148,6 +160,8 @@ async def plan(ctx: ToolContext, tool: str, args: dict[str, Any],
         change = plan_tidy_layout(flows, args.get("flow_id") or ctx.flow_id, args.get("node_ids"), locks)
     elif tool == "trigger_inject":
         change = plan_trigger_inject(flows, args["node_id"])
+    elif tool == "set_context":
+        change = plan_set_context(flows, args, await _context_stores(ctx), ctx.flow_id)
     elif tool in PLANNERS:
         change = PLANNERS[tool](flows, args, locks)
     else:
@@ -258,6 +272,11 @@ async def commit(ctx: ToolContext, change: Change, rev: str | None, parts: list[
             await ctx.nodered.inject(change.inject)
             return ToolOutput(data={"status": "triggered", "summary": change.summary, "changes": changes},
                               text=f"Done: {change.summary}")
+        if change.context is not None:  # not a flow change: set now, in the editor's case too
+            await ctx.nodered.set_context(change.context)
+            return ToolOutput(data={"status": "set", "summary": change.summary,
+                                    "changes": {**changes, "context": redacted_context(change.context)}},
+                              text=f"Done: {change.summary}")
         if ctx.apply == "editor":
             # The full changes (not redacted) go to the user's own editor, which holds these nodes anyway.
             full = {**change.diff, "nodes": change.diff["added"],
@@ -291,4 +310,4 @@ async def _only_parts(ctx: ToolContext, change: Change, rev: str | None, parts: 
 
 # The core's write tools, then the canvas tools (:mod:`service.nodered.canvas_tools`).
 WRITE_TOOL_NAMES = ("add_nodes", "update_node", "delete_nodes", "create_tab", "trigger_inject", "tidy_layout",
-                    *PLANNERS)
+                    "set_context", *PLANNERS)

@@ -138,6 +138,7 @@ class NodeRed:
     with_palette: bool = True
     with_contrib: bool = False
     projects: bool = False  # Node-RED's Projects feature (editorTheme.projects.enabled; needs git)
+    context_storage: dict[str, Any] | None = None  # settings.js contextStorage (None: Node-RED's memory store)
     process: subprocess.Popen | None = None
 
     @property
@@ -182,6 +183,8 @@ class NodeRed:
         }
         if self.admin_auth:
             settings["adminAuth"] = self.admin_auth
+        if self.context_storage:
+            settings["contextStorage"] = self.context_storage
         (self.userdir / "settings.js").write_text(f"module.exports = {json.dumps(settings, indent=2)};\n")
         packages = [PALETTE] if self.with_palette else []
         packages += [CONTRIB_DIR / name for name in CONTRIB_MODULES] if self.with_contrib else []

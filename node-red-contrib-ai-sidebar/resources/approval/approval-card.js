@@ -197,7 +197,8 @@
     ApprovalCards.prototype.renderAction = function (state, action, index, Diff) {
         var self = this;
         var block = $('<div class="ai-sidebar-approval-action"></div>').attr("data-tool", action.tool);
-        var view = lib().approvalDiff.describeAction(action, views().nameOf, Diff);
+        var view = lib().approvalDiff.describeAction(action, views().nameOf, Diff,
+            { newGroup: t("approval.newGroup") });
         $('<div class="ai-sidebar-approval-summary"></div>').text(view.summary || action.tool).appendTo(block);
         if (action.warning) {
             // New values that look like secrets are shown in full below: the person approving reads what is written.

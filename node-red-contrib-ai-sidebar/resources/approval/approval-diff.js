@@ -74,13 +74,17 @@
      * @param {{tool: string, args: object, summary: string, diff: ?object}} action from `approval_required`
      * @param {function(string): ?string} nameOf a node's label in the editor (null when it has none or is unknown)
      * @param {object} Diff jsdiff (see lineDiff)
+     * @param {{newGroup: string}} [words] the sidebar's words for what has no name yet (default English)
      * @returns {{tool: string, summary: string, added: {id: string, type: string, name: string, tab: boolean}[],
      *     removed: {id: string, name: string}[], changed: {id: string, type: string, name: string,
-     *     properties: object[]}[], wires: {added: string[], removed: string[]}}} names are "" when unknown;
+     *     properties: object[]}[], wires: {added: string[], removed: string[]}, context: ?{scope: string,
+     *     flow: string, flowName: string, store: string, key: string, value: string}}} names are "" when unknown;
      *     `properties` entries are `{name, before, after}` (one-line texts) or `{name, lines, omitted}` (a line
-     *     diff of code or multi-line text); wires read "source [port] → target"
+     *     diff of code or multi-line text); a node's group `g` reads as the group's name (a new group without
+     *     one: `words.newGroup`), never its id; wires read "source [port] → target"; `context`: the value
+     *     `set_context` writes (its value as indented JSON, in full), null for other tools
      */
-    function describeAction(action, nameOf, Diff) {
+    function describeAction(action, nameOf, Diff, words) {
         const diff = (action && action.diff && typeof action.diff === "object") ? action.diff : {};
         const added = Array.isArray(diff.added) ? diff.added.filter(isNode) : [];
         const addedNames = {};
@@ -90,6 +94,21 @@
         function label(id) {
             const name = Object.prototype.hasOwnProperty.call(addedNames, id) ? addedNames[id] : nameOf(id);
             return name ? name + " [" + id + "]" : "[" + id + "]";
+        }
+        const addedTypes = {};
+        added.forEach(function (node) {
+            addedTypes[node.id] = node.type;
+        });
+        function groupText(id) {
+            if (id === undefined || id === null || id === "") {
+                return "";
+            }
+            if (addedTypes[String(id)] === "group") {
+                return addedNames[id] ? "\u201c" + addedNames[id] + "\u201d" :
+                    ((words && words.newGroup) || "new group");
+            }
+            const name = nameOf(String(id));
+            return name ? "\u201c" + name + "\u201d" : "[" + id + "]";
         }
         function wireText(wire) {
             return label(String(wire[0])) + " [" + (Number(wire[1]) + 1) + "] \u2192 " + label(String(wire[2]));
@@ -115,6 +134,9 @@
                             const shown = lineDiff(sides.before, sides.after, Diff);
                             return { name: name, lines: shown.lines, omitted: shown.omitted };
                         }
+                        if (name === "g") {  // membership: the group, by name
+                            return { name: name, before: groupText(sides.before), after: groupText(sides.after) };
+                        }
                         return { name: name, before: formatValue(sides.before), after: formatValue(sides.after) };
                     })
                 };
@@ -122,7 +144,24 @@
             wires: {
                 added: (Array.isArray(wires.added) ? wires.added : []).filter(isWire).map(wireText),
                 removed: (Array.isArray(wires.removed) ? wires.removed : []).filter(isWire).map(wireText)
-            }
+            },
+            context: contextView(diff.context, nameOf)
+        };
+    }
+
+    /** A set_context diff's `context` as the card shows it (the value in full: what is approved is written). */
+    function contextView(context, nameOf) {
+        if (!context || typeof context !== "object" || typeof context.key !== "string") {
+            return null;
+        }
+        const flow = typeof context.flow === "string" ? context.flow : "";
+        return {
+            scope: context.scope === "flow" ? "flow" : "global",
+            flow: flow,
+            flowName: flow ? String(context.flowLabel || nameOf(flow) || "") : "",
+            store: String(context.store || ""),
+            key: context.key,
+            value: context.value === undefined ? "" : JSON.stringify(context.value, null, 2)
         };
     }
 

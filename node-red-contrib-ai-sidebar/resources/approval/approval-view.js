@@ -94,6 +94,17 @@
         section(box, t("approval.wiresRemoved"), view.wires.removed.map(function (text) {
             return $("<span></span>").text(text);
         }));
+        if (view.context) {
+            var context = view.context;
+            var where = context.scope === "flow" ?
+                t("approval.contextFlow", { tab: context.flowName || context.flow }) : t("approval.contextGlobal");
+            var item = $('<span class="ai-sidebar-approval-context"></span>');
+            $("<code></code>").text(context.key).appendTo(item);
+            item.append(document.createTextNode(" \u2014 " + where + ", " +
+                t("approval.contextStore", { store: context.store })));
+            $('<pre class="ai-sidebar-approval-context-value"></pre>').text(context.value).appendTo(item);
+            section(box, t("approval.context"), [item]);
+        }
         if (!box.children().length) {
             $('<div class="ai-sidebar-approval-section"></div>').text(t("approval.noDiff")).appendTo(box);
         }

@@ -8,22 +8,16 @@ import uuid
 
 from aiohttp import web
 
-from service.assist.completion import (
-    CompleteRequest,
-    ask_completion,
-    clean_completion,
-    completion_config,
-    completion_messages,
-)
+from service.assist.completion import CompleteRequest, answer_completion, clean_completion, completion_config
 from service.assist.context import node_context
 from service.chat.context import ChatDeps
 from service.chat.ledger import over_budget, save_usage
 from service.errors import ServiceError
 from service.identity import request_caller
 from service.llm.providers import ProviderConfig, provider_error
-from service.llm.usage import TurnUsage, counted, turn_usage
+from service.llm.usage import TurnUsage, turn_usage
 from service.web.disconnect import until_client_leaves
-from service.web.keys import CHAT_MODELS, EVIDENCE, MEMORY, NODERED, PRICES, SCENARIOS, SETTINGS
+from service.web.keys import CHAT_MODELS, EVIDENCE, FIM_MODELS, MEMORY, NODERED, PRICES, SCENARIOS, SETTINGS
 from service.web.schemas import parse_body
 
 log = logging.getLogger(__name__)
@@ -32,10 +26,11 @@ routes = web.RouteTableDef()
 
 @routes.post("/ai-sidebar/complete")
 async def complete(request: web.Request) -> web.Response:
-    """The text to insert at the cursor: ``{completion, usage}`` (``completion`` may be empty; ``usage``
-    ``{inputTokens, outputTokens, cost}``, null when the model reported none). The model call is cancelled when the
-    client disconnects (the editor typed on). Its tokens are recorded and count against the daily budget like a
-    chat's; no conversation is stored.
+    """The text to insert at the cursor (from the provider's fill-in-the-middle endpoint or its chat model, see
+    :func:`service.assist.completion.answer_completion`): ``{completion, usage}`` (``completion`` may be empty;
+    ``usage`` ``{inputTokens, outputTokens, cost}``, null when the model reported none). The model call is
+    cancelled when the client disconnects (the editor typed on). Its tokens are recorded and count against the daily
+    budget like a chat's; no conversation is stored.
 
     Errors: 400 ``invalid_request``, 403 ``completion_disabled`` (``AI_SIDEBAR_COMPLETION=false``), 429
     ``budget_exceeded``, and the provider's codes (``provider_not_configured``, ``llm_timeout``, ...) as 502.
@@ -52,11 +47,13 @@ async def complete(request: web.Request) -> web.Response:
     refusal = await over_budget(deps)
     if refusal is not None:
         raise refusal
-    # AI_COMPLETION_MODEL is a model of the environment's provider: it applies when no ai-config node is chosen.
-    config = completion_config(ProviderConfig.from_settings(settings, body.provider),
-                               settings.completion_model if body.provider is None else None)
+    # AI_COMPLETION_MODEL and AI_COMPLETION_FIM are the environment's provider's: they apply when no ai-config node
+    # is chosen; a chosen node's own completion model and FIM setting apply to it (its model when it names none).
+    node = body.provider
+    config = completion_config(ProviderConfig.from_settings(settings, node),
+                               settings.completion_model if node is None else node.completionModel)
+    mode = settings.completion_fim if node is None else node.completionFim
     found = await node_context(deps.nodered, deps.evidence, body.nodeId)
-    messages = completion_messages(body, found)
     usage: list[TurnUsage | None] = [None]
 
     def report(by_model) -> None:
@@ -65,8 +62,8 @@ async def complete(request: web.Request) -> web.Response:
     answer: list[str] = []
 
     async def work() -> None:
-        model = deps.models.get(config)
-        answer.append(await counted(ask_completion(model, messages, config.timeout), report))
+        answer.append(await answer_completion(body, found, config, mode, deps.models, request.app[FIM_MODELS],
+                                              report))
 
     try:
         await until_client_leaves(request, work())

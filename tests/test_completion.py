@@ -284,3 +284,31 @@ async def test_an_ai_config_nodes_completion_model_and_fim_setting_answer_its_co
     assert [(path, request["model"]) for path, request in zip(model.paths, model.requests, strict=True)] == [
         ("/v1/completions", "node-coder"), ("/v1/chat/completions", "node-coder"),
         ("/v1/chat/completions", "node-chat")]  # no completion model of its own: the node's chat model
+
+
+CONFIG = "c0de000000000001"
+
+
+@pytest.fixture(scope="module")
+def config_nodered(tmp_path_factory, service_process, model_server):
+    """Node-RED with the palette, relaying to the service process, and an ai-config node with a completion model."""
+    flows = [{"id": CONFIG, "type": "ai-config", "name": "local coder", "provider": "openai-compatible",
+              "model": "node-chat", "baseUrl": model_server.base_url, "temperature": "", "maxTokens": "",
+              "memory": True, "tools": True, "scenarios": "", "completionModel": "node-coder", "completionFim": "on"}]
+    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-complete-config"), port=free_port(), flows=flows,
+                       env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_process.service_port}",
+                            "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+async def test_the_chosen_ai_config_nodes_completion_model_answers_through_the_plugin(config_nodered, model):
+    model.script(Reply(text="temperature;"))
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(f"{config_nodered.url}/ai-sidebar/complete",
+                                   json={**body(nodeId=None), "configId": CONFIG})
+        assert response.status == 200, await response.text()
+        assert (await response.json())["completion"] == "temperature;"
+    assert model.paths == ["/v1/completions"] and model.requests[0]["model"] == "node-coder"
+    assert model.requests[0]["prompt"].endswith(BEFORE) and model.requests[0]["suffix"] == AFTER

@@ -65,19 +65,28 @@ async def complete(request: web.Request) -> web.Response:
         answer.append(await answer_completion(body, found, config, mode, deps.models, request.app[FIM_MODELS],
                                               report))
 
+    run = f"complete-{uuid.uuid4().hex}"
     try:
         await until_client_leaves(request, work())
     except ConnectionResetError:
         log.info("completion cancelled: the editor went on typing")
-        answer = [""]  # nobody reads it: the connection is closed
+        await save_usage(deps, run, usage[0])
+        return web.Response(status=499)  # nobody reads it: the connection is closed
     except ServiceError:
+        await save_usage(deps, run, usage[0])
         raise
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
+        await save_usage(deps, run, usage[0])
         fault = provider_error(exc, timeout=config.timeout, secrets=[config.api_key, settings.token])
         fault.status = 502
         raise fault from None
-    finally:
-        await save_usage(deps, f"complete-{uuid.uuid4().hex}", usage[0])
     text = clean_completion(answer[0], body)
     log.info("completion kind=%s samples=%d chars=%d", body.kind, len(found.samples), len(text))
-    return web.json_response({"completion": text, "usage": usage[0].event() if usage[0] else None})
+    response = web.json_response({"completion": text, "usage": usage[0].event() if usage[0] else None})
+    # The answer first, the usage row after: the editor waits for the text, not for the database's write (an SQLite
+    # commit; tests/bench/completion_latency.py). aiohttp reads the connection's next request only once this
+    # handler returns, so a client's next request on it (a budget check included) sees the row.
+    await response.prepare(request)
+    await response.write_eof()
+    await save_usage(deps, run, usage[0])
+    return response

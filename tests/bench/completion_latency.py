@@ -4,22 +4,32 @@ straight to the scripted model server, round by round in shuffled order (the sam
 request start → whole answer received; "added" is a path's percentile minus the model path's percentile in the same
 run. The model answers a few words at once (no token delay), as a completion model would.
 
+Then the keystroke → request ratio (issue 39: 100 keystrokes typed at 8 per second send ≤ 10 model requests): a
+Node.js script (``completion_typing.js``) types into the editor's own completion source (its debounce, cancellation
+and cache) against the plugin's route, and the scripted model server counts the requests it received.
+
 Run alone: ``.venv/bin/python -m tests.bench.completion_latency`` (starts its own stack; prints the targets).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.nodered import NODE_BINARY
+
 from . import client
 from .client import percentile
 from .stack import SERVICE_TOKEN, Stack
+
+TYPING_SCRIPT = Path(__file__).with_name("completion_typing.js")
 
 PATHS = ("sidebar/complete", "service/complete", "model")
 BODY = {"kind": "function", "before": "const reading = ", "after": "\nreturn msg;", "part": "onMessage",
@@ -78,6 +88,23 @@ async def run(stack: Stack, rounds: int = 200, warmup: int = 10, words: int = 4,
     return {"rounds": done, "words": words, "paths": paths}
 
 
+def typing(stack: Stack, keystrokes: int = 100, per_second: float = 8.0) -> dict[str, Any]:
+    """``keystrokes`` typed at ``per_second`` into the editor's completion source against the plugin's route:
+    ``{keystrokes, seconds, sent, answered, lateMs, failed, modelRequests}`` (``sent``: requests the source sent,
+    ``modelRequests``: requests the model server received meanwhile; ``lateMs``: the worst keystroke's delay behind
+    its schedule on this machine)."""
+    assert stack.nodered is not None
+    stack.model.control("reset")
+    # A bound on a hang only: the typing itself takes keystrokes / per_second seconds.
+    run = subprocess.run([NODE_BINARY, str(TYPING_SCRIPT), stack.nodered.url, str(keystrokes), str(per_second)],
+                         capture_output=True, text=True, timeout=keystrokes / per_second + 120, check=False)
+    if run.returncode != 0:
+        return {"error": run.stderr.strip()[-500:]}
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result["modelRequests"] = len(stack.model.control("requests"))
+    return result
+
+
 async def _alone() -> int:
     from .report import completion_targets
 
@@ -86,6 +113,7 @@ async def _alone() -> int:
         try:
             stack.start()
             results = await run(stack)
+            results["typing"] = await asyncio.to_thread(typing, stack)
         finally:
             stack.stop()
     print(results)

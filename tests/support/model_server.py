@@ -154,11 +154,10 @@ class ScriptedModelServer:
         yield self
         self.reset()
 
-    def _next(self, body: dict[str, Any], headers: dict[str, str], path: str = "") -> Reply:
+    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            self.paths.append(path)
             if self._queue:
                 return self._queue.pop(0)
             responder = self.responder
@@ -210,7 +209,9 @@ class ScriptedModelServer:
     async def reply_to(self, request: web.Request, body: dict[str, Any]) -> Reply | None:
         """The next reply for ``body`` (recorded with the request's headers), after its ``delay``; ``None`` when it
         drops the connection before any answer (``drop_after=0``)."""
-        reply = self._next(body, dict(request.headers), request.path)
+        with self._lock:
+            self.paths.append(request.path)
+        reply = self._next(body, dict(request.headers))
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.drop_after == 0:

@@ -13,6 +13,7 @@ import pytest
 
 from service.assist.completion import CompleteRequest, clean_completion, message_shape
 from service.llm.providers import default_model
+from service.nodered.client import NodeRedClient
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
 from tests.conftest import SERVICE_TOKEN
@@ -96,7 +97,8 @@ async def test_a_client_that_goes_away_closes_the_model_request(service_process,
     async with aiohttp.ClientSession() as http:
         request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
                                                   json=body(nodeId=None)))
-        await wait_for(lambda: model.requests, what="the model asked")
+        # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
+        await wait_for(lambda: model.requests, timeout=60, what="the model asked")
 
         request.cancel()  # the editor typed on and aborted its request
 
@@ -261,7 +263,8 @@ async def test_a_client_that_goes_away_closes_the_fill_in_the_middle_request(ser
     async with aiohttp.ClientSession() as http:
         request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
                                                   json=body(nodeId=None, provider=node)))
-        await wait_for(lambda: model.requests, what="the model asked")
+        # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
+        await wait_for(lambda: model.requests, timeout=60, what="the model asked")
 
         request.cancel()  # the editor typed on and aborted its request
 
@@ -312,3 +315,21 @@ async def test_the_chosen_ai_config_nodes_completion_model_answers_through_the_p
         assert (await response.json())["completion"] == "temperature;"
     assert model.paths == ["/v1/completions"] and model.requests[0]["model"] == "node-coder"
     assert model.requests[0]["prompt"].endswith(BEFORE) and model.requests[0]["suffix"] == AFTER
+
+
+async def test_a_callers_flows_are_reused_for_a_few_seconds_and_read_again_after(complete_nodered):
+    """The node context of completions reads GET /flows at most once per FLOWS_MAX_AGE per caller."""
+    async with aiohttp.ClientSession() as http:
+        client = NodeRedClient(complete_nodered.url, http)
+        first = await client.recent_flows(60)
+        note = {"id": "c0de0000000000aa", "type": "comment", "z": FLOWS[0]["id"], "name": "deployed meanwhile",
+                "info": "", "x": 100, "y": 400, "wires": []}
+        deployed = await client.post_flows(first["flows"] + [note], first["rev"])
+        try:
+            assert (await client.recent_flows(60))["rev"] == first["rev"]  # within the window: the same answer
+            assert (await client.get_flows())["rev"] == deployed
+            assert (await client.recent_flows(0.0))["rev"] == deployed  # a window that has passed reads again
+            # Another caller (its own token) never gets this caller's copy: it reads for itself.
+            assert (await client.for_user("another-users-token").recent_flows(60))["rev"] == deployed
+        finally:
+            await client.post_flows(first["flows"], None)

@@ -22,6 +22,10 @@ from service.web.schemas import parse_body
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
+# Seconds a caller's deployed flows are reused for the node context of its completions: each pause in typing asks
+# again, and GET /flows grows with the workspace (114 example tabs in make bench). The wiring shown to the model may
+# miss a deploy that recent; the messages' shapes come from the runtime evidence as they arrive.
+FLOWS_MAX_AGE = 5.0
 
 
 @routes.post("/ai-sidebar/complete")
@@ -53,7 +57,7 @@ async def complete(request: web.Request) -> web.Response:
     config = completion_config(ProviderConfig.from_settings(settings, node),
                                settings.completion_model if node is None else node.completionModel)
     mode = settings.completion_fim if node is None else node.completionFim
-    found = await node_context(deps.nodered, deps.evidence, body.nodeId)
+    found = await node_context(deps.nodered, deps.evidence, body.nodeId, flows_max_age=FLOWS_MAX_AGE)
     usage: list[TurnUsage | None] = [None]
 
     def report(by_model) -> None:

@@ -36,7 +36,7 @@ BODY = {"kind": "function", "before": "const reading = ", "after": "\nreturn msg
         "nodeType": "function", "name": "convert"}
 
 
-async def _timed(http, path: str, stack: Stack) -> float | None:
+async def _timed(http, path: str, stack: Stack, body: dict[str, Any]) -> float | None:
     """Milliseconds of one request on ``path``, or ``None`` when it failed."""
     assert stack.service is not None and stack.nodered is not None
     started = time.perf_counter()
@@ -46,7 +46,7 @@ async def _timed(http, path: str, stack: Stack) -> float | None:
     url = (f"{stack.service.url}/ai-sidebar/complete" if path == "service/complete"
            else f"{stack.nodered.url}/ai-sidebar/complete")
     headers = {"Authorization": f"Bearer {SERVICE_TOKEN}"} if path == "service/complete" else {}
-    async with http.post(url, json=BODY, headers=headers) as answer:
+    async with http.post(url, json=body, headers=headers) as answer:
         body = await answer.json()
         if answer.status != 200 or not body.get("completion"):
             return None
@@ -58,6 +58,9 @@ async def run(stack: Stack, rounds: int = 200, warmup: int = 10, words: int = 4,
     """``{"rounds", "paths": {path: {"ok", "ms": {p50, p95, p99}, "added_ms": {p50, p95, p99}}}}`` (milliseconds;
     ``added_ms`` absent for the model path). Stops early after ``time_limit`` seconds."""
     stack.model.control("reply", {"words": words, "token_delay": 0})
+    # As the editor asks: for the deployed function node being edited (its wiring read from the 114 tabs' flows).
+    function = next((node["id"] for node in stack.flows if node.get("type") == "function"), None)
+    body = {**BODY, "nodeId": function} if function else BODY
     times: dict[str, list[float]] = {path: [] for path in PATHS}
     failed = dict.fromkeys(PATHS, 0)
     order = list(PATHS)
@@ -70,7 +73,7 @@ async def run(stack: Stack, rounds: int = 200, warmup: int = 10, words: int = 4,
                 break
             shuffle.shuffle(order)
             for path in order:
-                took = await _timed(http, path, stack)
+                took = await _timed(http, path, stack, body)
                 if number < warmup:
                     continue
                 if took is None:

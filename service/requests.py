@@ -200,6 +200,10 @@ class ProviderOverride(BaseModel):
     images: bool | None = Field(None, description=(
         "whether the model takes images; unset: openai, google, anthropic and azure-openai do, the others not"))
     scenarios: list[str] | None = Field(None, max_length=20, description="allowed scenario keys; None: all")
+    completionModel: str | None = Field(None, min_length=1, max_length=200, description=(
+        "the model of this provider that answers inline completions (POST /ai-sidebar/complete); unset: model"))
+    completionFim: Literal["auto", "on", "off"] = Field("auto", description=(
+        "inline completion through the provider's fill-in-the-middle endpoint, as AI_COMPLETION_FIM says"))
     mcpServers: list[McpServerConfig] = Field(default_factory=list, max_length=10, description=(
         "the node's external MCP servers, for this request besides the service's own: streamable HTTP (url, "
         "headers) on a public address, or on one AI_SIDEBAR_MCP_ALLOWED_HOSTS allows, else 400 mcp_url_not_allowed; "

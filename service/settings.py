@@ -263,6 +263,12 @@ class Settings(HostGuarded):
     completion_model: str | None = Field(None, min_length=1, max_length=200, validation_alias="AI_COMPLETION_MODEL",
                                          description="a separate, usually smaller and faster model of AI_PROVIDER "
                                                      "for inline completion (default: AI_MODEL)")
+    completion_fim: Literal["auto", "on", "off"] = Field(
+        "auto", validation_alias="AI_COMPLETION_FIM",
+        description="inline completion through the provider's fill-in-the-middle endpoint (prompt + suffix): auto "
+                    "(DeepSeek's /beta/completions; others not), on (also openai and openai-compatible servers' "
+                    "/v1/completions, e.g. Ollama with a code model), off (the chat model with a prefix/suffix "
+                    "prompt); a model whose server refuses it answers with the chat prompt")
     max_streams_per_user: int = Field(4, ge=1, le=1000, validation_alias="AI_SIDEBAR_MAX_STREAMS_PER_USER")
     max_body_bytes: int = 4 * 1024 * 1024
     token_coalesce_ms: float = Field(15.0, ge=0, le=1000, validation_alias="AI_SIDEBAR_TOKEN_COALESCE_MS",

@@ -13,6 +13,7 @@ import pytest
 
 from service.assist.completion import CompleteRequest, clean_completion, message_shape
 from service.llm.providers import default_model
+from service.nodered.client import NodeRedClient
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
 from tests.conftest import SERVICE_TOKEN
@@ -44,12 +45,17 @@ def body(**extra) -> dict:
             "nodeType": "function", "name": "scale", **extra}
 
 
+async def message_seen(client, nodered: NodeRed) -> None:
+    """The inject node pressed, and the message it sent seen in the service's runtime evidence."""
+    buffer = client.app[EVIDENCE]
+    await wait_for(lambda: buffer.connected, what="subscribed to comms")
+    assert await press(nodered, INJECT) == 200
+    await wait_for(lambda: buffer.select(node_ids=[SEEN]), what="the debug node beside the function node")
+
+
 async def test_a_completion_is_asked_with_the_cursor_the_wiring_and_the_shape_of_recent_messages(
         complete_client, complete_nodered, model):
-    buffer = complete_client.app[EVIDENCE]
-    await wait_for(lambda: buffer.connected, what="subscribed to comms")
-    assert await press(complete_nodered, INJECT) == 200
-    await wait_for(lambda: buffer.select(node_ids=[SEEN]), what="the debug node beside the function node")
+    await message_seen(complete_client, complete_nodered)
     model.script(Reply(text="temperature;"))
 
     response = await complete_client.post("/ai-sidebar/complete", json=body())
@@ -91,7 +97,8 @@ async def test_a_client_that_goes_away_closes_the_model_request(service_process,
     async with aiohttp.ClientSession() as http:
         request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
                                                   json=body(nodeId=None)))
-        await wait_for(lambda: model.requests, what="the model asked")
+        # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
+        await wait_for(lambda: model.requests, timeout=60, what="the model asked")
 
         request.cancel()  # the editor typed on and aborted its request
 
@@ -166,3 +173,163 @@ def test_a_completion_that_restates_the_line_or_is_fenced_is_cleaned():
     assert clean_completion("let x = msg.payload;", request) == "payload;"
     assert clean_completion("```javascript\npayload;\n```", request) == "payload;"
     assert clean_completion("payload;<CURSOR>\n", request) == "payload;"
+
+
+# -- fill in the middle (the provider's completions endpoint with a suffix) -----------------------------------------
+
+async def test_deepseek_completes_through_its_fill_in_the_middle_endpoint_with_the_context_as_a_comment(
+        aiohttp_client, complete_nodered, model, tmp_path):
+    settings = assist_settings(complete_nodered, model, tmp_path, provider="deepseek", deepseek_api_key="sk-deep-0001",
+                               deepseek_api_base=model.base_url)
+    client = await aiohttp_client(create_app(settings))
+    await message_seen(client, complete_nodered)
+    model.script(Reply(text="temperature;"))
+
+    response = await client.post("/ai-sidebar/complete", json=body())
+
+    assert response.status == 200, await response.text()
+    answer = await response.json()
+    assert answer["completion"] == "temperature;"
+    assert model.paths == ["/beta/completions"]  # DeepSeek's FIM beta beside its /v1
+    sent = model.requests[-1]
+    assert sent["model"] == "deepseek-chat" and sent["max_tokens"] == 128 and sent["temperature"] == 0
+    assert sent["prompt"].endswith("\n" + BEFORE) and sent["suffix"] == AFTER
+    header = sent["prompt"][:-len(BEFORE)]
+    assert all(line.startswith("// ") for line in header.strip("\n").split("\n"))  # the context is a JS comment
+    assert '// Node: function "scale"' in header and "RED.util" in header
+    assert '{"payload":{"temperature":"number","password":"string"}}' in header
+    assert f'inject "reading" (id {INJECT})' in header
+    assert SECRET not in json.dumps(model.requests) and "21.5" not in header
+    # Usage from the completions API's usage, recorded and budgeted like a chat's.
+    prompt_tokens = (len(sent["prompt"]) + len(sent["suffix"])) // 4
+    assert answer["usage"]["inputTokens"] == prompt_tokens and answer["usage"]["outputTokens"] == 3
+    usage = await (await client.get("/ai-sidebar/usage?by=user")).json()
+    assert usage["total"]["turns"] == 1 and usage["total"]["inputTokens"] == prompt_tokens
+
+
+async def test_jsonata_and_template_context_is_a_comment_of_their_own_language(
+        aiohttp_client, complete_nodered, model, tmp_path):
+    client = await aiohttp_client(create_app(assist_settings(complete_nodered, model, tmp_path, completion_fim="on")))
+    model.script(Reply(text="tems.price)"), Reply(text="payload}}"))
+
+    jsonata = await client.post("/ai-sidebar/complete", json={"kind": "jsonata", "before": "$sum(payload.i",
+                                                               "nodeType": "change", "name": "a */ b"})
+    template = await client.post("/ai-sidebar/complete", json={"kind": "template", "before": "Hello {{",
+                                                                "after": "!", "nodeType": "template"})
+
+    assert (await jsonata.json())["completion"] == "tems.price)"
+    assert (await template.json())["completion"] == "payload}}"
+    assert model.paths == ["/v1/completions", "/v1/completions"]  # AI_COMPLETION_FIM=on: OpenAI's completions
+    first, second = (request["prompt"] for request in model.requests)
+    assert first.startswith('/* Node: change "a   b"') and first.endswith(" */\n$sum(payload.i")
+    assert first.count("*/") == 1  # the node's name cannot end the comment
+    assert second.startswith("{{! Node: template") and second.endswith(" }}\nHello {{")
+
+
+async def test_a_server_that_refuses_fill_in_the_middle_is_answered_by_the_chat_prompt_and_remembered(
+        aiohttp_client, complete_nodered, model, tmp_path):
+    client = await aiohttp_client(create_app(assist_settings(complete_nodered, model, tmp_path, completion_fim="on")))
+    model.script(Reply(status=400, error_message="registry.ollama.ai/library/llama3:latest does not support insert"),
+                 Reply(text="temperature;"), Reply(text="unit;"))
+
+    first = await client.post("/ai-sidebar/complete", json=body(nodeId=None))
+    second = await client.post("/ai-sidebar/complete", json=body(nodeId=None, before="msg.topic = msg.payload."))
+
+    assert (await first.json())["completion"] == "temperature;"
+    assert (await second.json())["completion"] == "unit;"
+    # Asked once: the model's server is remembered without FIM, so the second completion goes to the chat.
+    assert model.paths == ["/v1/completions", "/v1/chat/completions", "/v1/chat/completions"]
+
+
+@pytest.mark.parametrize(("status", "message", "code"), [(401, "Incorrect API key", "invalid_api_key"),
+                                                          (400, "prompt is too long", "llm_error")])
+async def test_other_faults_of_the_fill_in_the_middle_endpoint_are_the_providers_codes_without_fallback(
+        aiohttp_client, complete_nodered, model, tmp_path, status, message, code):
+    client = await aiohttp_client(create_app(assist_settings(complete_nodered, model, tmp_path, completion_fim="on")))
+    model.script(Reply(status=status, error_message=message))
+
+    response = await client.post("/ai-sidebar/complete", json=body(nodeId=None))
+
+    assert response.status == 502
+    assert (await response.json())["error"]["code"] == code
+    assert model.paths == ["/v1/completions"]
+
+
+async def test_a_client_that_goes_away_closes_the_fill_in_the_middle_request(service_process, model):
+    model.script(Reply(text="temperature;", hold_after=0))
+    base = f"http://127.0.0.1:{service_process.service_port}"
+    headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "carol"}
+    node = {"provider": "openai-compatible", "model": "coder", "baseUrl": model.base_url, "completionFim": "on"}
+    async with aiohttp.ClientSession() as http:
+        request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
+                                                  json=body(nodeId=None, provider=node)))
+        # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
+        await wait_for(lambda: model.requests, timeout=60, what="the model asked")
+
+        request.cancel()  # the editor typed on and aborted its request
+
+        await wait_for(lambda: model.went_away, what="the model request closed")
+    assert model.paths == ["/v1/completions"] and model.went_away == [0]
+
+
+async def test_an_ai_config_nodes_completion_model_and_fim_setting_answer_its_completions(
+        aiohttp_client, complete_nodered, model, tmp_path):
+    client = await aiohttp_client(create_app(assist_settings(complete_nodered, model, tmp_path,
+                                                             completion_model="env-code-model")))
+    node = {"provider": "openai-compatible", "model": "node-chat", "baseUrl": model.base_url, "apiKey": "sk-node-01"}
+    model.script(Reply(text="a;"), Reply(text="b;"), Reply(text="c;"))
+
+    for chosen in ({**node, "completionModel": "node-coder", "completionFim": "on"},
+                   {**node, "completionModel": "node-coder"}, node):
+        response = await client.post("/ai-sidebar/complete", json=body(nodeId=None, provider=chosen))
+        assert response.status == 200, await response.text()
+
+    assert [(path, request["model"]) for path, request in zip(model.paths, model.requests, strict=True)] == [
+        ("/v1/completions", "node-coder"), ("/v1/chat/completions", "node-coder"),
+        ("/v1/chat/completions", "node-chat")]  # no completion model of its own: the node's chat model
+
+
+CONFIG = "c0de000000000001"
+
+
+@pytest.fixture(scope="module")
+def config_nodered(tmp_path_factory, service_process, model_server):
+    """Node-RED with the palette, relaying to the service process, and an ai-config node with a completion model."""
+    flows = [{"id": CONFIG, "type": "ai-config", "name": "local coder", "provider": "openai-compatible",
+              "model": "node-chat", "baseUrl": model_server.base_url, "temperature": "", "maxTokens": "",
+              "memory": True, "tools": True, "scenarios": "", "completionModel": "node-coder", "completionFim": "on"}]
+    instance = NodeRed(userdir=tmp_path_factory.mktemp("nodered-complete-config"), port=free_port(), flows=flows,
+                       env={"AI_SIDEBAR_SERVICE_URL": f"http://127.0.0.1:{service_process.service_port}",
+                            "AI_SIDEBAR_TOKEN": SERVICE_TOKEN})
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+async def test_the_chosen_ai_config_nodes_completion_model_answers_through_the_plugin(config_nodered, model):
+    model.script(Reply(text="temperature;"))
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(f"{config_nodered.url}/ai-sidebar/complete",
+                                   json={**body(nodeId=None), "configId": CONFIG})
+        assert response.status == 200, await response.text()
+        assert (await response.json())["completion"] == "temperature;"
+    assert model.paths == ["/v1/completions"] and model.requests[0]["model"] == "node-coder"
+    assert model.requests[0]["prompt"].endswith(BEFORE) and model.requests[0]["suffix"] == AFTER
+
+
+async def test_a_callers_flows_are_reused_for_a_few_seconds_and_read_again_after(complete_nodered):
+    """The node context of completions reads GET /flows at most once per FLOWS_MAX_AGE per caller."""
+    async with aiohttp.ClientSession() as http:
+        client = NodeRedClient(complete_nodered.url, http)
+        first = await client.recent_flows(60)
+        note = {"id": "c0de0000000000aa", "type": "comment", "z": FLOWS[0]["id"], "name": "deployed meanwhile",
+                "info": "", "x": 100, "y": 400, "wires": []}
+        deployed = await client.post_flows(first["flows"] + [note], first["rev"])
+        try:
+            assert (await client.recent_flows(60))["rev"] == first["rev"]  # within the window: the same answer
+            assert (await client.get_flows())["rev"] == deployed
+            assert (await client.recent_flows(0.0))["rev"] == deployed  # a window that has passed reads again
+            # Another caller (its own token) never gets this caller's copy: it reads for itself.
+            assert (await client.for_user("another-users-token").recent_flows(60))["rev"] == deployed
+        finally:
+            await client.post_flows(first["flows"], None)

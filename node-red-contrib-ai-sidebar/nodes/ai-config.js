@@ -58,7 +58,8 @@ function optionalNumber(value) {
  *     temperature?: number, maxTokens?: number,
  *     apiKey?: string, memory: boolean, tools: boolean, scenarios?: string[], mcpServers?: object[]}}
  *     `mcpServers` (lib/mcp-servers.js) only when the node has some; `deployment` and `apiVersion` (Azure
- *     OpenAI's) only for the `azure-openai` provider; `toolCalling: false` only for a model that cannot call tools
+ *     OpenAI's) only for the `azure-openai` provider; `toolCalling: false` only for a model that cannot call tools;
+ *     `completionModel` (the model that answers inline completions) when set, `completionFim` when not "auto"
  * @throws {Error} with code `invalid_config` when a setting is out of range, naming the setting
  */
 function providerSettings(config, credentials) {
@@ -124,6 +125,16 @@ function providerSettings(config, credentials) {
         // Whether the model takes images (attachments); unset: as the service says of the provider.
         settings.images = config.images === "true" || config.images === true;
     }
+    const completionModel = String(config.completionModel || "").trim();
+    if (completionModel) {
+        // The model of this provider that answers inline completions; unset, the model above does.
+        settings.completionModel = completionModel;
+    }
+    if (config.completionFim === "on" || config.completionFim === "off") {
+        settings.completionFim = config.completionFim;
+    } else if (config.completionFim !== undefined && config.completionFim !== "" && config.completionFim !== "auto") {
+        throw invalid("fill in the middle", "must be auto, on or off; got " + JSON.stringify(config.completionFim));
+    }
     const scenarios = parseScenarios(config.scenarios);
     if (scenarios.length) {
         settings.scenarios = scenarios;
@@ -166,6 +177,8 @@ module.exports = function (RED) {
             tools: config.tools,
             toolCalling: config.toolCalling,
             images: config.images,
+            completionModel: config.completionModel,
+            completionFim: config.completionFim,
             scenarios: config.scenarios,
             mcpServers: config.mcpServers
         };

@@ -40,6 +40,26 @@ describe("ai-config node", function () {
             { id: "cfg", name: "local llama", provider: "openai-compatible", model: " llama3.1 " });
     });
 
+    it("sends its own completion model and fill-in-the-middle setting, only when set", async function () {
+        await helper.load(aiConfigNode, [{ id: "cfg", type: "ai-config", provider: "openai-compatible",
+            model: "llama3.1", baseUrl: "http://127.0.0.1:11434/v1", completionModel: " qwen2.5-coder:1.5b ",
+            completionFim: "on" }], { cfg: { apiKey: KEY } });
+        const settings = helper.getNode("cfg").providerSettings();
+        assert.strictEqual(settings.completionModel, "qwen2.5-coder:1.5b");
+        assert.strictEqual(settings.completionFim, "on");
+        assert.strictEqual(settings.model, "llama3.1");
+        // Unset or "auto": nothing is sent, and the service decides (the chat model; FIM for DeepSeek).
+        const plain = aiConfigNode.providerSettings({ provider: "deepseek", completionModel: " ", completionFim: "auto" });
+        assert.ok(!("completionModel" in plain) && !("completionFim" in plain));
+        assert.strictEqual(aiConfigNode.providerSettings({ provider: "openai", completionFim: "off" }).completionFim,
+            "off");
+        assert.throws(function () {
+            aiConfigNode.providerSettings({ provider: "openai", completionFim: "sometimes" });
+        }, function (err) {
+            return err.code === "invalid_config" && /fill in the middle/.test(err.message);
+        });
+    });
+
     it("sends Azure OpenAI's deployment and API version for azure-openai only, and refuses ones Azure would not take",
         async function () {
             await helper.load(aiConfigNode, [{ id: "cfg", type: "ai-config", provider: "azure-openai",

@@ -12,17 +12,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.ai import UsageMetadata
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.assist.context import NodeContext
-from service.llm.providers import ProviderConfig
+from service.llm.fim import FimMode, FimModels, ask_fim, fim_wanted, refuses_fim
+from service.llm.providers import ChatModelFactory, ProviderConfig
+from service.llm.usage import counted
 from service.nodered.redaction import redact_text
 from service.requests import ID_PATTERN, ProviderOverride
+
+log = logging.getLogger(__name__)
 
 CODE_LIMIT = 20_000         # characters of the code before, and after, the cursor a request may carry
 PREFIX_SHOWN = 6_000        # characters before the cursor shown to the model (the nearest ones)
@@ -124,6 +131,31 @@ def completion_messages(request: CompleteRequest, found: NodeContext) -> list[Ba
     return [system, HumanMessage(f"<node_context>\n{block}\n</node_context>")]
 
 
+# How each kind's code holds a comment: the FIM prompt's context goes in one, before the code (a completions model
+# continues text, it takes no system prompt). The second item is what must not appear inside the comment.
+COMMENTS = {"function": ("// ", "\n"), "jsonata": ("/* ", "*/"), "template": ("{{! ", "}}")}
+COMMENT_ENDS = {"function": "", "jsonata": " */", "template": " }}"}
+
+
+def fim_prompt(request: CompleteRequest, found: NodeContext) -> tuple[str, str]:
+    """The ``prompt`` and ``suffix`` of a fill-in-the-middle request: the node context as a comment of the code's
+    language (``//`` lines in a function node, ``/* */`` in JSONata, ``{{! }}`` in a template) followed by the
+    nearest :data:`PREFIX_SHOWN` characters before the cursor, and the :data:`SUFFIX_SHOWN` after it; secrets
+    redacted as in :func:`completion_messages`."""
+    start, forbidden = COMMENTS[request.kind]
+    lines = _context_lines(request, found)
+    if request.kind == "function":
+        part = {"onMessage": "On Message", "onStart": "On Start", "onStop": "On Stop"}[request.part]
+        lines.insert(1, f"{part} code: msg, node, context, flow, global, env and RED.util are in scope")
+    clean = [line.replace("\n", " ").replace("\r", " ").replace(forbidden, " ") for line in lines]
+    if request.kind == "function":
+        header = "".join(start + line + "\n" for line in clean)
+    else:
+        header = start + "\n   ".join(clean) + COMMENT_ENDS[request.kind] + "\n"
+    return (header + redact_text(request.before[-PREFIX_SHOWN:], code=True),
+            redact_text(request.after[:SUFFIX_SHOWN], code=True))
+
+
 FENCE = re.compile(r"^```[\w-]*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
@@ -163,3 +195,31 @@ async def ask_completion(model: BaseChatModel, messages: list[BaseMessage], seco
             parts.append(content if isinstance(content, str) else "".join(
                 piece.get("text", "") if isinstance(piece, dict) else str(piece) for piece in content))
     return "".join(parts)
+
+
+async def answer_completion(request: CompleteRequest, found: NodeContext, config: ProviderConfig, mode: FimMode,
+                            chat: ChatModelFactory, fim: FimModels,
+                            report: Callable[[dict[str, UsageMetadata]], None]) -> str:
+    """The model's raw answer for ``request``: from ``config``'s fill-in-the-middle endpoint when ``mode`` wants
+    it for the provider (:func:`service.llm.fim.fim_wanted`) and its server has not refused it, else from the chat
+    model with :func:`completion_messages`. A server that refuses FIM (:func:`service.llm.fim.refuses_fim`) is
+    remembered and this request asks the chat model instead. ``report`` receives the tokens used per model.
+
+    Raises ``TimeoutError``, ``ServiceError`` (``provider_not_configured``) and whatever the provider client
+    raises (:func:`service.llm.providers.provider_error` maps them).
+    """
+    if fim_wanted(config.provider, mode) and fim.supported(config):
+        prompt, suffix = fim_prompt(request, found)
+        try:
+            text, used = await ask_fim(fim.get(config), prompt, suffix, config.timeout)
+        except Exception as exc:
+            if not refuses_fim(exc):
+                raise
+            fim.mark_unsupported(config)
+            log.info("completion: %s refused fill-in-the-middle (%s); the chat prompt answers from now on",
+                     config, getattr(exc, "status_code", type(exc).__name__))
+        else:
+            report(used)
+            return text
+    messages = completion_messages(request, found)
+    return await counted(ask_completion(chat.get(config), messages, config.timeout), report)

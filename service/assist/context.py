@@ -163,15 +163,18 @@ def recent_inputs(index: FlowIndex, node_id: str, evidence: EvidenceBuffer | Non
 
 
 async def node_context(nodered: NodeRedClient, evidence: EvidenceBuffer | None,
-                       node_id: str | None) -> NodeContext:
+                       node_id: str | None, flows_max_age: float = 0.0) -> NodeContext:
     """Read what the service adds to an assist request: the Node-RED version always, and for a ``node_id`` its
-    neighbours and recent inputs from the deployed flows (``GET /flows`` with the caller's rights). A Node-RED
-    that cannot be read leaves ``readable`` false and the rest empty; this never raises."""
+    neighbours and recent inputs from the deployed flows (``GET /flows`` with the caller's rights; with
+    ``flows_max_age`` seconds, the caller's flows read that recently are reused, see
+    :meth:`NodeRedClient.recent_flows`). A Node-RED that cannot be read leaves ``readable`` false and the rest
+    empty; this never raises."""
     context = NodeContext(version=await nodered.version())
     if not node_id:
         return context
     try:
-        flows = (await nodered.get_flows()).get("flows") or []
+        answer = await (nodered.recent_flows(flows_max_age) if flows_max_age else nodered.get_flows())
+        flows = answer.get("flows") or []
     except NodeRedError as err:
         log.info("assist context without flows: %s", err.code)
         context.readable = False

@@ -25,6 +25,7 @@ Facts this module relies on (Node-RED docs, "Admin HTTP API", https://nodered.or
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -151,6 +152,22 @@ class NodeRedClient:
         if isinstance(data, list):  # a v1 answer from an old runtime
             return {"rev": None, "flows": data}
         return data
+
+    async def recent_flows(self, max_age: float) -> dict[str, Any]:
+        """:meth:`get_flows`, the same answer reused for ``max_age`` seconds per caller (the user's token, as a
+        SHA-256 digest, or the service's own credentials): for requests that come many a minute and may see a deploy
+        that much later (inline completion's context of a node), not for anything that writes."""
+        token = self._credentials.token
+        key = "flows:" + (hashlib.sha256(token.get_secret_value().encode()).hexdigest() if token else "service")
+        now = time.monotonic()
+        cached = self._shared.get(key)
+        if cached is not None and now - cached[0] < max_age:
+            return cached[1]
+        flows = await self.get_flows()
+        for stale in [k for k, (read, _) in self._shared.items() if k.startswith("flows:") and now - read >= max_age]:
+            del self._shared[stale]
+        self._shared[key] = (now, flows)
+        return flows
 
     async def post_flows(self, flows: list[dict[str, Any]], rev: str | None,
                          deployment_type: str = "nodes") -> str | None:

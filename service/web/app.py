@@ -21,6 +21,7 @@ from service.knowledge.base import Knowledge
 from service.knowledge.embeddings import embedder_for
 from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
 from service.knowledge.router import Router
+from service.llm.fim import FimModels
 from service.llm.prices import PriceTable
 from service.llm.providers import ChatModelFactory, ProviderConfig, preload
 from service.memory.approvals import ApprovalStore
@@ -45,6 +46,7 @@ from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
     EVIDENCE,
+    FIM_MODELS,
     HTTP_SESSION,
     KNOWLEDGE,
     LIMITER,
@@ -330,6 +332,7 @@ def _purge(approvals: Approvals) -> Callable[[], Awaitable[None]]:
 
 async def _close_models(app: web.Application) -> None:
     await app[CHAT_MODELS].aclose()
+    await app[FIM_MODELS].aclose()
 
 
 async def _close_streams(app: web.Application) -> None:
@@ -362,6 +365,7 @@ def create_app(settings: Settings) -> web.Application:
     app[SCENARIOS] = ScenarioCatalog(settings.locales_dir)
     app[MESSAGES] = MessageCatalog(settings.locales_dir)
     app[CHAT_MODELS] = ChatModelFactory()
+    app[FIM_MODELS] = FimModels()
     app[PRICES] = PriceTable({str(provider): models for provider, models in settings.prices.items()})
     app[STREAMS] = weakref.WeakSet()
     app[TOOLS] = ToolRegistry(mcp=McpTools.from_settings(settings) if settings.mcp_tools_enabled else None,

@@ -8,34 +8,33 @@ import uuid
 
 from aiohttp import web
 
-from service.assist.completion import (
-    CompleteRequest,
-    ask_completion,
-    clean_completion,
-    completion_config,
-    completion_messages,
-)
+from service.assist.completion import CompleteRequest, answer_completion, clean_completion, completion_config
 from service.assist.context import node_context
 from service.chat.context import ChatDeps
 from service.chat.ledger import over_budget, save_usage
 from service.errors import ServiceError
 from service.identity import request_caller
 from service.llm.providers import ProviderConfig, provider_error
-from service.llm.usage import TurnUsage, counted, turn_usage
+from service.llm.usage import TurnUsage, turn_usage
 from service.web.disconnect import until_client_leaves
-from service.web.keys import CHAT_MODELS, EVIDENCE, MEMORY, NODERED, PRICES, SCENARIOS, SETTINGS
+from service.web.keys import CHAT_MODELS, EVIDENCE, FIM_MODELS, MEMORY, NODERED, PRICES, SCENARIOS, SETTINGS
 from service.web.schemas import parse_body
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
+# Seconds a caller's deployed flows are reused for the node context of its completions: each pause in typing asks
+# again, and GET /flows grows with the workspace (114 example tabs in make bench). The wiring shown to the model may
+# miss a deploy that recent; the messages' shapes come from the runtime evidence as they arrive.
+FLOWS_MAX_AGE = 5.0
 
 
 @routes.post("/ai-sidebar/complete")
 async def complete(request: web.Request) -> web.Response:
-    """The text to insert at the cursor: ``{completion, usage}`` (``completion`` may be empty; ``usage``
-    ``{inputTokens, outputTokens, cost}``, null when the model reported none). The model call is cancelled when the
-    client disconnects (the editor typed on). Its tokens are recorded and count against the daily budget like a
-    chat's; no conversation is stored.
+    """The text to insert at the cursor (from the provider's fill-in-the-middle endpoint or its chat model, see
+    :func:`service.assist.completion.answer_completion`): ``{completion, usage}`` (``completion`` may be empty;
+    ``usage`` ``{inputTokens, outputTokens, cost}``, null when the model reported none). The model call is
+    cancelled when the client disconnects (the editor typed on). Its tokens are recorded and count against the daily
+    budget like a chat's; no conversation is stored.
 
     Errors: 400 ``invalid_request``, 403 ``completion_disabled`` (``AI_SIDEBAR_COMPLETION=false``), 429
     ``budget_exceeded``, and the provider's codes (``provider_not_configured``, ``llm_timeout``, ...) as 502.
@@ -52,11 +51,13 @@ async def complete(request: web.Request) -> web.Response:
     refusal = await over_budget(deps)
     if refusal is not None:
         raise refusal
-    # AI_COMPLETION_MODEL is a model of the environment's provider: it applies when no ai-config node is chosen.
-    config = completion_config(ProviderConfig.from_settings(settings, body.provider),
-                               settings.completion_model if body.provider is None else None)
-    found = await node_context(deps.nodered, deps.evidence, body.nodeId)
-    messages = completion_messages(body, found)
+    # AI_COMPLETION_MODEL and AI_COMPLETION_FIM are the environment's provider's: they apply when no ai-config node
+    # is chosen; a chosen node's own completion model and FIM setting apply to it (its model when it names none).
+    node = body.provider
+    config = completion_config(ProviderConfig.from_settings(settings, node),
+                               settings.completion_model if node is None else node.completionModel)
+    mode = settings.completion_fim if node is None else node.completionFim
+    found = await node_context(deps.nodered, deps.evidence, body.nodeId, flows_max_age=FLOWS_MAX_AGE)
     usage: list[TurnUsage | None] = [None]
 
     def report(by_model) -> None:
@@ -65,22 +66,31 @@ async def complete(request: web.Request) -> web.Response:
     answer: list[str] = []
 
     async def work() -> None:
-        model = deps.models.get(config)
-        answer.append(await counted(ask_completion(model, messages, config.timeout), report))
+        answer.append(await answer_completion(body, found, config, mode, deps.models, request.app[FIM_MODELS],
+                                              report))
 
+    run = f"complete-{uuid.uuid4().hex}"
     try:
         await until_client_leaves(request, work())
     except ConnectionResetError:
         log.info("completion cancelled: the editor went on typing")
-        answer = [""]  # nobody reads it: the connection is closed
+        await save_usage(deps, run, usage[0])
+        return web.Response(status=499)  # nobody reads it: the connection is closed
     except ServiceError:
+        await save_usage(deps, run, usage[0])
         raise
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
+        await save_usage(deps, run, usage[0])
         fault = provider_error(exc, timeout=config.timeout, secrets=[config.api_key, settings.token])
         fault.status = 502
         raise fault from None
-    finally:
-        await save_usage(deps, f"complete-{uuid.uuid4().hex}", usage[0])
     text = clean_completion(answer[0], body)
     log.info("completion kind=%s samples=%d chars=%d", body.kind, len(found.samples), len(text))
-    return web.json_response({"completion": text, "usage": usage[0].event() if usage[0] else None})
+    response = web.json_response({"completion": text, "usage": usage[0].event() if usage[0] else None})
+    # The answer first, the usage row after: the editor waits for the text, not for the database's write (an SQLite
+    # commit; tests/bench/completion_latency.py). aiohttp reads the connection's next request only once this
+    # handler returns, so a client's next request on it (a budget check included) sees the row.
+    await response.prepare(request)
+    await response.write_eof()
+    await save_usage(deps, run, usage[0])
+    return response

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from service.chat.approvals import ApprovalSlot
     from service.chat.scenarios import ScenarioCatalog
     from service.knowledge.refresher import KnowledgeSlot
+    from service.llm.fim import FimModels
     from service.llm.prices import PriceTable
     from service.llm.providers import ChatModelFactory
     from service.memory.store import MemorySlot
@@ -30,6 +31,7 @@ SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
 HTTP_SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("http_session")
 NODERED: web.AppKey[NodeRedClient] = web.AppKey("nodered")
 CHAT_MODELS: web.AppKey[ChatModelFactory] = web.AppKey("chat_models")
+FIM_MODELS: web.AppKey[FimModels] = web.AppKey("fim_models")
 SCENARIOS: web.AppKey[ScenarioCatalog] = web.AppKey("scenarios")
 STREAMS: web.AppKey[weakref.WeakSet[EventStream]] = web.AppKey("streams")
 TOOLS: web.AppKey[ToolRegistry] = web.AppKey("tools")
@@ -40,5 +42,5 @@ APPROVALS: web.AppKey[ApprovalSlot] = web.AppKey("approvals")
 EVIDENCE: web.AppKey[EvidenceBuffer | None] = web.AppKey("evidence")
 PRICES: web.AppKey[PriceTable] = web.AppKey("prices")
 
-__all__ = ["APPROVALS", "CHAT_MODELS", "EVIDENCE", "HTTP_SESSION", "KNOWLEDGE", "LIMITER", "MEMORY", "MESSAGES",
-           "NODERED", "PRICES", "SCENARIOS", "SETTINGS", "STREAMS", "TOOLS"]
+__all__ = ["APPROVALS", "CHAT_MODELS", "EVIDENCE", "FIM_MODELS", "HTTP_SESSION", "KNOWLEDGE", "LIMITER", "MEMORY",
+           "MESSAGES", "NODERED", "PRICES", "SCENARIOS", "SETTINGS", "STREAMS", "TOOLS"]

@@ -93,6 +93,13 @@ FIGURES: tuple[Figure, ...] = (
            lambda results: _path(results, "footprint", "memory", "idle", "total_mb")),
     Figure("service RSS, one worker, default settings", 1, "RSS after 100 chats with tools, one worker",
            lambda results: _path(results, "footprint", "memory", "after_chats", "total_mb")),
+    *(Figure("inline completion: added latency", index, f"completion added {quantile}, {path}",
+             lambda results, path=path, quantile=quantile: _path(results, "completion", "paths", path, "added_ms",
+                                                                   quantile))
+      for index, (quantile, path) in enumerate((("p50", "service/complete"), ("p50", "sidebar/complete"),
+                                                ("p99", "service/complete"), ("p99", "sidebar/complete")))),
+    Figure("inline completion: added latency", 4, "completion model requests for 100 keystrokes",
+           lambda results: _path(results, "completion", "typing", "modelRequests")),
 )
 
 

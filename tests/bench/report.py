@@ -68,6 +68,11 @@ def completion_targets(results: dict[str, Any]) -> list[Target]:
         added = found["paths"][path]["added_ms"]
         targets.append(Target("completion", f"added latency p50, {path}", added["p50"], 15, "ms"))
         targets.append(Target("completion", f"added latency p99, {path}", added["p99"], 40, "ms"))
+    typed = found.get("typing")
+    if typed is not None:
+        count = typed.get("keystrokes", 100)
+        targets.append(Target("completion", f"model requests for {count} keystrokes at 8/s",
+                              typed.get("modelRequests"), 10, "requests"))
     return targets
 
 

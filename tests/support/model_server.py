@@ -11,6 +11,12 @@ Tests queue replies with :meth:`ScriptedModelServer.script` and read what the cl
 a hashed bag of words (:func:`embed`) in which the words of one :data:`CONCEPTS` entry share a bucket, so that a
 paraphrase ("spreadsheet" for "csv") lands near the text it paraphrases, as a real embedding model's would.
 Its requests are in ``embedding_requests``.
+
+``POST /v1/completions`` and ``POST /beta/completions`` speak the completions API with a ``suffix`` (fill in the
+middle: OpenAI's legacy completions, https://platform.openai.com/docs/api-reference/completions/create, as Ollama
+serves it; DeepSeek's FIM beta, https://api-docs.deepseek.com/api/create-completion): one JSON answer
+``text_completion`` whose ``choices[0].text`` is the reply's text, with ``usage``. Their requests join ``requests``;
+``paths`` says which route each request of ``requests`` came to.
 The server runs on its own event loop in a thread, so a service in another process can use it too.
 """
 
@@ -107,6 +113,7 @@ class ScriptedModelServer:
         self._queue: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.embedding_status = 200
         # Per held stream (``Reply.hold_after``) whose client went away: the text pieces it had been sent.
@@ -134,6 +141,7 @@ class ScriptedModelServer:
             self._queue = []
             self.requests.clear()
             self.headers.clear()
+            self.paths.clear()
             self.embedding_requests.clear()
             self.embedding_status = 200
             self.went_away.clear()
@@ -195,10 +203,14 @@ class ScriptedModelServer:
         """Add the endpoints this server speaks to ``app`` (a server of another provider's API replaces them)."""
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/completions", self._fill_in)
+        app.router.add_post("/beta/completions", self._fill_in)
 
     async def reply_to(self, request: web.Request, body: dict[str, Any]) -> Reply | None:
         """The next reply for ``body`` (recorded with the request's headers), after its ``delay``; ``None`` when it
         drops the connection before any answer (``drop_after=0``)."""
+        with self._lock:
+            self.paths.append(request.path)
         reply = self._next(body, dict(request.headers))
         if reply.delay:
             await asyncio.sleep(reply.delay)
@@ -224,6 +236,28 @@ class ScriptedModelServer:
         if reply.token_delay:
             await asyncio.sleep(reply.token_delay)
         return True
+
+    async def _fill_in(self, request: web.Request) -> web.Response:
+        """A completions request (``prompt``, ``suffix``), answered at once with the reply's whole text; a reply
+        with ``hold_after`` answers nothing until the client goes away (``went_away`` gets 0)."""
+        body = await request.json()
+        reply = await self.reply_to(request, body)
+        if reply is None:
+            return web.Response()
+        if reply.status != 200:
+            return web.json_response({"error": {"message": reply.error_message, "type": "invalid_request_error",
+                                                "code": str(reply.status)}}, status=reply.status)
+        if reply.hold_after is not None:
+            await self.piece_due(request, reply, reply.hold_after)
+            return web.Response()
+        prompt_tokens = (len(str(body.get("prompt", ""))) + len(str(body.get("suffix") or ""))) // 4
+        completion_tokens = max(1, len(reply.text) // 4)
+        return web.json_response({
+            "id": "cmpl-scripted", "object": "text_completion", "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [{"index": 0, "text": reply.text, "logprobs": None, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}})
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -1,4 +1,5 @@
-"""Agent mode: a LangChain 1.x agent (``create_agent``) per request whose model chooses the scenario's tools.
+"""Agent mode: a LangChain 1.x agent (``create_agent``, compiled once per shape: :mod:`service.chat.agent_cache`)
+whose model chooses the scenario's tools.
 
 Every step streams: ``token`` events for the model's text (only from the model node), and each tool, when it
 starts and when it ends, emits ``tool_call`` (``origin: "agent"``) then ``tool_result`` itself, so several calls of
@@ -18,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain.agents import create_agent
 from langchain.agents.middleware import (
     AgentMiddleware,
     ModelCallLimitMiddleware,
@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 from langchain_core.tools import StructuredTool
 
 from service.chat import events
+from service.chat.agent_cache import enter, leave, shared_agent
 from service.chat.events import Emit
 from service.errors import ServiceError
 from service.llm.providers import llm_timeout
@@ -184,8 +185,10 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
         *guards,
         *((condense,) if condense is not None else ()),
     ]
-    agent = create_agent(model, tools, middleware=middleware,
-                         checkpointer=approval.approvals.saver if approval is not None else None)
+    # One compiled graph per shape, shared by the runs of that shape (each run's own middlewares and tools are
+    # found through its context, see service.chat.agent_cache).
+    agent, scope = shared_agent(model, tools, middleware,
+                                approval.approvals.saver if approval is not None else None)
     # astream's input is typed list[AnyMessage] (the concrete message classes), narrower than the list[BaseMessage]
     # (or the Command that resumes a paused run) it accepts at run time; its answer is an async generator.
     agent_input: Any = approval.input(messages) if approval is not None else {"messages": messages}
@@ -194,6 +197,7 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
     # included) is cheaper and, on a locked database, fails once instead of once per step (40 s of lock waits).
     options: dict[str, Any] = ({"config": approval.config, "durability": "exit"} if approval is not None else {})
     chunks: Any = agent.astream(agent_input, stream_mode="messages", **options)
+    token = enter(scope)
     try:
         async with (asyncio.timeout_at(run_deadline) as deadline, contextlib.aclosing(chunks) as stream):
             watch.deadline = deadline
@@ -211,6 +215,8 @@ async def run_agent(model: BaseChatModel, tools: list[StructuredTool], messages:
         if watch.waiting:
             raise llm_timeout(limits.first_token) from None
         raise ServiceError("agent_timeout", status=504, params={"seconds": f"{limits.seconds:g}"}) from None
+    finally:
+        leave(token)
     return await approval.pending(agent) if approval is not None else None
 
 

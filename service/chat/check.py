@@ -28,7 +28,7 @@ from langchain_core.tools import StructuredTool
 from service.chat import events
 from service.chat.deploy_test import DEPLOY_AND_TEST, DESCRIPTION, DeployTestArgs
 from service.chat.events import Emit, Summarised
-from service.chat.test_tab import test_tab
+from service.chat.scratch_tab import scratch_tab
 from service.nodered.client import NodeRedError
 from service.nodered.evidence import EvidenceBuffer
 from service.nodered.messages import Sentence
@@ -237,7 +237,7 @@ def for_model(round_: int, limit: int, outcome: Outcome, apply: str = "deploy") 
 class BuildRun:
     """What the checks of one build need: the plan (``{steps, planChanges, rounds?, verdict?}``, changed in place:
     it is saved with the paused run), the tools' context, the evidence buffer, the registry (which tools write),
-    ``audit(inject_id)``, the stream and ``record(action)`` (a test tab's deploys, :mod:`service.chat.test_tab`)."""
+    ``audit(inject_id)``, the stream and ``record(action)`` (a test tab's deploys, :mod:`service.chat.scratch_tab`)."""
 
     run_id: str
     plan: dict[str, Any]
@@ -258,7 +258,7 @@ class BuildRun:
         round_ = int(self.plan.get("rounds") or 0) + 1
         self.plan["rounds"] = round_
         try:
-            async with test_tab(self.run_id, self.checks(), self.context, self.record) as checks:
+            async with scratch_tab(self.run_id, self.checks(), self.context, self.record) as checks:
                 outcome = await run_checks(checks, self.context, self.buffer, self.audit)
         except NodeRedError as err:  # the flows cannot be read back: the round fails, the run goes on
             outcome = Outcome(failed=[f"the deployed flows could not be read: {err.message}"])

@@ -125,21 +125,41 @@ def _room(deps: ChatDeps, model: BaseChatModel, fixed: list[BaseMessage],
     config = ProviderConfig.from_settings(deps.settings, deps.provider)
     counter = token_counter(model)
     budget = context_budget(model, config.provider, deps.settings.context_tokens)
-    others = counter(fixed) + tool_tokens(deps, tools, counter)
+    others = counter(fixed) + tool_tokens(deps, tools, counter, model)
     return counter, budget, history_room(budget, others, answer_reserve(budget, deps.settings.answer_tokens))
 
 
-def tool_tokens(deps: ChatDeps, tools: list[str], counter: Any) -> int:
+# Tokens of each tool's schema text, per model (its counter): counted once, not at every request and agent run (a
+# build round counted ~25 schemas two or three times). Bounded: the models the factory keeps, the tools' texts.
+_TOOL_TOKENS: dict[int, tuple[BaseChatModel, dict[str, int]]] = {}
+_MAX_MODELS = 16
+_MAX_TEXTS = 1024
+
+
+def tool_tokens(deps: ChatDeps, tools: list[str], counter: Any, model: BaseChatModel | None = None) -> int:
     """Tokens the schemas of ``tools`` take in a request: all of them, or above ``AI_SIDEBAR_TOOL_SEARCH_THRESHOLD``
-    (tool search picks some) the :data:`MAX_TOOLS_PER_REQUEST` largest."""
+    (tool search picks some) the :data:`MAX_TOOLS_PER_REQUEST` largest. With ``model`` (whose counter ``counter``
+    is) each schema's count is kept for the next request."""
+    kept = _TOOL_TOKENS.get(id(model)) if model is not None else None
+    if model is not None and (kept is None or kept[0] is not model):
+        if len(_TOOL_TOKENS) >= _MAX_MODELS:
+            _TOOL_TOKENS.pop(next(iter(_TOOL_TOKENS)))
+        kept = _TOOL_TOKENS[id(model)] = (model, {})
+    counts = kept[1] if kept is not None else {}
     sizes = []
     for name in tools:
         try:
             description, schema = deps.tools.describe(name)
         except Exception:  # noqa: BLE001 - an MCP tool of a server not started yet: no schema to count
             continue
-        sizes.append(counter([HumanMessage(json.dumps({"name": name, "description": description,
-                                                       "parameters": schema}))]))
+        text = json.dumps({"name": name, "description": description, "parameters": schema})
+        size = counts.get(text)
+        if size is None:
+            size = counter([HumanMessage(text)])
+            if len(counts) >= _MAX_TEXTS:
+                counts.clear()
+            counts[text] = size
+        sizes.append(size)
     if len(tools) > deps.settings.tool_search_threshold:
         sizes = sorted(sizes, reverse=True)[:MAX_TOOLS_PER_REQUEST]
     return sum(sizes)

@@ -54,7 +54,7 @@ class PlannedChange(BaseModel):
 
 
 class TestInject(BaseModel):
-    """An inject the flow does not have, added for the check on a temporary test tab (:mod:`service.chat.test_tab`)
+    """An inject the flow does not have, added for the check on a temporary test tab (:mod:`service.chat.scratch_tab`)
     and linked to the node ``to``."""
 
     model_config = ConfigDict(extra="forbid")

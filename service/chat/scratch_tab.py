@@ -73,8 +73,8 @@ def checks_with_injects(checks: list[dict[str, Any]], added: list[dict[str, Any]
 
 
 @contextlib.asynccontextmanager
-async def test_tab(run_id: str, checks: list[dict[str, Any]], context: ToolContext,
-                   record: Callable[[dict[str, Any]], Awaitable[None]]) -> AsyncIterator[list[dict[str, Any]]]:
+async def scratch_tab(run_id: str, checks: list[dict[str, Any]], context: ToolContext,
+                      record: Callable[[dict[str, Any]], Awaitable[None]]) -> AsyncIterator[list[dict[str, Any]]]:
     """Deploys the round's test nodes (:func:`test_nodes`) for the body, yielding the checks to run
     (:func:`checks_with_injects`), and removes them afterwards. ``record(action)`` audits each deploy before it
     happens (``{tool, args, summary}``).

@@ -20,7 +20,8 @@ from service.nodered.redaction import redact_text
 # File name endings → the media type stored with a document (what the Knowledge panel's picker accepts).
 MEDIA_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain", ".text": "text/plain",
                ".html": "text/html", ".htm": "text/html", ".pdf": "application/pdf"}
-MAX_CHARACTERS = 1_000_000  # characters of text one document may hold once extracted (a PDF may expand)
+MAX_CHARACTERS = 4_000_000  # characters of text one document may hold once extracted (a PDF may expand; a text
+# file within AI_SIDEBAR_DOCUMENT_MAX_BYTES always fits)
 PDF_PAGES = 2_000           # pages of a PDF read at most
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")

@@ -124,6 +124,22 @@ class PdfAttachment(BaseModel):
 Attachment = Annotated[ImageAttachment | TextAttachment | PdfAttachment, Field(discriminator="kind")]
 
 
+DOCUMENT_MEDIA_TYPES = ("text/markdown", "text/plain", "text/html", "application/pdf")
+
+
+class DocumentUpload(BaseModel):
+    """A document added to the Knowledge panel's library (issue 37), or replacing the one of the same name in the
+    same scope: shared (needs write permission) or private to the caller."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f/\\]+$",
+                      description="the file's name (no folder); its ending gives the type when mediaType is absent")
+    data: str = Field(min_length=4, max_length=BASE64_LIMIT, pattern=BASE64_PATTERN,
+                      description="the file, base64 (at most AI_SIDEBAR_DOCUMENT_MAX_BYTES decoded)")
+    mediaType: Literal["text/markdown", "text/plain", "text/html", "application/pdf"] | None = None
+    shared: bool = Field(False, description="true: every user sees it (write permission); false: only the caller")
+
+
 class HistoryTurn(BaseModel):
     """An earlier turn the client sends along (the service's own memory comes later and wins)."""
 

@@ -202,6 +202,13 @@ class Settings(HostGuarded):
     knowledge_min_relevance: float = Field(0.25, ge=0, le=1, validation_alias="AI_SIDEBAR_KNOWLEDGE_MIN_RELEVANCE",
                                            description="share of a question's search terms a retrieved chunk must "
                                                        "hold to reach the model (0: keep every chunk)")
+    document_max_bytes: int = Field(2_000_000, ge=1_000, le=3 * 1024 * 1024,
+                                    validation_alias="AI_SIDEBAR_DOCUMENT_MAX_BYTES",
+                                    description="bytes one document of the Knowledge panel may have (larger: 413 "
+                                                "document_too_large; at most 3 MB, the request body bounds it)")
+    documents_per_user: int = Field(50, ge=1, le=10_000, validation_alias="AI_SIDEBAR_DOCUMENTS_PER_USER",
+                                    description="documents one user may add, shared and private together (more: "
+                                                "409 document_limit; replacing one does not count)")
     router_model: bool = Field(False, validation_alias="AI_SIDEBAR_ROUTER_MODEL",
                                description="ask the model which knowledge store a message needs when no keyword "
                                            "phrase decides (one more model call before such an answer)")

@@ -73,3 +73,5 @@ def test_a_pasted_png_reaches_an_image_model_and_is_refused_for_a_text_only_one(
     # A text-only model: refused with the sentence naming it, and the model was not asked.
     assert "The model scripted-alpha does not take images." in seen["refused"], seen["refused"]
     assert not any(REFUSED_QUESTION in json.dumps(r["messages"]) for r in model.requests)
+    # ... and the refused question keeps its attachment chip with its words in the input.
+    assert seen["chipsAfterRefusal"] == ["wiring.png"] and seen["inputAfterRefusal"] == REFUSED_QUESTION

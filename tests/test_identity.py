@@ -355,7 +355,7 @@ async def test_migration_keeps_editor_memory_and_drops_flow_node_rows(tmp_path):
 
     store = await MemoryStore.open(path)
     try:
-        assert await store.schema_version() == len(MIGRATIONS) == 8
+        assert await store.schema_version() == len(MIGRATIONS) == 9
         alice = Identity("user", "alice")
         assert [s["id"] for s in await store.sessions(ANONYMOUS)] == ["s-anon"]
         assert [s["id"] for s in await store.sessions(alice)] == ["s-alice"]

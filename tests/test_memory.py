@@ -49,12 +49,12 @@ async def chat(client, headers=None, **body):
 async def test_store_uses_wal_and_migrates_once(tmp_path):
     path = tmp_path / "sub" / "memory.db"
     first = await MemoryStore.open(path)
-    assert await first.schema_version() == len(MIGRATIONS) == 8
+    assert await first.schema_version() == len(MIGRATIONS) == 9
     await first.save_turn("s1", alice, "q", "a", {})
     await first.close()
     await first.close()  # idempotent
     again = await MemoryStore.open(path)
-    assert await again.schema_version() == 8
+    assert await again.schema_version() == 9
     assert [t.content for t in await again.history(alice, "s1")] == ["q", "a"]
     await again.close()
     with sqlite3.connect(path) as raw:

@@ -246,6 +246,18 @@ module.exports = function (RED) {
         forwardTo("/ai-sidebar/memory-stats"));
     RED.httpAdmin.get("/ai-sidebar/knowledge", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/knowledge"));
+    // The document library (issue 37): everyone may keep private documents; the service asks write permission
+    // (forwarded as X-AI-Sidebar-Permission) for adding, replacing or deleting a shared one.
+    RED.httpAdmin.get("/ai-sidebar/knowledge/documents", RED.auth.needsPermission("ai-sidebar.read"),
+        forwardTo("/ai-sidebar/knowledge/documents"));
+    RED.httpAdmin.get("/ai-sidebar/knowledge/documents/search", RED.auth.needsPermission("ai-sidebar.read"),
+        forwardTo("/ai-sidebar/knowledge/documents/search"));
+    RED.httpAdmin.post("/ai-sidebar/knowledge/documents", RED.auth.needsPermission("ai-sidebar.read"),
+        requireJsonBody, forwardTo("/ai-sidebar/knowledge/documents"));
+    RED.httpAdmin.delete("/ai-sidebar/knowledge/documents/:id", RED.auth.needsPermission("ai-sidebar.read"),
+        realSegment("id"), forwardTo(function (req) {
+            return "/ai-sidebar/knowledge/documents/" + encodeURIComponent(req.params.id);
+        }));
     // Everyone may read their own token and cost totals; the service widens them to everyone's for write callers.
     RED.httpAdmin.get("/ai-sidebar/usage", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/usage"));

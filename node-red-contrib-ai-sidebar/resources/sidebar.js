@@ -1137,6 +1137,8 @@
         }
         // Shown under the question, live and after Retry (which sends the same request).
         request.contextView = this.contextView(true);
+        // A question refused before any answer (images_not_supported) gets its files back with its words (ask()).
+        request.attachedItems = this.mentions.attachments.items.slice();
         // Attached Debug messages and mentions go with this question only; the chip shows them until its answer ends.
         if (this.debugAttached.length || this.mentions.chips.items.length || this.mentions.attachments.items.length) {
             this.debugAttached = [];
@@ -1234,6 +1236,11 @@
                     self.input.val(message);
                     self.keepDraft();
                     self.updateCounter();
+                    if (request.attachedItems && request.attachedItems.length &&
+                            !self.mentions.attachments.items.length) {
+                        self.mentions.attachments.items = request.attachedItems.slice();
+                        self.contextChanged = true;
+                    }
                 }
                 self.setBusy(false);
                 if (self.contextChanged) {

@@ -160,6 +160,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/chat/followups.js",
             "resources/node-red-contrib-ai-sidebar/chat/thinking-view.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge.js",
+            "resources/node-red-contrib-ai-sidebar/knowledge/documents-panel.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge-panel.js",
             "resources/node-red-contrib-ai-sidebar/history/history.js",
             "resources/node-red-contrib-ai-sidebar/history/project-line.js",

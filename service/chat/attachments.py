@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import io
 import logging
 from typing import TYPE_CHECKING, Any
 
 from service.errors import ServiceError
+from service.knowledge.documents import pdf_text as document_pdf_text
 from service.llm.providers import ProviderConfig
 from service.nodered.redaction import redact_text
 from service.requests import MAX_ATTACHED_CHARS, Attachment
@@ -49,23 +49,11 @@ def pdf_text(data: str) -> str:
     Raises:
         ValueError: ``data`` is no readable PDF.
     """
-    # Imported here: only a question with a PDF needs pypdf (tests/test_optional_imports.py).
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
     try:
-        reader = PdfReader(io.BytesIO(base64.b64decode(data, validate=True)))
-        pages: list[str] = []
-        size = 0
-        for page in reader.pages[:PDF_PAGES]:
-            text = page.extract_text() or ""
-            pages.append(text)
-            size += len(text)
-            if size >= MAX_ATTACHED_CHARS:
-                break
-    except (PdfReadError, binascii.Error, ValueError, KeyError, TypeError) as err:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as err:
         raise ValueError(f"not a readable PDF: {err}") from None
-    return "\n\n".join(pages)[:MAX_ATTACHED_CHARS]
+    return document_pdf_text(raw, MAX_ATTACHED_CHARS, PDF_PAGES)
 
 
 async def with_attachments(question: str, attachments: list[Attachment]) -> str:

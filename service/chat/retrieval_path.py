@@ -18,8 +18,13 @@ from service.chat.prompting import earlier_turns
 from service.chat.thinking import without_thinking
 from service.errors import ServiceError
 from service.knowledge.grading import grade, rewrite
+from service.knowledge.index import Hit
 from service.knowledge.retrieval import (
+    DEFAULT_LIMIT,
     DOCS_TOOL,
+    DOCUMENTS,
+    DOCUMENTS_TOOL,
+    StoreResult,
     is_follow_up,
     retrieve,
     retrieve_store,
@@ -30,6 +35,8 @@ from service.knowledge.retrieval import (
 from service.knowledge.router import Route
 from service.llm.pii import mask
 from service.llm.providers import ProviderConfig
+from service.memory.db import MemoryUnavailable
+from service.memory.documents import DocumentStore, search_terms
 from service.requests import StreamChatRequest
 from service.tracing.spans import search_span
 
@@ -53,7 +60,57 @@ REWRITE_PROMPT = ("The search query below found nothing relevant in Node-RED's n
 
 
 async def retrieve_knowledge(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
-                    emit: Emit) -> None:
+                             emit: Emit) -> None:
+    """The routed stores (node help, workspace: :func:`retrieve_stores`), then the caller's own documents
+    (:func:`retrieve_documents`); what was found relevant is ``turn.retrieved``."""
+    await retrieve_stores(request, deps, turn, result, emit)
+    await retrieve_documents(request, deps, turn, result, emit)
+
+
+async def retrieve_documents(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
+                             emit: Emit) -> None:
+    """The user's own documents (issue 37), searched for every question whatever the router said (a device
+    manual's words are no node help or workspace phrase): those the caller sees (shared ones and their own private
+    ones, :class:`~service.memory.documents.DocumentStore`), graded like the other stores, shown as a
+    ``search_documents`` tool call of origin ``router`` with the documents as ``sources``. Nothing happens when the
+    caller sees no document, or the memory database is not open."""
+    store = deps.ledger
+    if store is None:
+        return
+    documents = DocumentStore(store.db)
+    slot = deps.knowledge
+    lexicon = slot.knowledge.lexicons.get(turn.catalog.language) if slot and slot.knowledge else None
+    try:
+        if not await documents.holds(deps.identity):
+            return
+        query = request.message
+        if is_follow_up(request.message):
+            if turn.history is None:
+                turn.history = await earlier_turns(request, deps, result, turn)
+            query = standalone_query(request.message, turn.history)
+        terms = search_terms(query, lexicon.stopwords if lexicon else frozenset())
+        with search_span(DOCUMENTS_TOOL) as traced:
+            found = await documents.search(deps.identity, terms, DEFAULT_LIMIT)
+            traced(len(found))
+    except MemoryUnavailable as err:  # answer without them, as without memory
+        log.warning("documents not searched: %s", err)
+        return
+    hits = [Hit(hit.chunk_id, DOCUMENTS, "", hit.name, str(hit.position), hit.section, hit.text,
+                {"document": hit.name, "documentId": hit.document_id, "section": hit.section,
+                 "scope": "shared" if hit.shared else "private"}, -hit.rank) for hit in found]
+    if lexicon is not None:
+        hits = grade(hits, query, lexicon, deps.settings.knowledge_min_relevance)
+    if not hits:
+        return
+    retrieved = StoreResult(DOCUMENTS_TOOL, query, hits)
+    await emit(events.tool_call(DOCUMENTS_TOOL, {"query": query}, "router"))
+    await emit(events.tool_result(DOCUMENTS_TOOL, retrieved.text, ok=True, sources=sources(hits)))
+    result.tools.append(DOCUMENTS_TOOL)
+    turn.retrieved = [*turn.retrieved, retrieved]
+
+
+async def retrieve_stores(request: StreamChatRequest, deps: ChatDeps, turn: Turn, result: ChatResult,
+                          emit: Emit) -> None:
     """Routed retrieval: the router reads the latest user message alone (never the history); the stores it names
     are searched with a standalone query (a follow-up is joined to the previous question), each chunk is graded
     and dropped under ``AI_SIDEBAR_KNOWLEDGE_MIN_RELEVANCE``, and a store left with nothing is searched once more

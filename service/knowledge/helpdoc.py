@@ -52,8 +52,9 @@ class HelpSection:
 class _TextParser(HTMLParser):
     """Plain text of help HTML, split at ``<h3>``/``<h4>`` headings into (heading, text) pairs."""
 
-    def __init__(self) -> None:
+    def __init__(self, headings: frozenset[str] = frozenset({"h3", "h4"})) -> None:
         super().__init__(convert_charrefs=True)
+        self.headings = headings
         self.sections: list[tuple[str, list[str]]] = [("", [])]
         self._heading: list[str] | None = None
         self._skip = 0
@@ -62,7 +63,7 @@ class _TextParser(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in ("script", "style"):
             self._skip += 1
-        elif tag in ("h3", "h4"):
+        elif tag in self.headings:
             self._heading = []
         elif tag in _BLOCKS:
             self._text("\n")
@@ -73,7 +74,7 @@ class _TextParser(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag in ("script", "style"):
             self._skip = max(0, self._skip - 1)
-        elif tag in ("h3", "h4") and self._heading is not None:
+        elif tag in self.headings and self._heading is not None:
             heading = " ".join("".join(self._heading).split())
             self._heading = None
             self.sections.append((heading, []))
@@ -99,7 +100,9 @@ def _clean(parts: list[str]) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _split(text: str) -> list[str]:
+def split_text(text: str) -> list[str]:
+    """``text`` cut at line ends into parts of at most :data:`MAX_SECTION_CHARS` characters (a longer line stays
+    whole)."""
     if len(text) <= MAX_SECTION_CHARS:
         return [text]
     parts, current = [], ""
@@ -122,9 +125,19 @@ def help_sections(node_type: str, html: str, module: str = "", node_set: str = "
         text = _clean(parts)
         if not text:
             continue
-        for number, piece in enumerate(_split(text)):
+        for number, piece in enumerate(split_text(text)):
             sections.append(HelpSection(node_type, module, node_set, category, heading, number, piece))
     return sections
+
+
+def html_sections(html: str) -> list[tuple[str, str]]:
+    """Plain text of an HTML page as ``(heading, text)`` pairs, cut at its ``<h1>`` to ``<h4>`` headings (the text
+    before the first heading under ``""``); scripts and styles left out, empty sections too. Python's own
+    :class:`html.parser.HTMLParser`, as for node help: tolerant of broken markup, no dependency."""
+    parser = _TextParser(frozenset({"h1", "h2", "h3", "h4"}))
+    parser.feed(html)
+    parser.close()
+    return [(heading, text) for heading, parts in parser.sections if (text := _clean(parts))]
 
 
 def parse_node_configs(html: str) -> list[HelpSection]:

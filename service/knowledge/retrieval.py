@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.knowledge.base import Knowledge
+from service.knowledge.documents import cite_document
 from service.knowledge.index import Hit
 from service.knowledge.router import Route, normalize
 from service.nodered.text_budget import bounded
 
 DOCS_TOOL, WORKSPACE_TOOL = "search_node_docs", "search_workspace"
+DOCUMENTS_TOOL = "search_documents"  # the user's own documents (issue 37): shown under this name, not a model tool
+DOCUMENTS = "documents"  # the store name of their hits
 DEFAULT_LIMIT = 4          # chunks per store given to a model with a question
 STORE_TEXT_LIMIT = 6_000   # characters of one store's hits given to a model
 FOLLOW_UP_WORDS = 8        # a message of at most this many words may be a follow-up
@@ -56,6 +59,8 @@ def standalone_query(message: str, history: list[dict[str, str]]) -> str:
 def cite(hit: Hit) -> str:
     """Where a hit comes from: ``csv (node-red@4.1.0), Inputs`` or ``tab "Area 3" (w3), node f1 (function)``."""
     meta = hit.metadata
+    if hit.store == DOCUMENTS:
+        return cite_document(meta.get("document", hit.source), meta.get("section", ""))
     if hit.store == "docs":
         where = f'{meta.get("type")} ({meta.get("module")}@{meta.get("version")})'
         return where + (f', {meta["section"]}' if meta.get("section") else "")
@@ -71,9 +76,12 @@ def cite(hit: Hit) -> str:
 
 def source(hit: Hit) -> dict[str, Any] | None:
     """A hit as a link target for the sidebar (contracts16 A): ``{"kind": "node-help", "type", "module",
-    "version", "section"?}`` or ``{"kind": "workspace", "id", "tab", "name", "nodeType"}``; ``None`` for a chunk of
-    the workspace summary (it is about no one node)."""
+    "version", "section"?}``, ``{"kind": "workspace", "id", "tab", "name", "nodeType"}`` or ``{"kind": "document",
+    "id", "name", "section"}`` (issue 37); ``None`` for a chunk of the workspace summary (it is about no one node)."""
     meta = hit.metadata
+    if hit.store == DOCUMENTS:
+        return {"kind": "document", "id": meta.get("documentId"), "name": meta.get("document", hit.source),
+                "section": meta.get("section", "")}
     if hit.store == "docs":
         found = {"kind": "node-help", "type": meta.get("type"), "module": meta.get("module"),
                  "version": meta.get("version")}
@@ -150,11 +158,11 @@ def context_message(question: str, results: list[StoreResult]) -> str:
     blocks = [f'<tool_result tool="{r.tool}" query="{r.query[:200]}">\n{r.text}\n</tool_result>'
               for r in results]
     return "\n\n".join([question, "Retrieved for this question (cite the sources you use: node type with "
-                                  "module@version, or tab name and node id):", *blocks])
+                                  "module@version, tab name and node id, or document name and section):", *blocks])
 
 
 def without_model(results: list[StoreResult], notice: str) -> str:
     """The answer when no model is configured: the retrieved facts with their sources, then ``notice``."""
-    parts = [f"{'Node help' if r.tool == DOCS_TOOL else 'Your workspace'} (search: {r.query}):\n\n{r.text}"
-             for r in results]
+    names = {DOCS_TOOL: "Node help", WORKSPACE_TOOL: "Your workspace", DOCUMENTS_TOOL: "Your documents"}
+    parts = [f"{names.get(r.tool, r.tool)} (search: {r.query}):\n\n{r.text}" for r in results]
     return "\n\n".join([*parts, notice])

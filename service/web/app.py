@@ -40,6 +40,7 @@ from service.tools.registry import ToolRegistry
 from service.tracing.spans import active as tracing_active
 from service.tracing.spans import request_middleware
 from service.web.completion_routes import routes as completion_routes
+from service.web.document_routes import routes as document_routes
 from service.web.history_routes import history_context
 from service.web.history_routes import routes as history_routes
 from service.web.keys import (
@@ -388,6 +389,7 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(routes)
     app.add_routes(memory_routes)
     app.add_routes(knowledge_routes)
+    app.add_routes(document_routes)
     app.add_routes(usage_routes)
     app.add_routes(provider_routes)
     app.add_routes(completion_routes)

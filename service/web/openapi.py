@@ -15,6 +15,7 @@ from service.assist.completion import CompleteRequest
 from service.requests import (
     AppliedRequest,
     AssistRequest,
+    DocumentUpload,
     ExecuteToolRequest,
     ResumeRequest,
     StreamChatRequest,
@@ -105,7 +106,7 @@ def openapi_document() -> dict[str, Any]:
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionFork,
                   SessionUpdate, TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest,
-                  TestProviderRequest, PinRequest, CompleteRequest):
+                  TestProviderRequest, PinRequest, CompleteRequest, DocumentUpload):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -164,6 +165,27 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/knowledge/reindex": {"post": _operation(
             "Refresh the knowledge index from Node-RED now (write permission)", _json("reports and sources"),
             400, 401, 403, 408, 502, 503, 504, body=ReindexRequest)},
+        "/ai-sidebar/knowledge/documents": {
+            "get": _operation(
+                "The documents the caller sees (shared ones and their own private ones) with chunk counts, totals and "
+                "limits", _json("{documents: [{id, name, scope, mediaType, bytes, characters, chunks, createdAt, "
+                                "updatedAt}], stats, limits, mayWrite}"), 400, 401, 503),
+            "post": _operation(
+                "Add a document (Markdown, text, HTML, PDF), or replace the one of the same name in its scope; a "
+                "shared one needs write permission", _json("{document: {..., replaced: false}}"),
+                400, 401, 403, 408, 409, 413, 422, 503, body=DocumentUpload, ok_status="201"),
+        },
+        "/ai-sidebar/knowledge/documents/search": {"get": _operation(
+            "Search the caller's documents (best first)", _json("{query, hits: [{documentId, name, scope, section, "
+                                                                "text, citation}]}"), 400, 401, 503,
+            parameters=[{"name": "q", "in": "query", "required": True,
+                         "schema": {"type": "string", "minLength": 1, "maxLength": 500}},
+                        {"name": "limit", "in": "query", "required": False,
+                         "schema": {"type": "integer", "minimum": 1, "maximum": 20}}])},
+        "/ai-sidebar/knowledge/documents/{id}": {"delete": _operation(
+            "Delete a document and its chunks (a shared one needs write permission)", _json("{deleted: {...}}"),
+            400, 401, 403, 404, 503, parameters=[{"name": "id", "in": "path", "required": True,
+                                                  "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}])},
         "/ai-sidebar/usage": {"get": _operation(
             "Tokens and cost of the recorded turns per session, user or UTC day (the caller's own; everyone's with "
             "write permission)", _json("{by, since, scope, total, totals}", USAGE), 400, 401, 503,

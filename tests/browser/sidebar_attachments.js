@@ -78,6 +78,10 @@ editor.runEditorScript(async (page, result) => {
         await paste(page, [{ name: "wiring.png", type: "image/png", base64: env.PNG_BASE64 }]);
         await waitForChips(page, 1);
         result.refused = await editor.ask(page, env.REFUSED_QUESTION);
+        // Refused before any answer: the question and its file come back to the input, to send to another model.
+        await waitForChips(page, 1);
+        result.chipsAfterRefusal = await chipNames(page);
+        result.inputAfterRefusal = await page.inputValue(".ai-sidebar-input");
         await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "attachments-refused.png");
     } finally {
         await editor.resizeSidebar(page, before);

@@ -3,7 +3,8 @@
  * from the header's book button over the conversation. It lists the installed nodes' help per module and the
  * workspace per tab, subflow, config nodes and summary, each with its passages and when it was indexed, and
  * offers Reindex (`POST ai-sidebar/knowledge/reindex`) to users with the `ai-sidebar.write` permission the
- * plugin route asks for; a read-only user sees the button disabled and why. Faults show as sentences.
+ * plugin route asks for; a read-only user sees the button disabled and why. Faults show as sentences. Below them,
+ * the user's own documents (documents-panel.js).
  *
  * Editor-only script: registers `NodeRedAiSidebar.KnowledgePanel`.
  */
@@ -88,6 +89,10 @@
             '</div>')
             .appendTo(this.panel);
         this.body = $('<div class="ai-sidebar-knowledge-body"></div>').appendTo(this.panel);
+        // The third store, the user's own documents (documents-panel.js): kept apart from the index's body, which
+        // each load replaces.
+        this.documents = new (lib().DocumentsSection)();
+        this.documents.element.appendTo(this.panel);
     }
 
     KnowledgePanel.prototype.isOpen = function () {
@@ -125,7 +130,7 @@
             }
         });
         this.panel.find(".ai-sidebar-knowledge-close").trigger("focus");
-        return this.load();
+        return Promise.all([this.load(), this.documents.load()]);
     };
 
     KnowledgePanel.prototype.close = function () {

@@ -1,0 +1,97 @@
+// The Knowledge panel's document library (issue 37; tests/test_browser_documents.py), the sidebar 240 px wide, with
+// the keyboard alone: open the panel (Enter on its button), add a Markdown file with the file picker (Enter on Add
+// document), see it listed with its passages, close (Escape) and ask a question it answers; then delete it (Enter
+// on its delete button) and ask again.
+// Input (env): EDITOR_URL, USERNAME, PASSWORD, OUT_DIR, TAB_ID, DOC_NAME, DOC_TEXT, QUESTION.
+// Output: one JSON line on stdout.
+"use strict";
+const editor = require("./editor");
+
+const env = process.env;
+
+async function openPanel(page) {
+    await page.focus(".ai-sidebar-knowledge-button");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".ai-sidebar-documents .ai-sidebar-knowledge-counts:not(:empty)", { timeout: 30000 });
+}
+
+async function listed(page) {
+    return page.evaluate(() => Array.from(document.querySelectorAll(".ai-sidebar-document")).map((item) => ({
+        name: item.querySelector(".ai-sidebar-document-name").textContent,
+        detail: item.querySelector(".ai-sidebar-document-detail").textContent,
+        scope: item.getAttribute("data-scope")
+    })));
+}
+
+/** Ask with the keyboard: typed into the input, sent with Enter; the answer's text once the sidebar is idle. */
+async function ask(page, question) {
+    await editor.waitIdle(page);
+    await page.focus(".ai-sidebar-input");
+    await page.keyboard.type(question);
+    await page.keyboard.press("Enter");
+    await editor.waitIdle(page);
+    return editor.lastAnswerText(page);
+}
+
+async function closePanel(page) {
+    await page.keyboard.press("Escape");
+    await page.waitForSelector(".ai-sidebar-knowledge", { state: "hidden", timeout: 15000 });
+}
+
+editor.runEditorScript(async (page, result) => {
+    const before = await editor.sidebarWidth(page);
+    result.width = await editor.resizeSidebar(page, 240);
+    try {
+        await editor.showTab(page, env.TAB_ID);
+        await editor.newChat(page);
+        await editor.waitIdle(page);
+
+        // 1. Added with the file picker, opened with the keyboard.
+        await openPanel(page);
+        result.countsBefore = (await page.locator(".ai-sidebar-documents .ai-sidebar-knowledge-counts").innerText())
+            .trim();
+        await page.focus(".ai-sidebar-documents-pick");
+        const [chooser] = await Promise.all([page.waitForEvent("filechooser", { timeout: 15000 }),
+            page.keyboard.press("Enter")]);
+        await chooser.setFiles({ name: env.DOC_NAME, mimeType: "text/markdown", buffer: Buffer.from(env.DOC_TEXT) });
+        await page.waitForSelector(".ai-sidebar-document", { timeout: 30000 });
+        result.listed = await listed(page);
+        result.status = (await page.locator(".ai-sidebar-documents-status").innerText()).trim();
+        result.countsAfter = (await page.locator(".ai-sidebar-documents .ai-sidebar-knowledge-counts").innerText())
+            .trim();
+        result.inside = await page.evaluate(() => {
+            const sidebar = document.querySelector(".ai-sidebar").getBoundingClientRect();
+            return Array.from(document.querySelectorAll(".ai-sidebar-document, .ai-sidebar-documents-add"))
+                .every((el) => {
+                    const box = el.getBoundingClientRect();
+                    return box.width > 0 && box.left >= sidebar.left - 0.5 && box.right <= sidebar.right + 0.5;
+                });
+        });
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "documents-added.png");
+        await closePanel(page);
+
+        // 2. A question the document answers.
+        result.answer = await ask(page, env.QUESTION);
+        result.tools = (await editor.transcript(page)).pop().tools;
+        await editor.screenshot(page, result, "documents-answer.png");
+
+        // 3. Deleted with the keyboard: the list is empty and the focus stays in the panel.
+        await openPanel(page);
+        await page.focus(".ai-sidebar-document-delete");
+        result.deleteLabel = await page.evaluate(() => document.activeElement.getAttribute("aria-label"));
+        await page.keyboard.press("Enter");
+        await page.waitForSelector(".ai-sidebar-documents-empty", { timeout: 30000 });
+        result.listedAfterDelete = await listed(page);
+        result.focusAfterDelete = await page.evaluate(() => document.activeElement.className);
+        result.statusAfterDelete = (await page.locator(".ai-sidebar-documents-status").innerText()).trim();
+        await editor.detailScreenshot(page.locator("#red-ui-sidebar"), result, "documents-deleted.png");
+        await closePanel(page);
+
+        // 4. The same question once it is gone.
+        await editor.newChat(page);
+        result.answerAfterDelete = await ask(page, env.QUESTION);
+        result.toolsAfterDelete = (await editor.transcript(page)).pop().tools;
+    } finally {
+        await editor.resizeSidebar(page, before);
+    }
+}).catch((err) => { process.stderr.write(String(err && err.stack || err) + "\n"); process.exit(1); });

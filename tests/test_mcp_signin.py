@@ -10,7 +10,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlparse
 
@@ -25,7 +26,7 @@ from mcp.types import ElicitResult
 
 from mcp_server.audit import Caller, McpAudit
 from mcp_server.auth import provider as provider_module
-from mcp_server.auth.provider import NodeRedAuthProvider
+from mcp_server.auth.provider import Endpoint, NodeRedAuthProvider
 from mcp_server.server import ERROR_META
 from tests.support.health import START_TIMEOUT
 from tests.support.nodered import REPO, NodeRed, example_flows, free_port, hash_password
@@ -59,8 +60,8 @@ def flows_as(nodered: NodeRed, username: str, password: str) -> list[dict]:
 
 
 class McpServer:
-    def __init__(self, base: str, db: Path, log: Path):
-        self.base, self.url, self.db, self.log = base, f"{base}/mcp", db, log
+    def __init__(self, base: str, db: Path, log: Path, path: str = "/mcp"):
+        self.base, self.url, self.db, self.log = base, f"{base}{path}", db, log
 
     def grants(self) -> list[dict]:
         if not self.db.exists():  # opened at the first sign-in step
@@ -70,22 +71,22 @@ class McpServer:
             return [dict(row) for row in db.execute("SELECT * FROM mcp_auth_grants ORDER BY id")]
 
 
-@pytest.fixture(scope="module")
-def signin_server(users_nodered, tmp_path_factory):
-    """``nodered-mcp --transport http`` with ``MCP_AUTH=oauth``, the write tools on, no Node-RED credentials of its
-    own (so whatever it reads, it reads as the signed-in user), and the shared token for scripts."""
-    tmp = tmp_path_factory.mktemp("mcp-signin")
+@contextmanager
+def running_mcp_server(settings: dict[str, str], tmp: Path, path: str = "/mcp") -> Iterator[McpServer]:
+    """``nodered-mcp --transport http`` on a free port with sign-in (``MCP_AUTH_DB`` ``tmp/auth.db``, the audit
+    ``tmp/audit.db``) and the environment ``settings``, none of the caller's own ``NODE_RED_*`` credentials;
+    ``path``: its MCP endpoint's path. Started when its authorization server metadata answers."""
     port = free_port()
-    env = {**os.environ, "NODE_RED_URL": users_nodered.url, "MCP_AUTH": "oauth", "MCP_AUTH_DB": str(tmp / "auth.db"),
-           "MCP_WRITE_TOOLS": "true", "MCP_AUDIT_DB": str(tmp / "audit.db"), "MCP_HTTP_TOKEN": SHARED_TOKEN,
-           "AI_SIDEBAR_EVIDENCE": "false"}
+    env = {**os.environ, "MCP_AUTH": "oauth", "MCP_AUTH_DB": str(tmp / "auth.db"),
+           "MCP_AUDIT_DB": str(tmp / "audit.db"), **settings}
     for name in ("NODE_RED_USERNAME", "NODE_RED_PASSWORD", "NODE_RED_TOKEN", "MCP_PUBLIC_URL"):
-        env.pop(name, None)
+        if name not in settings:
+            env.pop(name, None)
     log_path = tmp / "mcp.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "mcp_server", "--transport", "http", "--port", str(port),
                                     "--log-level", "DEBUG"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-    server = McpServer(f"http://127.0.0.1:{port}", tmp / "auth.db", log_path)
+    server = McpServer(f"http://127.0.0.1:{port}", tmp / "auth.db", log_path, path)
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
@@ -96,9 +97,21 @@ def signin_server(users_nodered, tmp_path_factory):
                 process.kill()
                 raise RuntimeError(log_path.read_text()) from None
             time.sleep(0.1)
-    yield server
-    process.terminate()
-    process.wait(10)
+    try:
+        yield server
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def signin_server(users_nodered, tmp_path_factory):
+    """``nodered-mcp --transport http`` with ``MCP_AUTH=oauth``, the write tools on, no Node-RED credentials of its
+    own (so whatever it reads, it reads as the signed-in user), and the shared token for scripts."""
+    with running_mcp_server({"NODE_RED_URL": users_nodered.url, "MCP_WRITE_TOOLS": "true",
+                             "MCP_HTTP_TOKEN": SHARED_TOKEN, "AI_SIDEBAR_EVIDENCE": "false"},
+                            tmp_path_factory.mktemp("mcp-signin")) as server:
+        yield server
 
 
 class MemoryStorage:
@@ -343,8 +356,8 @@ async def test_no_password_or_token_is_kept_in_clear(signin_server):
 
 async def test_waiting_sign_ins_are_capped(tmp_path, monkeypatch):
     monkeypatch.setattr(provider_module, "MAX_PENDING", 3)
-    provider = NodeRedAuthProvider(str(tmp_path / "auth.db"), "http://127.0.0.1:1", "http://127.0.0.1:1/mcp",
-                                   "http://127.0.0.1:2", 3600)
+    provider = NodeRedAuthProvider(str(tmp_path / "auth.db"), "http://127.0.0.1:1",
+                                   [Endpoint("http://127.0.0.1:1/mcp", "http://127.0.0.1:2")], 3600)
     client = OAuthClientInformationFull(client_id="c-1", redirect_uris=[REDIRECT], scope="read write")
     params = AuthorizationParams(state="s", scopes=["read"], code_challenge="x" * 43, redirect_uri=REDIRECT,
                                  redirect_uri_provided_explicitly=True)

@@ -165,10 +165,10 @@ class Browser:
         return self.callback
 
 
-def oauth_client(server: McpServer, browser: Browser, scope: str = "read write") -> tuple[OAuthClientProvider,
-                                                                                          MemoryStorage]:
+def oauth_client(server: McpServer, browser: Browser, scope: str = "read write",
+                 client_name: str = "signin-test-agent") -> tuple[OAuthClientProvider, MemoryStorage]:
     storage = MemoryStorage()
-    metadata = OAuthClientMetadata(client_name="signin-test-agent", redirect_uris=[REDIRECT], scope=scope,
+    metadata = OAuthClientMetadata(client_name=client_name, redirect_uris=[REDIRECT], scope=scope,
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"])
     provider = OAuthClientProvider(server.url, metadata, storage, redirect_handler=browser.redirect,
                                    callback_handler=browser.callback_handler)

@@ -163,6 +163,14 @@ def main(argv: list[str] | None = None) -> None:
     if shared_token is not None and not auth.enabled:
         app = BearerAuth(app, shared_token)
     app = HostCheck(app, allowed)
+    if auth.enabled and evidence.enabled:
+        for name, served in (instances or {"": config}).items():
+            if served.token is None and served.username is None:
+                log.warning("nodered-mcp: %sno Node-RED credentials of its own: the runtime evidence tools (debug "
+                            "messages, node status) will answer 'NOT connected'. Give the server a read-only "
+                            "account (NODE_RED_USERNAME/NODE_RED_PASSWORD or NODE_RED_TOKEN) for its comms "
+                            "subscription; every call still reads with the signed-in user's rights.",
+                            f"instance {name}: " if name else "")
     if http.token is None and not auth.enabled:
         log.warning("nodered-mcp: MCP_HTTP_TOKEN is not set: every local user (any process on this machine) can "
                     "connect and read the flows, settings and runtime messages of Node-RED with this server's "

@@ -4,6 +4,7 @@ with adminAuth; the login page is filled in as a browser would, by an HTTP clien
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sqlite3
@@ -369,3 +370,45 @@ async def test_waiting_sign_ins_are_capped(tmp_path, monkeypatch):
         assert refused.value.error == "temporarily_unavailable"
     finally:
         await provider.close()
+
+
+@pytest.fixture(scope="module")
+def evidence_server(users_nodered, tmp_path_factory):
+    """Sign-in with the runtime evidence on: the server's own comms subscription logs in as the read-only bob
+    (Node-RED's comms websocket needs a token of its own; README, "Sign-in with Node-RED users"), and every call
+    still reads the flows with the signed-in user's token."""
+    with running_mcp_server({"NODE_RED_URL": users_nodered.url, "MCP_WRITE_TOOLS": "true",
+                             "NODE_RED_USERNAME": READER[0], "NODE_RED_PASSWORD": READER[1]},
+                            tmp_path_factory.mktemp("mcp-signin-evidence")) as server:
+        yield server
+
+
+async def test_a_signed_in_reader_reads_the_runtime_evidence_a_writer_caused_and_may_not_trigger(
+        evidence_server, users_nodered):
+    tab = next(n for n in users_nodered.flows if n["type"] == "tab")
+    inject = next(n for n in users_nodered.flows if n["type"] == "inject")
+    thrower = next(n for n in users_nodered.flows if n["type"] == "function")
+    shown = next(n for n in users_nodered.flows if n["type"] == "debug")
+    async with signed_in_session(evidence_server, Browser(*READER, consent=("write",))) as (reader, storage):
+        assert storage.tokens.scope == "read"
+        refused = await reader.call_tool("trigger_inject", {"node_id": inject["id"]})
+        assert refused.isError and refused.meta[ERROR_META]["code"] == "mcp_scope_missing"
+        assert "'write'" in text_of(refused) and "trigger_inject" in text_of(refused)
+        async with signed_in_session(evidence_server, Browser(*WRITER, consent=("write",)),
+                                     elicitation_callback=approving) as (writer, _):
+            triggered = await writer.call_tool("trigger_inject", {"node_id": inject["id"]})
+            assert not triggered.isError, text_of(triggered)
+        # The function node's error, caught by the catch node, reaches the debug node, whose output reaches the
+        # server's comms subscription; the reader sees it once it arrived (the deadline is generous for a busy
+        # machine: it is one websocket message away).
+        deadline = time.monotonic() + 60
+        while True:
+            evidence = await reader.call_tool("get_debug_messages", {"flow_id": tab["id"]})
+            assert not evidence.isError, text_of(evidence)
+            if evidence.structuredContent["messages"] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert evidence.structuredContent["connected"], text_of(evidence)
+        assert [message["nodeId"] for message in evidence.structuredContent["messages"]] == [shown["id"]]
+        prompt = await reader.get_prompt("debug_node", {"node_id": shown["id"]})
+        assert shown["id"] in str(prompt.messages) and thrower["id"] in str(prompt.messages)

@@ -17,7 +17,9 @@ from aiohttp import web
 
 from service.errors import ServiceError
 from service.identity import request_caller
+from service.requests import RevokeGrantRequest
 from service.web.keys import SETTINGS
+from service.web.schemas import parse_body
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -80,9 +82,11 @@ async def list_grants(request: web.Request) -> web.Response:
 async def revoke_grant(request: web.Request) -> web.Response:
     """Revoke one of the caller's live grants → ``{revoked: id}``; its tokens are refused from then on.
 
-    Errors: 404 ``mcp_grant_not_found`` (no such live grant of the caller's: unknown, someone else's, already
-    revoked or expired, or sign-in's database not configured), 503 ``mcp_grants_unavailable``.
+    Errors: 400/415 a body that is not an empty JSON object; 404 ``mcp_grant_not_found`` (no such live grant of
+    the caller's: unknown, someone else's, already revoked or expired, or no sign-in database configured), 503
+    ``mcp_grants_unavailable``.
     """
+    await parse_body(request, RevokeGrantRequest)
     user = _user(request)
     raw = request.match_info["grantId"]
     async with _grant_store(request) as store:

@@ -17,6 +17,7 @@ from service.requests import (
     AssistRequest,
     ExecuteToolRequest,
     ResumeRequest,
+    RevokeGrantRequest,
     StreamChatRequest,
     TestProviderRequest,
     TokenRequest,
@@ -174,7 +175,7 @@ def openapi_document() -> dict[str, Any]:
             _json("{enabled, grants: [...]}"), 401, 503)},
         "/ai-sidebar/mcp-grants/{grantId}/revoke": {"post": _operation(
             "Revoke one of the caller's MCP grants: its tokens are refused from then on", _json("{revoked}"),
-            401, 404, 503, parameters=[GRANT_ID])},
+            400, 401, 404, 503, parameters=[GRANT_ID], body=RevokeGrantRequest)},
         "/ai-sidebar/flow-history": {"get": _operation(
             "The captured deploys, newest first: rev, time, user when known, origin (assistant, editor), pinned, "
             "counts", _json("{deploys: [...]}"), 400, 401, 503, parameters=[LIMIT, HISTORY_BEFORE])},

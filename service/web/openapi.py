@@ -106,8 +106,8 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionFork,
-                  SessionUpdate, TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest,
-                  TestProviderRequest, PinRequest, CompleteRequest):
+                  SessionUpdate, TemplateCreate, ReindexRequest, TokenRequest, RevokeGrantRequest, AssistRequest,
+                  AppliedRequest, TestProviderRequest, PinRequest, CompleteRequest):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema

@@ -18,6 +18,7 @@ from service.nodered.hosts import HostAllowList
 from service.nodered.settings import EvidenceSettings, NodeRedSettings, SettingsError
 
 from .auth import McpAuthSettings, SignIn
+from .instances import McpInstancesSettings, instances_app
 from .server import build_server
 from .settings import McpHttpSettings, McpWriteSettings
 
@@ -121,6 +122,10 @@ def main(argv: list[str] | None = None) -> None:
         writes = McpWriteSettings.load()
         http = McpHttpSettings.load(**{name: value for name, value in flags.items() if value is not None})
         auth = McpAuthSettings.load()
+        instances = McpInstancesSettings.load().configs()
+        if instances and args.transport != "http":
+            raise SettingsError("MCP_NODERED_INSTANCES needs --transport http (each instance is served at "
+                                "/<name>/mcp); a stdio server fronts the one Node-RED of NODE_RED_URL.")
         if args.transport == "http":
             http.check_bind(writes=writes.enabled, signin=auth.enabled)
     except SettingsError as err:
@@ -128,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2) from None
     knowledge_db = os.environ.get("MCP_KNOWLEDGE_DB") or ":memory:"
     if writes.enabled:
-        asyncio.run(check_login(config))
+        for checked in instances.values() or (config,):
+            asyncio.run(check_login(checked))
     if args.transport == "stdio":
         if auth.enabled:
             log.warning("nodered-mcp: MCP_AUTH=oauth applies to streamable HTTP only; on stdio the client that "
@@ -141,16 +147,31 @@ def main(argv: list[str] | None = None) -> None:
     allowed = http.host_allow_list
     shared_token = http.token.get_secret_value() if http.token is not None else None
     # With sign-in the SDK's bearer middleware checks every token, the shared one included (as a script's).
-    signin = SignIn.of(auth, http.host, http.port, config.url, shared_token) if auth.enabled else None
-    server = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence,
-                          writes=writes, allowed_hosts=allowed, signin=signin)
-    app: ASGIApp = server.streamable_http_app()
-    if shared_token is not None and signin is None:
+    app: ASGIApp
+    if instances:
+        app = instances_app(instances, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence,
+                            writes=writes, allowed_hosts=allowed, auth=auth, shared_token=shared_token)
+        for name, instance in instances.items():
+            log.warning("nodered-mcp: streamable HTTP on http://%s:%d/%s/mcp for Node-RED at %s", http.host,
+                        http.port, name, instance.url)
+    else:
+        signin = SignIn.of(auth, http.host, http.port, config.url, shared_token) if auth.enabled else None
+        app = build_server(config, host=http.host, port=http.port, knowledge_db=knowledge_db, evidence=evidence,
+                           writes=writes, allowed_hosts=allowed, signin=signin).streamable_http_app()
+        log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s", http.host, http.port,
+                    config.url)
+    if shared_token is not None and not auth.enabled:
         app = BearerAuth(app, shared_token)
     app = HostCheck(app, allowed)
-    log.warning("nodered-mcp: streamable HTTP on http://%s:%d/mcp for Node-RED at %s", http.host, http.port,
-                config.url)
-    if http.token is None and signin is None:
+    if auth.enabled and evidence.enabled:
+        for name, served in (instances or {"": config}).items():
+            if served.token is None and served.username is None:
+                log.warning("nodered-mcp: %sno Node-RED credentials of its own: the runtime evidence tools (debug "
+                            "messages, node status) will answer 'NOT connected'. Give the server a read-only "
+                            "account (NODE_RED_USERNAME/NODE_RED_PASSWORD or NODE_RED_TOKEN) for its comms "
+                            "subscription; every call still reads with the signed-in user's rights.",
+                            f"instance {name}: " if name else "")
+    if http.token is None and not auth.enabled:
         log.warning("nodered-mcp: MCP_HTTP_TOKEN is not set: every local user (any process on this machine) can "
                     "connect and read the flows, settings and runtime messages of Node-RED with this server's "
                     "Node-RED credentials. Set MCP_HTTP_TOKEN, or use stdio, to keep them to your MCP clients.")

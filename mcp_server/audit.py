@@ -16,14 +16,14 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from mcp_server.sqlite import open_sqlite
+from mcp_server.sqlite import adding_columns, open_sqlite
 from service.nodered.node_secrets import strip_secrets
 
 # approve: the person accepted with approve=true; decline: declined, or accepted with approve=false; cancel: dismissed
 # without deciding; refused: the client cannot ask (no elicitation capability) or its answer was unusable.
 Decision = Literal["approve", "decline", "cancel", "refused"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mcp_audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -38,11 +38,13 @@ CREATE TABLE IF NOT EXISTS mcp_audit (
     outcome TEXT,
     user TEXT,
     oauth_client TEXT,
-    run_id TEXT
+    run_id TEXT,
+    instance TEXT NOT NULL DEFAULT ''
 );
 """
 # Columns added after version 1, added to an older file when it is opened: (name, declaration).
-ADDED_COLUMNS = (("user", "TEXT"), ("oauth_client", "TEXT"), ("run_id", "TEXT"))
+ADDED_COLUMNS = (("user", "TEXT"), ("oauth_client", "TEXT"), ("run_id", "TEXT"),
+                 ("instance", "TEXT NOT NULL DEFAULT ''"))
 
 
 @dataclass(frozen=True)
@@ -58,26 +60,22 @@ class Caller:
 
 class McpAudit:
     """The audit file, open for one server lifespan. Each write commits at once (a decision is on disk before the
-    change it approves is applied)."""
+    change it approves is applied). Every row names the Node-RED ``instance`` it was written for (``""`` for a
+    server in front of one Node-RED, else its name in ``MCP_NODERED_INSTANCES``)."""
 
-    def __init__(self, db: aiosqlite.Connection):
+    def __init__(self, db: aiosqlite.Connection, instance: str = ""):
         self._db = db
+        self.instance = instance
 
     @classmethod
-    async def open(cls, path: str) -> McpAudit:
-        """Open (creating if needed) the audit at ``path``.
+    async def open(cls, path: str, instance: str = "") -> McpAudit:
+        """Open (creating if needed) the audit at ``path`` for the Node-RED ``instance``.
 
         Raises:
             OSError, sqlite3.Error: the file cannot be opened or created.
         """
-        async def add_columns(db: aiosqlite.Connection) -> None:
-            async with db.execute("PRAGMA table_info(mcp_audit)") as cursor:
-                present = {row[1] for row in await cursor.fetchall()}
-            for name, declaration in ADDED_COLUMNS:
-                if name not in present:
-                    await db.execute(f"ALTER TABLE mcp_audit ADD COLUMN {name} {declaration}")
-        db = await open_sqlite(path, SCHEMA, SCHEMA_VERSION, add_columns)
-        return cls(db)
+        db = await open_sqlite(path, SCHEMA, SCHEMA_VERSION, adding_columns("mcp_audit", ADDED_COLUMNS))
+        return cls(db, instance)
 
     async def record(self, caller: Caller, tool: str, args: dict[str, Any], summary: str, decision: Decision,
                      reason: str | None = None, run_id: str | None = None) -> int:
@@ -85,9 +83,9 @@ class McpAudit:
         run the call belongs to, see the ``build`` prompt); returns its row id."""
         cursor = await self._db.execute(
             "INSERT INTO mcp_audit(created_at, client_name, client_version, tool, args, summary, decision, reason, "
-            "user, oauth_client, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "user, oauth_client, run_id, instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (time.time(), caller.name, caller.version, tool, json.dumps(strip_secrets(args), ensure_ascii=False),
-             summary, decision, reason, caller.user, caller.oauth_client, run_id))
+             summary, decision, reason, caller.user, caller.oauth_client, run_id, self.instance))
         await self._db.commit()
         assert cursor.lastrowid is not None
         return cursor.lastrowid

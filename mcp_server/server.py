@@ -237,7 +237,8 @@ class SharedEvidence:
 def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 8766,
                  tools: Iterable[Tool] = READ_TOOLS, knowledge_db: str | None = ":memory:",
                  evidence: EvidenceSettings | None = None, writes: McpWriteSettings | None = None,
-                 allowed_hosts: HostAllowList | None = None, signin: SignIn | None = None) -> FastMCP:
+                 allowed_hosts: HostAllowList | None = None, signin: SignIn | None = None, instance: str = "",
+                 http_path: str = "/mcp") -> FastMCP:
     """The MCP server for the Node-RED at ``config.url`` offering the read tools of ``tools`` (default the core's
     read tools; write tools given there are left out) and, unless ``knowledge_db`` is ``None``, the knowledge tools
     over an index in that SQLite file. With ``writes`` enabled (``MCP_WRITE_TOOLS=true``) it offers the core's
@@ -249,7 +250,8 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
     off leaves out the runtime evidence tools; on, the server subscribes to Node-RED's comms websocket for them
     while it runs. ``signin`` (``MCP_AUTH=oauth``, streamable HTTP only) serves OAuth sign-in with Node-RED users
     (:mod:`mcp_server.auth`): each call then acts with the signed-in user's Node-RED token, and a write tool needs
-    the ``write`` scope."""
+    the ``write`` scope. ``instance`` names the Node-RED in the audit's rows (``MCP_NODERED_INSTANCES``;
+    ``""``: the only one) and ``http_path`` is the streamable HTTP endpoint's path (``/<instance>/mcp`` there)."""
     holder = KnowledgeHolder(knowledge_db) if knowledge_db is not None else None
     evidence = evidence or EvidenceSettings()
     offered = [tool for tool in (*tools, FLOW_DIAGRAM,
@@ -270,7 +272,7 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
             if holder is not None:
                 await holder.open(state.nodered)
             if audit_db is not None:
-                state.audit = await McpAudit.open(audit_db)
+                state.audit = await McpAudit.open(audit_db, instance)
             try:
                 if shared is not None:
                     state.evidence = await shared.acquire()
@@ -291,9 +293,10 @@ def build_server(config: NodeRedConfig, host: str = "127.0.0.1", port: int = 876
                                          allowed_origins=origins)
     mcp = NodeRedMcp("nodered", instructions=WRITE_INSTRUCTIONS if audit_db is not None else INSTRUCTIONS,
                      lifespan=lifespan, host=host, port=port, log_level="WARNING", transport_security=security,
-                     auth=signin.settings if signin is not None else None,
-                     auth_server_provider=signin.provider if signin is not None else None)
-    if signin is not None:
+                     streamable_http_path=http_path, auth=signin.settings if signin is not None else None,
+                     auth_server_provider=signin.provider if signin is not None and signin.verifier is None else None,
+                     token_verifier=signin.verifier if signin is not None else None)
+    if signin is not None and signin.verifier is None:
         signin.add_routes(mcp)
     # FastMCP reports the SDK's version in serverInfo unless the low-level server is told ours.
     mcp._mcp_server.version = __version__

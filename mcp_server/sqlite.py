@@ -32,3 +32,18 @@ async def open_sqlite(path: str, schema: str, version: int,
         await db.close()
         raise
     return db
+
+
+def adding_columns(table: str, columns: tuple[tuple[str, str], ...]
+                   ) -> Callable[[aiosqlite.Connection], Awaitable[None]]:
+    """A ``migrate`` for :func:`open_sqlite` adding to ``table`` those of ``columns`` (``(name, declaration)``,
+    added after the table's first version) that an older file lacks."""
+
+    async def add_columns(db: aiosqlite.Connection) -> None:
+        async with db.execute(f"PRAGMA table_info({table})") as cursor:
+            present = {row[1] for row in await cursor.fetchall()}
+        for name, declaration in columns:
+            if name not in present:
+                await db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
+
+    return add_columns

@@ -445,6 +445,13 @@ class TokenRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class RevokeGrantRequest(BaseModel):
+    """Body of ``POST /ai-sidebar/mcp-grants/{grantId}/revoke``: an empty JSON object (a JSON body, so that a web
+    page cannot send it cross-site)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class AppliedProblem(BaseModel):
     """Why the editor applied nothing (resources/flow-change.js ``problemWith``)."""
 

@@ -262,6 +262,15 @@ class Settings(HostGuarded):
         description="how the service reaches its own MCP server: memory (in the service's process, the default) "
                     "or stdio (a child process; the default when MCP_SERVER_PATH is set)")
 
+    mcp_auth_db: str | None = Field(
+        None, validation_alias="AI_SIDEBAR_MCP_AUTH_DB",
+        description="the MCP server's sign-in database (its MCP_AUTH_DB): the sidebar lists and revokes its user's "
+                    "MCP grants there")
+    mcp_instance: str = Field(
+        "", validation_alias="AI_SIDEBAR_MCP_INSTANCE",
+        description="this Node-RED's name in the MCP server's MCP_NODERED_INSTANCES (empty: the server fronts it "
+                    "alone)")
+
     locales_dir: Path = Field(bundled("locales"), validation_alias="AI_SIDEBAR_LOCALES_DIR")
     templates_path: Path = bundled("examples") / "flows.json"
     max_message_chars: int = 10_000

@@ -4,13 +4,15 @@ with adminAuth; the login page is filled in as a browser would, by an HTTP clien
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlparse
 
@@ -25,7 +27,7 @@ from mcp.types import ElicitResult
 
 from mcp_server.audit import Caller, McpAudit
 from mcp_server.auth import provider as provider_module
-from mcp_server.auth.provider import NodeRedAuthProvider
+from mcp_server.auth.provider import Endpoint, NodeRedAuthProvider
 from mcp_server.server import ERROR_META
 from tests.support.health import START_TIMEOUT
 from tests.support.nodered import REPO, NodeRed, example_flows, free_port, hash_password
@@ -59,8 +61,8 @@ def flows_as(nodered: NodeRed, username: str, password: str) -> list[dict]:
 
 
 class McpServer:
-    def __init__(self, base: str, db: Path, log: Path):
-        self.base, self.url, self.db, self.log = base, f"{base}/mcp", db, log
+    def __init__(self, base: str, db: Path, log: Path, path: str = "/mcp"):
+        self.base, self.url, self.db, self.log = base, f"{base}{path}", db, log
 
     def grants(self) -> list[dict]:
         if not self.db.exists():  # opened at the first sign-in step
@@ -70,22 +72,22 @@ class McpServer:
             return [dict(row) for row in db.execute("SELECT * FROM mcp_auth_grants ORDER BY id")]
 
 
-@pytest.fixture(scope="module")
-def signin_server(users_nodered, tmp_path_factory):
-    """``nodered-mcp --transport http`` with ``MCP_AUTH=oauth``, the write tools on, no Node-RED credentials of its
-    own (so whatever it reads, it reads as the signed-in user), and the shared token for scripts."""
-    tmp = tmp_path_factory.mktemp("mcp-signin")
+@contextmanager
+def running_mcp_server(settings: dict[str, str], tmp: Path, path: str = "/mcp") -> Iterator[McpServer]:
+    """``nodered-mcp --transport http`` on a free port with sign-in (``MCP_AUTH_DB`` ``tmp/auth.db``, the audit
+    ``tmp/audit.db``) and the environment ``settings``, none of the caller's own ``NODE_RED_*`` credentials;
+    ``path``: its MCP endpoint's path. Started when its authorization server metadata answers."""
     port = free_port()
-    env = {**os.environ, "NODE_RED_URL": users_nodered.url, "MCP_AUTH": "oauth", "MCP_AUTH_DB": str(tmp / "auth.db"),
-           "MCP_WRITE_TOOLS": "true", "MCP_AUDIT_DB": str(tmp / "audit.db"), "MCP_HTTP_TOKEN": SHARED_TOKEN,
-           "AI_SIDEBAR_EVIDENCE": "false"}
+    env = {**os.environ, "MCP_AUTH": "oauth", "MCP_AUTH_DB": str(tmp / "auth.db"),
+           "MCP_AUDIT_DB": str(tmp / "audit.db"), **settings}
     for name in ("NODE_RED_USERNAME", "NODE_RED_PASSWORD", "NODE_RED_TOKEN", "MCP_PUBLIC_URL"):
-        env.pop(name, None)
+        if name not in settings:
+            env.pop(name, None)
     log_path = tmp / "mcp.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "mcp_server", "--transport", "http", "--port", str(port),
                                     "--log-level", "DEBUG"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-    server = McpServer(f"http://127.0.0.1:{port}", tmp / "auth.db", log_path)
+    server = McpServer(f"http://127.0.0.1:{port}", tmp / "auth.db", log_path, path)
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
@@ -96,9 +98,21 @@ def signin_server(users_nodered, tmp_path_factory):
                 process.kill()
                 raise RuntimeError(log_path.read_text()) from None
             time.sleep(0.1)
-    yield server
-    process.terminate()
-    process.wait(10)
+    try:
+        yield server
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def signin_server(users_nodered, tmp_path_factory):
+    """``nodered-mcp --transport http`` with ``MCP_AUTH=oauth``, the write tools on, no Node-RED credentials of its
+    own (so whatever it reads, it reads as the signed-in user), and the shared token for scripts."""
+    with running_mcp_server({"NODE_RED_URL": users_nodered.url, "MCP_WRITE_TOOLS": "true",
+                             "MCP_HTTP_TOKEN": SHARED_TOKEN, "AI_SIDEBAR_EVIDENCE": "false"},
+                            tmp_path_factory.mktemp("mcp-signin")) as server:
+        yield server
 
 
 class MemoryStorage:
@@ -152,10 +166,10 @@ class Browser:
         return self.callback
 
 
-def oauth_client(server: McpServer, browser: Browser, scope: str = "read write") -> tuple[OAuthClientProvider,
-                                                                                          MemoryStorage]:
+def oauth_client(server: McpServer, browser: Browser, scope: str = "read write",
+                 client_name: str = "signin-test-agent") -> tuple[OAuthClientProvider, MemoryStorage]:
     storage = MemoryStorage()
-    metadata = OAuthClientMetadata(client_name="signin-test-agent", redirect_uris=[REDIRECT], scope=scope,
+    metadata = OAuthClientMetadata(client_name=client_name, redirect_uris=[REDIRECT], scope=scope,
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"])
     provider = OAuthClientProvider(server.url, metadata, storage, redirect_handler=browser.redirect,
                                    callback_handler=browser.callback_handler)
@@ -343,8 +357,8 @@ async def test_no_password_or_token_is_kept_in_clear(signin_server):
 
 async def test_waiting_sign_ins_are_capped(tmp_path, monkeypatch):
     monkeypatch.setattr(provider_module, "MAX_PENDING", 3)
-    provider = NodeRedAuthProvider(str(tmp_path / "auth.db"), "http://127.0.0.1:1", "http://127.0.0.1:1/mcp",
-                                   "http://127.0.0.1:2", 3600)
+    provider = NodeRedAuthProvider(str(tmp_path / "auth.db"), "http://127.0.0.1:1",
+                                   [Endpoint("http://127.0.0.1:1/mcp", "http://127.0.0.1:2")], 3600)
     client = OAuthClientInformationFull(client_id="c-1", redirect_uris=[REDIRECT], scope="read write")
     params = AuthorizationParams(state="s", scopes=["read"], code_challenge="x" * 43, redirect_uri=REDIRECT,
                                  redirect_uri_provided_explicitly=True)
@@ -356,3 +370,45 @@ async def test_waiting_sign_ins_are_capped(tmp_path, monkeypatch):
         assert refused.value.error == "temporarily_unavailable"
     finally:
         await provider.close()
+
+
+@pytest.fixture(scope="module")
+def evidence_server(users_nodered, tmp_path_factory):
+    """Sign-in with the runtime evidence on: the server's own comms subscription logs in as the read-only bob
+    (Node-RED's comms websocket needs a token of its own; README, "Sign-in with Node-RED users"), and every call
+    still reads the flows with the signed-in user's token."""
+    with running_mcp_server({"NODE_RED_URL": users_nodered.url, "MCP_WRITE_TOOLS": "true",
+                             "NODE_RED_USERNAME": READER[0], "NODE_RED_PASSWORD": READER[1]},
+                            tmp_path_factory.mktemp("mcp-signin-evidence")) as server:
+        yield server
+
+
+async def test_a_signed_in_reader_reads_the_runtime_evidence_a_writer_caused_and_may_not_trigger(
+        evidence_server, users_nodered):
+    tab = next(n for n in users_nodered.flows if n["type"] == "tab")
+    inject = next(n for n in users_nodered.flows if n["type"] == "inject")
+    thrower = next(n for n in users_nodered.flows if n["type"] == "function")
+    shown = next(n for n in users_nodered.flows if n["type"] == "debug")
+    async with signed_in_session(evidence_server, Browser(*READER, consent=("write",))) as (reader, storage):
+        assert storage.tokens.scope == "read"
+        refused = await reader.call_tool("trigger_inject", {"node_id": inject["id"]})
+        assert refused.isError and refused.meta[ERROR_META]["code"] == "mcp_scope_missing"
+        assert "'write'" in text_of(refused) and "trigger_inject" in text_of(refused)
+        async with signed_in_session(evidence_server, Browser(*WRITER, consent=("write",)),
+                                     elicitation_callback=approving) as (writer, _):
+            triggered = await writer.call_tool("trigger_inject", {"node_id": inject["id"]})
+            assert not triggered.isError, text_of(triggered)
+        # The function node's error, caught by the catch node, reaches the debug node, whose output reaches the
+        # server's comms subscription; the reader sees it once it arrived (the deadline is generous for a busy
+        # machine: it is one websocket message away).
+        deadline = time.monotonic() + 60
+        while True:
+            evidence = await reader.call_tool("get_debug_messages", {"flow_id": tab["id"]})
+            assert not evidence.isError, text_of(evidence)
+            if evidence.structuredContent["messages"] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert evidence.structuredContent["connected"], text_of(evidence)
+        assert [message["nodeId"] for message in evidence.structuredContent["messages"]] == [shown["id"]]
+        prompt = await reader.get_prompt("debug_node", {"node_id": shown["id"]})
+        assert shown["id"] in str(prompt.messages) and thrower["id"] in str(prompt.messages)

@@ -126,7 +126,7 @@ async def login(request: Request, provider: NodeRedAuthProvider) -> Response:
     username, password = str(form.get("username") or ""), str(form.get("password") or "")
     want_write = WRITE_SCOPE in form.getlist("scope") and WRITE_SCOPE in pending.scopes
     try:
-        signed = await nodered_login(provider.nodered_url, username, password, want_write)
+        signed = await nodered_login(pending.endpoint.nodered_url, username, password, want_write)
     except (LoginRefused, NodeRedUnreachable) as err:
         refused = isinstance(err, LoginRefused)
         log.warning("MCP sign-in of Node-RED user %r failed: %s", username, err)

@@ -55,14 +55,37 @@ class GrantRefreshToken(RefreshToken):
     grant_id: int
 
 
+class EndpointVerifier:
+    """The SDK's ``TokenVerifier`` of one endpoint among several (``MCP_NODERED_INSTANCES``): the provider's tokens,
+    the shared token answered as issued for this endpoint."""
+
+    def __init__(self, provider: NodeRedAuthProvider, resource_url: str):
+        self._provider, self._resource_url = provider, resource_url
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return await self._provider.load_access_token(token, self._resource_url)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One MCP endpoint tokens are issued for (an OAuth protected resource): its URL (``resource_url``), the admin
+    root of the Node-RED behind it (``nodered_url``), where people sign in, and its ``instance`` name (``""`` for a
+    server in front of one Node-RED, else the name in ``MCP_NODERED_INSTANCES``)."""
+
+    resource_url: str
+    nodered_url: str
+    instance: str = ""
+
+
 @dataclass
 class PendingSignIn:
-    """An ``/authorize`` request waiting for the person to sign in."""
+    """An ``/authorize`` request waiting for the person to sign in at ``endpoint``'s Node-RED."""
 
     client_id: str
     params: AuthorizationParams
     scopes: list[str]
     expires_at: float
+    endpoint: Endpoint
 
 
 @dataclass
@@ -78,21 +101,23 @@ class NodeRedAuthProvider:
     Args:
         db_path: the sign-in database (``MCP_AUTH_DB``), opened at first use (in the server's event loop).
         base_url: the server's public URL (issuer; the login page is ``<base_url>/login``).
-        resource_url: the MCP endpoint (``<base_url>/mcp``), the only resource tokens are issued for.
-        nodered_url: Node-RED's admin root, for revoking a grant's Node-RED token.
+        endpoints: the MCP endpoints tokens are issued for, one per Node-RED instance (``<base_url>/mcp`` for a
+            server in front of one; ``<base_url>/<instance>/mcp`` each with ``MCP_NODERED_INSTANCES``); a token is
+            issued for one of them, named by the client's RFC 8707 ``resource`` (needed when there are several).
         token_ttl: seconds an access token lives.
         shared_token: the ``MCP_HTTP_TOKEN`` scripts send, accepted with every scope and the server's own
             Node-RED credentials; ``None``: none.
     """
 
-    def __init__(self, db_path: str, base_url: str, resource_url: str, nodered_url: str, token_ttl: int,
+    def __init__(self, db_path: str, base_url: str, endpoints: list[Endpoint], token_ttl: int,
                  shared_token: str | None = None):
+        assert endpoints, "sign-in needs at least one MCP endpoint"
         self._db_path = db_path
         self._store: GrantStore | None = None
         self._opening = asyncio.Lock()
         self.base_url = base_url
-        self.resource_url = resource_url
-        self.nodered_url = nodered_url.rstrip("/")
+        self.endpoints = {endpoint.resource_url.rstrip("/"): endpoint for endpoint in endpoints}
+        self._instances = {endpoint.instance: endpoint for endpoint in endpoints}
         self.token_ttl = token_ttl
         self._shared_token = shared_token
         self._pending: dict[str, PendingSignIn] = {}
@@ -128,10 +153,10 @@ class NodeRedAuthProvider:
         """The login page's URL for this request (``<base_url>/login?request=<id>``).
 
         Raises:
-            AuthorizeError: ``invalid_request`` when the client asks a token for another resource.
+            AuthorizeError: ``invalid_request`` when the client asks a token for another resource, or names none
+                while the server fronts several Node-RED instances.
         """
-        if params.resource is not None and params.resource.rstrip("/") != self.resource_url.rstrip("/"):
-            raise AuthorizeError("invalid_request", f"this server issues tokens for {self.resource_url} only")
+        endpoint = self._endpoint(params.resource)
         registered = (client.scope or "").split()
         wanted = params.scopes if params.scopes is not None else [s for s in registered if s in SCOPES]
         scopes = [scope for scope in SCOPES if scope in wanted] or [READ_SCOPE]
@@ -140,8 +165,23 @@ class NodeRedAuthProvider:
             raise AuthorizeError("temporarily_unavailable", "too many sign-ins waiting; try again in a few minutes")
         request_id = secrets.token_urlsafe(32)
         assert client.client_id is not None
-        self._pending[request_id] = PendingSignIn(client.client_id, params, scopes, time.time() + PENDING_TTL)
+        self._pending[request_id] = PendingSignIn(client.client_id, params, scopes, time.time() + PENDING_TTL,
+                                                  endpoint)
         return f"{self.base_url}/login?request={request_id}"
+
+    def _endpoint(self, resource: str | None) -> Endpoint:
+        """The endpoint an ``/authorize`` request's ``resource`` names (the only one when it names none)."""
+        if resource is None and len(self.endpoints) == 1:
+            return next(iter(self.endpoints.values()))
+        found = self.endpoints.get((resource or "").rstrip("/"))
+        if found is None:
+            raise AuthorizeError("invalid_request", "this server issues tokens for " + ", ".join(self.endpoints)
+                                 + " only (the resource parameter names one)")
+        return found
+
+    def endpoint_of(self, grant: Grant) -> Endpoint | None:
+        """The endpoint of ``grant``'s Node-RED instance (``None``: an instance no longer configured)."""
+        return self._instances.get(grant.instance)
 
     def pending(self, request_id: str) -> PendingSignIn | None:
         """The waiting ``/authorize`` request ``request_id``, ``None`` when unknown or too old."""
@@ -160,16 +200,18 @@ class NodeRedAuthProvider:
         """
         pending = self._pending.pop(request_id)
         store = await self._open()
-        grant = await store.create_grant(user, pending.client_id, scopes, time.time() + nodered_expires_in)
+        grant = await store.create_grant(user, pending.client_id, scopes, time.time() + nodered_expires_in,
+                                         pending.endpoint.instance)
         code = secrets.token_urlsafe(32)
         params = pending.params
         self._codes[code] = IssuedCode(AuthorizationCode(
             code=code, scopes=scopes, expires_at=time.time() + CODE_TTL, client_id=pending.client_id,
             code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
-            resource=self.resource_url, subject=user), grant, nodered_token)
-        log.info("MCP sign-in: Node-RED user %s granted %s to client %s (grant %d)", user, " ".join(scopes),
-                 pending.client_id, grant.id)
+            resource=pending.endpoint.resource_url, subject=user), grant, nodered_token)
+        log.info("MCP sign-in: Node-RED user %s%s granted %s to client %s (grant %d)", user,
+                 f" of instance {grant.instance}" if grant.instance else "", " ".join(scopes), pending.client_id,
+                 grant.id)
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
 
     def _expire(self) -> None:
@@ -194,9 +236,12 @@ class NodeRedAuthProvider:
     async def _issue(self, grant: Grant, nodered_token: str) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         access_expires = min(time.time() + self.token_ttl, grant.expires_at)
+        endpoint = self.endpoint_of(grant)
+        if endpoint is None:
+            raise TokenError("invalid_grant", f"Node-RED instance {grant.instance!r} is no longer served here")
         store = await self._open()
-        await store.add_token(grant, "access", access, access_expires, nodered_token, self.resource_url)
-        await store.add_token(grant, "refresh", refresh, grant.expires_at, nodered_token, self.resource_url)
+        await store.add_token(grant, "access", access, access_expires, nodered_token, endpoint.resource_url)
+        await store.add_token(grant, "refresh", refresh, grant.expires_at, nodered_token, endpoint.resource_url)
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=int(access_expires - time.time()),
                           scope=" ".join(grant.scopes), refresh_token=refresh)
 
@@ -220,11 +265,13 @@ class NodeRedAuthProvider:
         await store.drop_token(refresh_token.token)
         return await self._issue(issued.grant, issued.nodered_token)
 
-    async def load_access_token(self, token: str) -> GrantAccessToken | None:
-        """The grant behind a bearer token, or the shared token's script access; ``None`` when neither."""
+    async def load_access_token(self, token: str, resource: str | None = None) -> GrantAccessToken | None:
+        """The grant behind a bearer token, or the shared token's script access (for ``resource``, the endpoint
+        asking; default the only one); ``None`` when neither. A grant's token names the one endpoint it was issued
+        for, which the SDK's bearer check compares with the endpoint asking."""
         if self._shared_token is not None and hmac.compare_digest(token.encode(), self._shared_token.encode()):
             return GrantAccessToken(token=token, client_id=SCRIPT_CLIENT, scopes=list(SCOPES),
-                                    resource=self.resource_url)
+                                    resource=resource or next(iter(self.endpoints)))
         store = await self._open()
         issued = await store.find_token(token, "access")
         if issued is None:
@@ -244,14 +291,15 @@ class NodeRedAuthProvider:
         issued = await store.find_token(token.token, kind)
         await store.revoke(grant_id)
         log.info("MCP sign-in: grant %d revoked", grant_id)
-        if issued is not None:
-            await self._nodered_logout(issued.nodered_token)
+        endpoint = self.endpoint_of(issued.grant) if issued is not None else None
+        if issued is not None and endpoint is not None:
+            await self._nodered_logout(endpoint.nodered_url, issued.nodered_token)
 
-    async def _nodered_logout(self, nodered_token: str) -> None:
+    async def _nodered_logout(self, nodered_url: str, nodered_token: str) -> None:
         """``POST <admin root>/auth/revoke`` (Node-RED's own logout), best effort: a failure is logged only."""
         try:
             async with aiohttp.ClientSession() as http, http.post(
-                    f"{self.nodered_url}/auth/revoke", json={"token": nodered_token},
+                    f"{nodered_url.rstrip('/')}/auth/revoke", json={"token": nodered_token},
                     headers={"Authorization": f"Bearer {nodered_token}"},
                     timeout=aiohttp.ClientTimeout(total=10)) as resp:
                 if resp.status >= 400:

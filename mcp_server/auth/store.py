@@ -20,11 +20,11 @@ import aiosqlite
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
 
-from mcp_server.sqlite import open_sqlite
+from mcp_server.sqlite import adding_columns, open_sqlite
 
 TokenKind = Literal["access", "refresh"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mcp_auth_clients (
     client_id TEXT PRIMARY KEY,
@@ -38,7 +38,9 @@ CREATE TABLE IF NOT EXISTS mcp_auth_grants (
     scopes TEXT NOT NULL,
     created_at REAL NOT NULL,
     expires_at REAL NOT NULL,
-    revoked_at REAL
+    revoked_at REAL,
+    instance TEXT NOT NULL DEFAULT '',
+    last_used_at REAL
 );
 CREATE TABLE IF NOT EXISTS mcp_auth_tokens (
     hash TEXT PRIMARY KEY,
@@ -49,6 +51,12 @@ CREATE TABLE IF NOT EXISTS mcp_auth_tokens (
     sealed TEXT NOT NULL
 );
 """
+# Columns of mcp_auth_grants added after version 1, added to an older file when it is opened: (name, declaration).
+ADDED_GRANT_COLUMNS = (("instance", "TEXT NOT NULL DEFAULT ''"), ("last_used_at", "REAL"))
+# Seconds between two notes of a grant's last use (a note is a write; one per request would be one write per call).
+LAST_USED_EVERY = 60.0
+GRANT_COLUMNS = "g.id, g.user, g.client_id, g.scopes, g.created_at, g.expires_at, g.revoked_at, g.instance, " \
+                "g.last_used_at"
 
 
 def token_hash(token: str) -> str:
@@ -84,7 +92,10 @@ def unseal(sealed: str, token: str) -> str | None:
 
 @dataclass(frozen=True)
 class Grant:
-    """One sign-in of ``user`` (a Node-RED user name) for ``client_id`` with ``scopes``; times in Unix seconds."""
+    """One sign-in of ``user`` (a Node-RED user name of the Node-RED ``instance``: ``""`` for a server in front of
+    one Node-RED, else its name in ``MCP_NODERED_INSTANCES``) for ``client_id`` with ``scopes``; times in Unix
+    seconds (``last_used_at``: the last call with one of its tokens, noted at most every :data:`LAST_USED_EVERY`
+    seconds; ``None``: never used)."""
 
     id: int
     user: str
@@ -93,6 +104,13 @@ class Grant:
     created_at: float
     expires_at: float
     revoked_at: float | None = None
+    instance: str = ""
+    last_used_at: float | None = None
+
+    @classmethod
+    def of_row(cls, row: Any) -> Grant:
+        """A grant from a row of :data:`GRANT_COLUMNS`."""
+        return cls(row[0], row[1], row[2], row[3].split(), row[4], row[5], row[6], row[7], row[8])
 
 
 @dataclass(frozen=True)
@@ -120,7 +138,8 @@ class GrantStore:
         Raises:
             OSError, sqlite3.Error: the file cannot be opened or created.
         """
-        return cls(await open_sqlite(path, SCHEMA, SCHEMA_VERSION))
+        return cls(await open_sqlite(path, SCHEMA, SCHEMA_VERSION,
+                                     adding_columns("mcp_auth_grants", ADDED_GRANT_COLUMNS)))
 
     async def close(self) -> None:
         await self._db.close()
@@ -136,15 +155,16 @@ class GrantStore:
             row = await cur.fetchone()
         return json.loads(row[0]) if row else None
 
-    async def create_grant(self, user: str, client_id: str, scopes: list[str], expires_at: float) -> Grant:
-        """A new grant, live until ``expires_at`` (Unix seconds) unless revoked."""
+    async def create_grant(self, user: str, client_id: str, scopes: list[str], expires_at: float,
+                           instance: str = "") -> Grant:
+        """A new grant for the Node-RED ``instance``, live until ``expires_at`` (Unix seconds) unless revoked."""
         now = time.time()
         cursor = await self._db.execute(
-            "INSERT INTO mcp_auth_grants(user, client_id, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-            (user, client_id, " ".join(scopes), now, expires_at))
+            "INSERT INTO mcp_auth_grants(user, client_id, scopes, created_at, expires_at, instance) "
+            "VALUES (?, ?, ?, ?, ?, ?)", (user, client_id, " ".join(scopes), now, expires_at, instance))
         await self._db.commit()
         assert cursor.lastrowid is not None
-        return Grant(cursor.lastrowid, user, client_id, list(scopes), now, expires_at)
+        return Grant(cursor.lastrowid, user, client_id, list(scopes), now, expires_at, instance=instance)
 
     async def add_token(self, grant: Grant, kind: TokenKind, token: str, expires_at: float, nodered_token: str,
                         resource: str | None) -> None:
@@ -157,17 +177,21 @@ class GrantStore:
     async def find_token(self, token: str, kind: TokenKind) -> IssuedToken | None:
         """The live token ``token`` of ``kind``: ``None`` when unknown, expired, of a revoked or expired grant."""
         async with self._db.execute(
-                "SELECT t.kind, t.expires_at, t.resource, t.sealed, g.id, g.user, g.client_id, g.scopes, "
-                "g.created_at, g.expires_at, g.revoked_at FROM mcp_auth_tokens t "
+                f"SELECT t.kind, t.expires_at, t.resource, t.sealed, {GRANT_COLUMNS} FROM mcp_auth_tokens t "
                 "JOIN mcp_auth_grants g ON g.id = t.grant_id WHERE t.hash = ?", (token_hash(token),)) as cur:
             row = await cur.fetchone()
         now = time.time()
-        if row is None or row[0] != kind or row[1] < now or row[9] < now or row[10] is not None:
+        if row is None or row[0] != kind or row[1] < now:
+            return None
+        grant = Grant.of_row(row[4:])
+        if grant.expires_at < now or grant.revoked_at is not None:
             return None
         nodered_token = unseal(row[3], token)
         if nodered_token is None:
             return None
-        grant = Grant(row[4], row[5], row[6], row[7].split(), row[8], row[9], row[10])
+        if grant.last_used_at is None or now - grant.last_used_at > LAST_USED_EVERY:
+            await self._db.execute("UPDATE mcp_auth_grants SET last_used_at = ? WHERE id = ?", (now, grant.id))
+            await self._db.commit()
         return IssuedToken(grant, kind, row[1], row[2], nodered_token)
 
     async def drop_token(self, token: str) -> None:
@@ -182,10 +206,20 @@ class GrantStore:
         await self._db.execute("DELETE FROM mcp_auth_tokens WHERE grant_id = ?", (grant_id,))
         await self._db.commit()
 
-    async def grants(self, user: str | None = None) -> list[Grant]:
-        """The grants, newest first, of ``user`` or of everyone."""
-        query = ("SELECT id, user, client_id, scopes, created_at, expires_at, revoked_at FROM mcp_auth_grants"
-                 + (" WHERE user = ?" if user is not None else "") + " ORDER BY id DESC")
-        async with self._db.execute(query, (user,) if user is not None else ()) as cur:
+    async def grants(self, user: str | None = None, instance: str | None = None) -> list[Grant]:
+        """The grants, newest first, of ``user`` (else everyone's) on ``instance`` (else on every instance)."""
+        conditions = [(column, value) for column, value in (("g.user", user), ("g.instance", instance))
+                      if value is not None]
+        where = " WHERE " + " AND ".join(f"{column} = ?" for column, _ in conditions) if conditions else ""
+        async with self._db.execute(f"SELECT {GRANT_COLUMNS} FROM mcp_auth_grants g{where} ORDER BY g.id DESC",
+                                    tuple(value for _, value in conditions)) as cur:
             rows = await cur.fetchall()
-        return [Grant(r[0], r[1], r[2], r[3].split(), r[4], r[5], r[6]) for r in rows]
+        return [Grant.of_row(row) for row in rows]
+
+    async def client_names(self, client_ids: list[str]) -> dict[str, str]:
+        """Client id → the ``client_name`` it registered with (the id itself when it gave none)."""
+        names = {}
+        for client_id in dict.fromkeys(client_ids):
+            info = await self.client(client_id)
+            names[client_id] = str((info or {}).get("client_name") or client_id)
+        return names

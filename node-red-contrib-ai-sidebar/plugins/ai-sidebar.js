@@ -261,6 +261,13 @@ module.exports = function (RED) {
     // Everyone may read their own token and cost totals; the service widens them to everyone's for write callers.
     RED.httpAdmin.get("/ai-sidebar/usage", RED.auth.needsPermission("ai-sidebar.read"),
         forwardTo("/ai-sidebar/usage"));
+    // The user's own MCP sign-in grants (issue 40): the service shows and revokes only the caller's, so read is enough.
+    RED.httpAdmin.get("/ai-sidebar/mcp-grants", RED.auth.needsPermission("ai-sidebar.read"),
+        forwardTo("/ai-sidebar/mcp-grants"));
+    RED.httpAdmin.post("/ai-sidebar/mcp-grants/:grantId/revoke", RED.auth.needsPermission("ai-sidebar.read"),
+        realSegment("grantId"), requireJsonBody, forwardTo(function (req) {
+            return "/ai-sidebar/mcp-grants/" + encodeURIComponent(req.params.grantId) + "/revoke";
+        }));
     // Flow history (issue 35): as sensitive as the flows, so Node-RED's own flows permissions.
     RED.httpAdmin.get("/ai-sidebar/flow-history", RED.auth.needsPermission("flows.read"),
         forwardTo("/ai-sidebar/flow-history"));

@@ -177,6 +177,7 @@
             onOpen: function () {
                 self.sessions.close();
                 self.historyPanel.close();
+                self.mcpGrantsPanel.close();
             }
         });
         // Every deploy kept (history-panel.js); a restore is asked for in the chat, as an approval card.
@@ -184,9 +185,18 @@
             onOpen: function () {
                 self.sessions.close();
                 self.knowledgePanel.close();
+                self.mcpGrantsPanel.close();
             },
             onRestore: function (message, display) {
                 return self.send(message, display);
+            }
+        });
+        // The MCP clients the user signed in with (mcp-grants/grants-panel.js), each revocable.
+        this.mcpGrantsPanel = new lib.McpGrantsPanel({
+            onOpen: function () {
+                self.sessions.close();
+                self.knowledgePanel.close();
+                self.historyPanel.close();
             }
         });
         this.sessionUsage = new lib.usageView.SessionUsage();
@@ -346,9 +356,11 @@
         this.configPicker.select.appendTo(header);
         this.knowledgePanel.button.appendTo(header);
         this.historyPanel.button.appendTo(header);
+        this.mcpGrantsPanel.button.appendTo(header);
         this.sessions.button.on("click", function () {
             self.knowledgePanel.close();
             self.historyPanel.close();
+            self.mcpGrantsPanel.close();
         });
         this.newChatButton = smallButton("fa-plus", t("sidebar.newChat"), "ai-sidebar-new-chat")
             .on("click", function (event) {
@@ -398,6 +410,7 @@
         this.sessions.drawer.appendTo(body);
         this.knowledgePanel.panel.appendTo(body);
         this.historyPanel.panel.appendTo(body);
+        this.mcpGrantsPanel.panel.appendTo(body);
         this.showEmptyState();
 
         this.reader = $('<div class="ai-sidebar-sr-only ai-sidebar-answer-live"></div>')
@@ -1347,6 +1360,7 @@
         this.watch.stop();
         this.knowledgePanel.destroy();
         this.historyPanel.destroy();
+        this.mcpGrantsPanel.destroy();
         RED.events.off("workspace:change", this.onEditorContextChange);
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("deploy", this.refreshConfigs);

@@ -71,7 +71,7 @@ describe("package manifest", function () {
         // Issue 32: resources/ holds a folder per feature (ARCHITECTURE.md names them); only the tab itself stays at
         // the top. A script that is not in the HTML never runs in the editor; one at the top is in no feature.
         const features = ["approval", "assist", "chat", "completion", "config", "conversations", "history",
-            "knowledge", "mentions", "service-status", "shared"];
+            "knowledge", "mcp-grants", "mentions", "service-status", "shared"];
         const resources = path.join(packageRoot, "resources");
         const scripts = [];
         const styles = [];

@@ -64,6 +64,8 @@ const READ_ROUTES = [
     ["DELETE", "ai-sidebar/knowledge/documents/7"],
     ["GET", "ai-sidebar/approvals"],
     ["GET", "ai-sidebar/usage"],
+    ["GET", "ai-sidebar/mcp-grants"],
+    ["POST", "ai-sidebar/mcp-grants/7/revoke"],
     ["GET", "ai-sidebar/flow-history"],
     ["GET", "ai-sidebar/flow-history/diff?from=now"]
 ];
@@ -440,6 +442,8 @@ describe("ai-sidebar plugin in Node-RED", function () {
                 ["GET", "ai-sidebar/approvals?limit=5", "/ai-sidebar/approvals?limit=5"],
                 ["POST", "ai-sidebar/approvals/a%20b/token", "/ai-sidebar/approvals/a%20b/token"],
                 ["GET", "ai-sidebar/usage?by=day&since=2026-12-01", "/ai-sidebar/usage?by=day&since=2026-12-01"],
+                ["GET", "ai-sidebar/mcp-grants", "/ai-sidebar/mcp-grants"],
+                ["POST", "ai-sidebar/mcp-grants/7/revoke", "/ai-sidebar/mcp-grants/7/revoke"],
                 ["GET", "ai-sidebar/flow-history?limit=5", "/ai-sidebar/flow-history?limit=5"],
                 ["GET", "ai-sidebar/flow-history/diff?from=abc&to=now", "/ai-sidebar/flow-history/diff?from=abc&to=now"],
                 ["PATCH", "ai-sidebar/flow-history/a%20b", "/ai-sidebar/flow-history/a%20b"]

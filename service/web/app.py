@@ -62,6 +62,7 @@ from service.web.keys import (
 )
 from service.web.knowledge_routes import routes as knowledge_routes
 from service.web.limits import StreamLimiter
+from service.web.mcp_grant_routes import routes as mcp_grant_routes
 from service.web.memory_routes import routes as memory_routes
 from service.web.provider_routes import routes as provider_routes
 from service.web.routes import routes
@@ -391,6 +392,7 @@ def create_app(settings: Settings) -> web.Application:
     app.add_routes(knowledge_routes)
     app.add_routes(document_routes)
     app.add_routes(usage_routes)
+    app.add_routes(mcp_grant_routes)
     app.add_routes(provider_routes)
     app.add_routes(completion_routes)
     app.add_routes(history_routes)

@@ -18,6 +18,7 @@ from service.requests import (
     DocumentUpload,
     ExecuteToolRequest,
     ResumeRequest,
+    RevokeGrantRequest,
     StreamChatRequest,
     TestProviderRequest,
     TokenRequest,
@@ -60,6 +61,7 @@ SESSION_ID = {"name": "sessionId", "in": "path", "required": True,
               "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._:\-]{1,128}$"}}
 RUN_ID = {"name": "runId", "in": "path", "required": True, "schema": {"type": "string"}}
 LIMIT = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}}
+GRANT_ID = {"name": "grantId", "in": "path", "required": True, "schema": {"type": "integer"}}
 REV = {"name": "rev", "in": "path", "required": True, "schema": {"type": "string"}}
 HISTORY_BEFORE = {"name": "before", "in": "query", "required": False, "description": "ISO 8601 date-time",
                   "schema": {"type": "string", "format": "date-time"}}
@@ -105,8 +107,8 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionFork,
-                  SessionUpdate, TemplateCreate, ReindexRequest, TokenRequest, AssistRequest, AppliedRequest,
-                  TestProviderRequest, PinRequest, CompleteRequest, DocumentUpload):
+                  SessionUpdate, TemplateCreate, ReindexRequest, TokenRequest, RevokeGrantRequest, AssistRequest,
+                  AppliedRequest, TestProviderRequest, PinRequest, CompleteRequest, DocumentUpload):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -190,6 +192,12 @@ def openapi_document() -> dict[str, Any]:
             "Tokens and cost of the recorded turns per session, user or UTC day (the caller's own; everyone's with "
             "write permission)", _json("{by, since, scope, total, totals}", USAGE), 400, 401, 503,
             parameters=USAGE_PARAMETERS)},
+        "/ai-sidebar/mcp-grants": {"get": _operation(
+            "The caller's live MCP sign-in grants (client, scopes, created, last used) on this Node-RED",
+            _json("{enabled, grants: [...]}"), 401, 503)},
+        "/ai-sidebar/mcp-grants/{grantId}/revoke": {"post": _operation(
+            "Revoke one of the caller's MCP grants: its tokens are refused from then on", _json("{revoked}"),
+            400, 401, 404, 503, parameters=[GRANT_ID], body=RevokeGrantRequest)},
         "/ai-sidebar/flow-history": {"get": _operation(
             "The captured deploys, newest first: rev, time, user when known, origin (assistant, editor), pinned, "
             "counts", _json("{deploys: [...]}"), 400, 401, 503, parameters=[LIMIT, HISTORY_BEFORE])},

@@ -162,6 +162,7 @@ describe("vendored browser libraries", function () {
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/documents-panel.js",
             "resources/node-red-contrib-ai-sidebar/knowledge/knowledge-panel.js",
+            "resources/node-red-contrib-ai-sidebar/mcp-grants/grants-panel.js",
             "resources/node-red-contrib-ai-sidebar/history/history.js",
             "resources/node-red-contrib-ai-sidebar/history/project-line.js",
             "resources/node-red-contrib-ai-sidebar/history/history-panel.js",

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
 from service.web.keys import SETTINGS
-from tests.support.health import START_TIMEOUT, wait_healthy
+from tests.support.health import START_TIMEOUT, stop_process, wait_healthy
 from tests.support.model_server import ScriptedModelServer
 from tests.support.nodered import (
     NODE_BINARY,
@@ -156,8 +156,7 @@ def service_process(nodered, model_server, service_port, tmp_path_factory):
     process.log_path = log_path
     process.service_port = service_port
     yield process
-    process.terminate()
-    process.wait(10)
+    stop_process(process)
 
 
 ADMIN_USER, ADMIN_PASSWORD = "admin", "admin-password-for-tests"

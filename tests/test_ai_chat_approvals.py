@@ -26,7 +26,7 @@ import pytest
 from service.nodered.tools import WRITE_TOOLS
 from service.nodered.write_tools import WRITE_TOOL_NAMES
 from tests.conftest import SERVICE_TOKEN, TEST_API_KEY
-from tests.support.health import START_TIMEOUT
+from tests.support.health import START_TIMEOUT, stop_process
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, free_port
 from tests.support.writable import deployed
@@ -111,8 +111,7 @@ def stack(tmp_path_factory, model_server):
     service.url = f"http://127.0.0.1:{service_port}"
     service.memory_db = directory / "memory.db"
     yield node_red, service
-    service.terminate()
-    service.wait(10)
+    stop_process(service)
     node_red.stop()
 
 

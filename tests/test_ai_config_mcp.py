@@ -21,7 +21,7 @@ import pytest
 from service.settings import McpServerConfig
 from service.web.app import create_app
 from tests.conftest import SERVICE_TOKEN
-from tests.support.health import START_TIMEOUT
+from tests.support.health import START_TIMEOUT, stop_process
 from tests.support.model_server import Reply
 from tests.support.nodered import REPO, NodeRed, free_port
 from tests.support.sse import read_events
@@ -53,8 +53,7 @@ def http_mcp():
             raise RuntimeError(process.stderr.read().decode() if process.stderr else "the MCP server exited")
         time.sleep(0.1)
     yield f"http://127.0.0.1:{port}/mcp", process
-    process.terminate()
-    process.wait(10)
+    stop_process(process)
 
 
 def provider(model, *servers: dict) -> dict:

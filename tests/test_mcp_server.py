@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from mcp_server.server import ERROR_META, USER_TOKEN_META, NodeRedConfig, build_server
 from service.nodered.client import NodeRedClient, NodeRedCredentials, admin_session
 from tests.conftest import ADMIN_PASSWORD, ADMIN_USER
-from tests.support.health import START_TIMEOUT
+from tests.support.health import START_TIMEOUT, stop_process
 from tests.support.nodered import NODERED_HOME, REPO, free_port
 
 ALL_TOOLS = {"get_settings", "get_diagnostics", "get_flows", "get_flow", "get_node_info", "list_node_types",
@@ -199,8 +199,7 @@ def http_server(nodered_with_auth, tmp_path_factory):
                 raise RuntimeError(Path(log_path).read_text()) from None
             time.sleep(0.1)
     yield url
-    process.terminate()
-    process.wait(10)
+    stop_process(process)
 
 
 async def test_streamable_http_session_lists_all_tools_and_each_answers(http_server, nodered_with_auth):

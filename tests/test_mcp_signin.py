@@ -29,7 +29,7 @@ from mcp_server.audit import Caller, McpAudit
 from mcp_server.auth import provider as provider_module
 from mcp_server.auth.provider import Endpoint, NodeRedAuthProvider
 from mcp_server.server import ERROR_META
-from tests.support.health import START_TIMEOUT
+from tests.support.health import START_TIMEOUT, stop_process
 from tests.support.nodered import REPO, NodeRed, example_flows, free_port, hash_password
 
 WRITER, READER = ("alice", "alice-password-4-tests"), ("bob", "bob-password-4-tests")
@@ -101,8 +101,7 @@ def running_mcp_server(settings: dict[str, str], tmp: Path, path: str = "/mcp") 
     try:
         yield server
     finally:
-        process.terminate()
-        process.wait(10)
+        stop_process(process)
 
 
 @pytest.fixture(scope="module")

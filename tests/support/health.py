@@ -34,3 +34,22 @@ def wait_healthy(url: str, process: subprocess.Popen | None, timeout: float, int
             raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
         time.sleep(interval)
     raise RuntimeError(f"{url} did not answer 200 within {timeout} s")
+
+
+# Seconds a test's teardown gives a process it started to stop after SIGTERM (the service closes its database, the
+# MCP server and its Node-RED sessions first): a fresh clone's make test beside two `yes` burners (load average 14,
+# 2026-12-02) saw the service take over 10 s, which failed a whole pass at teardown. Then it is killed.
+STOP_TIMEOUT = 60.0
+
+
+def stop_process(process: subprocess.Popen, timeout: float = STOP_TIMEOUT) -> None:
+    """Stop a process a test started: SIGTERM, up to ``timeout`` seconds for it to exit, then SIGKILL. A teardown's
+    cleanup, not a check of a graceful stop (tests/test_workers.py and tests/test_faults.py check that)."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -8,6 +8,7 @@ import hmac
 import json
 import logging
 import sqlite3
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -266,10 +267,19 @@ async def _approvals(app: web.Application) -> AsyncIterator[None]:
 
     opening = after(app[CHAT_STACK], open_them)
     app[CHAT_STACK].follow(opening)
+    try:
+        if await ApprovalStore(store).any_expired(time.time()):
+            # Purged before the start ends, with their runs' checkpoints (LangGraph's checkpointer): this start
+            # waits for the chat stack (issue 33: only then).
+            await asyncio.shield(opening)
+    except MemoryUnavailable as err:
+        log.warning("expired approvals not looked for at start: %s", err.message)
     yield
-    # The opening is waited for, not cancelled: cancelled midway, the checkpointer's connection (an aiosqlite
-    # thread, not a daemon) would stay open and keep the process from exiting.
-    with contextlib.suppress(Exception):
+    # Still waiting for the import, nothing is open yet: cancelled. Once opening, it is waited for: cancelled
+    # midway, the checkpointer's connection (an aiosqlite thread, not a daemon) would keep the process from exiting.
+    if not app[CHAT_STACK].warm:
+        opening.cancel()
+    with contextlib.suppress(Exception, asyncio.CancelledError):
         await opening
     for task in purging:
         task.cancel()

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -57,10 +58,33 @@ class ChatStack:
         self._followers.append(task)
 
     def start(self) -> None:
-        """Begin the import in a worker thread (again after :meth:`close`; a second call while one runs does
-        nothing). Needs a running event loop."""
-        if self._task is None:
-            self._task = asyncio.ensure_future(asyncio.to_thread(self._import))
+        """Begin the import in a worker thread (again after a failed one; a second call while one runs does
+        nothing). Needs a running event loop.
+
+        The thread is a daemon: a service stopped while it imports exits without waiting for it (an executor's
+        thread would be joined at the loop's end, and on a loaded machine the import outlasts the workers' stop
+        grace, service/workers.py).
+        """
+        if self._task is not None:
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._task = done
+
+        def settle(error: BaseException | None) -> None:
+            if not done.done():
+                done.set_result(None) if error is None else done.set_exception(error)
+
+        def run() -> None:
+            error: BaseException | None = None
+            try:
+                self._import()
+            except BaseException as err:  # handed to the loop: ImportError for ready(), anything else alike
+                error = err
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+                loop.call_soon_threadsafe(settle, error)
+
+        threading.Thread(target=run, name="chat-stack-import", daemon=True).start()
 
     @property
     def warm(self) -> bool:
@@ -107,11 +131,10 @@ class ChatStack:
         log.info("chat stack imported in %.2f s", self.seconds)
 
     async def close(self) -> None:
-        """Wait for an import under way (a thread cannot be cancelled; its modules stay imported)."""
-        if self._task is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.shield(self._task)
-            self._task = None
+        """Stop waiting for the import (its daemon thread ends with the process; what it imported stays)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._task = None
 
 
 @dataclass(eq=False)

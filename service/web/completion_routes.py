@@ -13,7 +13,6 @@ from service.assist.context import node_context
 from service.errors import ServiceError
 from service.identity import request_caller
 from service.llm.providers import ProviderConfig, provider_error
-from service.llm.usage import TurnUsage, turn_usage
 from service.web.disconnect import until_client_leaves
 from service.web.keys import (
     CHAT_MODELS,
@@ -56,7 +55,7 @@ async def complete(request: web.Request) -> web.Response:
     await request.app[CHAT_STACK].ready()
     from service.chat.context import ChatDeps
     from service.chat.ledger import over_budget, save_usage
-    from service.llm.usage import TurnUsage, counted, turn_usage
+    from service.llm.usage import TurnUsage, turn_usage
 
     deps = ChatDeps(settings=settings, nodered=request.app[NODERED].for_user(caller.token),
                     models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS], user_token=caller.token,

@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.assist.context import NodeContext
 from service.llm.fim import FimMode, FimModels, ask_fim, fim_wanted, refuses_fim
 from service.llm.providers import ChatModelFactory, ProviderConfig
-from service.llm.usage import counted
 from service.nodered.redaction import redact_text
 from service.requests import ID_PATTERN, ProviderOverride
 
@@ -227,5 +226,7 @@ async def answer_completion(request: CompleteRequest, found: NodeContext, config
         else:
             report(used)
             return text
+    from service.llm.usage import counted  # LangChain's callbacks: loaded with the chat stack (service/web/stack.py)
+
     messages = completion_messages(request, found)
     return await counted(ask_completion(chat.get(config), messages, config.timeout), report)

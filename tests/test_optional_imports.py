@@ -67,3 +67,69 @@ def test_an_embedding_model_without_the_embeddings_extra_stops_the_start_and_nam
     assert done.returncode == 2, done.stderr[-2000:]
     assert "AI_SIDEBAR_EMBEDDING_MODEL" in done.stderr
     assert "pip install 'node-red-ai-sidebar[embeddings]'" in done.stderr
+
+
+# The start in a fresh interpreter, noting which thread first imports each package of the chat stack (a finder on
+# sys.meta_path that finds nothing: importlib asks it first, then the others). The start itself imports none of them
+# (issue 33: cold start); the warm-up's worker thread (service.web.stack) does, while the service answers.
+NOTED_START = """
+import asyncio, json, sys, threading
+import aiohttp
+from aiohttp import web
+
+WATCHED = {"langchain", "langchain_core", "langgraph", "langsmith", "mcp", "openai", "langchain_openai"}
+importers = {}
+
+class NoteImporter:
+    def find_spec(self, name, path=None, target=None):
+        if name in WATCHED and name not in importers:
+            importers[name] = threading.current_thread().name
+        return None
+
+sys.meta_path.insert(0, NoteImporter())
+
+from service.settings import Settings
+from service.web.app import create_app
+
+async def main():
+    runner = web.AppRunner(create_app(Settings.from_env()))
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = "http://127.0.0.1:%d" % runner.addresses[0][1]
+    async with aiohttp.ClientSession() as http:
+        async with http.get(base + "/healthz") as answer:
+            first = await answer.json()
+        async with http.get(base + "/ai-sidebar/memory-stats") as answer:
+            memory_status = answer.status  # a route without a model, answered at once
+        for _ in range(24000):  # until the warm-up is done (at most 4 minutes on a loaded machine)
+            async with http.get(base + "/healthz") as answer:
+                last = await answer.json()
+            if last["chat"] == "ready":
+                break
+            await asyncio.sleep(0.01)
+    at_ready = sorted(sys.modules)
+    await runner.cleanup()
+    print(json.dumps({"first": first, "last": last, "memory_status": memory_status, "at_ready": at_ready,
+                      "importers": importers}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_service_answers_healthz_before_it_imports_the_chat_stack_then_warms_it_in_a_thread(nodered, tmp_path):
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("OTEL_") and key not in ("DATABASE_URL", "AI_SIDEBAR_EMBEDDING_MODEL")}
+    env.update({"AI_PROVIDER": "openai", "OPENAI_API_KEY": TEST_API_KEY, "NODE_RED_URL": nodered.url,
+                "MEMORY_DB_PATH": str(tmp_path / "memory.db")})
+    done = subprocess.run([sys.executable, "-c", NOTED_START], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["first"]["status"] == "ok" and seen["first"]["chat"] in ("warming", "ready"), seen["first"]
+    assert seen["memory_status"] == 200
+    # No package of the chat stack was imported on the event loop's thread: an eager `import langchain_core` at the
+    # top of a module the start imports (service.web.app, the routes, the registry, ...) fails here.
+    assert seen["importers"] and "MainThread" not in seen["importers"].values(), seen["importers"]
+    assert seen["last"]["chat"] == "ready", seen["last"]
+    assert {"service.web.chat_routes", "langgraph.graph", "mcp.client.session",
+            "langchain_openai.chat_models"} <= set(seen["at_ready"])

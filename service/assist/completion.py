@@ -15,21 +15,24 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.messages.ai import UsageMetadata
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.assist.context import NodeContext
 from service.llm.fim import FimMode, FimModels, ask_fim, fim_wanted, refuses_fim
 from service.llm.providers import ChatModelFactory, ProviderConfig
-from service.llm.usage import counted
 from service.nodered.redaction import redact_text
 from service.requests import ID_PATTERN, ProviderOverride
 
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    # LangChain loads with the chat stack after the start (service/web/stack.py; issue 33); the OpenAPI document
+    # reads this module's request model at any time.
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage
+    from langchain_core.messages.ai import UsageMetadata
 
 CODE_LIMIT = 20_000         # characters of the code before, and after, the cursor a request may carry
 PREFIX_SHOWN = 6_000        # characters before the cursor shown to the model (the nearest ones)
@@ -121,6 +124,8 @@ def completion_messages(request: CompleteRequest, found: NodeContext) -> list[Ba
     """The system prompt for ``request.kind`` and one human turn: the node context, then the code with
     :data:`CURSOR` where the completion goes (the nearest :data:`PREFIX_SHOWN` characters before it and
     :data:`SUFFIX_SHOWN` after it, secrets redacted)."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
     part = {"onMessage": "On Message", "onStart": "On Start", "onStop": "On Stop"}[request.part]
     system = SystemMessage(SYSTEM.format(language=LANGUAGES[request.kind].replace("{part}", part)
                                          if request.kind == "function" else LANGUAGES[request.kind]))
@@ -221,5 +226,7 @@ async def answer_completion(request: CompleteRequest, found: NodeContext, config
         else:
             report(used)
             return text
+    from service.llm.usage import counted  # LangChain's callbacks: loaded with the chat stack (service/web/stack.py)
+
     messages = completion_messages(request, found)
     return await counted(ask_completion(chat.get(config), messages, config.timeout), report)

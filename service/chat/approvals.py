@@ -138,14 +138,6 @@ class Approvals:
         await self.store.record(owner, [audit_entry(run_id, action, "approve", "policy", message)])
 
 
-@dataclass
-class ApprovalSlot:
-    """Where the app keeps its :class:`Approvals`: ``None`` until opened, and without a memory database (then
-    write tools are not offered and nothing can write)."""
-
-    approvals: Approvals | None = None
-
-
 async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Approvals, Callable[[], Any]]:
     """The approval machinery over the store's database. Returns it and the coroutine function that closes what
     it opened.

@@ -23,11 +23,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.messages.ai import UsageMetadata
-
 from service.llm.providers import ProviderConfig, model_http_client, unready
 
 if TYPE_CHECKING:
+    # LangChain loads with the chat stack after the start (service/web/stack.py); UsageMetadata is a TypedDict.
+    from langchain_core.messages.ai import UsageMetadata
     from openai import AsyncOpenAI
 
 FimMode = Literal["auto", "on", "off"]
@@ -157,6 +157,6 @@ async def ask_fim(model: FimModel, prompt: str, suffix: str,
     used = answer.usage
     if used is None:
         return text, {}
-    usage = UsageMetadata(input_tokens=used.prompt_tokens, output_tokens=used.completion_tokens,
-                          total_tokens=used.total_tokens)
+    usage: UsageMetadata = {"input_tokens": used.prompt_tokens, "output_tokens": used.completion_tokens,
+                            "total_tokens": used.total_tokens}
     return text or "", {answer.model or model.params["model"]: usage}

@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import importlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx2
-from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from service.errors import ServiceError
@@ -19,6 +17,10 @@ from service.nodered.flows import REDACTED, redact_text
 from service.settings import PROVIDERS, Settings
 
 if TYPE_CHECKING:
+    # LangChain is imported with the provider's package when a first model is built (or by the chat stack's
+    # warm-up, service/web/stack.py), not at start (issue 33: cold start).
+    from langchain_core.language_models import BaseChatModel
+
     from service.requests import ProviderOverride
 
 T = TypeVar("T")
@@ -39,7 +41,8 @@ DEFAULT_MODELS = {
 ANTHROPIC_API_URL = "https://api.anthropic.com"
 
 
-# The LangChain package of each provider's chat model, imported when its first model is built.
+# The LangChain package of each provider's chat model, imported when its first model is built (the configured
+# provider's: after the start, with the chat stack, service/web/stack.py).
 PROVIDER_PACKAGES = {"openai": "langchain_openai", "openai-compatible": "langchain_openai",
                      "deepseek": "langchain_deepseek", "google": "langchain_google_genai",
                      "anthropic": "langchain_anthropic", "azure-openai": "langchain_openai"}
@@ -47,16 +50,6 @@ PROVIDER_PACKAGES = {"openai": "langchain_openai", "openai-compatible": "langcha
 # service.settings.PROVIDERS: the ai-config dialog offers these (GET /ai-sidebar/scenarios ``providers``), and a
 # request for another one is ``provider_not_configured.unsupported`` naming them.
 SUPPORTED_PROVIDERS: tuple[str, ...] = tuple(p for p in PROVIDERS if p in PROVIDER_PACKAGES)
-
-
-async def preload(provider: str) -> None:
-    """Import ``provider``'s LangChain package in a worker thread, so that the first answer (of each worker, see
-    ``AI_SIDEBAR_WORKERS``) does not wait for it (langchain-openai with the openai SDK: about 0.7 s of CPU). An
-    unknown provider or a missing package is left to the request, which reports it."""
-    package = PROVIDER_PACKAGES.get(provider)
-    if package is not None:
-        with contextlib.suppress(ImportError):
-            await asyncio.to_thread(importlib.import_module, package)
 
 
 def default_model(settings: Settings, provider: str) -> str | None:
@@ -319,7 +312,7 @@ def _build(config: ProviderConfig, client: httpx2.AsyncClient | None) -> BaseCha
     raise AssertionError(f"unready() let the provider {provider!r} through")
 
 
-M = TypeVar("M", bound=BaseChatModel)
+M = TypeVar("M", bound="BaseChatModel")
 
 
 def chunks_as_dicts(model: M) -> M:

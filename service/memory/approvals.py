@@ -76,6 +76,12 @@ class ApprovalStore:
             await tx.execute("DELETE FROM approval_expired WHERE expired_at <= ?", (now - keep_expired_tokens,))
         return [{"runId": row["run_id"], "kind": row["kind"]} for row in rows]
 
+    async def any_expired(self, now: float) -> bool:
+        """Whether an approval is still pending at its expiry (``expires_at <= now``): one that
+        :meth:`remove_expired` would delete."""
+        return await self._db.fetchone("SELECT 1 AS found FROM approval_runs WHERE status = 'pending' "
+                                       "AND expires_at <= ? LIMIT 1", (now,)) is not None
+
     async def expired_token(self, token_hash: str) -> bool:
         """Whether a resume token's hash is one of a purged approval (:meth:`remove_expired`)."""
         row = await self._db.fetchone("SELECT 1 AS found FROM approval_expired WHERE token_hash = ?", (token_hash,))

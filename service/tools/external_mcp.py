@@ -29,16 +29,16 @@ import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
-
-from mcp.client.streamable_http import streamablehttp_client
-from mcp.types import Tool
+from typing import TYPE_CHECKING, Any
 
 from service.mcp_addresses import AddressPolicy, origin
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.settings import McpServerConfig
 from service.tools.mcp_client import PASS_THROUGH_ENV, McpTools
 from service.tools.mcp_http import pinned_client_factory
+
+if TYPE_CHECKING:
+    from mcp.types import Tool
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,9 @@ def _client(config: McpServerConfig, policy: AddressPolicy | None = None) -> Mcp
         pinned = {} if policy is None else {"httpx_client_factory": pinned_client_factory(policy)}
 
         def transport() -> Any:
+            # The MCP SDK loads with the chat stack after the start (service/web/stack.py; issue 33).
+            from mcp.client.streamable_http import streamablehttp_client
+
             return streamablehttp_client(url, headers=headers, timeout=config.start_timeout, **pinned)
         # Its name in the log is the URL's origin: the path and query may carry a secret, as the headers do.
         return McpTools([origin(url)], {}, config.start_timeout, config.call_timeout, transport=transport,

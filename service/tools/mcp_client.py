@@ -21,20 +21,22 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import jsonschema
-from mcp import ClientSession, McpError, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.shared.message import SessionMessage
-from mcp.types import TextContent, Tool
 
 from service.nodered.messages import DEFAULT_LANGUAGE, english_catalog
 from service.nodered.tooling import ToolFailure, ToolOutput
 from service.nodered.tools import READ_TOOLS
 from service.settings import Settings
 from service.tools.mcp_memory import IN_PROCESS, InProcessServer
+
+if TYPE_CHECKING:
+    # The MCP SDK (about a second of CPU to import) loads with the chat stack after the start (service/web/stack.py;
+    # issue 33), before the first server is started; here only where it is used.
+    import jsonschema
+    from mcp import ClientSession
+    from mcp.types import Tool
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +200,8 @@ class McpTools:
                 raise ToolFailure("invalid_params", key="invalid_params.unknown",
                                   params={"tool": name, "parameter": unknown[0],
                                           "parameters": ", ".join(properties) or "none"})
+            import jsonschema
+
             errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(params), key=lambda e: e.path)
             if errors:
                 first = errors[0]
@@ -226,6 +230,9 @@ class McpTools:
         raise AssertionError("unreachable")
 
     async def _call(self, child: _Child, name: str, params: dict[str, Any], meta: dict | None) -> ToolOutput:
+        from mcp import McpError
+        from mcp.types import TextContent
+
         assert child.session is not None
         request = asyncio.ensure_future(child.session.call_tool(
             name, params, read_timeout_seconds=timedelta(seconds=self._call_timeout), meta=meta))
@@ -281,6 +288,10 @@ class McpTools:
             raise _ChildGone(child.error or "the MCP server exited")
 
     async def _supervise(self, child: _Child) -> None:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.shared.message import SessionMessage
+
         command, *args = self.command
         params = StdioServerParameters(command=command, args=args, env=self._env)
         connect = self._transport or (lambda: stdio_client(params, errlog=sys.stderr))

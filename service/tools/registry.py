@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Literal
-
-from langchain_core.tools import StructuredTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from typing import TYPE_CHECKING, Any, Literal
 
 from service.history.tools import HISTORY_TOOLS
 from service.nodered.compact import MODEL_TOOL_LIMIT
@@ -22,11 +19,17 @@ from service.nodered.messages import Sentence
 from service.nodered.text_budget import bounded
 from service.nodered.tooling import Tool, ToolContext, ToolFailure, ToolOutput
 from service.nodered.tools import EVIDENCE_TOOL_NAMES, READ_TOOLS, WRITE_TOOLS
-from service.tools.external_mcp import ExternalServers
 from service.tools.knowledge_tools import KNOWLEDGE_TOOLS
-from service.tools.mcp_client import McpTools
 from service.tools.memory_tools import MEMORY_TOOLS
 from service.tracing.spans import tool_span
+
+if TYPE_CHECKING:
+    # LangChain and the MCP SDK load with the chat stack after the start (service/web/stack.py; issue 33): the
+    # registry itself is built at start, and read by routes that need neither.
+    from langchain_core.tools import StructuredTool
+
+    from service.tools.external_mcp import ExternalServers
+    from service.tools.mcp_client import McpTools
 
 Permission = Literal["read", "write"]
 
@@ -239,6 +242,8 @@ class ToolRegistry:
         tool runs, and a failure there never reaches ``coroutine``, so the user would not see the call (issue 13).
         With a dict it passes the model's raw arguments on, and :meth:`parse` validates them with the same model.
         """
+        from langchain_core.tools import StructuredTool
+
         description, schema = self.describe(name)
         return StructuredTool.from_function(coroutine=coroutine, name=name, description=description,
                                             args_schema=schema)
@@ -260,6 +265,9 @@ def _json_schema(tool: Tool) -> dict[str, Any]:
     at the first call)."""
     kept = _SCHEMAS.get(id(tool))
     if kept is None or kept[0] is not tool:
+        from langchain_core.tools import StructuredTool
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
         probe = StructuredTool.from_function(coroutine=_unused, name=tool.name, description=tool.description,
                                              args_schema=tool.args)
         kept = _SCHEMAS[id(tool)] = (tool, json.dumps(convert_to_openai_tool(probe)["function"]["parameters"]))

@@ -8,12 +8,13 @@ import hmac
 import json
 import logging
 import sqlite3
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from service.chat.approvals import Approvals, ApprovalSlot, open_approvals
 from service.chat.scenarios import ScenarioCatalog
 from service.errors import ServiceError, error_middleware
 from service.identity import HEADERS_TRUSTED
@@ -23,7 +24,7 @@ from service.knowledge.refresher import KnowledgeRefresher, KnowledgeSlot
 from service.knowledge.router import Router
 from service.llm.fim import FimModels
 from service.llm.prices import PriceTable
-from service.llm.providers import ChatModelFactory, ProviderConfig, preload
+from service.llm.providers import PROVIDER_PACKAGES, ChatModelFactory, ProviderConfig
 from service.memory.approvals import ApprovalStore
 from service.memory.db import MemoryUnavailable, driver_errors, is_postgres_url
 from service.memory.store import MemorySlot, MemoryStore
@@ -46,6 +47,7 @@ from service.web.history_routes import routes as history_routes
 from service.web.keys import (
     APPROVALS,
     CHAT_MODELS,
+    CHAT_STACK,
     EVIDENCE,
     FIM_MODELS,
     HTTP_SESSION,
@@ -66,7 +68,11 @@ from service.web.mcp_grant_routes import routes as mcp_grant_routes
 from service.web.memory_routes import routes as memory_routes
 from service.web.provider_routes import routes as provider_routes
 from service.web.routes import routes
+from service.web.stack import ApprovalSlot, ChatStack, after
 from service.web.usage_routes import routes as usage_routes
+
+if TYPE_CHECKING:
+    from service.chat.approvals import Approvals
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
@@ -151,15 +157,13 @@ async def _evidence(app: web.Application) -> AsyncIterator[None]:
     await subscriber.stop()
 
 
-async def _model_package(app: web.Application) -> AsyncIterator[None]:
-    """Import the chat model package of ``AI_PROVIDER`` in the background once started (see
-    :func:`service.llm.providers.preload`)."""
-    task = asyncio.create_task(preload(app[SETTINGS].provider))
+async def _chat_stack(app: web.Application) -> AsyncIterator[None]:
+    """Import the chat stack, then the chat model package of ``AI_PROVIDER``, in a worker thread from the start on
+    (:class:`service.web.stack.ChatStack`; issue 33): the service answers meanwhile, and the first chat does not
+    wait for all of it."""
+    app[CHAT_STACK].start()
     yield
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await app[CHAT_STACK].close()
 
 
 async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
@@ -169,9 +173,10 @@ async def _mcp_child(app: web.Application) -> AsyncIterator[None]:
     # Started in the background so the service answers /healthz and plain chats at once (importing mcp_server and
     # the handshake take a few hundred milliseconds; a child's start about half a second); a call made before it
     # is up waits for the same start.
-    starting = asyncio.create_task(mcp.start()) if mcp is not None else None
+    # After the chat stack's import, which imports the MCP SDK in its thread; the start would import it on the loop.
+    starting = after(app[CHAT_STACK], mcp.start) if mcp is not None else None
     external = app[TOOLS].external
-    external_start = asyncio.create_task(external.start()) if external else None
+    external_start = after(app[CHAT_STACK], external.start) if external else None
     yield
     if external is not None:
         if external_start is not None and not external_start.done():
@@ -234,32 +239,59 @@ async def _memory(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _approvals(app: web.Application) -> AsyncIterator[None]:
-    """Open the approval machinery (approvals and audit in the memory store, the agent checkpointer beside it),
-    purge expired approvals at start and periodically; close it after. Without a memory store there is none, and
-    write tools are not offered."""
+    """Open the approval machinery (approvals and audit in the memory store, the agent checkpointer beside it) once
+    the chat stack is imported, purge expired approvals then and periodically; close it after. A chat waits for the
+    opening (:meth:`ChatStack.follow`), so a purged token answers approval_expired from the first request on.
+    Without a memory store there is none, and write tools are not offered."""
     store = app[MEMORY].store
     if store is None:
         yield
         return
     settings = app[SETTINGS]
-    failures: tuple[type[Exception], ...] = (OSError, *driver_errors())
+    slot = app[APPROVALS]
+    purging: list[asyncio.Task[None]] = []
+    closing: list[Callable[[], Awaitable[object]]] = []
+
+    async def open_them() -> None:
+        from service.chat.approvals import open_approvals
+
+        failures: tuple[type[Exception], ...] = (OSError, *driver_errors())
+        try:
+            approvals, close = await open_approvals(ApprovalStore(store), settings)
+        except failures as err:
+            log.error("approvals cannot be opened (%s); the assistant will not offer to change flows", err)
+            return
+        closing.append(close)
+        slot.approvals = approvals
+        low, high = APPROVAL_PURGE_INTERVAL
+        purge = _purge(approvals)
+        await purge()  # before the first chat, which waits for this task
+        purging.append(asyncio.create_task(_periodically(min(max(settings.approval_ttl, low), high), purge,
+                                                         at_start=False)))
+
+    opening = after(app[CHAT_STACK], open_them)
+    app[CHAT_STACK].follow(opening)
     try:
-        approvals, close = await open_approvals(ApprovalStore(store), settings)
-    except failures as err:
-        log.error("approvals cannot be opened (%s); the assistant will not offer to change flows", err)
-        yield
-        return
-    app[APPROVALS].approvals = approvals
-    low, high = APPROVAL_PURGE_INTERVAL
-    purge = _purge(approvals)
-    await purge()  # before the first request: a purged token answers approval_expired from the start
-    task = asyncio.create_task(_periodically(min(max(settings.approval_ttl, low), high), purge, at_start=False))
+        if await ApprovalStore(store).any_expired(time.time()):
+            # Purged before the start ends, with their runs' checkpoints (LangGraph's checkpointer): this start
+            # waits for the chat stack (issue 33: only then).
+            await asyncio.shield(opening)
+    except MemoryUnavailable as err:
+        log.warning("expired approvals not looked for at start: %s", err.message)
     yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    app[APPROVALS].approvals = None
-    await close()
+    # Still waiting for the import, nothing is open yet: cancelled. Once opening, it is waited for: cancelled
+    # midway, the checkpointer's connection (an aiosqlite thread, not a daemon) would keep the process from exiting.
+    if not app[CHAT_STACK].warm:
+        opening.cancel()
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await opening
+    for task in purging:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    slot.approvals = None
+    for close in closing:
+        await close()
 
 
 async def _knowledge(app: web.Application) -> AsyncIterator[None]:
@@ -374,9 +406,11 @@ def create_app(settings: Settings) -> web.Application:
                               external=ExternalServers(settings.mcp_servers))
     app[MEMORY] = MemorySlot()
     app[APPROVALS] = ApprovalSlot()
+    app[CHAT_STACK] = ChatStack(then=PROVIDER_PACKAGES.get(settings.provider))
     app[KNOWLEDGE] = KnowledgeSlot()
     app[EVIDENCE] = EvidenceBuffer.from_settings(settings.evidence) if settings.evidence.enabled else None
     app[LIMITER] = StreamLimiter(settings.max_streams_per_user)
+    app.cleanup_ctx.append(_chat_stack)  # first: its thread imports while the others open
     app.cleanup_ctx.append(_http_session)
     app.cleanup_ctx.append(_evidence)
     app.cleanup_ctx.append(_memory)
@@ -384,7 +418,6 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(history_context)
     app.cleanup_ctx.append(_knowledge)
     app.cleanup_ctx.append(_mcp_child)
-    app.cleanup_ctx.append(_model_package)
     app.on_shutdown.append(_close_streams)
     app.on_cleanup.append(_close_models)
     app.add_routes(routes)

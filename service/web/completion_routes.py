@@ -10,14 +10,21 @@ from aiohttp import web
 
 from service.assist.completion import CompleteRequest, answer_completion, clean_completion, completion_config
 from service.assist.context import node_context
-from service.chat.context import ChatDeps
-from service.chat.ledger import over_budget, save_usage
 from service.errors import ServiceError
 from service.identity import request_caller
 from service.llm.providers import ProviderConfig, provider_error
-from service.llm.usage import TurnUsage, turn_usage
 from service.web.disconnect import until_client_leaves
-from service.web.keys import CHAT_MODELS, EVIDENCE, FIM_MODELS, MEMORY, NODERED, PRICES, SCENARIOS, SETTINGS
+from service.web.keys import (
+    CHAT_MODELS,
+    CHAT_STACK,
+    EVIDENCE,
+    FIM_MODELS,
+    MEMORY,
+    NODERED,
+    PRICES,
+    SCENARIOS,
+    SETTINGS,
+)
 from service.web.schemas import parse_body
 
 log = logging.getLogger(__name__)
@@ -44,6 +51,12 @@ async def complete(request: web.Request) -> web.Response:
         raise ServiceError("completion_disabled", status=403)
     body = await parse_body(request, CompleteRequest)
     caller = request_caller(request)
+    # LangChain and the chat's modules load after the start (service.web.stack, issue 33): imported here once ready.
+    await request.app[CHAT_STACK].ready()
+    from service.chat.context import ChatDeps
+    from service.chat.ledger import over_budget, save_usage
+    from service.llm.usage import TurnUsage, turn_usage
+
     deps = ChatDeps(settings=settings, nodered=request.app[NODERED].for_user(caller.token),
                     models=request.app[CHAT_MODELS], scenarios=request.app[SCENARIOS], user_token=caller.token,
                     identity=caller.identity, provider=body.provider, evidence=request.app[EVIDENCE],

@@ -11,7 +11,6 @@ from aiohttp import web
 from service.errors import MESSAGES
 
 if TYPE_CHECKING:
-    from service.chat.approvals import ApprovalSlot
     from service.chat.scenarios import ScenarioCatalog
     from service.knowledge.refresher import KnowledgeSlot
     from service.llm.fim import FimModels
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from service.tools.registry import ToolRegistry
     from service.web.limits import StreamLimiter
     from service.web.sse import EventStream
+    from service.web.stack import ApprovalSlot, ChatStack
 
 # The string annotations name the value types for a type checker without importing them at run time (the app factory
 # imports this module before the modules defining them).
@@ -41,6 +41,7 @@ KNOWLEDGE: web.AppKey[KnowledgeSlot] = web.AppKey("knowledge")
 APPROVALS: web.AppKey[ApprovalSlot] = web.AppKey("approvals")
 EVIDENCE: web.AppKey[EvidenceBuffer | None] = web.AppKey("evidence")
 PRICES: web.AppKey[PriceTable] = web.AppKey("prices")
+CHAT_STACK: web.AppKey[ChatStack] = web.AppKey("chat_stack")
 
-__all__ = ["APPROVALS", "CHAT_MODELS", "EVIDENCE", "FIM_MODELS", "HTTP_SESSION", "KNOWLEDGE", "LIMITER", "MEMORY",
-           "MESSAGES", "NODERED", "PRICES", "SCENARIOS", "SETTINGS", "STREAMS", "TOOLS"]
+__all__ = ["APPROVALS", "CHAT_MODELS", "CHAT_STACK", "EVIDENCE", "FIM_MODELS", "HTTP_SESSION", "KNOWLEDGE", "LIMITER",
+           "MEMORY", "MESSAGES", "NODERED", "PRICES", "SCENARIOS", "SETTINGS", "STREAMS", "TOOLS"]

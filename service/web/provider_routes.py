@@ -8,14 +8,13 @@ import time
 from typing import Any
 
 from aiohttp import web
-from langchain_core.messages import HumanMessage
 
 from service.errors import REQUEST_LANGUAGE, request_language
 from service.llm.endpoints import endpoint_origin, located
 from service.llm.providers import ProviderConfig, default_model, provider_error, unready
 from service.requests import TestProviderRequest
 from service.settings import Settings
-from service.web.keys import CHAT_MODELS, MESSAGES, SETTINGS
+from service.web.keys import CHAT_MODELS, CHAT_STACK, MESSAGES, SETTINGS
 from service.web.schemas import parse_body
 
 routes = web.RouteTableDef()
@@ -57,6 +56,9 @@ async def test_provider(request: web.Request) -> web.Response:
     probe = ProviderConfig(provider=config.provider, model=config.model or default_model(settings, config.provider),
                            api_key=config.api_key, base_url=config.base_url, max_tokens=PROBE_MAX_TOKENS,
                            timeout=seconds)
+    await request.app[CHAT_STACK].ready()  # LangChain loads after the start (service.web.stack, issue 33)
+    from langchain_core.messages import HumanMessage
+
     started = time.monotonic()
     answer: dict[str, Any] = {"provider": config.provider, "model": probe.model, "url": url}
     try:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.health import START_TIMEOUT
+from tests.support.health import START_TIMEOUT, stop_process
 from tests.support.model_server import Reply, ScriptedModelServer
 from tests.support.nodered import (
     NODERED_VERSION,
@@ -131,8 +131,7 @@ class ServiceProcess:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(10)
+            stop_process(self.process)
         self.process = None
 
     def kill(self) -> None:

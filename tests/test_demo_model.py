@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from service.web.app import create_app
+from tests.support.health import stop_process
 from tests.support.nodered import REPO, free_port
 from tests.support.sse import read_events
 
@@ -23,8 +24,7 @@ async def test_the_stand_alone_scripted_model_answers_the_service_with_what_it_r
         response = await client.post("/ai-sidebar/stream-chat", json={"message": "What does a switch node do?"})
         events = await read_events(response)
     finally:
-        server.terminate()
-        server.wait(10)
+        stop_process(server)
     text = "".join(e["content"] for e in events if e["type"] == "token")
     assert text.startswith("(Scripted test model, not a real LLM.)") and "What does a switch node do?" in text
     assert events[-1]["type"] == "done" and not [e for e in events if e["type"] == "error"]

@@ -20,7 +20,7 @@ from service.nodered.settings import NodeRedSettings
 from service.web.app import create_app
 from service.web.keys import LIMITER, STREAMS
 from tests.conftest import SERVICE_TOKEN
-from tests.support.health import START_TIMEOUT, wait_healthy
+from tests.support.health import START_TIMEOUT, STOP_TIMEOUT, wait_healthy
 from tests.support.model_server import Reply
 from tests.support.sse import iter_events, read_events
 
@@ -223,7 +223,7 @@ async def test_service_shutdown_mid_answer_is_clean_and_keeps_the_partial_answer
                     break
             process.send_signal(signal.SIGTERM)
             rest = await response.content.read()
-        assert process.wait(15) == 0
+        assert process.wait(STOP_TIMEOUT) == 0  # a graceful stop: generous on a busy machine
     finally:
         if process.poll() is None:
             process.kill()

@@ -30,7 +30,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from service.settings import Settings
-from tests.support.health import START_TIMEOUT
+from tests.support.health import START_TIMEOUT, stop_process
 from tests.support.nodered import REPO, free_port
 
 BUILD_WHEEL = REPO / "node-red-contrib-ai-sidebar" / "scripts" / "build-wheel.js"
@@ -136,8 +136,7 @@ def test_a_wheel_installed_outside_the_checkout_starts_and_serves_scenarios_in_t
         healthcheck = [str(python), *_healthcheck_command()[1:]]
         assert subprocess.run(healthcheck, cwd=elsewhere, env=env, capture_output=True, timeout=30).returncode == 0
     finally:
-        process.terminate()
-        process.wait(15)
+        stop_process(process)
     assert subprocess.run(healthcheck, cwd=elsewhere, env=env, capture_output=True, timeout=30).returncode != 0
     # The same tools as the checkout's own MCP server lists.
     expected = asyncio.run(_listed_tools([sys.executable, "-m", "mcp_server"], REPO, env))

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sqlite3
 import time
 import urllib.request
 
 import pytest
 from pydantic import SecretStr
 
+from service.errors import ServiceError
 from service.memory.store import MemoryStore
 from service.memory.streams import OpenStreams
 from service.settings import NodeRedSettings, Settings
+from service.web import limits
 from service.web.app import create_app
+from service.web.limits import StreamLimiter
 from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import NodeRed, example_flows, free_port
@@ -164,3 +169,59 @@ async def test_two_replicas_never_both_take_the_last_slot(postgres_url):
     finally:
         for s in stores:
             await s.close()
+
+
+
+async def test_a_stream_waits_out_a_contended_sqlite_file_and_is_counted_across_workers(tmp_path, monkeypatch, caplog):
+    """Two workers on one SQLite file (AI_SIDEBAR_WORKERS): another process holding the write lock past the busy
+    timeout is contention, not a broken database; the stream is asked for again and counted in the file, so that
+    the other worker refuses the same user's next one. Held past the limiter's patience, it is counted alone."""
+    monkeypatch.setattr("service.memory.db.BUSY_TIMEOUT_MS", 100)
+    path = tmp_path / "memory.db"
+    stores = [await MemoryStore.open(path) for _ in range(2)]
+    limiters = [StreamLimiter(1), StreamLimiter(1)]
+    for limiter, store in zip(limiters, stores, strict=True):
+        limiter.share(OpenStreams(store.db))
+    erin = ("user", "erin")
+    other = sqlite3.connect(path, isolation_level=None)  # a third writer: another worker in the middle of a write
+    caplog.set_level(logging.INFO, logger="service.web.limits")
+
+    async def hold(limiter: StreamLimiter, entered: asyncio.Event, release: asyncio.Event) -> None:
+        async with limiter.slot(erin):
+            entered.set()
+            await release.wait()
+
+    async def said(words: str, task: asyncio.Task, entered: asyncio.Event) -> None:
+        while not any(words in record.getMessage() for record in caplog.records):
+            assert not task.done() and not entered.is_set(), "the stream went on without being counted in the file"
+            await asyncio.sleep(0.02)  # polling the log for a state, not waiting a duration
+
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        entered, release = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(hold(limiters[0], entered, release))
+        await said("asking again", task, entered)  # the first attempt waited out the busy timeout
+        other.execute("ROLLBACK")
+        await entered.wait()
+        assert await OpenStreams(stores[1].db).count(erin) == 1
+        with pytest.raises(ServiceError) as refused:
+            async with limiters[1].slot(erin):
+                pass
+        assert refused.value.code == "too_many_requests" and refused.value.status == 429
+        assert not any("not counted across" in record.getMessage() for record in caplog.records)
+        release.set()
+        await task
+        # held for longer than the limiter's patience: the stream goes on, counted in its own process
+        monkeypatch.setattr(limits, "SHARED_PATIENCE", 0.3)
+        other.execute("BEGIN IMMEDIATE")
+        entered, release = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(hold(limiters[1], entered, release))
+        await entered.wait()
+        assert any("not counted across" in record.getMessage() for record in caplog.records)
+        assert limiters[1].open_streams(erin) == 1
+        release.set()
+        await task
+    finally:
+        other.close()
+        for store in stores:
+            await store.close()

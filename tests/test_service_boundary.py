@@ -22,7 +22,7 @@ from mcp_server.settings import McpWriteSettings
 from service.nodered.client import NodeRedClient, NodeRedCredentials, admin_session
 from service.nodered.hosts import HostAllowList, parse_hosts
 from tests.conftest import TEST_API_KEY
-from tests.support.health import START_TIMEOUT, wait_healthy
+from tests.support.health import START_TIMEOUT, stop_process, wait_healthy
 from tests.support.model_server import Reply
 from tests.support.nodered import REPO, NodeRed, free_port, hash_password
 from tests.support.sse import read_events
@@ -43,8 +43,7 @@ def running(args: list[str], env: dict[str, str], log_path: Path, health_url: st
             raise RuntimeError(f"did not start ({err}):\n{log_path.read_text()}") from None
         yield process
     finally:
-        process.terminate()
-        process.wait(15)
+        stop_process(process)
 
 
 # -- the host allow-list ---------------------------------------------------------------------------------------------
@@ -188,8 +187,7 @@ def _mcp_running(port: int, env: dict[str, str], log_path: Path):
             time.sleep(0.1)  # polling a port until it listens: a state, not a fixed wait for a duration
         yield process
     finally:
-        process.terminate()
-        process.wait(15)
+        stop_process(process)
 
 
 # -- item 7: password logins ask for the scope the tools need --------------------------------------------------------

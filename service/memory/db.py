@@ -44,8 +44,22 @@ class MemoryUnavailable(ServiceError):
     """The database cannot be written or read (locked, read-only, disk full, server unreachable): 503
     ``memory_unavailable``."""
 
-    def __init__(self, detail: str):
+    def __init__(self, detail: str, busy: bool = False):
         super().__init__("memory_unavailable", status=503, params={"detail": detail})
+        #: Another connection held a lock past the busy timeout (SQLite's SQLITE_BUSY/SQLITE_LOCKED, PostgreSQL's
+        #: lock_not_available 55P03): the database works and is contended; asking again may succeed.
+        self.busy = busy
+
+
+# SQLite's primary result codes for a lock held elsewhere (https://sqlite.org/rescode.html#busy, #locked).
+_SQLITE_BUSY_CODES = frozenset({5, 6})
+
+
+def sqlite_unavailable(err: sqlite3.Error) -> MemoryUnavailable:
+    """``err`` as :class:`MemoryUnavailable`, ``busy`` when its primary result code says a lock was held elsewhere
+    (``sqlite3.Error.sqlite_errorcode``, Python 3.11+; extended codes keep the primary one in their low byte)."""
+    code = getattr(err, "sqlite_errorcode", None)
+    return MemoryUnavailable(str(err), busy=code is not None and code & 0xFF in _SQLITE_BUSY_CODES)
 
 
 class Transaction(Protocol):
@@ -181,7 +195,7 @@ class SqliteDatabase:
         try:
             return await _read(self._conn, sql, params)
         except sqlite3.Error as err:
-            raise MemoryUnavailable(str(err)) from None
+            raise sqlite_unavailable(err) from None
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         rows = await self.fetchall(sql, params)
@@ -204,7 +218,7 @@ class SqliteDatabase:
                     raise
                 await self._conn.commit()
             except sqlite3.Error as err:
-                raise MemoryUnavailable(str(err)) from None
+                raise sqlite_unavailable(err) from None
 
     async def write(self, statements: Sequence[Statement]) -> None:
         await write_all(self, statements)

@@ -138,7 +138,8 @@ class PostgresDatabase:
             async with self.pool.connection() as conn, conn.transaction():
                 yield _PostgresTransaction(conn)
         except psycopg.Error as err:
-            raise MemoryUnavailable(str(err)) from None
+            # lock_timeout (BUSY_TIMEOUT_MS) passed: SQLSTATE 55P03 lock_not_available
+            raise MemoryUnavailable(str(err), busy=err.sqlstate == "55P03") from None
 
     async def write(self, statements: Sequence[Statement]) -> None:
         await write_all(self, statements)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Hashable
 
@@ -14,6 +15,10 @@ from service.memory.db import MemoryUnavailable
 from service.memory.streams import OpenStreams
 
 log = logging.getLogger(__name__)
+
+# Seconds a stream waits for a contended database to count it across workers and replicas before it is counted in
+# this process alone (each attempt itself waits up to the busy timeout, service.memory.db.BUSY_TIMEOUT_MS).
+SHARED_PATIENCE = 30.0
 
 
 class StreamLimiter:
@@ -37,6 +42,19 @@ class StreamLimiter:
         """Streams of ``user`` open in this process."""
         return self._open[user]
 
+    async def _open_shared(self, shared: OpenStreams, user: tuple[str, str]) -> str | None:
+        """:meth:`OpenStreams.open`, asked again while the database is only contended (``MemoryUnavailable.busy``:
+        another worker or replica held its lock past the busy timeout, as on a busy machine) for up to
+        :data:`SHARED_PATIENCE` seconds; counting alone would let a second stream through."""
+        deadline = time.monotonic() + SHARED_PATIENCE
+        while True:
+            try:
+                return await shared.open(user, self.max_per_user)
+            except MemoryUnavailable as err:
+                if not err.busy or time.monotonic() >= deadline:
+                    raise
+                log.info("open streams: the database is busy (%s), asking again", err.message)
+
     @contextlib.asynccontextmanager
     async def slot(self, user: tuple[str, str]) -> AsyncIterator[None]:
         """Hold one of ``user``'s stream slots (``Identity.principal``) while the block runs.
@@ -47,7 +65,7 @@ class StreamLimiter:
         row = None
         if self.shared is not None:
             try:
-                row = await self.shared.open(user, self.max_per_user)
+                row = await self._open_shared(self.shared, user)
                 if row is None:
                     raise ServiceError("too_many_requests", status=429,
                                        params={"count": await self.shared.count(user)})

@@ -181,3 +181,19 @@ def test_settings_without_what_azure_needs_are_refused_naming_the_setting(missin
     assert problem is not None and problem.code == "provider_not_configured"
     assert setting in problem.message
     assert unready(ProviderConfig.from_settings(Settings.from_env(env))) is None
+
+
+def test_a_deployment_without_a_model_profile_gets_the_gpt_4o_window_and_every_provider_has_one():
+    """Without AI_SIDEBAR_CONTEXT_TOKENS and a model profile, the window comes from the provider's table; Azure's
+    used to fall through to 8,192 and summarized long conversations far too early."""
+    from service.chat.summary import PROVIDER_CONTEXT_TOKENS, context_budget
+    from service.llm.azure import azure_chat_model
+    from service.settings import PROVIDERS
+
+    model = azure_chat_model(endpoint="https://example.openai.azure.com", deployment="our-deployment",
+                             api_version=None, api_key=SecretStr(AZURE_KEY), model=None, timeout=5, client=None,
+                             common={})
+    assert not (getattr(model, "profile", None) or {}).get("max_input_tokens")
+    assert context_budget(model, "azure-openai", None) == 128_000
+    assert context_budget(model, "azure-openai", 4_000) == 4_000
+    assert set(PROVIDERS) <= set(PROVIDER_CONTEXT_TOKENS)

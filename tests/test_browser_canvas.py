@@ -55,6 +55,8 @@ def test_group_disable_and_rename_land_in_the_editor_as_one_undo_step_each(auth_
     for round_ in seen["rounds"]:
         assert round_["after"]["historyDepth"] == round_["before"]["historyDepth"] + 1  # one undo step
         assert round_["after"]["dirty"] and round_["applied"].startswith("Applied in the editor, not deployed")
+        # made in the editor: the approve button says so (set_context and trigger_inject say Ctrl-Z does not undo)
+        assert round_["approveTitle"] == "Make this change in the editor, not deployed (Ctrl-Z undoes it)"
         # Ctrl-Z restores (where the editor draws a node is read below)
         assert round_["undone"] == {**round_["before"], "dirty": round_["undone"]["dirty"],
                                     "drawn": round_["undone"]["drawn"]}

@@ -41,10 +41,12 @@ TokenCounter = Callable[[Iterable[Any]], int]
 
 # Context windows (input tokens) when neither AI_SIDEBAR_CONTEXT_TOKENS nor the model's profile says: the providers'
 # documented windows of their default models (platform.openai.com/docs/models, api-docs.deepseek.com,
-# ai.google.dev/gemini-api/docs/models, docs.anthropic.com/en/docs/about-claude/models); a local OpenAI-compatible
-# server's model is assumed small.
+# ai.google.dev/gemini-api/docs/models, docs.anthropic.com/en/docs/about-claude/models); an Azure OpenAI deployment's
+# model is chosen by its owner, the GPT-4o family's 128,000 the smallest current one
+# (learn.microsoft.com/azure/ai-foundry/openai/concepts/models); a local OpenAI-compatible server's model is assumed
+# small.
 PROVIDER_CONTEXT_TOKENS = {"openai": 128_000, "deepseek": 64_000, "google": 1_048_576, "anthropic": 200_000,
-                           "openai-compatible": 8_192}
+                           "azure-openai": 128_000, "openai-compatible": 8_192}
 # Tokens left for the model's answer when AI_SIDEBAR_ANSWER_TOKENS is not set: an eighth of the budget, at most this
 # (a local server's window holds the answer too: Ollama's num_ctx, llama.cpp's n_ctx).
 ANSWER_RESERVE = 1_024

@@ -73,6 +73,8 @@ editor.runEditorScript(async (page, result) => {
             });
         await editor.waitIdle(page);
         round.card = (await page.locator(".ai-sidebar-approval").last().innerText()).trim();
+        round.approveTitle = await page.locator(".ai-sidebar-approval").last()
+            .locator(".ai-sidebar-approval-approve").getAttribute("title");
         await page.locator(".ai-sidebar-approval").last().locator(".ai-sidebar-approval-approve").click();
         await page.waitForFunction(() => document.querySelector(".ai-sidebar-approval-sent"), null,
             { timeout: 60000 });

@@ -16,6 +16,9 @@
     "use strict";
 
     var NS = "node-red-contrib-ai-sidebar/ai-sidebar:";
+    // Write tools that act on the running Node-RED through the plugin, not in the editor's workspace: Ctrl-Z does
+    // not undo them (service/nodered/tools.py).
+    var RUNTIME_TOOLS = ["set_context", "trigger_inject"];
 
     function t(key, options) {
         return RED._(NS + key, options);
@@ -229,7 +232,10 @@
             }
         }
 
-        var approve = button("approve", "fa-check", t("approval.approve"), t("approval.approveTooltip"), true)
+        // Most changes are made in the editor (one Ctrl-Z); these act on the running Node-RED at once.
+        var runtime = RUNTIME_TOOLS.indexOf(action.tool) >= 0;
+        var approve = button("approve", "fa-check", t("approval.approve"),
+            t(runtime ? "approval.approveTooltipRuntime" : "approval.approveTooltip"), true)
             .on("click", function (event) {
                 event.preventDefault();
                 // All parts ticked: "Approve all", one click, no list; else only the ticked ones.

@@ -438,16 +438,9 @@ class ResumeRequest(BaseModel):
     language: str | None = Field(None, max_length=35)
 
 
-class TokenRequest(BaseModel):
-    """Body of ``POST /ai-sidebar/approvals/{runId}/token``: an empty JSON object (a JSON body, so that a web page
-    cannot send it cross-site)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class RevokeGrantRequest(BaseModel):
-    """Body of ``POST /ai-sidebar/mcp-grants/{grantId}/revoke``: an empty JSON object (a JSON body, so that a web
-    page cannot send it cross-site)."""
+class EmptyBody(BaseModel):
+    """Body of ``POST /ai-sidebar/approvals/{runId}/token`` and ``POST /ai-sidebar/mcp-grants/{grantId}/revoke``: an
+    empty JSON object (a JSON body, so that a web page cannot send it cross-site)."""
 
     model_config = ConfigDict(extra="forbid")
 

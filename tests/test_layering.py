@@ -111,3 +111,13 @@ def test_a_cycle_between_two_modules_of_a_package_breaks_the_acyclic_contract(tm
     done = lint_imports(root, root / "pyproject.toml")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "No cycles are allowed in toy.chat" in done.stdout
+
+
+MAX_MODULE_LINES = 500  # issue 32: one job per module; a longer one is split by job before it grows further
+
+
+def test_no_module_of_the_service_or_the_mcp_server_passes_500_lines():
+    lengths = {str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
+               for package in ("service", "mcp_server") for path in (REPO / package).rglob("*.py")}
+    assert len(lengths) > 100
+    assert {path: n for path, n in lengths.items() if n > MAX_MODULE_LINES} == {}

@@ -39,10 +39,10 @@ from service.nodered.tooling import ToolFailure
 from service.requests import (
     AppliedRequest,
     AssistRequest,
+    EmptyBody,
     ExecuteToolRequest,
     ResumeRequest,
     StreamChatRequest,
-    TokenRequest,
 )
 from service.tools.context import ServiceToolContext
 from service.tools.registry import failure_status
@@ -334,7 +334,7 @@ async def approval_applied(request: web.Request) -> web.Response:
 
 async def approval_token(request: web.Request) -> web.Response:
     """``POST /ai-sidebar/approvals/{runId}/token``, as :func:`service.web.routes.approval_token` describes it."""
-    await parse_body(request, TokenRequest)
+    await parse_body(request, EmptyBody)
     caller = request_caller(request)
     caller.require_write()
     approvals = request.app[APPROVALS].approvals

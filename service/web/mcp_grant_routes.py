@@ -17,7 +17,7 @@ from aiohttp import web
 
 from service.errors import ServiceError
 from service.identity import request_caller
-from service.requests import RevokeGrantRequest
+from service.requests import EmptyBody
 from service.web.keys import SETTINGS
 from service.web.schemas import parse_body
 
@@ -86,7 +86,7 @@ async def revoke_grant(request: web.Request) -> web.Response:
     the caller's: unknown, someone else's, already revoked or expired, or no sign-in database configured), 503
     ``mcp_grants_unavailable``.
     """
-    await parse_body(request, RevokeGrantRequest)
+    await parse_body(request, EmptyBody)
     user = _user(request)
     raw = request.match_info["grantId"]
     async with _grant_store(request) as store:

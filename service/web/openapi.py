@@ -16,12 +16,11 @@ from service.requests import (
     AppliedRequest,
     AssistRequest,
     DocumentUpload,
+    EmptyBody,
     ExecuteToolRequest,
     ResumeRequest,
-    RevokeGrantRequest,
     StreamChatRequest,
     TestProviderRequest,
-    TokenRequest,
 )
 from service.web.history_routes import PinRequest
 from service.web.knowledge_routes import ReindexRequest
@@ -107,7 +106,7 @@ def openapi_document() -> dict[str, Any]:
                            "message": {"type": "string"}}}}},
     }
     for model in (StreamChatRequest, ExecuteToolRequest, ResumeRequest, SearchRequest, SessionCreate, SessionFork,
-                  SessionUpdate, TemplateCreate, ReindexRequest, TokenRequest, RevokeGrantRequest, AssistRequest,
+                  SessionUpdate, TemplateCreate, ReindexRequest, EmptyBody, AssistRequest,
                   AppliedRequest, TestProviderRequest, PinRequest, CompleteRequest, DocumentUpload):
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
@@ -145,7 +144,7 @@ def openapi_document() -> dict[str, Any]:
         "/ai-sidebar/approvals/{runId}/token": {"post": _operation(
             "A fresh resume token for one of the caller's waiting runs (the old one stops working)",
             _json("runId, resumeToken, expiresAt"), 400, 401, 403, 404, 408, 409, 410, 503, parameters=[RUN_ID],
-            body=TokenRequest)},
+            body=EmptyBody)},
         "/ai-sidebar/memory-stats": {"get": _operation("Memory counts for the user", _json("ok"),
                                                        400, 401, 403, 503)},
         "/ai-sidebar/history/{sessionId}": {"get": _operation(
@@ -197,7 +196,7 @@ def openapi_document() -> dict[str, Any]:
             _json("{enabled, grants: [...]}"), 401, 503)},
         "/ai-sidebar/mcp-grants/{grantId}/revoke": {"post": _operation(
             "Revoke one of the caller's MCP grants: its tokens are refused from then on", _json("{revoked}"),
-            400, 401, 404, 503, parameters=[GRANT_ID], body=RevokeGrantRequest)},
+            400, 401, 404, 503, parameters=[GRANT_ID], body=EmptyBody)},
         "/ai-sidebar/flow-history": {"get": _operation(
             "The captured deploys, newest first: rev, time, user when known, origin (assistant, editor), pinned, "
             "counts", _json("{deploys: [...]}"), 400, 401, 503, parameters=[LIMIT, HISTORY_BEFORE])},

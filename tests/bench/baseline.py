@@ -73,6 +73,8 @@ FIGURES: tuple[Figure, ...] = (
       for index, streams in enumerate((50, 100, 200))),
     Figure("prompt tokens / raw pretty-printed JSON tokens", 0, "prompt / raw JSON tokens",
            lambda results: _percent(_path(results, "prompt_size", "prompt_ratio"))),
+    Figure("prompt tokens / raw pretty-printed JSON tokens", 1, "flow block / raw JSON tokens",
+           lambda results: _percent(_path(results, "prompt_size", "flow_ratio"))),
     Figure("memory search over", 0, "memory search p50",
            lambda results: _path(results, "memory_search", "search_ms", "p50")),
     Figure("memory search over", 1, "memory search p99",

@@ -191,9 +191,9 @@ class KnowledgeIndex:
 
     async def schema_version(self) -> int:
         """The knowledge tables' schema version (0 before the first migration)."""
-        row = await (await self._db.execute(
-            "SELECT value FROM knowledge_meta WHERE key = 'schema_version'")).fetchone()
-        return int(row[0]) if row else 0
+        rows = list(await self._db.execute_fetchall(
+            "SELECT value FROM knowledge_meta WHERE key = 'schema_version'"))
+        return int(rows[0][0]) if rows else 0
 
     async def _reader(self) -> aiosqlite.Connection:
         """A read connection of its own for the term statistics' scan (WAL: it does not wait for writes, and
@@ -219,7 +219,7 @@ class KnowledgeIndex:
         if language is not None:
             sql += " AND language = ?"
             params += (language,)
-        rows = await (await self._db.execute(sql, params)).fetchall()
+        rows = await self._db.execute_fetchall(sql, params)
         return {row["source"]: SourceInfo(row["store"], row["language"], row["source"], row["fingerprint"],
                                           json.loads(row["metadata"]), row["chunks"], row["indexed_at"])
                 for row in rows}
@@ -274,9 +274,9 @@ class KnowledgeIndex:
             self.vectors.changed()
 
     async def _delete_chunks(self, store: str, language: str, source: str) -> list[int]:
-        rows = await (await self._db.execute(
+        rows = await self._db.execute_fetchall(
             "SELECT id FROM knowledge_chunks WHERE store = ? AND language = ? AND source = ?",
-            (store, language, source))).fetchall()
+            (store, language, source))
         ids = [row[0] for row in rows]
         if ids:
             await self._db.executemany("DELETE FROM knowledge_chunks_fts WHERE rowid = ?", [(i,) for i in ids])
@@ -316,17 +316,17 @@ class KnowledgeIndex:
 
     async def _ranked(self, scope: str, terms: list[str], operator: str, limit: int) -> list[tuple[int, float]]:
         """``(chunk id, bm25)`` of the best ``limit`` rows of ``scope`` matching ``terms`` joined by ``operator``."""
-        rows = await (await self._db.execute(
+        rows = await self._db.execute_fetchall(
             "SELECT rowid, rank FROM knowledge_chunks_fts WHERE knowledge_chunks_fts MATCH ? AND scope = ? "
-            "ORDER BY rank LIMIT ?", (operator.join(fts_term(t) for t in terms), scope, limit))).fetchall()
+            "ORDER BY rank LIMIT ?", (operator.join(fts_term(t) for t in terms), scope, limit))
         return [(row[0], row[1]) for row in rows]
 
     async def _hits(self, ids: list[int], scores: dict[int, float]) -> list[Hit]:
         """The chunks of ``ids`` in that order, each with its score."""
         if not ids:
             return []
-        rows = await (await self._db.execute(
-            f"SELECT * FROM knowledge_chunks WHERE id IN ({','.join('?' * len(ids))})", ids)).fetchall()
+        rows = await self._db.execute_fetchall(
+            f"SELECT * FROM knowledge_chunks WHERE id IN ({','.join('?' * len(ids))})", ids)
         by_id = {row["id"]: row for row in rows}
         return [_hit(by_id[i], scores.get(i, 0.0)) for i in ids if i in by_id]
 
@@ -344,32 +344,31 @@ class KnowledgeIndex:
         missing = [i for i in scores if i not in by_id]
         if missing:
             marks = ",".join("?" * len(missing))
-            rows = await (await self._db.execute(
+            rows = await self._db.execute_fetchall(
                 f"SELECT *, 0 AS rank FROM knowledge_chunks WHERE id IN ({marks}) AND store = ? AND language = ?",
-                (*missing, store, language))).fetchall()
+                (*missing, store, language))
             by_id.update({row["id"]: _hit(row, 0.0) for row in rows})
         ranked = sorted((i for i in scores if i in by_id), key=lambda i: -scores[i])
         return [Hit(**{**by_id[i].__dict__, "score": scores[i]}) for i in ranked]
 
     async def holds(self, store: str, language: str) -> bool:
         """Whether ``store`` has any chunk in ``language`` (an index never refreshed has none)."""
-        row = await (await self._db.execute(
+        return bool(await self._db.execute_fetchall(
             "SELECT 1 FROM knowledge_sources WHERE store = ? AND language = ? AND chunks > 0 LIMIT 1",
-            (store, language))).fetchone()
-        return row is not None
+            (store, language)))
 
     async def chunks(self, store: str, language: str, source: str) -> list[Hit]:
         """Every chunk of one source, in the order written."""
-        rows = await (await self._db.execute(
+        rows = await self._db.execute_fetchall(
             "SELECT *, 0 AS rank FROM knowledge_chunks WHERE store = ? AND language = ? AND source = ? ORDER BY id",
-            (store, language, source))).fetchall()
+            (store, language, source))
         return [_hit(row, 0.0) for row in rows]
 
     async def stats(self) -> dict[str, Any]:
         """``{store: {"sources": n, "chunks": n, "languages": [...], "indexedAt": newest Unix seconds}}``."""
-        rows = await (await self._db.execute(
+        rows = await self._db.execute_fetchall(
             "SELECT store, COUNT(*) AS sources, SUM(chunks) AS chunks, MAX(indexed_at) AS newest, "
-            "GROUP_CONCAT(DISTINCT language) AS languages FROM knowledge_sources GROUP BY store")).fetchall()
+            "GROUP_CONCAT(DISTINCT language) AS languages FROM knowledge_sources GROUP BY store")
         return {row["store"]: {"sources": row["sources"], "chunks": row["chunks"] or 0,
                                "languages": sorted(filter(None, (row["languages"] or "").split(","))),
                                "indexedAt": row["newest"]} for row in rows}

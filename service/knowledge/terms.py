@@ -78,10 +78,10 @@ class TermStats:
         """
         db = await self._connect()
         try:
-            rows = await (await db.execute(
-                "SELECT term, doc FROM knowledge_chunks_vocab WHERE doc > ? ORDER BY term", (FEW_ROWS,))).fetchall()
-            counted = await (await db.execute("SELECT COUNT(*) FROM knowledge_chunks")).fetchone()
-            total = counted[0] if counted is not None else 0  # COUNT(*) always answers one row
+            rows = await db.execute_fetchall(
+                "SELECT term, doc FROM knowledge_chunks_vocab WHERE doc > ? ORDER BY term", (FEW_ROWS,))
+            counted = list(await db.execute_fetchall("SELECT COUNT(*) FROM knowledge_chunks"))
+            total = counted[0][0] if counted else 0  # COUNT(*) always answers one row
         finally:
             await db.close()
         self._terms = [row[0] for row in rows]

@@ -136,10 +136,10 @@ class EmbeddingIndex:
         """
         import numpy as np
 
-        rows = await (await self._db.execute("SELECT title, text FROM knowledge_chunks")).fetchall()
+        rows = await self._db.execute_fetchall("SELECT title, text FROM knowledge_chunks")
         texts = {text_hash(t): t for t in (embedded_text(row[0], row[1]) for row in rows)}
-        known = {row[0] for row in await (await self._db.execute(
-            "SELECT hash FROM knowledge_embeddings WHERE model = ?", (self.model,))).fetchall()}
+        known = {row[0] for row in await self._db.execute_fetchall(
+            "SELECT hash FROM knowledge_embeddings WHERE model = ?", (self.model,))}
         missing = [(digest, text) for digest, text in texts.items() if digest not in known]
         for start in range(0, len(missing), BATCH):
             batch = missing[start:start + BATCH]
@@ -159,10 +159,10 @@ class EmbeddingIndex:
         """The matrices of every store and language: chunk ids and their unit vectors."""
         import numpy as np
 
-        rows = await (await self._db.execute(
-            "SELECT c.id, c.store, c.language, c.title, c.text FROM knowledge_chunks c")).fetchall()
-        vectors: dict[str, bytes] = {row[0]: row[1] for row in await (await self._db.execute(
-            "SELECT hash, vector FROM knowledge_embeddings WHERE model = ?", (self.model,))).fetchall()}
+        rows = await self._db.execute_fetchall(
+            "SELECT c.id, c.store, c.language, c.title, c.text FROM knowledge_chunks c")
+        vectors: dict[str, bytes] = {row[0]: row[1] for row in await self._db.execute_fetchall(
+            "SELECT hash, vector FROM knowledge_embeddings WHERE model = ?", (self.model,))}
         grouped: dict[tuple[str, str], tuple[list[int], list[np.ndarray]]] = {}
         for chunk_id, store, language, title, text in rows:
             blob = vectors.get(text_hash(embedded_text(title, text)))

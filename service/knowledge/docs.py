@@ -115,11 +115,15 @@ class DocsStore:
         async def found(count: int) -> list[Hit]:
             return await self.index.search(query, STORE, language, count, *words)
 
-        # Read more only when this project's help is among the hits and will move last: a larger limit changes
-        # what a fused (vector) search ranks, so the usual search stays as it was.
-        own = await found(limit)
-        if own_help_last(query, own) != own:
+        # Full-text search alone ranks the same whatever the limit (a larger one only reads further), so it reads
+        # the spare hits at once; a fused (vector) search ranks differently with a larger limit, so it reads more
+        # only when this project's help is among the hits and will move last.
+        if self.index.vectors is None:
             own = await found(limit + OWN_SPARE)
+        else:
+            own = await found(limit)
+            if own_help_last(query, own) != own:
+                own = await found(limit + OWN_SPARE)
         if lexicon is None:
             return own_help_last(query, own)[:limit]
         meant = meanings(query, lexicon.concepts)

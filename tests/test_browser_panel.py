@@ -143,4 +143,5 @@ def test_a_read_only_user_sees_the_knowledge_but_cannot_reindex_or_open_the_pale
     assert USAGE_LINE.match(seen["answer"]["usage"]["text"])
     panel = seen["panel"]
     assert panel["reindexDisabled"] and panel["readOnlyNote"]
-    assert {s["store"] for s in panel["stores"]} == {"docs", "workspace"}
+    # the document library too: a reader keeps private documents (a shared one needs write)
+    assert {s["store"] for s in panel["stores"]} == {"docs", "workspace", "documents"}

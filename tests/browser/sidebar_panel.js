@@ -74,7 +74,9 @@ async function panelParts(page) {
 
 async function openPanel(page) {
     await page.click(".ai-sidebar-knowledge-button");
-    await page.waitForSelector(".ai-sidebar-knowledge-store", { timeout: 15000 });
+    // The index's stores come with GET /ai-sidebar/knowledge; the document library's section (issue 37) is drawn
+    // before that answer, so waiting for any store would read the panel half drawn.
+    await page.waitForSelector('.ai-sidebar-knowledge-store[data-store="docs"]', { timeout: 60000 });
 }
 
 async function panelMode(page, result) {

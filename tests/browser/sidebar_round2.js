@@ -205,6 +205,17 @@ async function conversationState(page) {
     });
 }
 
+// A reopened conversation, once it shows its latest message: content that comes after the history (the usage line
+// under the header shrinking the list) is answered by the sidebar's ResizeObserver a frame later, which a loaded
+// machine can put after one read. The wait ends at the state or after 15 s; the state read then is what is asserted.
+async function reopenedState(page) {
+    await page.waitForFunction(() => {
+        const list = document.querySelector(".ai-sidebar-messages");
+        return list.scrollHeight - list.scrollTop - list.clientHeight < 2;
+    }, null, { timeout: 15000 }).catch(() => {});
+    return conversationState(page);
+}
+
 // Conversations: each keeps its unsent question (also across a reload), a reopened one shows its latest message,
 // and the list closes on Escape or a click outside. Env: QUESTIONS (asked in the first conversation), DRAFTS (one
 // for it, one for a new chat).
@@ -239,7 +250,7 @@ async function conversationsMode(page, result, context, record) {
     await page.click(".ai-sidebar-session[data-session-id='" + first + "'] .ai-sidebar-session-main");
     await page.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length === n,
         questions.length, { timeout: 15000 });
-    result.back = await conversationState(page);
+    result.back = await reopenedState(page);
 
     // Escape and a click outside close the list.
     await page.click(".ai-sidebar-session-button");
@@ -258,8 +269,7 @@ async function conversationsMode(page, result, context, record) {
     await editor.showTab(reloaded, env.TAB_ID);
     await reloaded.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length === n,
         questions.length, { timeout: 15000 });
-    await reloaded.waitForTimeout(300);
-    result.reloaded = await conversationState(reloaded);
+    result.reloaded = await reopenedState(reloaded);
     await editor.screenshot(reloaded, result, "sidebar-conversation-reopened.png");
 
     const before = await editor.sidebarWidth(reloaded);

@@ -4,11 +4,13 @@ the stream pauses with ``approval_required``; ``POST /ai-sidebar/resume`` contin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sqlite3
 import time
 
+import psycopg
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import ElicitResult
@@ -18,6 +20,7 @@ from mcp_server.settings import McpWriteSettings
 from service.chat.approvals import open_approvals
 from service.identity import Identity
 from service.memory.approvals import EXPIRED_TOKENS_KEPT, ApprovalStore
+from service.memory.db import BUSY_TIMEOUT_MS
 from service.memory.store import MemoryStore
 from service.nodered import write_tools
 from service.nodered.client import NodeRedClient, NodeRedError, admin_session
@@ -827,6 +830,45 @@ async def test_a_checkpointer_that_cannot_be_set_up_closes_its_connection(tmp_pa
     finally:
         holder.rollback()
         holder.close()
+        await store.close()
+
+
+async def test_the_checkpointer_setup_on_postgresql_outwaits_an_older_transaction_longer_than_the_lock_timeout(
+        postgres_url, settings):
+    # Two replicas starting on a loaded machine: LangGraph's CREATE INDEX CONCURRENTLY waits for every older
+    # snapshot of the database, here a transaction on a table of its own held open past the pool's 5 s lock timeout.
+    store = await MemoryStore.open(postgres_url)
+    holder = await psycopg.AsyncConnection.connect(postgres_url)
+    opening: asyncio.Task | None = None
+    try:
+        await holder.execute("CREATE TABLE elsewhere (n int)")
+        await holder.commit()
+        await holder.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+        await holder.execute("INSERT INTO elsewhere VALUES (1)")  # a transaction and its snapshot, left open
+        opening = asyncio.create_task(open_approvals(ApprovalStore(store), settings))
+        async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as watcher:
+            deadline = time.monotonic() + 60  # the setup reaches its first index; generous on a busy machine
+            while not await (await watcher.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND "
+                    "query LIKE '%CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'")).fetchone():
+                assert not opening.done(), opening.exception()
+                assert time.monotonic() < deadline, "the setup never waited on the open transaction"
+                await asyncio.sleep(0.05)
+            waited_from = time.monotonic()
+            # The point of the test is a wait longer than BUSY_TIMEOUT_MS: the old setup gave up at it.
+            while time.monotonic() - waited_from < BUSY_TIMEOUT_MS / 1000 + 1:
+                assert not opening.done(), opening.exception()
+                await asyncio.sleep(0.1)
+        await holder.commit()
+        approvals, close = await asyncio.wait_for(opening, 60)
+        assert approvals is not None
+        await close()
+    finally:
+        if opening is not None and not opening.done():
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await opening
+        await holder.close()
         await store.close()
 
 

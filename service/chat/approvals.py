@@ -165,10 +165,15 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
                 # Replicas starting together: the others wait for the one setting up, however long it takes.
                 await conn.execute("SET LOCAL lock_timeout = 0", prepare=False)
                 await conn.execute("SELECT pg_advisory_lock(%s)", (CHECKPOINT_LOCK,))
+            # The setup runs on this connection, with a lock timeout of its own: its CREATE INDEX CONCURRENTLY waits
+            # for every transaction of the database that is older than it, on any table (another replica's, this
+            # service's own), which on a loaded machine outlasts the pool's 5 s.
+            await conn.execute(f"SET lock_timeout = {SETUP_LOCK_TIMEOUT_MS}", prepare=False)
             try:
-                await saver.setup()
+                await AsyncPostgresSaver(conn).setup()  # type: ignore[arg-type]  # dict rows: the pool's kwargs
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (CHECKPOINT_LOCK,))
+                await conn.execute(f"SET lock_timeout = {BUSY_TIMEOUT_MS}", prepare=False)  # back to the pool's
 
         async def nothing() -> None:  # the pool is the store's to close
             return None
@@ -189,6 +194,12 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
 
 # pg_advisory_lock key of the checkpointer's table setup (the ASCII bytes of "aisdckpt").
 CHECKPOINT_LOCK = 0x61697364636B7074
+
+# The lock timeout of the checkpointer's table setup on PostgreSQL, ms. LangGraph's migrations build indexes with
+# CREATE INDEX CONCURRENTLY, which waits until every transaction older than it has ended, whatever table it touches
+# (https://www.postgresql.org/docs/current/sql-createindex.html#SQL-CREATEINDEX-CONCURRENTLY); generous, since a
+# setup that gives up leaves the service without approvals (no write tools) until it restarts.
+SETUP_LOCK_TIMEOUT_MS = 120_000
 
 
 # The channel under which LangGraph's runner stores the exception of a failed task (langgraph/pregel/_runner.py,

@@ -48,7 +48,7 @@ def test_the_dialog_edits_mcp_servers_without_showing_a_secret_and_deploys_them_
                                                 "USERNAME": USERNAME, "PASSWORD": PASSWORD,
                                                 "HEADER_VALUE": TYPED_HEADER, "ENV_VALUE": ENV_VALUE})
         assert "failure" not in seen, seen["failure"]
-        assert seen["pageErrors"] == []
+        assert seen["pageErrors"] == [], seen["pageErrors"]
         for screenshot in seen.get("screenshots", []):
             assert os.path.getsize(screenshot) > 10_000, screenshot
 
@@ -127,7 +127,7 @@ def test_the_sidebar_names_the_chosen_configs_mcp_server_that_cannot_be_reached(
     finally:
         deploy(nodered, token, original)
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     assert "Answered without the wiki." in seen["answer"]
     # (A knowledge_index_building notice may come first: this stack's service has no Node-RED account of its own.)
     (notice,) = [n for n in seen["notices"] if n["code"] == "mcp_server_unavailable"]
@@ -149,7 +149,7 @@ def test_the_dialog_configures_an_azure_deployment_that_then_answers_without_too
                                                       "USERNAME": USERNAME, "PASSWORD": PASSWORD,
                                                       "ENDPOINT": azure.base_url, "API_KEY": azure_key})
             assert "failure" not in seen, seen["failure"]
-            assert seen["pageErrors"] == []
+            assert seen["pageErrors"] == [], seen["pageErrors"]
             for screenshot in seen.get("screenshots", []):
                 assert os.path.getsize(screenshot) > 10_000, screenshot
             # The Azure fields only for Azure OpenAI, with its hints; refused names marked until corrected.

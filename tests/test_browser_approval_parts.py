@@ -51,7 +51,7 @@ def test_a_card_of_twelve_parts_with_three_unticked_applies_the_rest_as_one_undo
         "EDITOR_URL": nodered.url, "TAB_ID": tab["id"], "USERNAME": USERNAME, "PASSWORD": PASSWORD,
         "QUESTION": "Add a chain of six nodes", "UNTICK": "\u201cp6\u201d"})
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen.get("screenshots", []) + seen.get("detailScreenshots", []):
         assert os.path.getsize(screenshot) > 3_000, screenshot
 

@@ -37,7 +37,7 @@ def run_approvals(nodered: NodeRed, mode: str, tab_id: str, **env: str) -> dict[
                                                   "USERNAME": USERNAME, "PASSWORD": PASSWORD, "QUESTION": QUESTION,
                                                   **env})
     assert "failure" not in result, result["failure"]
-    assert result["pageErrors"] == []
+    assert result["pageErrors"] == [], result["pageErrors"]
     for screenshot in result.get("screenshots", []) + result.get("detailScreenshots", []):
         assert os.path.getsize(screenshot) > 3_000, screenshot
     return result
@@ -195,7 +195,7 @@ def test_a_reopened_conversation_shows_its_cards_decisions_sources_and_links_and
                                                 "USERNAME": "", "PASSWORD": "", "QUESTIONS": json.dumps(questions),
                                                 "REASON": "not on this tab, please"})
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 3_000, screenshot
 

@@ -129,7 +129,7 @@ def seen(assist_stack: NodeRed, model_server: ScriptedModelServer) -> dict[str, 
     # What the browser saw, beside the screenshots, for whoever reads a failure.
     (ARTIFACTS / "assist-seen.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     assert "failure" not in result, result["failure"]
-    assert result["pageErrors"] == []
+    assert result["pageErrors"] == [], result["pageErrors"]
     for screenshot in result.get("screenshots", []) + result.get("detailScreenshots", []):
         assert os.path.getsize(screenshot) > 3_000, screenshot
     return result

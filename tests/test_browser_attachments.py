@@ -50,7 +50,7 @@ def test_a_pasted_png_reaches_an_image_model_and_is_refused_for_a_text_only_one(
         deploy(nodered, token, original)
 
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     assert seen["width"] <= 260, seen["width"]
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 2_000, screenshot

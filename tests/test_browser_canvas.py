@@ -47,7 +47,7 @@ def test_group_disable_and_rename_land_in_the_editor_as_one_undo_step_each(auth_
         "PASSWORD": PASSWORD, "WATCH": json.dumps([first, second, third]),
         "QUESTIONS": json.dumps([question for _, _, question in calls])})
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen["screenshots"]:
         assert os.path.getsize(screenshot) > 3_000, screenshot
 
@@ -99,7 +99,7 @@ def test_a_selection_turned_into_a_subflow_lands_in_the_editor_as_one_undo_step(
         "PASSWORD": PASSWORD, "WATCH": json.dumps([function, inject]),
         "QUESTIONS": json.dumps([f"@tools:create_subflow|{json.dumps(args)}"])})
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     [converted] = seen["rounds"]
     assert 'into the subflow "Thrower" (1 inputs, 0 outputs)' in converted["card"]
     before, after = converted["before"], converted["after"]

@@ -106,7 +106,7 @@ def seen(completion_stack, model_server: ScriptedModelServer) -> dict:
     result["requests"] = list(model_server.requests)
     (ARTIFACTS / "completion-seen.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     assert "failure" not in result, (result["failure"], browser.stderr.read() if browser.stderr else "")
-    assert result["pageErrors"] == []
+    assert result["pageErrors"] == [], result["pageErrors"]
     wait_until(lambda: model_server.went_away, "the held model request closed")
     result["wentAway"] = list(model_server.went_away)
     model_server.reset()

@@ -34,7 +34,7 @@ def test_a_document_added_in_the_panel_is_cited_and_after_its_deletion_is_not(au
         "QUESTION": QUESTION})
 
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     assert seen["width"] <= 260, seen["width"]
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 2_000, screenshot

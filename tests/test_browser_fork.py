@@ -36,7 +36,7 @@ def test_a_checkpoint_opens_the_restore_card_and_an_edited_question_forks_the_co
                                            "PASSWORD": PASSWORD, "FIRST": FIRST, "SECOND": SECOND, "EDITED": EDITED})
 
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 3_000, screenshot
 

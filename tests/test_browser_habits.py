@@ -34,7 +34,7 @@ def test_up_recalls_the_question_copy_copies_the_markdown_and_regenerate_answers
                                              "USERNAME": USERNAME, "PASSWORD": PASSWORD})
 
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 3_000, screenshot
     assert "catches errors" in seen["firstAnswer"]

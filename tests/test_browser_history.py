@@ -68,7 +68,7 @@ def run_history(nodered: NodeRed, mode: str, script: str = "sidebar_history.js",
     result = run_browser(script, {"EDITOR_URL": nodered.url, "MODE": mode, "USERNAME": USERNAME,
                                   "PASSWORD": PASSWORD, **env})
     assert "failure" not in result, result["failure"]
-    assert result["pageErrors"] == []
+    assert result["pageErrors"] == [], result["pageErrors"]
     for screenshot in result.get("screenshots", []) + result.get("detailScreenshots", []):
         assert os.path.getsize(screenshot) > 3_000, screenshot
     return result

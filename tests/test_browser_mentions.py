@@ -72,7 +72,7 @@ def test_mentions_slash_commands_and_the_node_menu_with_the_keyboard(auth_stack,
         admin_request(nodered, token, "POST", "/flows", original, {"Node-RED-Deployment-Type": "full"})
 
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     assert seen["width"] <= 260, seen["width"]  # the editor's narrowest sidebar
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 2_000, screenshot

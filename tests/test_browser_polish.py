@@ -35,7 +35,7 @@ def test_axe_finds_nothing_critical_or_serious_in_chat_conversation_list_knowled
                                              "CHANGE": "Please add a debug node named ai-alarms"})
 
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 3_000, screenshot
     assert set(seen["scans"]) == {"chat", "conversations", "knowledge", "approval"}

@@ -53,7 +53,7 @@ def test_node_chips_a_collapsed_flow_a_retry_shown_once_and_a_card_summary_witho
         "RETRY_QUESTION": "How many outputs are used?", "CHANGE": "Please add a debug node named ai-alarms"})
 
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen["screenshots"] + seen["detailScreenshots"]:
         assert os.path.getsize(screenshot) > 3_000, screenshot
 

@@ -32,7 +32,7 @@ def run_setup(nodered: NodeRed, mode: str, tab_id: str, **env: str) -> dict[str,
     result = run_browser("sidebar_setup.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab_id, "MODE": mode,
                                               "USERNAME": USERNAME, "PASSWORD": PASSWORD, **env})
     assert "failure" not in result, result["failure"]
-    assert result["pageErrors"] == []
+    assert result["pageErrors"] == [], result["pageErrors"]
     for screenshot in result.get("screenshots", []) + result.get("detailScreenshots", []):
         assert os.path.getsize(screenshot) > 3_000, screenshot
     return result

@@ -81,7 +81,7 @@ def test_asking_about_the_current_tab_streams_the_answer_into_the_sidebar(nodere
     seen = run_browser("sidebar_chat.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab["id"],
                                            "QUESTION": "explain the current flow", "FINAL_TEXT": "debug sidebar"})
 
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     assert seen["activeTab"] == tab["id"]
     assert answer in seen["finalText"]
     # Text appeared piece by piece while the model was still streaming.
@@ -186,7 +186,7 @@ def run_feature(nodered: NodeRed, mode: str, tab_id: str, **env: str) -> dict[st
     result = run_browser("sidebar_features.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab_id, "MODE": mode,
                                                  "USERNAME": USERNAME, "PASSWORD": PASSWORD, **env})
     assert "failure" not in result, result["failure"]
-    assert result["pageErrors"] == []
+    assert result["pageErrors"] == [], result["pageErrors"]
     for screenshot in result.get("screenshots", []):
         assert os.path.getsize(screenshot) > 10_000, screenshot
     return result
@@ -421,7 +421,7 @@ def run_feature_in_stages(nodered: NodeRed, mode: str, tab_id: str, on_stage: di
     assert process.returncode == 0, errors
     result = json.loads((rest or lines[-1]).strip().splitlines()[-1])
     assert "failure" not in result, result["failure"]
-    assert result["pageErrors"] == []
+    assert result["pageErrors"] == [], result["pageErrors"]
     for screenshot in result.get("screenshots", []):
         assert os.path.getsize(screenshot) > 10_000, screenshot
     return result
@@ -1075,7 +1075,7 @@ def config_dialog(nodered: NodeRed, config: dict[str, Any]) -> Iterator[Callable
     def open_dialog() -> dict[str, Any]:
         seen = run_browser("node_dialogs.js", env)
         assert "failure" not in seen, seen["failure"]
-        assert seen["pageErrors"] == []
+        assert seen["pageErrors"] == [], seen["pageErrors"]
         return seen
 
     deploy(nodered, token, original + [config])

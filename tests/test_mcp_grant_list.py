@@ -130,7 +130,7 @@ async def test_the_panel_at_240_px_lists_the_grants_and_revokes_one_with_the_key
     seen = run_browser("sidebar_mcp_grants.js", {"EDITOR_URL": nodered.url, "USERNAME": USERNAME,
                                                  "PASSWORD": PASSWORD, "CLIENT": "Claude Desktop"})
     assert "failure" not in seen, seen["failure"]
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     for screenshot in seen.get("screenshots", []) + seen.get("detailScreenshots", []):
         assert os.path.getsize(screenshot) > 3_000, screenshot
 

@@ -114,7 +114,7 @@ def test_the_sidebar_shows_the_thoughts_in_a_block_that_closes_when_the_answer_b
     seen = run_browser("sidebar_thinking.js", {"EDITOR_URL": nodered.url, "TAB_ID": tab["id"],
                                                "QUESTION": "explain the current flow", "FINAL_TEXT": "debug sidebar"})
 
-    assert seen["pageErrors"] == []
+    assert seen["pageErrors"] == [], seen["pageErrors"]
     thinking, answered, reopened = seen["thinking"], seen["answered"], seen["reopened"]
     assert thinking["open"] and thinking["thoughtsVisible"] and thinking["label"] == "Thinking…", thinking
     assert thought.startswith(thinking["thoughts"]) and thinking["answerTexts"] in ([], [""]), thinking

@@ -56,7 +56,10 @@ async function openEditor(context, url, record, credentials) {
     record.pageErrors = record.pageErrors || [];
     record.consoleErrors = record.consoleErrors || [];
     record.dialogs = record.dialogs || [];
-    page.on("pageerror", (err) => record.pageErrors.push(String(err)));
+    // The message and where it was thrown (the stack's first frames: whose code, ours or Node-RED's).
+    page.on("pageerror", (err) => record.pageErrors.push(String(err) +
+        (err && err.stack ? "\n" + String(err.stack).split("\n").filter((l) => /^\s+at /.test(l)).slice(0, 6)
+            .join("\n") : "")));
     page.on("console", (message) => {
         if (message.type() === "error") {
             record.consoleErrors.push({ text: message.text(), url: (message.location() || {}).url || "" });

@@ -1223,6 +1223,9 @@ def test_conversations_keep_their_drafts_reopen_at_the_latest_message_and_the_li
     # Back in the first conversation: its draft is back, and it shows its latest message.
     back = seen["back"]
     assert back["draft"] == drafts[0] + "!" and back["scrolls"] and back["atBottom"], back
+    # It stays there when its last answer grows, unless the user clicked inside the list.
+    assert seen["grown"]["atBottom"], seen["grown"]
+    assert not seen["grownAfterClick"]["atBottom"], seen["grownAfterClick"]
     assert not seen["afterEscape"]["drawerOpen"] and not seen["afterClickOutside"]["drawerOpen"]
     # After a reload too.
     reloaded = seen["reloaded"]

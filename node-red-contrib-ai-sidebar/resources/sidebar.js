@@ -393,11 +393,21 @@
         // A conversation opens at its latest message. One loaded while the tab is hidden (a reload with another
         // tab shown, Node-RED 5's stacked sections) has no height to scroll yet: it is scrolled once it has,
         // unless the user scrolled up since.
+        // It stays there while it changes: the list resized (the usage line under the header, the composer growing)
+        // or a message in it grown after it was shown (a button an answer gets once a request returns), until the
+        // user scrolls up or clicks inside it (a tool card they open is not pulled away from them).
         this.pinnedToBottom = true;
+        this.scrolledTo = null;
         this.messages.on("scroll", function () {
-            if (self.messages[0].clientHeight > 0) {
+            var list = self.messages[0];
+            // A scroll event comes a frame later: one that scrollToBottom caused says nothing of the user, and the
+            // list may have grown meanwhile by more than isScrolledToBottom's margin (seen on a loaded machine).
+            if (list.clientHeight > 0 && list.scrollTop !== self.scrolledTo) {
                 self.pinnedToBottom = self.isScrolledToBottom();
             }
+        });
+        this.messages.on("pointerdown", function () {
+            self.pinnedToBottom = false;
         });
         if (window.ResizeObserver) {
             this.resizeObserver = new ResizeObserver(function () {
@@ -406,6 +416,23 @@
                 }
             });
             this.resizeObserver.observe(this.messages[0]);
+            if (window.MutationObserver) {
+                this.messagesObserver = new MutationObserver(function (mutations) {
+                    mutations.forEach(function (mutation) {
+                        Array.prototype.forEach.call(mutation.addedNodes, function (node) {
+                            if (node.nodeType === 1) {
+                                self.resizeObserver.observe(node);
+                            }
+                        });
+                        Array.prototype.forEach.call(mutation.removedNodes, function (node) {
+                            if (node.nodeType === 1) {
+                                self.resizeObserver.unobserve(node);
+                            }
+                        });
+                    });
+                });
+                this.messagesObserver.observe(this.messages[0], { childList: true });
+            }
         }
         this.sessions.drawer.appendTo(body);
         this.knowledgePanel.panel.appendTo(body);
@@ -869,6 +896,7 @@
     AiSidebar.prototype.scrollToBottom = function () {
         var el = this.messages[0];
         el.scrollTop = el.scrollHeight;
+        this.scrolledTo = el.scrollTop;
         this.pinnedToBottom = true;
     };
 
@@ -1368,6 +1396,9 @@
         RED.events.off("flows:loaded", this.linkAnswers);
         if (this.resizeObserver) {
             this.resizeObserver.disconnect();
+        }
+        if (this.messagesObserver) {
+            this.messagesObserver.disconnect();
         }
         this.content.remove();
     };

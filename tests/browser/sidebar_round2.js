@@ -200,7 +200,10 @@ async function conversationState(page) {
             drawerOpen: !!document.querySelector(".ai-sidebar-sessions").offsetParent,
             scrolls: list.scrollHeight > list.clientHeight + 10,
             atBottom: list.scrollHeight - list.scrollTop - list.clientHeight < 2,
-            questions: document.querySelectorAll(".ai-sidebar-message-user").length
+            questions: document.querySelectorAll(".ai-sidebar-message-user").length,
+            // When it is not at the bottom, by how much and of what.
+            list: { scrollHeight: list.scrollHeight, scrollTop: list.scrollTop, clientHeight: list.clientHeight },
+            children: Array.from(list.children).map((child) => child.className + " " + child.offsetHeight)
         };
     });
 }
@@ -214,6 +217,17 @@ async function reopenedState(page) {
         return list.scrollHeight - list.scrollTop - list.clientHeight < 2;
     }, null, { timeout: 15000 }).catch(() => {});
     return conversationState(page);
+}
+
+/** Add a 120 px row at the end of the last answer, as a row that comes after a request would. */
+async function growLastAnswer(page, className) {
+    await page.evaluate((name) => {
+        const answers = document.querySelectorAll(".ai-sidebar-message-assistant");
+        const row = document.createElement("div");
+        row.className = name;
+        row.style.height = "120px";
+        answers[answers.length - 1].appendChild(row);
+    }, className);
 }
 
 // Conversations: each keeps its unsent question (also across a reload), a reopened one shows its latest message,
@@ -251,6 +265,13 @@ async function conversationsMode(page, result, context, record) {
     await page.waitForFunction((n) => document.querySelectorAll(".ai-sidebar-message-user").length === n,
         questions.length, { timeout: 15000 });
     result.back = await reopenedState(page);
+    // A message that grows once it is shown (a row an answer gets when a request returns) keeps the list at its
+    // latest message, unless the user clicked inside the list: what they opened is not pulled away from them.
+    await growLastAnswer(page, "ai-test-late-row");
+    result.grown = await reopenedState(page);
+    await page.locator(".ai-sidebar-message-user").last().click();
+    await growLastAnswer(page, "ai-test-after-click");
+    result.grownAfterClick = await conversationState(page);
 
     // Escape and a click outside close the list.
     await page.click(".ai-sidebar-session-button");

@@ -10,7 +10,8 @@
 
 const assert = require("assert");
 const helpers = require("./helpers");
-const { runSandbox } = require("../plugins/lib/function-sandbox");
+const { spawnSync } = require("child_process");
+const { runSandbox, exitAnswer } = require("../plugins/lib/function-sandbox");
 const { startNodeRed, START_TIMEOUT } = require("./nodered");
 
 describe("function sandbox", function () {
@@ -73,6 +74,22 @@ describe("function sandbox", function () {
             assert.strictEqual(answer.error && answer.error.code, "sandbox_error", code);
             assert.match(answer.error.message, expected, code);
         }
+    });
+
+    it("says why a sandbox process ended without an answer, from the error Node.js printed", function () {
+        // What Node.js prints for an error its own code throws before any handler (an uncaught error with
+        // properties, as a permission refusal is): the message line, the stack, the properties, the version.
+        const crashed = spawnSync(process.execPath, ["-e",
+            "const e = new Error('Access to this API has been restricted'); e.code = 'ERR_ACCESS_DENIED'; throw e;"],
+        { encoding: "utf8" });
+        assert.strictEqual(crashed.status, 1);
+        assert.deepStrictEqual(exitAnswer(crashed.status, crashed.signal, crashed.stderr, 1000).error, {
+            code: "sandbox_error",
+            message: "The sandbox ended (exit code 1) before the code finished: Error: Access to this API has been " +
+                "restricted"
+        });
+        assert.strictEqual(exitAnswer(1, null, "", 1000).error.message,
+            "The sandbox ended (exit code 1) before the code finished.");
     });
 
     it("reports what the code threw", async function () {

@@ -90,8 +90,11 @@ function exitAnswer(code, signal, stderr, timeoutMs) {
     if (signal === "SIGKILL") {
         return errorAnswer("sandbox_timeout", "The code did not finish within " + timeoutMs + " ms and was stopped.");
     }
+    // Why, from what Node.js printed: an uncaught error's "Name: message" line (before its stack and properties).
+    const thrown = /^(?:[A-Za-z]*Error|Error \[[A-Z_]+\]): .+$/m.exec(stderr);
+    const why = thrown ? ": " + thrown[0].trim().slice(0, 300) : ".";
     return errorAnswer("sandbox_error", "The sandbox ended (" + (signal || "exit code " + code) +
-        ") before the code finished.");
+        ") before the code finished" + why);
 }
 
 /**
@@ -173,4 +176,4 @@ function runSandbox(options) {
     });
 }
 
-module.exports = { runSandbox: runSandbox, DEFAULT_TIMEOUT_MS: DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS: MAX_TIMEOUT_MS };
+module.exports = { runSandbox: runSandbox, exitAnswer: exitAnswer, DEFAULT_TIMEOUT_MS: DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS: MAX_TIMEOUT_MS };

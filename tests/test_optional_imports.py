@@ -133,3 +133,67 @@ def test_the_service_answers_healthz_before_it_imports_the_chat_stack_then_warms
     assert seen["last"]["chat"] == "ready", seen["last"]
     assert {"service.web.chat_routes", "langgraph.graph", "mcp.client.session",
             "langchain_openai.chat_models"} <= set(seen["at_ready"])
+
+
+# The start in a fresh interpreter with the warm-up's worker held at the beginning of its import (a finder that waits
+# on the chat routes' module in that thread), and the MCP grants asked for meanwhile: the route opens the MCP
+# server's sign-in database, which imports the MCP SDK the worker imports too. Two threads importing one package at
+# once can meet it half-initialised (an ImportError, seen in a loaded CI run: "cannot import name
+# 'StdioServerParameters' from partially initialized module 'mcp.client.stdio'").
+GRANTS_WHILE_WARMING = """
+import asyncio, json, sys, threading
+import aiohttp
+from aiohttp import web
+
+importers = {}
+release = threading.Event()
+
+class HoldTheWarmUp:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp" and name not in importers:
+            importers[name] = threading.current_thread().name
+        if name == "service.web.chat_routes" and threading.current_thread().name == "chat-stack-import":
+            release.wait(240)
+        return None
+
+sys.meta_path.insert(0, HoldTheWarmUp())
+
+from service.settings import Settings
+from service.web.app import create_app
+
+async def main():
+    runner = web.AppRunner(create_app(Settings.from_env()))
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = "http://127.0.0.1:%d" % runner.addresses[0][1]
+    async with aiohttp.ClientSession() as http:
+        async with http.get(base + "/healthz") as answer:
+            health = await answer.json()
+        grants = asyncio.ensure_future(http.get(base + "/ai-sidebar/mcp-grants"))
+        # Half a second for the route to go ahead on its own (it must not: it waits for the warm-up), then the
+        # warm-up goes on.
+        done, _ = await asyncio.wait({grants}, timeout=0.5)
+        release.set()
+        async with await grants as answer:
+            status, body = answer.status, await answer.json()
+    await runner.cleanup()
+    print(json.dumps({"health": health, "answeredWhileHeld": bool(done), "status": status, "body": body,
+                      "importers": importers}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_mcp_grants_asked_for_while_the_chat_stack_warms_wait_for_its_import_of_the_mcp_sdk(nodered, tmp_path):
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("OTEL_") and key not in ("DATABASE_URL", "AI_SIDEBAR_EMBEDDING_MODEL")}
+    env.update({"AI_PROVIDER": "openai", "OPENAI_API_KEY": TEST_API_KEY, "NODE_RED_URL": nodered.url,
+                "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "AI_SIDEBAR_MCP_AUTH_DB": str(tmp_path / "auth.db")})
+    done = subprocess.run([sys.executable, "-c", GRANTS_WHILE_WARMING], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["health"]["chat"] == "warming", seen["health"]
+    assert not seen["answeredWhileHeld"]
+    assert seen["status"] == 200 and seen["body"] == {"enabled": True, "grants": []}, seen
+    assert seen["importers"] == {"mcp": "chat-stack-import"}, seen["importers"]

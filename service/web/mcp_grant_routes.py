@@ -18,7 +18,7 @@ from aiohttp import web
 from service.errors import ServiceError
 from service.identity import request_caller
 from service.requests import EmptyBody
-from service.web.keys import SETTINGS
+from service.web.keys import CHAT_STACK, SETTINGS
 from service.web.schemas import parse_body
 
 if TYPE_CHECKING:
@@ -37,6 +37,10 @@ async def _grant_store(request: web.Request) -> AsyncIterator[GrantStore | None]
         yield None
         return
     # Imported here: a service without the setting never loads the MCP server's sign-in (the SDK's auth, Starlette).
+    # Not before the chat stack's import is done: it imports the MCP SDK in its worker thread, and the same package
+    # imported by two threads at once can meet itself half-initialised (an ImportError seen on a loaded machine:
+    # "cannot import name 'StdioServerParameters' from partially initialized module 'mcp.client.stdio'").
+    await request.app[CHAT_STACK].imported()
     from mcp_server.auth.store import GrantStore
 
     try:

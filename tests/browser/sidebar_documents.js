@@ -38,7 +38,26 @@ async function closePanel(page) {
     await page.waitForSelector(".ai-sidebar-knowledge", { state: "hidden", timeout: 15000 });
 }
 
+/**
+ * The next file chooser the page opens. Listened to from the script's start: Playwright turns the page's file
+ * chooser interception on when the first listener is added and does not wait for the browser to confirm it, so a
+ * listener added just before the key press could miss a chooser a loaded machine opened first (seen in a CI run).
+ */
+function fileChoosers(page) {
+    const waiting = [];
+    page.on("filechooser", (chooser) => waiting.splice(0).forEach((resolve) => resolve(chooser)));
+    return (timeout) => new Promise((resolve, reject) => {
+        const timer = setTimeout(async () => {
+            const focused = await page.evaluate(() => document.activeElement && document.activeElement.className)
+                .catch(() => "?");
+            reject(new Error("no file chooser within " + timeout + " ms (the focus on: " + focused + ")"));
+        }, timeout);
+        waiting.push((chooser) => { clearTimeout(timer); resolve(chooser); });
+    });
+}
+
 editor.runEditorScript(async (page, result) => {
+    const nextChooser = fileChoosers(page);
     const before = await editor.sidebarWidth(page);
     result.width = await editor.resizeSidebar(page, 240);
     try {
@@ -50,9 +69,9 @@ editor.runEditorScript(async (page, result) => {
         await openPanel(page);
         result.countsBefore = (await page.locator(".ai-sidebar-documents .ai-sidebar-knowledge-counts").innerText())
             .trim();
-        await page.focus(".ai-sidebar-documents-pick");
-        const [chooser] = await Promise.all([page.waitForEvent("filechooser", { timeout: 15000 }),
-            page.keyboard.press("Enter")]);
+        const opened = nextChooser(15000);
+        await page.locator(".ai-sidebar-documents-pick").press("Enter");
+        const chooser = await opened;
         await chooser.setFiles({ name: env.DOC_NAME, mimeType: "text/markdown", buffer: Buffer.from(env.DOC_TEXT) });
         await page.waitForSelector(".ai-sidebar-document", { timeout: 30000 });
         result.listed = await listed(page);

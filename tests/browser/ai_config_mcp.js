@@ -68,10 +68,15 @@ editor.runEditorScript(async (page, result) => {
     await page.click("#node-config-dialog-ok");
     await page.waitForSelector(LIST, { state: "detached", timeout: 15000 });
 
+    // Node-RED answers the deploy before the new flows have started; once started, it tells the editor
+    // ("notification/runtime-deploy" with the new revision).
+    await page.evaluate(() => RED.comms.subscribe("notification/runtime-deploy", (topic, msg) => {
+        window.__aiTestStarted = msg && msg.revision;
+    }));
     await page.click("#red-ui-header-button-deploy");
     await page.waitForFunction(() => !RED.nodes.dirty(), null, { timeout: 20000 });
-    // Node-RED answers the deploy before the new flows have started.
-    await page.waitForTimeout(1500);
+    await page.waitForFunction(() => window.__aiTestStarted && window.__aiTestStarted === RED.nodes.version(), null,
+        { timeout: 30000 });
 
     await page.reload({ waitUntil: "domcontentloaded" });
     await editor.editorReady(page);

@@ -28,7 +28,8 @@ async function send(page, description) {
     // Node-RED's Monaco editor takes the focus back 300 ms after it shows again (editor-client monaco.js
     // "focusMemory"; the panel takes it back at once, resources/assist-panel.js): text typed in that moment lands in
     // the code editor below. CI saw the description typed into the expression editor, then a Send with none.
-    await page.waitForTimeout(400);
+    // Waited for on the page's own timers: one set now with more than 300 ms runs after the editor's.
+    await editor.pageTimers(page, 400);
     await field.fill(description);
     if ((await field.inputValue()) !== description) {
         throw new Error("the description did not reach the assist panel: " + JSON.stringify(await field.inputValue()));

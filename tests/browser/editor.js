@@ -96,15 +96,29 @@ async function editorReady(page) {
     await page.waitForFunction(() => window.RED && RED.workspaces && RED.workspaces.active() &&
         document.querySelector(".ai-sidebar") && !$("#red-ui-loading-progress").is(":visible"), null,
         { timeout: 30000 });
-    await page.waitForTimeout(300);
+    // The prompts' step is a 100 ms timer the editor set when it hid the bar (or just before): a timer of the page set
+    // now with a longer delay runs after it, however late a busy machine runs both.
+    await pageTimers(page, 150);
     for (let i = 0; i < 3; i++) {
         const dialog = page.locator(".red-ui-popover.red-ui-dialog .red-ui-dialog-toolbar button");
         const tour = page.locator(".red-ui-tourGuide-popover");
-        if (await dialog.count()) await dialog.last().click();
-        else if (await tour.count()) await page.keyboard.press("Escape");
-        else break;
-        await page.waitForTimeout(300);
+        let shown;
+        if (await dialog.count()) {
+            shown = ".red-ui-popover.red-ui-dialog";
+            await dialog.last().click();
+        } else if (await tour.count()) {
+            shown = ".red-ui-tourGuide-popover";
+            await page.keyboard.press("Escape");
+        } else break;
+        // Answered: the prompt is gone (the next one, if any, is asked after that).
+        await page.waitForSelector(shown, { state: "hidden", timeout: 15000 });
+        await pageTimers(page, 150);
     }
+}
+
+/** Resolves once a timer of the page set now with `ms` has run: after every page timer set before with less. */
+async function pageTimers(page, ms) {
+    await page.evaluate((delay) => new Promise((resolve) => setTimeout(resolve, delay)), ms);
 }
 
 /** Show a workspace tab and the AI sidebar tab. */
@@ -219,9 +233,43 @@ async function resizeSidebar(page, width) {
     await page.mouse.down();
     await page.mouse.move(startX + (await sidebarWidth(page) - width), y, { steps: 10 });
     await page.mouse.up();
-    await page.waitForTimeout(500);
+    // The editor lays the sidebar out on the drag's events: the width answered is the one that holds for two frames.
+    await page.waitForFunction(() => {
+        const width = Math.round(document.querySelector("#red-ui-sidebar").getBoundingClientRect().width);
+        const same = window.__aiTestSidebarWidth === width;
+        window.__aiTestSidebarWidth = width;
+        return same;
+    }, null, { polling: "raf", timeout: 15000 });
+    await page.evaluate(() => { delete window.__aiTestSidebarWidth; });
     return sidebarWidth(page);
 }
 
+/** Wait until the clipboard holds a text (or cannot be read: the caller reports the error). */
+async function clipboardFilled(page) {
+    await page.waitForFunction(() => navigator.clipboard.readText().then((text) => text !== "", () => true), null,
+        { timeout: 15000 });
+}
+
+/** The depth of the editor's undo history. */
+async function historyDepth(page) {
+    return page.evaluate(() => RED.history.depth());
+}
+
+/** Wait until the editor's undo history is `depth` deep (an edit pushed, or an undo popped). */
+async function waitHistoryDepth(page, depth) {
+    await page.waitForFunction((n) => RED.history.depth() === n, depth, { timeout: 15000 });
+}
+
+/** Wait until the nodes an import made follow the mouse (the view's import-dragging state). */
+async function waitImportDragging(page) {
+    await page.waitForFunction(() => RED.view.state() === RED.state.IMPORT_DRAGGING, null, { timeout: 15000 });
+}
+
+/** Wait until the nodes an import made follow the mouse were dropped: the view is back to its default state. */
+async function waitImportPlaced(page) {
+    await page.waitForFunction(() => RED.view.state() === RED.state.DEFAULT, null, { timeout: 15000 });
+}
+
 module.exports = { launch, runEditorScript, openEditor, login, editorReady, showTab, tabButton, tabButtonRow, sidebarLayout, newChat,
-    waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot, sidebarWidth, resizeSidebar };
+    waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot, sidebarWidth, resizeSidebar, pageTimers,
+    clipboardFilled, historyDepth, waitHistoryDepth, waitImportDragging, waitImportPlaced };

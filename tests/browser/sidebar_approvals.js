@@ -97,8 +97,9 @@ async function approveMode(context, result) {
     // A click on an empty spot of the canvas, as a user would, so that Ctrl-Z reaches the editor's undo.
     const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
     await page.mouse.click(chart.x + 15, chart.y + chart.height - 30);
+    const depth = await editor.historyDepth(page);
     await page.keyboard.press("Control+z");
-    await page.waitForTimeout(300);
+    await editor.waitHistoryDepth(page, depth - 1);
     result.undone = await canvasState(page, env.TAB_ID);
 }
 

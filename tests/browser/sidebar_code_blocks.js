@@ -56,7 +56,7 @@ async function codeBlocksMode(page, result, context) {
     result.noSelection = (await page.locator(".ai-sidebar-flow-status:visible").first().innerText()).trim();
 
     await page.locator(".ai-sidebar-code-copy").first().click();
-    await page.waitForTimeout(300);
+    await editor.clipboardFilled(page);
     result.copied = await page.evaluate(() => navigator.clipboard.readText().catch((err) => "error: " + err));
 
     await page.evaluate((id) => { RED.view.reveal(id, false); RED.view.select(id); }, env.FUNCTION_ID);
@@ -71,13 +71,14 @@ async function codeBlocksMode(page, result, context) {
     });
     result.unchangedWhileShown = await functionState(page, env.FUNCTION_ID);
     await editor.screenshot(page, result, "sidebar-code-put-function-diff.png");
+    const depth = await editor.historyDepth(page);
     await page.click(".ai-sidebar-put-apply");
-    await page.waitForTimeout(300);
+    await editor.waitHistoryDepth(page, depth + 1);
     result.applied = await functionState(page, env.FUNCTION_ID);
     await editor.screenshot(page, result, "sidebar-code-put-function-applied.png");
     // Edit > Undo, as the editor's Ctrl+Z does on the workspace.
     await page.evaluate(() => RED.actions.invoke("core:undo"));
-    await page.waitForTimeout(300);
+    await editor.waitHistoryDepth(page, depth);
     result.undone = await functionState(page, env.FUNCTION_ID);
 
     // Narrow the sidebar by dragging its separator, as a user does.

@@ -47,7 +47,8 @@ async function remoteContentMode(page, result, context, record) {
     await editor.showTab(page, env.TAB_ID);
     await editor.newChat(page);
     await editor.ask(page, env.QUESTION);
-    // Long enough for an image or a stylesheet to be asked for.
+    // Long enough for an image or a stylesheet to be asked for. A duration stays: the check is that no request is
+    // sent, which no event announces (the answer is shown: editor.ask waited for it).
     await page.waitForTimeout(1000);
     result.live = await remoteContentCheck(page, env.MARKER);
     await editor.screenshot(page, result, "sidebar-remote-content.png");
@@ -56,6 +57,7 @@ async function remoteContentMode(page, result, context, record) {
     const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
     await editor.showTab(again, env.TAB_ID);
     await again.waitForSelector(".ai-sidebar-message-assistant .ai-sidebar-text", { timeout: 15000 });
+    // A duration stays (the reloaded answer is shown, waited for above): no remote request must follow.
     await again.waitForTimeout(1000);
     result.reloaded = await remoteContentCheck(again, env.MARKER);
     result.requested = requested;
@@ -124,10 +126,12 @@ async function newChatMode(page, result, context, record) {
     await editor.showTab(page, env.TAB_ID);
     result.firstVisitEmpty = await page.locator(".ai-sidebar-empty").isVisible();
     await editor.newChat(page);
+    // A duration stays: the check is that a new chat asks for no history, which no event announces.
     await page.waitForTimeout(1000);
     result.afterNewChat = history.slice();
     const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
     await editor.showTab(again, env.TAB_ID);
+    // A duration stays: the reopened editor must ask for no history before a question, which no event announces.
     await again.waitForTimeout(1000);
     result.afterReopen = history.slice();
     result.reopenedEmpty = await again.locator(".ai-sidebar-empty").isVisible();

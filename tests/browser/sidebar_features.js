@@ -40,19 +40,20 @@ async function importMode(page, result) {
     result.before = await canvasState(page, env.TAB_ID);
     await page.click(".ai-sidebar-flow-import");
     // Like Node-RED's own import, the nodes follow the mouse until a click on the workspace places them.
+    await editor.waitImportDragging(page);
     const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
     const x = chart.x + chart.width * 0.55;
     const y = chart.y + chart.height * 0.7;
     await page.mouse.move(x - 40, y - 40);
     await page.mouse.move(x, y, { steps: 5 });
     await page.mouse.click(x, y);
-    await page.waitForTimeout(300);
+    await editor.waitImportPlaced(page);
     result.notifications = await notifications(page);
     result.imported = await canvasState(page, env.TAB_ID);
     result.viewState = await page.evaluate(() => RED.view.state());
     await screenshot(page, result, "sidebar-flow-imported.png");
     await page.keyboard.press("Control+z");
-    await page.waitForTimeout(300);
+    await editor.waitHistoryDepth(page, result.imported.historyDepth - 1);
     result.undone = await canvasState(page, env.TAB_ID);
     await screenshot(page, result, "sidebar-flow-import-undone.png");
 }
@@ -64,7 +65,12 @@ async function unknownTypesMode(page, result) {
     result.answer = await editor.ask(page, env.QUESTION);
     result.before = await canvasState(page, env.TAB_ID);
     await page.click(".ai-sidebar-flow-import");
-    await page.waitForTimeout(500);
+    // Refused: the block says why and the editor shows a notification (the refusal comes before any import).
+    await page.waitForFunction(() => {
+        const statuses = document.querySelectorAll(".ai-sidebar-flow-status");
+        return statuses.length && statuses[statuses.length - 1].innerText.trim() !== "" &&
+            document.querySelector("#red-ui-notifications .red-ui-notification");
+    }, null, { timeout: 15000 });
     result.notifications = await notifications(page);
     result.status = (await page.locator(".ai-sidebar-flow-status").last().innerText()).trim();
     result.after = await canvasState(page, env.TAB_ID);
@@ -170,6 +176,7 @@ async function inertHtmlMode(page, result, context, record) {
     await editor.showTab(page, env.TAB_ID);
     await editor.newChat(page);
     await editor.ask(page, env.QUESTION);
+    // A duration stays: what is checked is that nothing ran (an onerror, a script), which no event announces.
     await page.waitForTimeout(500);
     result.live = await inertCheck(page);
     // Clicking every link in the answer must not run anything either.
@@ -177,12 +184,14 @@ async function inertHtmlMode(page, result, context, record) {
     for (let i = 0; i < await links.count(); i++) {
         await links.nth(i).click({ modifiers: [] }).catch(() => {});
     }
+    // A duration stays: nothing must run after the clicks, which no event announces.
     await page.waitForTimeout(300);
     result.afterClicks = await inertCheck(page);
     await screenshot(page, result, "sidebar-inert-html.png");
     const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
     await editor.showTab(again, env.TAB_ID);
     await again.waitForSelector(".ai-sidebar-message-assistant .ai-sidebar-text", { timeout: 15000 });
+    // A duration stays (the answer is shown, waited for above): nothing must run from the reloaded history.
     await again.waitForTimeout(500);
     result.reloaded = await inertCheck(again);
 }
@@ -201,7 +210,7 @@ async function explainMode(page, result) {
     result.visibleBefore = await page.locator(".ai-sidebar").isVisible();
     await page.keyboard.press("Control+g");
     await page.keyboard.press("a");
-    await page.waitForTimeout(300);
+    await page.waitForSelector(".ai-sidebar", { state: "visible", timeout: 15000 });
     result.visibleAfterOpen = await page.locator(".ai-sidebar").isVisible();
     result.actionLabels = await page.evaluate(() => ["ai-sidebar:open-ai-assistant", "ai-sidebar:explain-selection"]
         .map((name) => RED.actions.list().find((a) => a.id === name)).map((a) => a && a.label));
@@ -282,7 +291,7 @@ async function offlineMode(page, result, context) {
         copyButton: !!b.querySelector(".ai-sidebar-status-copy")
     })));
     await page.click(".ai-sidebar-status-command[data-command=run] .ai-sidebar-status-copy");
-    await page.waitForTimeout(300);
+    await editor.clipboardFilled(page);
     result.copiedCommand = await page.evaluate(() => navigator.clipboard.readText().catch((err) => "error: " + err));
     await page.locator(".ai-sidebar").screenshot({ path: path.join(env.OUT_DIR, "sidebar-service-banner.png") });
     result.scenarioVisibleOffline = await page.locator(".ai-sidebar-scenario").isVisible();
@@ -472,17 +481,18 @@ async function highlightMode(page, result, context, record) {
     });
 
     await page.click(".ai-sidebar-flow-copy");
-    await page.waitForTimeout(300);
+    await editor.clipboardFilled(page);
     result.copied = await page.evaluate(() => navigator.clipboard.readText().catch((err) => "error: " + err));
     result.before = await canvasState(page, env.TAB_ID);
     await page.click(".ai-sidebar-flow-import");
+    await editor.waitImportDragging(page);
     const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
     await page.mouse.move(chart.x + chart.width * 0.5, chart.y + chart.height * 0.6, { steps: 5 });
     await page.mouse.click(chart.x + chart.width * 0.5, chart.y + chart.height * 0.6);
-    await page.waitForTimeout(300);
+    await editor.waitImportPlaced(page);
     result.imported = await canvasState(page, env.TAB_ID);
     await page.keyboard.press("Control+z");
-    await page.waitForTimeout(300);
+    await editor.waitHistoryDepth(page, result.imported.historyDepth - 1);
     result.undone = await canvasState(page, env.TAB_ID);
 
     const again = await editor.openEditor(context, env.EDITOR_URL, record, credentials());

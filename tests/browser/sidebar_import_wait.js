@@ -32,13 +32,14 @@ async function mqttState(page, tabId) {
 
 /** Click in the workspace to drop the nodes that follow the mouse after an import, as a user does. */
 async function placeImported(page, across, down) {
+    await editor.waitImportDragging(page);
     const chart = await page.locator("#red-ui-workspace-chart").boundingBox();
     const x = chart.x + chart.width * across;
     const y = chart.y + chart.height * down;
     await page.mouse.move(x - 30, y - 30);
     await page.mouse.move(x, y, { steps: 5 });
     await page.mouse.click(x, y);
-    await page.waitForTimeout(300);
+    await editor.waitImportPlaced(page);
 }
 
 /** The open config-node dialog: its text, and for each row the label and the options offered. */
@@ -64,7 +65,8 @@ async function configDialog(page) {
 async function closeNotifications(page) {
     await page.evaluate(() => document.querySelectorAll("#red-ui-notifications .red-ui-notification")
         .forEach((n) => n.close && n.close()));
-    await page.waitForTimeout(400);
+    await page.waitForFunction(() => !document.querySelector("#red-ui-notifications .red-ui-notification"), null,
+        { timeout: 15000 });
 }
 
 // The same answer imported twice re-uses the broker of the first import; a broker that differs from the
@@ -89,7 +91,8 @@ async function configImportMode(page, result) {
 
     // The same answer again: its broker is the one the first import added, so that one is used, unasked.
     await page.locator(".ai-sidebar-flow-import").last().click();
-    await page.waitForTimeout(300);
+    // Unasked: the import goes on at once (its nodes follow the mouse), with no dialog shown.
+    await editor.waitImportDragging(page);
     result.secondDialog = await configDialog(page);
     await placeImported(page, 0.6, 0.75);
     result.afterSecond = await mqttState(page, env.TAB_ID);
@@ -103,6 +106,8 @@ async function configImportMode(page, result) {
     await page.waitForSelector(".ai-sidebar-config-choice", { timeout: 5000 });
     result.thirdDialog = await configDialog(page);
     await page.click(".ai-sidebar-config-choice-cancel");
+    await page.waitForSelector(".ai-sidebar-config-choice", { state: "hidden", timeout: 15000 });
+    // A duration stays: Cancel must import nothing, which no event announces (the dialog's close is waited for).
     await page.waitForTimeout(500);
     result.afterCancel = await mqttState(page, env.TAB_ID);
     result.viewStateAfterCancel = await page.evaluate(() => RED.view.state());
@@ -238,7 +243,12 @@ async function waitingMode(page, result) {
         "sidebar-waiting-for-model-answer.png");
     // The second wait for the model, after the tool.
     await page.waitForSelector(".ai-sidebar-tool-failed", { timeout: 20000 });
-    await page.waitForTimeout(1200);
+    // Waiting for the model again for a second or more (or already answering).
+    await page.waitForFunction(() => {
+        const answers = document.querySelectorAll(".ai-sidebar-message-assistant");
+        const line = answers[answers.length - 1].querySelector(".ai-sidebar-waiting");
+        return !line || /Waiting for the model.* [1-9]\d* s$/.test(line.innerText.trim());
+    }, null, { timeout: 30000 });
     result.afterTool = await waitingNow(page);
     await editor.detailScreenshot(page.locator(".ai-sidebar-message-assistant").last(), result,
         "sidebar-waiting-after-tool.png");

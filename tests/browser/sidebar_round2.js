@@ -513,9 +513,13 @@ async function recentDebugMode(page, result) {
     result.noneAttached = await page.locator(".ai-sidebar-context-debug-item").count();
 
     await editor.showTab(page, env.TAB_ID);
+    const shown = () => document.querySelectorAll("#red-ui-sidebar .red-ui-debug-msg").length;
+    const already = await page.evaluate(shown);
     for (let i = 0; i < count; i++) {
         await page.evaluate((id) => $.ajax({ url: "inject/" + id, type: "POST" }), env.INJECT_ID);
-        await page.waitForTimeout(150);
+        // One message at a time: the next inject once this one's message is in the Debug sidebar.
+        await page.waitForFunction((n) => document.querySelectorAll("#red-ui-sidebar .red-ui-debug-msg").length >= n,
+            already + i + 1, { timeout: 15000 });
     }
     await page.evaluate(() => RED.sidebar.show("ai-sidebar"));
     await page.waitForFunction((n) => {

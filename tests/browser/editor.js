@@ -233,15 +233,40 @@ async function resizeSidebar(page, width) {
     await page.mouse.down();
     await page.mouse.move(startX + (await sidebarWidth(page) - width), y, { steps: 10 });
     await page.mouse.up();
-    // The editor lays the sidebar out on the drag's events: the width answered is the one that holds for two frames.
-    await page.waitForFunction(() => {
-        const width = Math.round(document.querySelector("#red-ui-sidebar").getBoundingClientRect().width);
-        const same = window.__aiTestSidebarWidth === width;
-        window.__aiTestSidebarWidth = width;
-        return same;
-    }, null, { polling: "raf", timeout: 15000 });
-    await page.evaluate(() => { delete window.__aiTestSidebarWidth; });
+    // The editor sets the width on the drag's events. Node-RED 5 then keeps it in the user's settings
+    // (editor.sidebar.state, RED.settings.set): posted 300 ms later (saveUserSettings), and a page closed before
+    // that would open the next page of the same user at this width. Wait until the runtime holds what the page holds.
+    await sidebarStateSaved(page);
     return sidebarWidth(page);
+}
+
+/**
+ * Wait until the runtime's copy of the user's settings holds the sidebar state the page holds (Node-RED 5 keeps the
+ * sidebar's width and sections there; 4.1 keeps none, and a user without settings.write keeps them in the page only).
+ */
+async function sidebarStateSaved(page) {
+    const deadline = Date.now() + 30000;
+    for (;;) {
+        const saved = await page.evaluate(() => {
+            const local = RED.settings.get("editor.sidebar.state");
+            if (!local || !RED.user.hasPermission("settings.write")) {
+                return true;
+            }
+            return new Promise((resolve) => {
+                $.getJSON("settings/user").then((user) => {
+                    const state = user && user.editor && user.editor.sidebar && user.editor.sidebar.state;
+                    resolve(JSON.stringify(state) === JSON.stringify(local));
+                }, () => resolve(false));
+            });
+        });
+        if (saved) {
+            return;
+        }
+        if (Date.now() > deadline) {
+            throw new Error("the sidebar's state was not saved in the user's settings within 30 s");
+        }
+        await page.waitForTimeout(100);
+    }
 }
 
 /** Wait until the clipboard holds a text (or cannot be read: the caller reports the error). */
@@ -271,5 +296,5 @@ async function waitImportPlaced(page) {
 }
 
 module.exports = { launch, runEditorScript, openEditor, login, editorReady, showTab, tabButton, tabButtonRow, sidebarLayout, newChat,
-    waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot, sidebarWidth, resizeSidebar, pageTimers,
-    clipboardFilled, historyDepth, waitHistoryDepth, waitImportDragging, waitImportPlaced };
+    waitIdle, ask, lastAnswerText, transcript, screenshot, detailScreenshot, sidebarWidth, resizeSidebar, sidebarStateSaved,
+    pageTimers, clipboardFilled, historyDepth, waitHistoryDepth, waitImportDragging, waitImportPlaced };

@@ -20,15 +20,17 @@ import asyncio, json, sys
 from aiohttp import web
 from service.settings import Settings
 from service.web.app import create_app
+from service.web.keys import CHAT_STACK
 
 async def main():
-    runner = web.AppRunner(create_app(Settings.from_env()))
+    app = create_app(Settings.from_env())
+    runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
-    for _ in range(12000):  # until the background import of the provider's package is done (at most 2 minutes)
-        if "langchain_openai.chat_models" in sys.modules:
-            break
-        await asyncio.sleep(0.01)
+    # Until the warm-up (the chat stack, then the provider's package) is done, at most 4 minutes on a loaded machine.
+    # Not until the package's name is in sys.modules (it is from the start of its import): an interpreter that ends
+    # while its daemon thread still imports can abort (SIGABRT, seen in a loaded CI run).
+    await asyncio.wait_for(app[CHAT_STACK].imported(), 240)
     loaded = sorted(sys.modules)
     await runner.cleanup()
     print(json.dumps(loaded))
@@ -176,6 +178,12 @@ async def main():
         release.set()
         async with await grants as answer:
             status, body = answer.status, await answer.json()
+        # The warm-up done before the end: an interpreter that ends while its daemon thread imports can abort.
+        for _ in range(24000):  # at most 4 minutes on a loaded machine
+            async with http.get(base + "/healthz") as answer:
+                if (await answer.json())["chat"] == "ready":
+                    break
+            await asyncio.sleep(0.01)
     await runner.cleanup()
     print(json.dumps({"health": health, "answeredWhileHeld": bool(done), "status": status, "body": body,
                       "importers": importers}))

@@ -9,10 +9,16 @@ const editor = require("./editor");
 
 const env = process.env;
 
+// Opened, and its library read again: the panel lists the documents anew from that answer, replacing the buttons
+// (a button focused before the answer came would be gone, seen in a loaded CI run). The counts of an earlier
+// opening are no sign of it: the list's rows from before are marked, and the list is read once none is left.
 async function openPanel(page) {
-    await page.focus(".ai-sidebar-knowledge-button");
-    await page.keyboard.press("Enter");
-    await page.waitForSelector(".ai-sidebar-documents .ai-sidebar-knowledge-counts:not(:empty)", { timeout: 30000 });
+    await page.evaluate(() => document.querySelectorAll(".ai-sidebar-documents-list > *")
+        .forEach((row) => row.setAttribute("data-ai-test-stale", "")));
+    await page.locator(".ai-sidebar-knowledge-button").press("Enter");
+    await page.waitForFunction(() => !document.querySelector(".ai-sidebar-documents-list > [data-ai-test-stale]") &&
+        document.querySelector(".ai-sidebar-documents .ai-sidebar-knowledge-counts").textContent.trim() !== "",
+    null, { timeout: 30000 });
 }
 
 async function listed(page) {

@@ -250,6 +250,15 @@ def test_a_message_naming_a_tab_or_subflow_of_the_workspace_is_routed_to_it_too(
     assert router.classify("explain x", "en-US", names) is None  # a one-character label names nothing
 
 
+def test_a_question_about_the_users_own_tab_is_routed_to_the_workspace_too():
+    """A CI run answered "What does my big tab do?" from the catch, status and debug help alone (they mention
+    "the same tab"): the user's tab, named by what they call it rather than its label, was never looked at."""
+    router = Router(Lexicons(LOCALES))
+    assert router.classify("What does my big tab do, step by step?", "en-US") is Route.BOTH
+    assert router.classify("what does this subflow do", "en-US") is Route.BOTH
+    assert router.classify("Which node reports errors from the same tab?", "en-US") is Route.DOCS
+
+
 # German separable verbs put their particle at the end of the clause, after the whole object (the eval's "Füge …
 # einen delay-Node … hinzu" had 90 characters between the two); each write verb's long form is a change, in the
 # du and the Sie form. A particle in the next sentence, or a verb without its particle, is not.

@@ -47,7 +47,8 @@ def deployed(large_nodered) -> list[dict]:
 async def large_client(aiohttp_client, large_nodered, model, tmp_path):
     settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=large_nodered.url),
                         openai_base_url=model.base_url,
-                        openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
+                        openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
+                        knowledge_refresh=0)
     return await aiohttp_client(create_app(settings))
 
 

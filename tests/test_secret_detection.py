@@ -19,6 +19,7 @@ import pytest
 from service.nodered.flows import REDACTED, redact_text, strip_secrets
 from service.settings import NodeRedSettings, Settings
 from service.web.app import create_app
+from service.web.keys import KNOWLEDGE
 from tests.conftest import SERVICE_SECRET, TEST_API_KEY
 from tests.support.model_server import Reply
 from tests.support.nodered import EXAMPLES_DIR, NODERED_HOME, REPO, NodeRed, free_port
@@ -368,8 +369,10 @@ async def test_planted_secrets_reach_neither_model_nor_stream_nor_mcp_nor_databa
     node_ids = [node["id"] for node in planted_flows()[1:]]
     settings = Settings(token=SERVICE_SECRET, nodered=NodeRedSettings(url=planted_nodered.url),
                         openai_base_url=model.base_url,
-                        openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False)
+                        openai_api_key=TEST_API_KEY, memory_db_path=tmp_path / "memory.db", mcp_tools_enabled=False,
+                        knowledge_refresh=0)
     client = await aiohttp_client(create_app(settings))
+    await client.server.app[KNOWLEDGE].refresher.refresh()  # the workspace index is in the database checked below
     model.script(Reply(text="It calls an API."),
                  Reply(tool_calls=[{"name": "get_node_info", "arguments": {"node_ids": node_ids}}]),
                  Reply(text="These nodes fetch items."),

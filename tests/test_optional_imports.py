@@ -45,17 +45,28 @@ OPTIONAL = ("langchain_anthropic", "anthropic", "langchain_google_genai", "googl
             "grandalf", "pypdf")
 
 
-def test_a_default_start_loads_the_configured_provider_and_none_of_the_optional_parts(nodered, model_server,
-                                                                                        tmp_path):
+def default_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what loads optional parts (OTEL_* variables, DATABASE_URL, an embedding
+    model), the OpenAI provider configured with the test key, and ``extra``."""
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("OTEL_") and key not in ("DATABASE_URL", "AI_SIDEBAR_EMBEDDING_MODEL")}
-    env.update({"AI_PROVIDER": "openai", "OPENAI_API_KEY": TEST_API_KEY, "OPENAI_BASE_URL": model_server.base_url,
-                "NODE_RED_URL": nodered.url, "MEMORY_DB_PATH": str(tmp_path / "memory.db")})
-    done = subprocess.run([sys.executable, "-c", START], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=240)
+    return {**env, "AI_PROVIDER": "openai", "OPENAI_API_KEY": TEST_API_KEY, **extra}
+
+
+def run_start(script: str, env: dict[str, str]) -> dict | list:
+    """Run ``script`` in a fresh interpreter in the repository (at most 5 minutes: a loaded machine's start), assert
+    it ended well and return the JSON it printed last."""
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "langchain_openai.chat_models" in loaded, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_default_start_loads_the_configured_provider_and_none_of_the_optional_parts(nodered, model_server,
+                                                                                        tmp_path):
+    loaded = run_start(START, default_env(OPENAI_BASE_URL=model_server.base_url, NODE_RED_URL=nodered.url,
+                                          MEMORY_DB_PATH=str(tmp_path / "memory.db")))
+    assert "langchain_openai.chat_models" in loaded
     assert [m for m in loaded if any(m == name or m.startswith(name + ".") for name in OPTIONAL)] == []
 
 
@@ -119,14 +130,7 @@ asyncio.run(main())
 
 
 def test_the_service_answers_healthz_before_it_imports_the_chat_stack_then_warms_it_in_a_thread(nodered, tmp_path):
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("OTEL_") and key not in ("DATABASE_URL", "AI_SIDEBAR_EMBEDDING_MODEL")}
-    env.update({"AI_PROVIDER": "openai", "OPENAI_API_KEY": TEST_API_KEY, "NODE_RED_URL": nodered.url,
-                "MEMORY_DB_PATH": str(tmp_path / "memory.db")})
-    done = subprocess.run([sys.executable, "-c", NOTED_START], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_start(NOTED_START, default_env(NODE_RED_URL=nodered.url, MEMORY_DB_PATH=str(tmp_path / "memory.db")))
     assert seen["first"]["status"] == "ok" and seen["first"]["chat"] in ("warming", "ready"), seen["first"]
     assert seen["memory_status"] == 200
     # No package of the chat stack was imported on the event loop's thread: an eager `import langchain_core` at the
@@ -193,14 +197,9 @@ asyncio.run(main())
 
 
 def test_the_mcp_grants_asked_for_while_the_chat_stack_warms_wait_for_its_import_of_the_mcp_sdk(nodered, tmp_path):
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("OTEL_") and key not in ("DATABASE_URL", "AI_SIDEBAR_EMBEDDING_MODEL")}
-    env.update({"AI_PROVIDER": "openai", "OPENAI_API_KEY": TEST_API_KEY, "NODE_RED_URL": nodered.url,
-                "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "AI_SIDEBAR_MCP_AUTH_DB": str(tmp_path / "auth.db")})
-    done = subprocess.run([sys.executable, "-c", GRANTS_WHILE_WARMING], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_start(GRANTS_WHILE_WARMING, default_env(NODE_RED_URL=nodered.url,
+                                                       MEMORY_DB_PATH=str(tmp_path / "memory.db"),
+                                                       AI_SIDEBAR_MCP_AUTH_DB=str(tmp_path / "auth.db")))
     assert seen["health"]["chat"] == "warming", seen["health"]
     assert not seen["answeredWhileHeld"]
     assert seen["status"] == 200 and seen["body"] == {"enabled": True, "grants": []}, seen

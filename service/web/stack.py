@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 # (LangChain, LangGraph); the MCP SDK's client, which the service's own MCP server and the user's servers use.
 CHAT_STACK_MODULES = ("service.web.chat_routes", "mcp.client.session", "mcp.client.stdio",
                       "mcp.client.streamable_http")
+# Seconds a stop waits for an import under way (ChatStack.close): about 2 s on a quiet 2-core machine, several times
+# that on a loaded one.
+CLOSE_WAIT = 20.0
 
 
 class ChatStack:
@@ -130,11 +133,23 @@ class ChatStack:
         self.seconds = time.monotonic() - began
         log.info("chat stack imported in %.2f s", self.seconds)
 
-    async def close(self) -> None:
-        """Stop waiting for the import (its daemon thread ends with the process; what it imported stays)."""
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-        self._task = None
+    async def close(self, wait: float = CLOSE_WAIT) -> None:
+        """Let an import under way finish, for at most ``wait`` seconds, then stop waiting for it (what it imported
+        stays).
+
+        A service stopped in its first seconds would otherwise end its interpreter while the daemon thread still
+        imports, and CPython can abort then (SIGABRT at finalisation, seen in a loaded CI run); an import that
+        outlasts ``wait`` (a hung file system) is left to the process's end as before.
+        """
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), wait)
+        except Exception:  # noqa: BLE001 - TimeoutError, or the import's own failure: nobody waits for it now
+            pass
+        finally:
+            task.cancel()
 
 
 @dataclass(eq=False)

@@ -4,11 +4,16 @@ the one graph each see their own tools, stream and answer; a run of another shap
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import langsmith
+
 from service.chat import agent_cache
+from service.chat.trace_hooks import inline_unless_tracing
 from service.web.app import create_app
 from tests.support.model_server import Reply
 from tests.support.sse import read_events
@@ -124,3 +129,49 @@ async def test_runs_of_one_app_share_a_graph_and_the_cache_keeps_the_last_shapes
     assert len(compiled) == 3 and agent_cache.cached_graphs() == 2
     await read_flow(apps[0])  # the oldest shape was let go: compiled again
     assert len(compiled) == 4 and agent_cache.cached_graphs() == 2
+
+
+class RecordingExecutor(ThreadPoolExecutor):
+    """The event loop's default executor, noting the name of each function handed to it (run_in_executor)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=4)
+        self.names: list[str] = []
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+        inner = getattr(fn, "args", ())  # LangSmith hands over partial(ctx.run, func, ...)
+        target = inner[0] if inner else fn
+        self.names.append(getattr(target, "__name__", None) or getattr(getattr(target, "func", None), "__name__", "?"))
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_an_agent_turn_runs_its_middleware_hooks_without_handing_langsmith_records_to_threads(
+        aiohttp_client, settings, nodered, model):
+    """LangChain wraps each middleware hook in LangSmith's traceable, which hands its run record's set-up and end to
+    the default executor, tracing or not (service/chat/trace_hooks.py); with tracing off they stay on the loop."""
+    tab = nodered.tabs()[0]
+    executor = RecordingExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+    client = await aiohttp_client(create_app(settings))
+    model.script(Reply(tool_calls=[{"name": "get_flow", "arguments": {"flow_id": tab["id"]}}]),
+                 Reply(text=f"Flow {tab['id']} is read."))
+    events = await chat(client, f"Check my flow {tab['id']} for problems")
+    assert [e["type"] for e in events if e["type"].startswith("tool")] == ["tool_call", "tool_result"]
+    assert "".join(e["content"] for e in events if e["type"] == "token") == f"Flow {tab['id']} is read."
+    assert not [name for name in executor.names if name in ("_setup_run", "_handle_container_end", "_on_run_end")]
+
+
+async def test_with_langsmith_tracing_on_the_records_go_to_langsmiths_thread_as_before():
+    handed: list[Any] = []
+
+    async def default(ctx: contextvars.Context, func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        handed.append(func)
+        return await asyncio.to_thread(ctx.run, func, *args, **kwargs)
+
+    assert await inline_unless_tracing(default, contextvars.copy_context(), threading.get_ident) == \
+        threading.get_ident()
+    assert handed == []
+    with langsmith.tracing_context(enabled=True):
+        traced = contextvars.copy_context()
+    assert await inline_unless_tracing(default, traced, threading.get_ident) != threading.get_ident()
+    assert handed == [threading.get_ident]

@@ -35,6 +35,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from service.chat import trace_hooks
+
+# The hooks of the graphs compiled here run without LangSmith's thread hops while it does not trace.
+trace_hooks.install()
+
 MAX_GRAPHS = 16
 
 # The hooks create_agent looks for (factory.py compares each with AgentMiddleware's own), with their parameters.

@@ -186,6 +186,15 @@ class NodeRed:
         if self.context_storage:
             settings["contextStorage"] = self.context_storage
         (self.userdir / "settings.js").write_text(f"module.exports = {json.dumps(settings, indent=2)};\n")
+        # The editor's rotating tips off for every user ("_" is the anonymous one): Node-RED 5 starts their first
+        # tip's 1 s timer from RED.userSettings.init(), before RED.keyboard.init's callback builds the Info sidebar
+        # that holds the tip box; on a loaded machine the keymap arrives later than that, and the timer throws
+        # "Cannot read properties of undefined (reading 'html')" in the page (red.js, sidebar/info tips.setTip; seen
+        # in a loaded CI run). Written once: a restart on the same user dir keeps what the editor saved since.
+        users = self.userdir / ".config.users.json"
+        if not users.exists():
+            names = ["_", *(user["username"] for user in (self.admin_auth or {}).get("users", []))]
+            users.write_text(json.dumps({name: {"editor": {"view": {"view-show-tips": False}}} for name in names}))
         packages = [PALETTE] if self.with_palette else []
         packages += [CONTRIB_DIR / name for name in CONTRIB_MODULES] if self.with_contrib else []
         for package in packages:

@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 
 from service.history.diff import counts
-from service.history.snapshot import kept
+from service.history.snapshot import split
 from service.history.store import HistoryStore
 from service.memory.db import MemoryUnavailable
 from service.nodered import write_tools
@@ -106,14 +106,15 @@ class Capture:
         rev = answer.get("rev")
         if not isinstance(rev, str) or (self._last is not None and self._last[0] == rev):
             return rev
-        flows = kept(answer.get("flows") or [])  # as stored, so that the counts compare like with like
+        cut = split(answer.get("flows") or [])
+        flows = cut.kept()  # as stored, so that the counts compare like with like
         own = self._own.pop(rev, None)
         if await self.store.has(rev):
             if own is not None:
                 await self.store.mark_assistant(rev, own[0], own[1])
         else:
             previous = self._last[1] if self._last is not None else await self._latest_flows()
-            stored = await self.store.save(rev, flows, origin="assistant" if own else "editor",
+            stored = await self.store.save(rev, cut, origin="assistant" if own else "editor",
                                            user=own[0] if own else None, detail=own[1] if own else None,
                                            counts=counts(previous, flows) if previous is not None else None)
             if stored:

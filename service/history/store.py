@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from service.history.snapshot import join, split
+from service.history.snapshot import Cut, join, split
 from service.memory.db import Database
 
 Origin = Literal["assistant", "editor", "api"]
@@ -92,13 +92,15 @@ class HistoryStore:
         """Whether ``rev`` is captured."""
         return await self.db.fetchone("SELECT rev FROM flow_history_snapshots WHERE rev = ?", (rev,)) is not None
 
-    async def save(self, rev: str, flows: list[dict[str, Any]], *, origin: Origin, user: str | None = None,
+    async def save(self, rev: str, flows: list[dict[str, Any]] | Cut, *, origin: Origin, user: str | None = None,
                    counts: dict[str, int] | None = None, detail: dict[str, Any] | None = None,
                    at: float | None = None) -> bool:
-        """Store the flows of ``rev``; the parts already stored are not written again. ``counts`` ``None``: the
+        """Store the flows of ``rev`` (as read, or already cut by :func:`~service.history.snapshot.split`: each object
+        is kept before it is stored); the parts already stored are not written again. ``counts`` ``None``: the
         first state captured (:attr:`Snapshot.first`). Returns whether this call stored it (``False``: another
         replica or an earlier call had)."""
-        manifests, parts = split(flows)
+        cut = flows if isinstance(flows, Cut) else split(flows)
+        manifests, parts = cut.manifests, cut.parts
         known = await self._known(list(parts))
         async with self.db.transaction() as tx:
             for key, body in parts.items():

@@ -12,6 +12,7 @@ below the trigram's three). Trigram does better on German compounds (Systembefeh
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -54,9 +55,24 @@ def query_terms(text: str, stopwords: Iterable[str] = (), kept: Iterable[str] = 
     A single digit alone would match nearly everything and is left out, but after a word it is kept as a phrase of
     the two (``"flow 2"``, see :func:`is_phrase`): the editor names new tabs "Flow 1", "Flow 2" … and debug nodes
     "debug 1" …, so "what does Flow 2 do?" must find that tab and not every tab."""
+    return list(_query_terms(text, _frozen(stopwords), _frozen(kept)))
+
+
+def _frozen(words: Iterable[str]) -> frozenset[str]:
+    return words if isinstance(words, frozenset) else frozenset(words)
+
+
+@functools.lru_cache(maxsize=256)
+def _as_indexed(words: frozenset[str]) -> frozenset[str]:
+    """``words`` as the terms they are indexed as, casefolded (a CJK word as its bigrams); made once per word list
+    (a language's stopwords: a few hundred words, asked for by every grade of every hit)."""
+    return frozenset(term.casefold() for word in words for term in _WORD.findall(search_text(word)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_terms(text: str, stopwords: frozenset[str], kept: frozenset[str]) -> tuple[str, ...]:
     # A CJK stopword is skipped as the bigrams it is indexed as.
-    skip = {term.casefold() for word in stopwords for term in _WORD.findall(search_text(word))}
-    keep = {term.casefold() for word in kept for term in _WORD.findall(search_text(word))}
+    skip, keep = _as_indexed(stopwords), _as_indexed(kept)
     terms: list[str] = []
     previous = ""
     for word in _WORD.findall(search_text(text)):
@@ -69,7 +85,7 @@ def query_terms(text: str, stopwords: Iterable[str] = (), kept: Iterable[str] = 
         previous = "" if folded.isdigit() or grammar else folded  # a stopword may still name a thing: "node 2"
         if term and term not in terms:
             terms.append(term)
-    return terms[:MAX_QUERY_TERMS]
+    return tuple(terms[:MAX_QUERY_TERMS])
 
 
 def is_phrase(term: str) -> bool:

@@ -53,6 +53,8 @@ def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "nodered: the test talks to a real Node-RED (run on every supported version)")
     config.addinivalue_line("markers", "browser: the test drives the editor in Chromium (tests/test_browser_*.py)")
     config.addinivalue_line("markers", "postgres: the test starts (or shares) a real PostgreSQL server")
+    config.addinivalue_line("markers", "knowledge_refresh: the test's app may refresh the knowledge index in the "
+                                       "background (see the aiohttp_client fixture)")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -118,13 +120,23 @@ def settings(nodered, model, tmp_path) -> Settings:
 
 
 @pytest.fixture
-def aiohttp_client(aiohttp_client):
+def aiohttp_client(aiohttp_client, request):
     """pytest-aiohttp's ``aiohttp_client``, sending ``Authorization: Bearer <AI_SIDEBAR_TOKEN>`` by default to an
     app built with a token, as the plugin does; a test that passes ``headers=`` of its own (e.g. to leave the token
-    out) sends those instead."""
+    out) sends those instead.
+
+    An app whose knowledge index would refresh in the background (``knowledge_refresh`` above 0) fails the test
+    unless it is marked ``knowledge_refresh``: the background build races the chat's routing (what a question
+    retrieves then depends on which comes first; stop 48's CI failure). Tests build the index where they ask
+    (``app[KNOWLEDGE].refresher.refresh()``)."""
     async def make(app, *args, **kwargs):
-        if isinstance(app, web.Application) and SETTINGS in app and app[SETTINGS].token is not None:
-            kwargs.setdefault("headers", {"Authorization": f"Bearer {app[SETTINGS].token.get_secret_value()}"})
+        if isinstance(app, web.Application) and SETTINGS in app:
+            if app[SETTINGS].knowledge_refresh > 0 and request.node.get_closest_marker("knowledge_refresh") is None:
+                pytest.fail("the app refreshes the knowledge index in the background (knowledge_refresh "
+                            f"{app[SETTINGS].knowledge_refresh:g} s): pass knowledge_refresh=0 and refresh where the "
+                            "test needs it, or mark the test knowledge_refresh")
+            if app[SETTINGS].token is not None:
+                kwargs.setdefault("headers", {"Authorization": f"Bearer {app[SETTINGS].token.get_secret_value()}"})
         return await aiohttp_client(app, *args, **kwargs)
     return make
 

@@ -132,6 +132,7 @@ async def test_an_answer_without_room_for_even_a_summary_says_that_earlier_turns
     assert "nicht einmal als Zusammenfassung" in notices[0]["message"]
 
 
+@pytest.mark.knowledge_refresh  # the background build is the point (its Node-RED never answers: no race)
 async def test_a_which_node_question_while_the_first_help_index_is_built_says_the_index_is_not_ready(
         aiohttp_client, settings, model):
     # Node-RED is not answering yet (``make run`` starts the service first): the first index cannot be built.

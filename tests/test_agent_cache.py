@@ -141,7 +141,7 @@ class RecordingExecutor(ThreadPoolExecutor):
     def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
         inner = getattr(fn, "args", ())  # LangSmith hands over partial(ctx.run, func, ...)
         target = inner[0] if inner else fn
-        self.names.append(getattr(target, "__name__", None) or getattr(getattr(target, "func", None), "__name__", "?"))
+        self.names.append(getattr(getattr(target, "func", target), "__name__", "?"))  # a partial: its function
         return super().submit(fn, *args, **kwargs)
 
 

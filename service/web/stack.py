@@ -144,12 +144,10 @@ class ChatStack:
         task, self._task = self._task, None
         if task is None or task.done():
             return
-        try:
+        # TimeoutError, or the import's own failure: nobody waits for it now.
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(task), wait)
-        except Exception:  # noqa: BLE001 - TimeoutError, or the import's own failure: nobody waits for it now
-            pass
-        finally:
-            task.cancel()
+        task.cancel()
 
 
 @dataclass(eq=False)

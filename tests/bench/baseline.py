@@ -71,6 +71,10 @@ FIGURES: tuple[Figure, ...] = (
     *(Figure("… service peak RSS", index, f"{streams} streams: service peak RSS",
              lambda results, streams=streams: _level(results, streams, "service_peak_rss_mb"))
       for index, streams in enumerate((50, 100, 200))),
+    Figure("200 streams arriving at 100 per second", 0, "200 streams at 100/s: p99 gap between tokens",
+           lambda results: _path(results, "concurrency", "paced", "inter_token_gap_ms", "p99")),
+    Figure("200 streams arriving at 100 per second", 1, "200 streams at 100/s: p99 time to first token",
+           lambda results: _path(results, "concurrency", "paced", "ttft_ms", "p99")),
     Figure("prompt tokens / raw pretty-printed JSON tokens", 0, "prompt / raw JSON tokens",
            lambda results: _percent(_path(results, "prompt_size", "prompt_ratio"))),
     Figure("prompt tokens / raw pretty-printed JSON tokens", 1, "flow block / raw JSON tokens",

@@ -1,7 +1,8 @@
-"""Simultaneous streaming chats to the service: completed, errors, inter-token gaps, service CPU and peak RSS.
+"""Streaming chats to the service at once: completed, errors, inter-token gaps, service CPU and peak RSS.
 
 Each chat is a different Node-RED user (``X-Node-RED-User``) on its own connection; all start together once
-every client task is ready. The pure-chat body is the one the sidebar forwards (see :mod:`tests.bench.latency`).
+every client task is ready, or (the paced level, issue 33) one after the other at a fixed arrival rate. The
+pure-chat body is the one the sidebar forwards (see :mod:`tests.bench.latency`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from . import client
 from .client import Sample, percentile
 from .latency import QUESTION, pure_chat_bodies
 from .stack import SERVICE_TOKEN, ServiceProcess, Stack, cpu_seconds, memory_kib, reset_peak_rss, settled
+
+PACED = (200, 100.0)  # issue 33: 200 chats arriving at 100 per second (2 cores, default workers)
 
 
 async def _sample_rss(pids: list[int], peak: list[int], stop: asyncio.Event) -> None:
@@ -38,10 +41,11 @@ def listen_overflows() -> int:
 
 
 async def level(stack: Stack, streams: int, words: int, timeout: float,
-                services: list[ServiceProcess] | None = None) -> dict[str, Any]:
+                services: list[ServiceProcess] | None = None, arrivals_per_s: float | None = None) -> dict[str, Any]:
     """``streams`` chats at once; every one must stream ``words`` tokens and end with ``done``. With several
     ``services`` (replicas; default the stack's one), chat ``i`` goes to ``services[i % len(services)]``, and their
-    CPU and memory are summed."""
+    CPU and memory are summed. With ``arrivals_per_s``, chat ``i`` starts ``i / arrivals_per_s`` seconds after the
+    first instead of with it (each chat's time to first token counts from its own start)."""
     services = services or [stack.service]
     pids = [service.pid for service in services]
     for pid in pids:
@@ -59,12 +63,15 @@ async def level(stack: Stack, streams: int, words: int, timeout: float,
     async with client.session(timeout=timeout) as http:
         async def one(index: int) -> Sample:
             await gate.wait()
+            if arrivals_per_s:
+                await asyncio.sleep(max(0.0, started + index / arrivals_per_s - time.monotonic()))
             headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": f"bench-user-{index}"}
             tag = f"c{streams}-{index}"
             url = f"{services[index % len(services)].url}/ai-sidebar/stream-chat"
             return await client.stream_service(http, url, {"message": f"{QUESTION} [bench {tag}]", **body},
                                                headers, "service/chat", tag)
 
+        started = 0.0
         tasks = [asyncio.create_task(one(i)) for i in range(streams)]
         await asyncio.sleep(0.05)
         started = time.monotonic()
@@ -89,7 +96,8 @@ async def level(stack: Stack, streams: int, words: int, timeout: float,
     examples = sorted({(s.error or f"{len(s.arrivals)} of {words} tokens, done={s.done}")[:200]
                        for s in samples if s not in completed})[:3]
     return {
-        "streams": streams, "completed": len(completed), "errors": errors, "error_examples": examples,
+        "streams": streams, "arrivals_per_s": arrivals_per_s, "completed": len(completed), "errors": errors,
+        "error_examples": examples,
         "token_events_per_answer": events / len(completed) if completed else None,
         "wall_s": wall, "listen_overflows": listen_overflows() - overflows,
         "inter_token_gap_ms": {"p50": percentile(gaps, 50), "p99": percentile(gaps, 99), "max": max(gaps or [0])},
@@ -113,7 +121,9 @@ async def model_ttft(stack: Stack, requests: int = 20) -> dict[str, Any]:
 
 
 async def run(stack: Stack, *, levels: tuple[int, ...], words: int, token_delay: float,
-              timeout: float) -> dict[str, Any]:
+              timeout: float, paced: tuple[int, float] | None = None) -> dict[str, Any]:
+    """The ``levels`` (chats starting at once), then ``paced``: ``(streams, arrivals per second)`` arriving one
+    after the other (issue 33: 200 at 100 per second)."""
     stack.model.control("reply", {"words": words, "token_delay": token_delay})
     stack.model.control("reset")
     model = await model_ttft(stack)
@@ -123,5 +133,10 @@ async def run(stack: Stack, *, levels: tuple[int, ...], words: int, token_delay:
         results.append(await level(stack, streams, words, timeout))
         stack.model.control("reset")
         await asyncio.sleep(1.0)  # let the service save the last turns and close connections
-    return {"words": words, "token_delay_ms": token_delay * 1000, "model_ttft_ms": model,
-            "service_rss_at_start_mb": rss_at_start, "levels": results}
+    answer = {"words": words, "token_delay_ms": token_delay * 1000, "model_ttft_ms": model,
+              "service_rss_at_start_mb": rss_at_start, "levels": results}
+    if paced is not None:
+        answer["paced"] = await level(stack, paced[0], words, timeout, arrivals_per_s=paced[1])
+        stack.model.control("reset")
+        await asyncio.sleep(1.0)
+    return answer

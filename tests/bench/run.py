@@ -115,7 +115,8 @@ async def main() -> int:
         started = time.monotonic()
         print("bench: 2. concurrency ...", file=sys.stderr, flush=True)
         results["concurrency"] = await concurrency.run(stack, levels=(5, 10) if QUICK else (50, 100, 200),
-                                                       words=40, token_delay=TOKEN_DELAY, timeout=60)
+                                                       words=40, token_delay=TOKEN_DELAY, timeout=60,
+                                                       paced=(10, 100.0) if QUICK else concurrency.PACED)
         phase_done("concurrency", started)
 
         started = time.monotonic()

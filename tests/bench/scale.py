@@ -45,7 +45,8 @@ async def main() -> int:
                                          token_delay=TOKEN_DELAY, profile_dir=profiles, repo=str(REPO))
         print("scale: concurrency ...", file=sys.stderr, flush=True)
         results["concurrency"] = await concurrency.run(stack, levels=levels, words=40, token_delay=TOKEN_DELAY,
-                                                       timeout=60)
+                                                       timeout=60,
+                                                       paced=(10, 100.0) if QUICK else concurrency.PACED)
         print("scale: two replicas on PostgreSQL ...", file=sys.stderr, flush=True)
         results["replicas"] = await replicas.run(stack, streams=10 if QUICK else max(levels), words=40,
                                                  token_delay=TOKEN_DELAY, timeout=60)
@@ -57,7 +58,8 @@ async def main() -> int:
     print("\n".join(render_concurrency(results["concurrency"]) + render_replicas(results["replicas"])
                     + render_cost(results["cost"], max(levels), results["machine"]["cpus"])))
     print("\nTargets:")
-    print("\n".join(t.line() for t in concurrency_targets(results["concurrency"])
+    print("\n".join(t.line() for t in concurrency_targets(results["concurrency"], results["cost"],
+                                                         results["machine"]["cpus"])
                     + replicas_targets(results["replicas"])))
     print(f"\nwritten: {path.relative_to(REPO)}")
     return 0

@@ -49,6 +49,18 @@ async function value(page, selector) {
     return page.evaluate((where) => window.NodeRedAiSidebar.assistEditors.codeEditorIn(where).getValue(), selector);
 }
 
+/**
+ * Resolves once the top edit dialog has the keyboard focus. Node-RED's tray focuses the dialog's first field as its
+ * last opening step (red.js: a timer 150 ms after the form is built, late on a loaded machine); an editor focused
+ * before then loses the focus to it, and Monaco stops a completion when its editor loses the focus.
+ */
+async function dialogFocused(page) {
+    await page.waitForFunction(() => {
+        const tray = $("#red-ui-editor-stack > .red-ui-tray").last()[0];
+        return Boolean(tray && tray.contains(document.activeElement));
+    }, null, { timeout: 15000 });
+}
+
 function nextLine(lines) {
     return new Promise((resolve) => lines.once("line", resolve));
 }
@@ -58,6 +70,7 @@ async function functionSteps(page, result, lines) {
     await page.evaluate((id) => RED.editor.edit(RED.nodes.node(id)), env.FUNCTION_ID);
     await page.waitForSelector("#red-ui-editor-stack > .red-ui-tray #node-dialog-cancel", { timeout: 15000 });
     await page.waitForFunction((w) => window.NodeRedAiSidebar.assistEditors.codeEditorIn(w), where);
+    await dialogFocused(page);
     // Tab accepts.
     // After a space, not a word: Monaco's own suggestions (its widget hides inline completions) have nothing to offer.
     await startWith(page, where, "const reading =");

@@ -32,6 +32,8 @@
     // Monaco creates an editor's inline completion controller when the page is next idle (a contribution
     // instantiated "eventually"): keys typed before then ask nothing. Asking for it creates it at once.
     var CONTROLLER = "editor.contrib.inlineCompletionsController";
+    // Monaco's action that asks the inline completion providers at the cursor (in 0.52, Node-RED 4.1, and 0.55, 5.x).
+    var TRIGGER = "editor.action.inlineSuggest.trigger";
     var SELECTOR = Object.keys(EDITORS).map(function (id) { return "#" + id; }).join(",");
 
     var registration = null;
@@ -162,13 +164,76 @@
         }
         source = new (lib().completionSource.CompletionSource)({ ask: ask });
         registration = monaco.languages.registerInlineCompletionsProvider("*", provider);
-        creation = monaco.editor.onDidCreateEditor(function (editor) {
-            var focus = editor.onDidFocusEditorText(function () {
-                focus.dispose();
-                if (editorOf(editor.getModel())) {
-                    editor.getContribution(CONTROLLER);
-                }
-            });
+        creation = monaco.editor.onDidCreateEditor(watch);
+    }
+
+    /**
+     * Whether the function editor `where` ({@link editorOf}) still holds Node-RED's stand-in `model`: Node-RED (4.1 and
+     * 5.x, red.js createEditor) gives each JavaScript editor a "text" model first and swaps in a new "javascript" one
+     * on a timer 5-10 ms after the editor is first shown or focused (its setMode; again at each tab switch).
+     */
+    function standIn(where, model) {
+        return where.kind === "function" && model.getLanguageId() !== "javascript";
+    }
+
+    /**
+     * Keep completion working in a new Monaco `editor` (one of {@link EDITORS} or not) while Node-RED opens it. Each
+     * focus makes its inline completion controller ({@link CONTROLLER}). Node-RED's model swap ({@link standIn}) falls
+     * on the first keys typed into a dialog when the machine is loaded (its timer runs late):
+     *
+     * - It disposes the stand-in model while the editor still holds it. Monaco 0.52 (Node-RED 4.1) fetching a
+     *   completion for that model then throws "Model is disposed!" out of the swap, and the editor's controller never
+     *   asks again (Monaco 0.55, Node-RED 5, just drops that completion): the stand-in gets no inline suggestions,
+     *   and a key typed into it is asked about once the new model is there.
+     * - Monaco carries the keyboard focus across one setModel call only; the swap makes two (null, then the new
+     *   model), so a key typed next would go nowhere (until Node-RED's own refocus 300 ms later, if at all): the focus
+     *   is given back.
+     */
+    function watch(editor) {
+        var focused = false; // the user's focus is in the editor (the swap does not take it away)
+        var typed = false;   // the user typed into the stand-in model
+        function where() {
+            return registration && editor.getModel() ? editorOf(editor.getModel()) : null;
+        }
+        editor.onDidFocusEditorText(function () {
+            focused = true;
+            if (where()) {
+                editor.getContribution(CONTROLLER);
+            }
+        });
+        editor.onDidBlurEditorText(function () {
+            // Monaco 0.55 (Node-RED 5) reports a blur when the swap takes the model away: not the user leaving.
+            if (editor.getModel()) {
+                focused = false;
+            }
+        });
+        editor.onDidChangeModelContent(function (event) {
+            var place = focused && !event.isFlush && !typed ? where() : null;
+            typed = typed || Boolean(place && standIn(place, editor.getModel()));
+        });
+        editor.onDidChangeModel(function () {
+            var place = where();
+            var retry = typed;
+            if (!place) {
+                return;
+            }
+            var model = editor.getModel();
+            typed = false;
+            editor.updateOptions({ inlineSuggest: { enabled: !standIn(place, model) } });
+            if (!focused || standIn(place, model) || !enabled()) {
+                return;
+            }
+            if (!editor.hasTextFocus()) {
+                editor.focus();
+            }
+            if (retry) {
+                // Once Node-RED's setMode has put the cursor back: Monaco stops a completion when the API moves it.
+                Promise.resolve().then(function () {
+                    if (editor.getModel() === model && editor.hasTextFocus()) {
+                        editor.trigger("ai-sidebar", TRIGGER, {});
+                    }
+                });
+            }
         });
     }
 

@@ -308,6 +308,9 @@ async function layoutMode(page, result) {
         "sidebar-header-long-name-narrow-detail.png");
 
     await page.click(".ai-sidebar-session-button");
+    // The list is drawn from the sessions known so far, then again once fetched: a row of the first drawing may be
+    // replaced under the click (a loaded CI run clicked a delete button that never asked to confirm).
+    await page.waitForSelector(".ai-sidebar-session-list[data-loaded]", { state: "attached", timeout: 15000 });
     const current = page.locator(".ai-sidebar-session-current[data-session-id]");
     await current.locator(".ai-sidebar-session-delete").click();
     result.deleteButton = [await deleteButtonColours(page, "focused")];

@@ -213,6 +213,8 @@
         this.button.addClass("selected");
         this.render();
         this.drawer.show();
+        // Drawn from the sessions known so far, then again once fetched: the list says when (``data-loaded``).
+        this.list.removeAttr("data-loaded");
         this.load();
         // Escape anywhere, or a click outside the list and its button, closes it (namespaced: removed on close).
         $(document).off(".aiSidebarSessions")
@@ -262,6 +264,7 @@
             self.loaded = true;
             self.options.onSuccess();
             self.render();
+            self.list.attr("data-loaded", "true");
             if (self.options.onLoaded) {
                 self.options.onLoaded();
             }
@@ -269,6 +272,7 @@
         }).catch(function (err) {
             self.options.onError(err);
             self.render(err);
+            self.list.attr("data-loaded", "true");
             return false;
         });
     };

@@ -872,6 +872,24 @@ async def test_the_checkpointer_setup_on_postgresql_outwaits_an_older_transactio
         await store.close()
 
 
+async def test_two_replicas_opening_approvals_together_on_a_new_postgresql_database_both_succeed(
+        postgres_server, settings):
+    # Two replicas starting at the same moment (stop 48's CI): the one waiting for the setup's advisory lock must not
+    # wait inside a statement, whose snapshot LangGraph's CREATE INDEX CONCURRENTLY on the other waits for in turn
+    # (PostgreSQL's deadlock detector then aborted one, and that replica ran without approvals).
+    for _ in range(3):
+        url = postgres_server.new_database()
+        stores = [await MemoryStore.open(url), await MemoryStore.open(url)]
+        try:
+            opened = await asyncio.wait_for(asyncio.gather(
+                *(open_approvals(ApprovalStore(store), settings) for store in stores)), 120)  # a busy machine
+            for _approvals, close in opened:
+                await close()
+        finally:
+            for store in stores:
+                await store.close()
+
+
 async def test_a_resume_token_works_once_against_two_claims_at_the_same_moment(memory_target):
     store = await MemoryStore.open(memory_target)
     approvals = ApprovalStore(store)

@@ -14,6 +14,7 @@ decisions in the audit and continues the same thread with ``Command(resume={"dec
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -161,10 +162,7 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
 
         saver = _without_errors(AsyncPostgresSaver)(db.pool)
         async with db.pool.connection() as conn:
-            async with conn.transaction():  # a session's advisory lock outlives the transaction, SET LOCAL does not
-                # Replicas starting together: the others wait for the one setting up, however long it takes.
-                await conn.execute("SET LOCAL lock_timeout = 0", prepare=False)
-                await conn.execute("SELECT pg_advisory_lock(%s)", (CHECKPOINT_LOCK,))
+            await _take_setup_lock(conn)
             # The setup runs on this connection, with a lock timeout of its own: its CREATE INDEX CONCURRENTLY waits
             # for every transaction of the database that is older than it, on any table (another replica's, this
             # service's own), which on a loaded machine outlasts the pool's 5 s.
@@ -194,6 +192,26 @@ async def open_approvals(store: ApprovalStore, settings: Settings) -> tuple[Appr
 
 # pg_advisory_lock key of the checkpointer's table setup (the ASCII bytes of "aisdckpt").
 CHECKPOINT_LOCK = 0x61697364636B7074
+
+# How often a replica asks again for the setup's lock while another sets up, s: from the first to the last.
+SETUP_LOCK_POLL = (0.02, 0.5)
+
+
+async def _take_setup_lock(conn: Any) -> None:
+    """Take the session advisory lock :data:`CHECKPOINT_LOCK` on ``conn`` (autocommit, the pool's), waiting for as
+    long as another replica holds it, however long its setup takes.
+
+    Never by waiting inside a statement (``pg_advisory_lock``): a waiting statement holds a snapshot, and the holder's
+    ``CREATE INDEX CONCURRENTLY`` waits for every older snapshot of the database
+    (https://www.postgresql.org/docs/current/sql-createindex.html#SQL-CREATEINDEX-CONCURRENTLY), so each would wait
+    for the other and PostgreSQL's deadlock detector aborts one (seen with two replicas starting together). Here
+    each ask is ``pg_try_advisory_lock``, which answers at once, and between asks this connection has no
+    transaction."""
+    pause, longest = SETUP_LOCK_POLL
+    while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS taken",
+                                         (CHECKPOINT_LOCK,))).fetchone())["taken"]:
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, longest)
 
 # The lock timeout of the checkpointer's table setup on PostgreSQL, ms. LangGraph's migrations build indexes with
 # CREATE INDEX CONCURRENTLY, which waits until every transaction older than it has ended, whatever table it touches

@@ -82,7 +82,8 @@ def test_function_code_is_kept_verbatim_as_a_block():
     text = compact_flow(slice_flow(flows, "t1"))
     assert "    | for (const p of msg.payload) {" in text
     assert "    |   total += p.price;" in text
-    assert '[f1] function: "sum" → d1' in text  # outputs=1 is the default: left out
+    # outputs=1 is what the wires show (one port).
+    assert '[f1] function: "sum" → d1' in text and "outputs" not in text
 
 
 def test_config_nodes_used_by_the_tab_are_included_and_referenced_by_id():
@@ -299,17 +300,82 @@ def test_a_reference_stored_under_a_secret_looking_name_is_kept_and_its_config_n
     assert " auth=@cfg1" in text and "[cfg1] http proxy:" in text and "cfg1x" not in text
 
 
-def test_defaults_left_out_are_stated_once_per_type():
+def test_defaults_of_a_type_with_several_nodes_are_stated_once_and_a_lone_nodes_on_its_line():
     flows = [{"id": "t1", "type": "tab"},
              {"id": "m1", "type": "mqtt in", "z": "t1", "x": 1, "y": 1, "topic": "a", "broker": "b1", "qos": "2",
               "wires": [[]]},
-             {"id": "b1", "type": "mqtt-broker", "broker": "localhost", "port": "1883", "keepalive": "60"},
              {"id": "b2", "type": "mqtt-broker", "broker": "other", "port": 8883}]
-    flows[1]["broker2"] = "b2"
+    brokers = [{"id": f"b{n}", "type": "mqtt-broker", "broker": f"host{n}", "port": "1883", "keepalive": "60"}
+               for n in (1, *range(3, 10))]
+    for number, broker in enumerate([{"id": "b2"}, *brokers[1:]], 2):
+        flows[1][f"broker{number}"] = broker["id"]
+    flows += brokers
     reading = read(compact_flow(slice_flow(flows, "t1")))
-    assert "port=" not in reading.node("b1").line and "port=8883" in reading.node("b2").line
+    # Eight brokers at port 1883: listed once under "Defaults", left off their lines; the one that differs keeps it.
     assert reading.defaults["mqtt-broker"] == {"port": "1883", "keepalive": "60"}
-    assert reading.defaults["mqtt in"] == {"qos": "2"}
+    assert all("port=" not in reading.node(broker["id"]).line for broker in brokers)
+    assert "port=8883" in reading.node("b2").line
+    # One mqtt in node: its qos at the default is on its line, not in the section.
+    assert "qos=2" in reading.node("m1").line and "mqtt in" not in reading.defaults
+    assert all(reading.value(broker["id"], "port") == "1883" for broker in brokers)
+
+
+def test_a_tab_whose_defaults_would_cost_more_in_a_section_has_none():
+    flows = [{"id": "t1", "type": "tab"},
+             {"id": "i1", "type": "inject", "z": "t1", "x": 1, "y": 1, "payloadType": "date", "repeat": "",
+              "wires": [["d1"]]},
+             {"id": "d1", "type": "debug", "z": "t1", "x": 2, "y": 1, "active": True, "complete": "payload",
+              "wires": []}]
+    text = compact_flow(slice_flow(flows, "t1"))
+    assert "Defaults (" not in text
+    assert "[i1] inject: payloadType=date → d1" in text and "[d1] debug: active=true complete=payload" in text
+
+
+def test_properties_at_their_default_that_the_node_does_not_use_are_left_out():
+    # inject.js reads onceDelay only when once is true, and builds the default props itself when they are
+    # missing; debug.js reads statusType and statusVal only when tostatus is true.
+    props = [{"p": "payload"}, {"p": "topic", "vt": "str"}]
+    flows = [{"id": "t1", "type": "tab"},
+             {"id": "i1", "type": "inject", "z": "t1", "x": 1, "y": 1, "props": props, "once": False,
+              "onceDelay": 0.1, "payload": "", "payloadType": "date", "wires": [["d1"]]},
+             {"id": "i2", "type": "inject", "z": "t1", "x": 1, "y": 2, "props": props, "once": True,
+              "onceDelay": 0.1, "payload": "", "payloadType": "date", "wires": [["d1"]]},
+             {"id": "i3", "type": "inject", "z": "t1", "x": 1, "y": 3, "props": [{"p": "payload"}],
+              "once": False, "onceDelay": 3, "wires": [["d1"]]},
+             {"id": "d1", "type": "debug", "z": "t1", "x": 2, "y": 1, "tostatus": False, "statusType": "auto",
+              "statusVal": "", "wires": []},
+             {"id": "d2", "type": "debug", "z": "t1", "x": 2, "y": 2, "tostatus": True, "statusType": "auto",
+              "statusVal": "", "wires": []}]
+    reading = read(compact_flow(slice_flow(flows, "t1")))
+    assert reading.value("i1", "onceDelay") is None and reading.value("i1", "props") is None
+    assert reading.value("i2", "onceDelay") == "0.1" and "once=true" in reading.node("i2").line
+    assert "onceDelay=3" in reading.node("i3").line and property_json(reading.node("i3").line, "props") == [
+        {"p": "payload"}]
+    assert reading.value("d1", "statusType") is None and reading.value("d2", "statusType") == "auto"
+
+
+def test_outputs_is_left_out_only_where_the_wires_show_as_many_ports():
+    flows = [{"id": "t1", "type": "tab"},
+             {"id": "s1", "type": "switch", "z": "t1", "x": 1, "y": 1, "outputs": 2, "wires": [["d1"], []]},
+             {"id": "s2", "type": "switch", "z": "t1", "x": 1, "y": 2, "outputs": 3, "wires": [["d1"]]},
+             {"id": "f1", "type": "function", "z": "t1", "x": 1, "y": 3, "outputs": 0, "wires": []},
+             {"id": "d1", "type": "debug", "z": "t1", "x": 2, "y": 1, "wires": []}]
+    reading = read(compact_flow(slice_flow(flows, "t1")))
+    assert reading.node("s1").wires == [["d1"], []] and "outputs" not in reading.node("s1").line
+    assert "outputs=3" in reading.node("s2").line  # a flow the editor left half-updated says so
+    assert "outputs=0" in reading.node("f1").line
+
+
+def test_a_link_to_a_node_of_the_same_tab_says_this_tab():
+    flows = [{"id": "t1", "type": "tab", "label": "Main"},
+             {"id": "lo", "type": "link out", "z": "t1", "x": 1, "y": 1, "links": ["li", "lx"]},
+             {"id": "li", "type": "link in", "z": "t1", "name": "here", "x": 2, "y": 1, "links": ["lo"],
+              "wires": [[]]},
+             {"id": "t2", "type": "tab", "label": "Other"},
+             {"id": "lx", "type": "link in", "z": "t2", "x": 1, "y": 1, "links": ["lo"], "wires": [[]]}]
+    reading = read(compact_flow(slice_flow(flows, "t1")))
+    assert 'links=li ("here", this tab),lx (tab "Other" [t2])' in reading.node("lo").line
+    assert reading.node("lo").links == {"li": "t1", "lx": "t2"}
 
 
 def test_subflows_nested_thousands_deep_are_sliced_without_recursion():

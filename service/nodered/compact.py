@@ -9,16 +9,24 @@ One line per node::
     get_node_info: a2                                                    (one line; only when something was cut)
     Nodes:
     [a1] inject: "every 5 s" repeat=5 → a2
-    [a2] function: "parse" outputs=2 → [1] a3 [2] -
+    [a2] function: "parse" → [1] a3 [2] -
         func:
         | const t = Number(msg.payload);
         | …[+11591 chars]
     [a3] mqtt out: broker=@b1 topic=temp
     [a4] link call: links=l9 ("store", tab "Storage" [t2]) → a1
+    [a5] link out: links=a6 (this tab)
     Config nodes:
     [b1] mqtt-broker: broker=localhost
     Defaults (properties left out above are at these values; any other left out is empty, false or unset):
       mqtt-broker: port=1883 keepalive=60
+
+A property at its core default (:mod:`service.nodered.node_defaults`) is left out of its line and listed once
+under "Defaults" when its type has enough nodes for that to be shorter (:func:`_sectioned_types`); otherwise it
+stays on the line, and a tab whose defaults would cost more as a section than on their lines has none. Left out
+altogether: a default the node does not use given its other properties (an inject's ``onceDelay`` while ``once`` is
+off, :func:`~service.nodered.node_defaults.without_effect`) and ``outputs`` when it is the number of ports the wires
+show.
 
 The type ends at the first colon followed by a space (types such as ``mqtt in`` hold spaces, ``subflow:<id>``
 holds a colon). Single-output wires read ``→ id,id``; several outputs read ``→ [1] ids [2] ids`` with ``-`` for an
@@ -36,12 +44,12 @@ passes :data:`STRUCTURE_LIMIT` (about 2,500 nodes) raises :class:`FlowTooLarge` 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.nodered.flows import LAYOUT_KEYS, FlowSlice, strip_secrets
-from service.nodered.node_defaults import CORE_DEFAULTS, AnyOf, default_differs, is_default
+from service.nodered.node_defaults import CORE_DEFAULTS, AnyOf, default_differs, is_default, without_effect
 from service.nodered.text_budget import SHORTEST, NodeText, Part, Piece, _fit, _render
 
 TEXT_BUDGET = 60_000       # characters of get_flow / get_node_info text aimed at (code and values shortened to fit)
@@ -73,6 +81,9 @@ class _Context:
     clean: Clean
     link_targets: dict[str, dict[str, Any] | None] | None
     omitted: dict[str, dict[str, Any]] = field(default_factory=dict)  # type → defaults left out, in order seen
+    # The types whose properties at their defaults are left out for the "Defaults" section (None: every type);
+    # the others' non-empty defaults are written on their lines (:func:`_sectioned_types`).
+    sectioned: Container[str] | None = None
 
 
 def _cleaner(references: Container[str]) -> Clean:
@@ -106,7 +117,8 @@ def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None, budget: in
         if expand and _structure_floor(flow, expand=True) > limit:
             continue
         # Without room for them, subflow definitions (tabs of their own, read by get_flow) are only named.
-        context = _Context(config_ids, clean, flow.link_targets)
+        context = _Context(config_ids, clean, flow.link_targets,
+                           sectioned=_sectioned_types(_shown_nodes(flow, expand)))
         text, size = _fit(_flow_items(flow, context, expand=expand), budget, limit)
         if text is not None:
             return text
@@ -133,7 +145,7 @@ def compact_nodes(nodes: list[dict[str, Any]], config_ids: Container[str] | None
                   link_targets: dict[str, dict[str, Any] | None] | None = None, budget: int = TEXT_BUDGET) -> str:
     """Format loose nodes (a selection, ``get_node_info``) one per line, same notation and budget as
     :func:`compact_flow`; the structure of every node is kept whatever its size."""
-    context = _Context(config_ids or set(), _cleaner(references), link_targets)
+    context = _Context(config_ids or set(), _cleaner(references), link_targets, sectioned=_sectioned_types(nodes))
     items: list[Part | NodeText | None] = [None, *(_node_text(node, context) for node in nodes)]
     items += _defaults_section(context)
     text, _ = _fit(items, budget, limit=None)
@@ -207,9 +219,9 @@ def _node_text(node: dict[str, Any], context: _Context) -> NodeText:
     if node.get("g"):
         text.head.append(f" group=@{node['g']}")
     for key, value in node.items():
-        if key in LAYOUT_KEYS or key == "d" or (key == "style" and kind == "group"):
+        if key in LAYOUT_KEYS or key == "d" or (key == "style" and kind == "group") or _implied(node, key):
             continue
-        if is_default(kind, key, value):
+        if is_default(kind, key, value) and (context.sectioned is None or kind in context.sectioned):
             context.omitted.setdefault(kind, {})[key] = CORE_DEFAULTS[kind][key]
             continue
         # An empty or false value is noise, unless the type's default is something else (autoConnect=false).
@@ -218,7 +230,7 @@ def _node_text(node: dict[str, Any], context: _Context) -> NodeText:
         if isinstance(value, str) and value in context.config_ids:
             text.head.append(f" {key}=@{value}")
         elif key == "links" and isinstance(value, list) and context.link_targets is not None:
-            text.head.append(f" links={_links(value, context.link_targets)}")
+            text.head.append(f" links={_links(value, context.link_targets, node.get('z'))}")
         elif key == "env" and isinstance(value, list):
             text.detail += [" env=[", *_env(value, node_id, context), "]"]
         elif key in CODE_KEYS and isinstance(value, str) and ("\n" in value or len(value) > 60):
@@ -291,8 +303,9 @@ def _env(entries: list[Any], owner: str, context: _Context) -> list[Part]:
     return parts
 
 
-def _links(ids: list[Any], targets: dict[str, dict[str, Any] | None]) -> str:
-    """``l1 ("name", tab "Flow 2" [t2]),l2 (not found)``: each link target or source with where it is."""
+def _links(ids: list[Any], targets: dict[str, dict[str, Any] | None], here: Any = None) -> str:
+    """``l1 ("name", tab "Flow 2" [t2]),l2 (not found),l3 (this tab)``: each link target or source with where it
+    is; ``this tab`` (or ``this subflow``) when that is ``here``, the tab or subflow of the node written."""
     out = []
     for target_id in ids:
         if not isinstance(target_id, str):
@@ -305,7 +318,9 @@ def _links(ids: list[Any], targets: dict[str, dict[str, Any] | None]) -> str:
         if target.get("name"):
             where.append(json.dumps(_inline(str(target["name"]))[:SHORTEST], ensure_ascii=False))
         flow = target.get("flow")
-        if flow:
+        if flow and flow["id"] == here:
+            where.append(f"this {flow['type']}")
+        elif flow:
             where.append(f'{flow["type"]} {json.dumps(_inline(flow["label"])[:SHORTEST], ensure_ascii=False)} '
                          f'[{flow["id"]}]')
         out.append(f"{target_id} ({', '.join(where)})" if where else target_id)
@@ -322,6 +337,47 @@ def _defaults_section(context: _Context) -> list[Part]:
         if values:
             lines.append(f"  {kind}: {values}\n")
     return lines if len(lines) > 1 else []
+
+
+def _implied(node: dict[str, Any], key: str) -> bool:
+    """Whether property ``key`` of ``node`` says nothing its line does not say otherwise: ``outputs`` when it is
+    the number of ports its wires show (``→ a`` one, ``→ [1] a [2] -`` two; Node-RED keeps ``wires`` one list per
+    output), or a default without effect (:func:`~service.nodered.node_defaults.without_effect`)."""
+    if key == "outputs":
+        wires = node.get("wires")
+        return isinstance(wires, list) and bool(wires) and str(node[key]) == str(len(wires))
+    return without_effect(node, key)
+
+
+def _shown_nodes(flow: FlowSlice, expand: bool) -> Iterator[dict[str, Any]]:
+    for part in [flow, *(flow.subflows if expand else ())]:
+        yield from part.nodes
+        yield from part.configs
+
+
+def _sectioned_types(nodes: Iterable[dict[str, Any]]) -> set[str]:
+    """The node types whose properties at their (non-empty) core defaults are better listed once in the "Defaults"
+    section than written on each node's line, by characters: a type's entry there (``  inject: onceDelay=0.1``)
+    costs about as much as one node's own ``onceDelay=0.1``, so it pays for a type with several nodes, and the
+    section's heading pays only when these savings together pass its length. Empty when no section pays: every
+    default is then written where it applies (Node-RED's example tabs: a few nodes of each type)."""
+    inline: dict[str, int] = {}
+    entries: dict[str, dict[str, int]] = {}
+    for node in nodes:
+        kind = str(node.get("type"))
+        defaults = CORE_DEFAULTS.get(kind)
+        if not defaults:
+            continue
+        for key, default in defaults.items():
+            if key not in node or _empty(default[0] if isinstance(default, AnyOf) else default) \
+                    or not is_default(kind, key, node[key]) or _implied(node, key):
+                continue
+            size = len(key) + len(_default_text(default)) + 2  # " key=value"
+            inline[kind] = inline.get(kind, 0) + size
+            entries.setdefault(kind, {})[key] = size
+    gains = {kind: inline[kind] - (len(kind) + 4 + sum(entries[kind].values())) for kind in entries}
+    paying = {kind for kind, gain in gains.items() if gain > 0}
+    return paying if sum(gains[kind] for kind in paying) > len(DEFAULTS_HEAD) else set()
 
 
 def _default_text(value: Any) -> str:

@@ -95,6 +95,31 @@ def is_default(node_type: str, key: str, value: Any) -> bool:
     return _text(value) == _text(default)
 
 
+# Properties that, at their default, change nothing in how the node runs given the value of another property
+# (type → property → (the other property, its values under which the first is unused)): the compact form leaves
+# them out altogether. From the nodes' runtime code, Node-RED 4.1 and 5:
+# - inject (20-inject.js): ``props`` at its default, entries without a ``v``, takes payload from ``payload`` /
+#   ``payloadType`` and the topic from ``topic``, exactly what a node without ``props`` gets ("Handle legacy"),
+#   whatever the other property; ``onceDelay`` is read only when ``once`` is true.
+# - debug (21-debug.js): ``statusType`` and ``statusVal`` are read only when ``tostatus`` is true.
+WITHOUT_EFFECT: dict[str, dict[str, tuple[str | None, tuple[Any, ...]]]] = {
+    "inject": {"props": (None, ()), "onceDelay": ("once", (None, False, "false", ""))},
+    "debug": {"statusType": ("tostatus", (None, False, "false", "")),
+              "statusVal": ("tostatus", (None, False, "false", ""))},
+}
+
+
+def without_effect(node: dict[str, Any], key: str) -> bool:
+    """Whether property ``key`` of ``node`` is at its core default and, given the node's other properties, unused
+    by the node's runtime (:data:`WITHOUT_EFFECT`): a model that rebuilt the node without it would get a node that
+    runs the same. Unknown types and properties: never."""
+    rule = WITHOUT_EFFECT.get(str(node.get("type")), {}).get(key)
+    if rule is None or not is_default(str(node["type"]), key, node.get(key)):
+        return False
+    other, unused_when = rule
+    return other is None or node.get(other) in unused_when
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""

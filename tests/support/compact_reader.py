@@ -11,7 +11,7 @@ HEADER = re.compile(r'^(?P<kind>Tab|Subflow) (?P<label>"(?:[^"\\]|\\.)*") \[(?P<
                     r'(?P<flags>.*)$')
 NODE = re.compile(r"^\[(?P<id>[^\]\s]+)\] (?P<type>.+?):(?=\s|$)(?P<rest>.*)$")
 LINK = re.compile(r'(?P<id>[^\s,()]+)(?: \((?:"(?:[^"\\]|\\.)*"(?:, )?)?(?:(?P<kind>tab|subflow) '
-                  r'"(?:[^"\\]|\\.)*" \[(?P<flow>[^\]]+)\])?\)| \(not found\))?')
+                  r'"(?:[^"\\]|\\.)*" \[(?P<flow>[^\]]+)\]|(?P<here>this (?:tab|subflow)))?\)| \(not found\))?')
 ENV_NAME = re.compile(r'(?:^|, )(?P<name>[A-Za-z_][\w]*)(?:=| \(cred, value hidden\))')
 
 
@@ -46,6 +46,17 @@ class Reading:
             if node_id in section.nodes:
                 return section.nodes[node_id]
         return None
+
+    def value(self, node_id: str, key: str) -> str | None:
+        """The text of property ``key`` of a node as a model can know it: written on the node's line (``key=...``
+        up to the next space), else its type's entry in the "Defaults" section, else ``None`` (left out: empty,
+        false or unset)."""
+        node = self.node(node_id)
+        assert node is not None, node_id
+        found = re.search(rf" {re.escape(key)}=(\S+)", node.line.split(" → ")[0])
+        if found:
+            return found.group(1)
+        return self.defaults.get(node.type, {}).get(key)
 
 
 def read(text: str) -> Reading:
@@ -95,7 +106,7 @@ def read(text: str) -> Reading:
             if found:
                 for link in LINK.finditer(found.group(1)):
                     if link["id"]:
-                        links[link["id"]] = link["flow"]
+                        links[link["id"]] = section.id if link["here"] else link["flow"]
             last = ReadNode(match["type"], wires, links, line)
             section.nodes[match["id"]] = last
     return reading

@@ -29,7 +29,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 import service.chat.retrieval_path as retrieval
 import service.tools.registry as registry
-import service.web.routes as routes
+import service.web.chat_routes as routes
 from service.identity import Identity
 from service.nodered.settings import EvidenceSettings
 from service.settings import NodeRedSettings, Settings

@@ -122,6 +122,14 @@ class PortTaken(RuntimeError):
     """Node-RED could not listen on its port: another process took it after :func:`free_port` chose it."""
 
 
+# settings.js is JavaScript that Node-RED requires at start: this Node-RED stops when the process that started it is
+# gone (a test run stopped with Ctrl-C or killed never reaches NodeRed.stop, and its Node-RED kept the port). The
+# parent is re-parented away from, not signalled, so Node-RED looks: process.ppid is read anew at each access.
+PARENT_WATCH = """const startedBy = process.ppid;
+setInterval(() => { if (process.ppid !== startedBy) { process.exit(0); } }, 500).unref();
+"""
+
+
 @dataclass
 class NodeRed:
     """A running Node-RED. ``url`` is its admin root (includes ``httpAdminRoot``). ``with_palette`` links this
@@ -185,7 +193,7 @@ class NodeRed:
             settings["adminAuth"] = self.admin_auth
         if self.context_storage:
             settings["contextStorage"] = self.context_storage
-        (self.userdir / "settings.js").write_text(f"module.exports = {json.dumps(settings, indent=2)};\n")
+        (self.userdir / "settings.js").write_text(PARENT_WATCH + f"module.exports = {json.dumps(settings, indent=2)};\n")
         # The editor's rotating tips off for every user ("_" is the anonymous one): Node-RED 5 starts their first
         # tip's 1 s timer from RED.userSettings.init(), before RED.keyboard.init's callback builds the Info sidebar
         # that holds the tip box; on a loaded machine the keymap arrives later than that, and the timer throws

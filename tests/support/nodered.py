@@ -193,7 +193,8 @@ class NodeRed:
             settings["adminAuth"] = self.admin_auth
         if self.context_storage:
             settings["contextStorage"] = self.context_storage
-        (self.userdir / "settings.js").write_text(PARENT_WATCH + f"module.exports = {json.dumps(settings, indent=2)};\n")
+        exported = f"module.exports = {json.dumps(settings, indent=2)};\n"
+        (self.userdir / "settings.js").write_text(PARENT_WATCH + exported)
         # The editor's rotating tips off for every user ("_" is the anonymous one): Node-RED 5 starts their first
         # tip's 1 s timer from RED.userSettings.init(), before RED.keyboard.init's callback builds the Info sidebar
         # that holds the tip box; on a loaded machine the keymap arrives later than that, and the timer throws

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from service.nodered.compact import FlowTooLarge, compact_flow
+from service.nodered.compact import FlowTooLarge, compact_flow, compact_nodes
 from service.nodered.flow_tools import _off_loop
-from service.nodered.flows import REDACTED, FlowNotFound, slice_flow, strip_secrets
+from service.nodered.flows import REDACTED, FlowNotFound, index_flows, link_targets, slice_flow, strip_secrets
 from tests.support.compact_reader import property_json, read
 from tests.support.nodered import EXAMPLES_DIR
 
@@ -376,6 +376,10 @@ def test_a_link_to_a_node_of_the_same_tab_says_this_tab():
     reading = read(compact_flow(slice_flow(flows, "t1")))
     assert 'links=li ("here", this tab),lx (tab "Other" [t2])' in reading.node("lo").line
     assert reading.node("lo").links == {"li": "t1", "lx": "t2"}
+    # Loose nodes, maybe from several tabs (get_node_info): the tab is always named.
+    index = index_flows(flows)
+    loose = compact_nodes([flows[1]], set(), link_targets=link_targets(index, [flows[1]]))
+    assert 'links=li ("here", tab "Main" [t1]),lx (tab "Other" [t2])' in loose
 
 
 def test_subflows_nested_thousands_deep_are_sliced_without_recursion():

@@ -84,6 +84,9 @@ class _Context:
     # The types whose properties at their defaults are left out for the "Defaults" section (None: every type);
     # the others' non-empty defaults are written on their lines (:func:`_sectioned_types`).
     sectioned: Container[str] | None = None
+    # The text shows one tab (or subflow) and its subflows: a link to a node of the same one reads "(this tab)". Loose
+    # nodes (get_node_info, named nodes) may come from several tabs: their links always name the tab.
+    one_flow: bool = False
 
 
 def _cleaner(references: Container[str]) -> Clean:
@@ -118,7 +121,7 @@ def compact_flow(flow: FlowSlice, config_ids: set[str] | None = None, budget: in
             continue
         # Without room for them, subflow definitions (tabs of their own, read by get_flow) are only named.
         context = _Context(config_ids, clean, flow.link_targets,
-                           sectioned=_sectioned_types(_shown_nodes(flow, expand)))
+                           sectioned=_sectioned_types(_shown_nodes(flow, expand)), one_flow=True)
         text, size = _fit(_flow_items(flow, context, expand=expand), budget, limit)
         if text is not None:
             return text
@@ -230,7 +233,8 @@ def _node_text(node: dict[str, Any], context: _Context) -> NodeText:
         if isinstance(value, str) and value in context.config_ids:
             text.head.append(f" {key}=@{value}")
         elif key == "links" and isinstance(value, list) and context.link_targets is not None:
-            text.head.append(f" links={_links(value, context.link_targets, node.get('z'))}")
+            here = node.get("z") if context.one_flow else None
+            text.head.append(f" links={_links(value, context.link_targets, here)}")
         elif key == "env" and isinstance(value, list):
             text.detail += [" env=[", *_env(value, node_id, context), "]"]
         elif key in CODE_KEYS and isinstance(value, str) and ("\n" in value or len(value) > 60):

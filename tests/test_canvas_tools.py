@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import aiohttp
 import pytest
 
 from service.nodered import write_tools
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.tools import WRITE_TOOLS
 from tests.support.nodered import NodeRed, free_port
@@ -46,7 +45,9 @@ async def write(nodered: NodeRed, tool: str, args: dict[str, Any], apply: str = 
     planned change's preview and the tool's output (the plan's configuration is ``preview["flows"]``)."""
     parsed = next(t for t in WRITE_TOOLS if t.name == tool).parse(args)
     before = deployed(nodered)
-    async with aiohttp.ClientSession() as http:
+    # The service's own session (idle connections dropped after 3 s, below Node.js's 5 s keep-alive): planning on a
+    # loaded machine took longer than 5 s once, and the deploy went out on a connection Node-RED had closed.
+    async with admin_session() as http:
         ctx = ToolContext(nodered=NodeRedClient(nodered.url, http), apply=apply)  # type: ignore[arg-type]
         change, rev = await write_tools.plan(ctx, tool, parsed)
         assert rev == before["rev"]

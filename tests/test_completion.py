@@ -8,12 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-import aiohttp
 import pytest
 
 from service.assist.completion import CompleteRequest, clean_completion, message_shape
 from service.llm.providers import default_model
-from service.nodered.client import NodeRedClient
+from service.nodered.client import NodeRedClient, admin_session
 from service.web.app import create_app
 from service.web.keys import EVIDENCE
 from tests.conftest import SERVICE_TOKEN
@@ -94,7 +93,7 @@ async def test_a_client_that_goes_away_closes_the_model_request(service_process,
     model.script(Reply(text="one two three", hold_after=1))
     base = f"http://127.0.0.1:{service_process.service_port}"
     headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "carol"}
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
                                                   json=body(nodeId=None)))
         # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
@@ -260,7 +259,7 @@ async def test_a_client_that_goes_away_closes_the_fill_in_the_middle_request(ser
     base = f"http://127.0.0.1:{service_process.service_port}"
     headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "carol"}
     node = {"provider": "openai-compatible", "model": "coder", "baseUrl": model.base_url, "completionFim": "on"}
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
                                                   json=body(nodeId=None, provider=node)))
         # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
@@ -308,7 +307,7 @@ def config_nodered(tmp_path_factory, service_process, model_server):
 
 async def test_the_chosen_ai_config_nodes_completion_model_answers_through_the_plugin(config_nodered, model):
     model.script(Reply(text="temperature;"))
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         response = await http.post(f"{config_nodered.url}/ai-sidebar/complete",
                                    json={**body(nodeId=None), "configId": CONFIG})
         assert response.status == 200, await response.text()
@@ -319,7 +318,7 @@ async def test_the_chosen_ai_config_nodes_completion_model_answers_through_the_p
 
 async def test_a_callers_flows_are_reused_for_a_few_seconds_and_read_again_after(complete_nodered):
     """The node context of completions reads GET /flows at most once per FLOWS_MAX_AGE per caller."""
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         client = NodeRedClient(complete_nodered.url, http)
         first = await client.recent_flows(60)
         note = {"id": "c0de0000000000aa", "type": "comment", "z": FLOWS[0]["id"], "name": "deployed meanwhile",

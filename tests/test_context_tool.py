@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from mcp_server.server import NodeRedConfig, build_server
 from mcp_server.settings import McpWriteSettings
 from service.nodered import write_tools
-from service.nodered.client import NodeRedClient, NodeRedCredentials
+from service.nodered.client import NodeRedClient, NodeRedCredentials, admin_session
 from service.nodered.tooling import ToolContext, ToolFailure
 from service.nodered.tools import WRITE_TOOLS
 from service.nodered.write_plans import redacted_diff
@@ -113,7 +113,7 @@ async def test_a_declined_card_sets_nothing(context_nodered, tmp_path):
 
 
 async def test_a_read_only_user_is_refused_by_node_red_and_nothing_is_set(context_nodered):
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         ctx = ToolContext(nodered=client(context_nodered, http, "viewer", "read"))
         change, rev = await write_tools.plan(ctx, "set_context", TOOL.parse(
             {"scope": "flow", "flow_id": "t1", "key": "sneaky", "value": True}))
@@ -134,7 +134,7 @@ async def test_a_read_only_user_is_refused_by_node_red_and_nothing_is_set(contex
     ({"scope": "flow", "flow_id": "sf", "key": "x", "value": 1}, "flow_id"),
 ])
 async def test_a_bad_key_value_tab_or_store_is_refused_before_any_card(context_nodered, args, parameter):
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         ctx = ToolContext(nodered=client(context_nodered, http, "admin", "*"))
         with pytest.raises(ToolFailure) as refused:
             await write_tools.preview(ctx, "set_context", TOOL.parse(args))
@@ -143,7 +143,7 @@ async def test_a_bad_key_value_tab_or_store_is_refused_before_any_card(context_n
 
 
 async def test_an_unknown_tab_lists_the_tabs_and_a_missing_value_is_refused_by_the_arguments(context_nodered):
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         ctx = ToolContext(nodered=client(context_nodered, http, "admin", "*"))
         with pytest.raises(ToolFailure) as refused:
             await write_tools.preview(ctx, "set_context", TOOL.parse(
@@ -156,7 +156,7 @@ async def test_an_unknown_tab_lists_the_tabs_and_a_missing_value_is_refused_by_t
 
 async def test_a_secret_looking_value_is_shown_in_full_with_a_warning_and_redacted_at_rest(context_nodered):
     secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
-    async with aiohttp.ClientSession() as http:
+    async with admin_session() as http:
         ctx = ToolContext(nodered=client(context_nodered, http, "admin", "*"), flow_id="t1")
         shown = await write_tools.preview(ctx, "set_context", TOOL.parse(
             {"scope": "flow", "key": "apiKey", "value": secret}))  # the tab open in the editor

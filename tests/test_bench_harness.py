@@ -4,10 +4,13 @@ whole run stopped there). These check what the harness reaches into in the servi
 
 from __future__ import annotations
 
+import importlib
+
 import service.chat.retrieval_path as retrieval
 import service.tools.registry as registry
 import service.web.chat_routes as chat_routes
 from tests.bench.tracing import site_cost_us, tracing_absent
+from tests.support.nodered import REPO
 
 
 def test_the_tracing_phase_replaces_the_call_sites_the_chat_route_uses_and_puts_them_back():
@@ -17,3 +20,11 @@ def test_the_tracing_phase_replaces_the_call_sites_the_chat_route_uses_and_puts_
         assert retrieval.search_span is not sites[1]
     assert (registry.tool_span, retrieval.search_span, chat_routes.describe_caller) == sites
     assert site_cost_us(repeat=10) > 0
+
+
+def test_every_bench_module_imports():
+    # A module of the harness that no longer imports (a renamed service module) would stop `make bench` midway.
+    modules = sorted(path.stem for path in (REPO / "tests" / "bench").glob("*.py") if path.stem != "__init__")
+    assert "run" in modules and "tracing" in modules
+    for name in modules:
+        importlib.import_module(f"tests.bench.{name}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import aiohttp
 import pytest
 
 from service.assist.completion import CompleteRequest, clean_completion, message_shape
@@ -93,7 +94,7 @@ async def test_a_client_that_goes_away_closes_the_model_request(service_process,
     model.script(Reply(text="one two three", hold_after=1))
     base = f"http://127.0.0.1:{service_process.service_port}"
     headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "carol"}
-    async with admin_session() as http:
+    async with aiohttp.ClientSession() as http:
         request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
                                                   json=body(nodeId=None)))
         # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
@@ -259,7 +260,7 @@ async def test_a_client_that_goes_away_closes_the_fill_in_the_middle_request(ser
     base = f"http://127.0.0.1:{service_process.service_port}"
     headers = {"Authorization": f"Bearer {SERVICE_TOKEN}", "X-Node-RED-User": "carol"}
     node = {"provider": "openai-compatible", "model": "coder", "baseUrl": model.base_url, "completionFim": "on"}
-    async with admin_session() as http:
+    async with aiohttp.ClientSession() as http:
         request = asyncio.ensure_future(http.post(f"{base}/ai-sidebar/complete", headers=headers,
                                                   json=body(nodeId=None, provider=node)))
         # Generous: the service process's first model call imports the provider's client (seconds on a busy machine).
@@ -307,7 +308,7 @@ def config_nodered(tmp_path_factory, service_process, model_server):
 
 async def test_the_chosen_ai_config_nodes_completion_model_answers_through_the_plugin(config_nodered, model):
     model.script(Reply(text="temperature;"))
-    async with admin_session() as http:
+    async with aiohttp.ClientSession() as http:
         response = await http.post(f"{config_nodered.url}/ai-sidebar/complete",
                                    json={**body(nodeId=None), "configId": CONFIG})
         assert response.status == 200, await response.text()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import ElicitResult
@@ -80,7 +81,7 @@ async def test_a_service_without_a_token_believes_no_identity_header_and_answers
                 "MCP_TOOLS_ENABLED": "false", "AI_SIDEBAR_WORKERS": "1"})
     log_path = tmp_path / "tokenless.log"
     with running([sys.executable, "-m", "service"], env, log_path, f"{base}/healthz"):
-        async with admin_session() as http:
+        async with aiohttp.ClientSession() as http:
             async with http.get(f"{base}/ai-sidebar/sessions", headers=ADMIN) as answer:
                 assert answer.status == 200
                 assert session_id not in {s["id"] for s in (await answer.json())["sessions"]}
@@ -154,7 +155,7 @@ async def test_the_mcp_http_server_without_a_token_warns_and_answers_only_loopba
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     with _mcp_running(port, mcp_env(nodered.url), log_path):
         assert "every local user" in log_path.read_text()
-        async with admin_session() as http:
+        async with aiohttp.ClientSession() as http:
             for host in FOREIGN_HOSTS:
                 async with http.post(f"{base}/mcp", json=initialize, headers={**headers, "Host": host}) as answer:
                     assert answer.status == 421, host

@@ -337,7 +337,7 @@ def _defaults_section(context: _Context) -> list[Part]:
     lines: list[Part] = [DEFAULTS_HEAD]
     for kind, defaults in context.omitted.items():
         values = " ".join(f"{key}={_default_text(value)}" for key, value in defaults.items()
-                          if not _empty(value[0] if isinstance(value, AnyOf) else value))
+                          if not _empty(_first(value)))
         if values:
             lines.append(f"  {kind}: {values}\n")
     return lines if len(lines) > 1 else []
@@ -373,7 +373,7 @@ def _sectioned_types(nodes: Iterable[dict[str, Any]]) -> set[str]:
         if not defaults:
             continue
         for key, default in defaults.items():
-            if key not in node or _empty(default[0] if isinstance(default, AnyOf) else default) \
+            if key not in node or _empty(_first(default)) \
                     or not is_default(kind, key, node[key]) or _implied(node, key):
                 continue
             size = len(key) + len(_default_text(default)) + 2  # " key=value"
@@ -384,8 +384,13 @@ def _sectioned_types(nodes: Iterable[dict[str, Any]]) -> set[str]:
     return paying if sum(gains[kind] for kind in paying) > len(DEFAULTS_HEAD) else set()
 
 
+def _first(default: Any) -> Any:
+    """A default as the "Defaults" section writes it: the first of several stored forms (:class:`AnyOf`)."""
+    return default[0] if isinstance(default, AnyOf) else default
+
+
 def _default_text(value: Any) -> str:
-    value = value[0] if isinstance(value, AnyOf) else value
+    value = _first(value)
     if isinstance(value, str):
         return value if value and not any(ch.isspace() or ch == '"' for ch in value) else json.dumps(value)
     return json.dumps(value, separators=(",", ":"))

@@ -123,8 +123,8 @@ class PortTaken(RuntimeError):
 
 
 # settings.js is JavaScript that Node-RED requires at start: this Node-RED stops when the process that started it is
-# gone (a test run stopped with Ctrl-C or killed never reaches NodeRed.stop, and its Node-RED kept the port). The
-# parent is re-parented away from, not signalled, so Node-RED looks: process.ppid is read anew at each access.
+# gone (a test run stopped with Ctrl-C or killed never reaches NodeRed.stop, and its Node-RED kept the port). A
+# child is not told when its parent dies, only re-parented, so it looks: process.ppid is read anew at each access.
 PARENT_WATCH = """const startedBy = process.ppid;
 setInterval(() => { if (process.ppid !== startedBy) { process.exit(0); } }, 500).unref();
 """

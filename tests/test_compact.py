@@ -342,6 +342,8 @@ def test_properties_at_their_default_that_the_node_does_not_use_are_left_out():
               "onceDelay": 0.1, "payload": "", "payloadType": "date", "wires": [["d1"]]},
              {"id": "i3", "type": "inject", "z": "t1", "x": 1, "y": 3, "props": [{"p": "payload"}],
               "once": False, "onceDelay": 3, "wires": [["d1"]]},
+             {"id": "i4", "type": "inject", "z": "t1", "x": 1, "y": 4, "once": "false", "onceDelay": 0.1,
+              "wires": [["d1"]]},  # a string: truthy for inject.js, which then waits onceDelay
              {"id": "d1", "type": "debug", "z": "t1", "x": 2, "y": 1, "tostatus": False, "statusType": "auto",
               "statusVal": "", "wires": []},
              {"id": "d2", "type": "debug", "z": "t1", "x": 2, "y": 2, "tostatus": True, "statusType": "auto",
@@ -351,6 +353,7 @@ def test_properties_at_their_default_that_the_node_does_not_use_are_left_out():
     assert reading.value("i2", "onceDelay") == "0.1" and "once=true" in reading.node("i2").line
     assert "onceDelay=3" in reading.node("i3").line and property_json(reading.node("i3").line, "props") == [
         {"p": "payload"}]
+    assert reading.value("i4", "onceDelay") == "0.1"
     assert reading.value("d1", "statusType") is None and reading.value("d2", "statusType") == "auto"
 
 

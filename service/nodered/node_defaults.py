@@ -100,10 +100,11 @@ def is_default(node_type: str, key: str, value: Any) -> bool:
 # them out altogether. From the nodes' runtime code, Node-RED 4.1 and 5:
 # - inject (20-inject.js): ``props`` at its default, entries without a ``v``, takes payload from ``payload`` /
 #   ``payloadType`` and the topic from ``topic``, exactly what a node without ``props`` gets ("Handle legacy"),
-#   whatever the other property; ``onceDelay`` is read only when ``once`` is true.
-# - debug (21-debug.js): ``statusType`` and ``statusVal`` are read only when ``tostatus`` is true.
+#   whatever the other property; ``onceDelay`` is read only when ``once`` is truthy in JavaScript (``if (this.once)``:
+#   a string "false" is truthy, so only a missing, false, empty or zero ``once`` leaves it unused).
+# - debug (21-debug.js): ``statusType`` and ``statusVal`` are read only when ``tostatus === true``.
 WITHOUT_EFFECT: dict[str, dict[str, tuple[str | None, tuple[Any, ...]]]] = {
-    "inject": {"props": (None, ()), "onceDelay": ("once", (None, False, "false", ""))},
+    "inject": {"props": (None, ()), "onceDelay": ("once", (None, False, "", 0))},
     "debug": {"statusType": ("tostatus", (None, False, "false", "")),
               "statusVal": ("tostatus", (None, False, "false", ""))},
 }

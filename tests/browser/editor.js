@@ -24,7 +24,8 @@ async function launch(viewport, locale) {
 /**
  * The frame of a one-page browser script: launch Chromium, open the editor at `env.EDITOR_URL` logged in as
  * `env.USERNAME`/`env.PASSWORD`, run `body(page, result)`, then print `result` as one JSON line with `failure` (an
- * exception's stack) and `pageErrors` (what openEditor recorded), the browser closed in every case.
+ * exception's stack), `pageErrors` and `monacoFoldingRaces` (what openEditor recorded), the browser closed in every
+ * case.
  *
  * @param {function(object, object): Promise<void>} body the checks, filling `result`
  * @param {{viewport: (object|undefined), locale: (string|undefined)}} [options] as for launch()
@@ -41,6 +42,7 @@ async function runEditorScript(body, options) {
         result.failure = String(err && err.stack || err);
     } finally {
         result.pageErrors = record.pageErrors || [];
+        result.monacoFoldingRaces = record.monacoFoldingRaces || [];
         await browser.close();
     }
     process.stdout.write(JSON.stringify(result) + "\n");
@@ -56,10 +58,13 @@ async function openEditor(context, url, record, credentials) {
     record.pageErrors = record.pageErrors || [];
     record.consoleErrors = record.consoleErrors || [];
     record.dialogs = record.dialogs || [];
+    record.monacoFoldingRaces = record.monacoFoldingRaces || [];
     // The message and where it was thrown (the stack's first frames: whose code, ours or Node-RED's).
-    page.on("pageerror", (err) => record.pageErrors.push(String(err) +
-        (err && err.stack ? "\n" + String(err.stack).split("\n").filter((l) => /^\s+at /.test(l)).slice(0, 6)
-            .join("\n") : "")));
+    page.on("pageerror", (err) => {
+        const seen = String(err) + (err && err.stack ? "\n" + String(err.stack).split("\n")
+            .filter((l) => /^\s+at /.test(l)).slice(0, 6).join("\n") : "");
+        (monacoFoldingRace(err) ? record.monacoFoldingRaces : record.pageErrors).push(seen);
+    });
     page.on("console", (message) => {
         if (message.type() === "error") {
             record.consoleErrors.push({ text: message.text(), url: (message.location() || {}).url || "" });
@@ -75,6 +80,24 @@ async function openEditor(context, url, record, credentials) {
     }
     await editorReady(page);
     return page;
+}
+
+/**
+ * Whether the page error `err` is Monaco 0.52's folding (Node-RED 4.1's bundled editor) computing on a model already
+ * disposed. Node-RED 4.1 disposes a code editor's model before it takes it from the editor (editor-client red.js:
+ * setMode and destroy call model.dispose() then setModel(null); on "editor:close" it disposes every model left); a
+ * folding computation then in flight gets nothing from the language's provider (the TypeScript or JSON worker) and
+ * falls back to IndentRangeProvider.compute, which reads model.getOptions(): "Model is disposed!", rethrown by
+ * Monaco's error handler on a timer ("message\n\nstack"). Every frame is Monaco's. CI saw it once on a loaded
+ * machine (assist.js, a dialog closed just after its code changed); it is recorded apart (`monacoFoldingRaces`), so
+ * any other page error still fails a test.
+ */
+function monacoFoldingRace(err) {
+    const stack = String(err && err.stack || "");
+    const frames = stack.split("\n").filter((l) => /^\s+at /.test(l));
+    return String(err && err.message || "").startsWith("Model is disposed!") && frames.length > 0 &&
+        frames.every((l) => l.includes("/vendor/monaco/dist/")) && /\.getOptions \(/.test(stack) &&
+        /\.compute \(/.test(stack);
 }
 
 async function login(page, credentials) {

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -31,7 +32,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -301,6 +302,18 @@ class ScriptedModelServer:
         async def send(payload: Any) -> None:
             await response.write(f"data: {json.dumps(payload)}\n\n".encode())
 
+        with contextlib.suppress(ConnectionResetError):
+            # (A client leaving mid-stream, a Stop or a cancelled request, is normal for a model server: the stream
+            # just ends, with no handler traceback in the test's log.)
+            if await self._stream(request, reply, body, base, send):
+                await response.write(b"data: [DONE]\n\n")
+                await response.write_eof()
+        return response
+
+    async def _stream(self, request: web.Request, reply: Reply, body: dict[str, Any], base: dict[str, Any],
+                      send: Callable[[Any], Awaitable[None]]) -> bool:
+        """Send the chunks of a streamed chat completion for ``reply`` through ``send``; ``False`` when
+        :meth:`piece_due` ended the stream early (nothing more is to be written)."""
         await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                          "finish_reason": None}]})
         for piece in Reply(text=reply.reasoning).pieces() if reply.reasoning else []:
@@ -308,7 +321,7 @@ class ScriptedModelServer:
                                              "finish_reason": None}]})
         for index, piece in enumerate(reply.pieces() if reply.text else []):
             if not await self.piece_due(request, reply, index):
-                return response
+                return False
             await send({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
         for index, call in enumerate(reply.tool_calls):
             arguments = call["raw_arguments"] if "raw_arguments" in call else json.dumps(call.get("arguments", {}))
@@ -327,9 +340,7 @@ class ScriptedModelServer:
             await send({**base, "choices": [], "usage": {"prompt_tokens": prompt_tokens,
                                                         "completion_tokens": completion_tokens,
                                                         "total_tokens": prompt_tokens + completion_tokens}})
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
+        return True
 
 
 def _completion(reply: Reply, model: str, created: int) -> dict[str, Any]:

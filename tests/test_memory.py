@@ -102,6 +102,23 @@ async def test_an_unreachable_postgres_leaves_chat_working_without_memory(aiohtt
     assert response.status == 503 and "secret-password" not in await response.text()
 
 
+async def test_a_write_whose_last_statement_fails_stores_none_of_it_and_the_next_write_works(store):
+    from service.memory.db import MemoryUnavailable
+
+    await store.save_turn("s1", alice, "kept question", "kept answer", {})
+    before = await store.db.scalar("SELECT COUNT(*) FROM short_term_memory")
+    with pytest.raises(MemoryUnavailable):
+        await store.db.write([
+            ("UPDATE sessions SET name = ? WHERE id = ?", ("renamed", "s1")),
+            ("INSERT INTO short_term_memory(session_key, message_type, content, metadata, created_at) "
+             "VALUES (?, 'user', 'orphan', '{}', 0)", (999999,)),  # no such session: the foreign key refuses it
+        ])
+    assert await store.db.scalar("SELECT COUNT(*) FROM short_term_memory") == before
+    assert (await store.sessions(alice))[0]["name"] != "renamed"
+    await store.save_turn("s1", alice, "next question", "next answer", {})
+    assert [t.content for t in await store.history(alice, "s1")][-2:] == ["next question", "next answer"]
+
+
 async def test_history_gives_the_newest_messages_oldest_first(store):
     for i in range(5):
         await store.save_turn("s1", alice, f"question {i}", f"answer {i}", {"scenario": "general"})

@@ -221,7 +221,18 @@ class SqliteDatabase:
                 raise sqlite_unavailable(err) from None
 
     async def write(self, statements: Sequence[Statement]) -> None:
-        await write_all(self, statements)
+        """Run ``statements`` in one transaction, in one call on the connection's thread (not a call per
+        statement and for BEGIN and COMMIT: each call is a wake-up of that thread and of the event loop).
+
+        aiosqlite (0.22, pinned) has no public call that runs several statements with parameters;
+        ``Connection._execute`` is the one its own ``execute`` and ``commit`` use to run a function on its thread.
+        """
+        bound = [(sql, tuple(params)) for sql, params in statements]
+        async with self._lock:
+            try:
+                await self._conn._execute(_write_on_thread, self._conn._conn, bound)
+            except sqlite3.Error as err:
+                raise sqlite_unavailable(err) from None
 
     def utc_day(self, column: str) -> str:
         return f"date({column}, 'unixepoch')"
@@ -241,6 +252,19 @@ class SqliteDatabase:
 def _file_size(path: str) -> int:
     """Bytes of the database file (0 for an in-memory database or a file not created yet)."""
     return Path(path).stat().st_size if path != ":memory:" and Path(path).exists() else 0
+
+
+def _write_on_thread(conn: sqlite3.Connection, statements: list[tuple[str, tuple]]) -> None:
+    """:meth:`SqliteDatabase.write` on the connection's own thread: BEGIN IMMEDIATE, the statements, COMMIT, or
+    ROLLBACK and the error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, params in statements:
+            conn.execute(sql, params)
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
 
 
 def _owner_only(path: Path) -> None:

@@ -12,6 +12,7 @@ from service.chat.approvals import Approvals
 from service.chat.events import Emit, Origin
 from service.chat.scenarios import Catalog, Scenario, ScenarioCatalog
 from service.chat.thinking import ThinkSplitter
+from service.chat.view import stored_events
 from service.identity import ANONYMOUS, Identity
 from service.knowledge.refresher import KnowledgeSlot
 from service.knowledge.retrieval import StoreResult
@@ -108,7 +109,7 @@ class ChatResult:
     stopped: bool = False  # the client went away (Stop, tab closed, service shutting down) before the end
     session_existed: bool = False  # the session was already stored when the request came in
     status: str | None = None  # "awaiting_approval": the run waits for the user's decisions on writes
-    view: list[dict[str, Any]] = field(default_factory=list)  # the events shown besides text (service.chat.view)
+    view: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # shown besides text: (at, event)
     suggestions: list[dict[str, str]] = field(default_factory=list)  # follow-ups for done (service.chat.followups)
     think: ThinkSplitter = field(default_factory=ThinkSplitter)  # <think> parts kept off the answer's text
 
@@ -116,8 +117,8 @@ class ChatResult:
         """What the sidebar showed of the answer besides its text, to store with it: the recorded events, then the
         turn's usage as the ``done`` event carried it (``[]``: nothing but text)."""
         if self.usage is None:
-            return list(self.view)
-        return [*self.view, {"type": "done", "usage": self.usage.event(), "at": len(self.answer)}]
+            return stored_events(self.view)
+        return [*stored_events(self.view), {"type": "done", "usage": self.usage.event(), "at": len(self.answer)}]
 
     def metadata(self, request: StreamChatRequest) -> dict[str, Any]:
         """What is stored with the turn: scenario, selected flow id, tools used, language, error codes, and the

@@ -27,20 +27,30 @@ RESULT_CHARS = 4_000      # of a tool result: the tool card shows no more (answe
 
 
 class Viewed(Protocol):
-    """What a run accumulates (:class:`service.chat.context.ChatResult`): its text and its shown events."""
+    """What a run accumulates (:class:`service.chat.context.ChatResult`): its text and its shown events, each as
+    ``(at, event)``, the event as it was sent (:func:`stored_events` makes the stored form when the turn is saved)."""
 
     answer: str
-    view: list[Event]
+    view: list[tuple[int, Event]]
 
 
 def recording_view(emit: Emit, result: Viewed) -> Emit:
-    """``emit`` that also keeps each shown event, as :func:`stored_event` makes it, in ``result.view``. Put it
-    inside :func:`service.errors.localized`, so that error sentences are kept as the user read them."""
+    """``emit`` that also keeps each shown event in ``result.view`` with ``at``. Put it inside
+    :func:`service.errors.localized`, so that error sentences are kept as the user read them.
+
+    The event is kept as sent (a shallow copy), and redacted only when the turn is saved (:func:`stored_events`):
+    a search's tool result is sent before the model is asked, and redacting it there delayed the first token.
+    """
     async def recording(event: Event) -> None:
         if event.get("type") in SHOWN and len(result.view) < MAX_EVENTS:
-            result.view.append(stored_event(event, len(result.answer)))
+            result.view.append((len(result.answer), dict(event)))
         await emit(event)
     return recording
+
+
+def stored_events(view: list[tuple[int, Event]]) -> list[Event]:
+    """The stored form (:func:`stored_event`) of each ``(at, event)`` a :func:`recording_view` kept."""
+    return [stored_event(event, at) for at, event in view]
 
 
 def stored_event(event: Event, at: int) -> Event:

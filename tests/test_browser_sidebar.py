@@ -511,8 +511,9 @@ def test_the_chosen_ai_config_node_answers_and_its_key_never_reaches_the_browser
     assert model.headers[0]["Authorization"] == f"Bearer {CONFIG_KEYS['beta']}"
     with_config, with_default = seen["bodies"]
     assert with_config["configId"] == CONFIG_IDS["beta"] and "provider" not in with_config
-    # The choice is remembered for the user.
+    # The choice is remembered for the user, and kept when the chosen node is edited and deployed from the editor.
     assert seen["reloaded"]["selected"] == CONFIG_IDS["beta"]
+    assert [(state["selected"], state["note"]) for state in seen["redeployed"]] == [(CONFIG_IDS["beta"], None)] * 3
 
     # Deploying the flows without Team Beta falls back to the service default and says so.
     after = seen["afterRemoval"]

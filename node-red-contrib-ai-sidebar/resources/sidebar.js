@@ -205,11 +205,12 @@
         this.onEditorContextChange = this.onEditorContextChange.bind(this);
         RED.events.on("workspace:change", this.onEditorContextChange);
         RED.events.on("view:selection-changed", this.onEditorContextChange);
-        // The deployed ai-config nodes change with a deploy from this editor ("deploy", sent when the runtime
-        // accepted the flows) and with any deploy or flow restart, from another editor or the Admin API too
-        // ("runtime-state", sent once the flows have started or stopped): Node-RED 4.1, editor-client red.js.
+        // The deployed ai-config nodes change with any deploy or flow restart, from this editor, another one or the
+        // Admin API: "runtime-state" is sent once the flows have started (or stopped); editor-client red.js. Not
+        // the editor's own "deploy" event: Node-RED answers a deploy before it has started the nodes again
+        // (runtime lib/flows/index.js setFlows, 4.1 and 5), and a list read then lacked the nodes being restarted,
+        // so an edited ai-config node that was chosen was dropped as no longer deployed.
         this.refreshConfigs = this.refreshConfigs.bind(this);
-        RED.events.on("deploy", this.refreshConfigs);
         RED.events.on("runtime-state", this.refreshConfigs);
         // A conversation restored while the editor loads is shown before the editor has its flows ("flows:loaded",
         // editor-client red.js, Node-RED 2+): its node names could not become links then.
@@ -1391,7 +1392,6 @@
         this.mcpGrantsPanel.destroy();
         RED.events.off("workspace:change", this.onEditorContextChange);
         RED.events.off("view:selection-changed", this.onEditorContextChange);
-        RED.events.off("deploy", this.refreshConfigs);
         RED.events.off("runtime-state", this.refreshConfigs);
         RED.events.off("flows:loaded", this.linkAnswers);
         if (this.resizeObserver) {

@@ -57,7 +57,7 @@ describe("the sidebar's choice of AI configuration", function () {
 describe("when the sidebar reads the deployed configurations again", function () {
     it("reads them once the flows started, not while a deploy has them stopped", function () {
         assert.strictEqual(configChoice.refreshesConfigs({ state: "start", deploy: true }), true);
-        assert.strictEqual(configChoice.refreshesConfigs(undefined), true); // the editor's own "deploy" event
+        assert.strictEqual(configChoice.refreshesConfigs(undefined), true); // a warning cleared
         assert.strictEqual(configChoice.refreshesConfigs({}), true);
         assert.strictEqual(configChoice.refreshesConfigs({ state: "stop", deploy: true }), false);
         assert.strictEqual(configChoice.refreshesConfigs({ state: "stop", error: "missing-types" }), false);

@@ -412,6 +412,25 @@ async function configsMode(page, result, context, record) {
     }, null, { timeout: 15000 });
     result.reloaded = await pickerState(again);
 
+    // Editing the chosen node and deploying from this editor keeps the choice. Node-RED answers a deploy before it
+    // has started the nodes again: a list read on the editor's "deploy" event lacked the node and dropped the choice.
+    result.redeployed = [];
+    for (let round = 0; round < 3; round++) {
+        const name = "Team Beta " + round;
+        await again.evaluate(({ id, name }) => {
+            const node = RED.nodes.node(id);
+            node.name = name;
+            node.changed = true;
+            node.dirty = true;
+            RED.nodes.dirty(true);
+        }, { id: ids.beta, name });
+        await again.click("#red-ui-header-button-deploy");
+        // The list is read again once the flows have started: the node's new name shows.
+        await again.waitForFunction((name) => Array.from(document.querySelectorAll(".ai-sidebar-config option"))
+            .some((option) => option.text.startsWith(name + " (")), name, { timeout: 30000 });
+        result.redeployed.push(await pickerState(again));
+    }
+
     // The test now deploys the flows without the chosen node; the picker hears of it ("runtime-state").
     stage("chosen");
     await again.waitForSelector(".ai-sidebar-config-note", { state: "visible", timeout: 30000 });

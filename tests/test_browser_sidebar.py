@@ -702,7 +702,7 @@ def test_a_service_killed_while_streaming_shows_reconnecting_and_the_banner_goes
     assert {"method": "GET", "path": "sessions", "status": 200} in requests[last_failure + 1:]
 
 
-def test_a_refused_question_stays_in_the_input_and_a_counter_shows_near_the_limit(auth_stack, model):
+def test_a_question_over_the_limit_is_not_sent_and_stays_in_the_input_and_a_counter_shows_near_it(auth_stack, model):
     nodered, _ = auth_stack
     tab = tab_named(nodered, "01 - Catch error")
 
@@ -712,9 +712,11 @@ def test_a_refused_question_stays_in_the_input_and_a_counter_shows_near_the_limi
     assert seen["near"]["counter"] == "9,500 / 10,000" and not seen["near"]["over"]
     assert seen["over"]["counter"] == "10,064 / 10,000" and seen["over"]["over"]
     assert seen["over"]["counterColor"] == "rgb(173, 22, 37)"
-    # The service refused it (413 message_too_long) before any answer: the text is kept to shorten and resend.
-    assert any("10064 characters" in error and "10000" in error for error in seen["errors"]), seen["errors"]
-    assert seen["keptText"] and seen["refused"]["over"]
+    # Over the limit Send is disabled and Enter sends nothing (the service would refuse it: 413 message_too_long);
+    # the text is kept to shorten, and once short enough Send is back.
+    assert not seen["near"]["sendDisabled"] and seen["over"]["sendDisabled"]
+    assert seen["keptText"] and seen["refused"]["over"] and seen["refused"]["questions"] == 0
+    assert not seen["shortened"]["over"] and not seen["shortened"]["sendDisabled"]
     assert seen["header"]["newChatInside"]
     assert model.requests == []
 

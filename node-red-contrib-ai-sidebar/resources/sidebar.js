@@ -558,6 +558,9 @@
     /** Show how long the question is once it nears the service's limit, marked when it is over. */
     AiSidebar.prototype.updateCounter = function () {
         var counter = lib.chatRequest.counter(this.input.val(), this.maxMessageChars);
+        // Over the limit Send waits (the service would refuse the question: 413 message_too_long).
+        this.overLimit = Boolean(counter && counter.over);
+        this.updateSendButton();
         if (!counter) {
             this.counter.hide();
             return;
@@ -1133,9 +1136,17 @@
         return this.loadHistory(sessionId, hit);
     };
 
+    /** Send is disabled while an answer streams and while the question is over the service's limit. */
+    AiSidebar.prototype.updateSendButton = function () {
+        var disabled = Boolean(this.busy || this.overLimit);
+        // Node-RED draws a disabled primary button by its "disabled" class (style.min.css), not by the attribute.
+        this.sendButton.prop("disabled", disabled).toggleClass("disabled", disabled);
+    };
+
     AiSidebar.prototype.setBusy = function (busy) {
         var hadFocus = $.contains(this.content[0], document.activeElement);
-        this.sendButton.prop("disabled", busy);
+        this.busy = busy;
+        this.updateSendButton();
         this.stopButton.prop("disabled", !busy);
         this.input.prop("disabled", busy);
         if (!busy) {
@@ -1156,6 +1167,11 @@
         var fromInput = text === undefined;
         var message = String(fromInput ? this.input.val() : text).trim();
         if (!message || this.controller) {
+            return false;
+        }
+        if (fromInput && this.overLimit) {
+            // Enter with a question over the limit: nothing is sent; the counter (marked) says by how much.
+            this.input.trigger("focus");
             return false;
         }
         this.mentions.autocomplete.close();

@@ -49,6 +49,8 @@ def test_a_restart_under_make_run_names_make_run_offers_no_commands_and_clears_o
     assert seen["reconnecting"]["reconnecting"] and seen["reconnecting"]["commands"] == 0
     advised = seen["advised"]
     assert not advised["reconnecting"] and advised["commands"] == 0
+    # Not the error's own advice ("Start it or check AI_SIDEBAR_SERVICE_URL"): make run starts it again.
+    assert advised["text"] == "The AI assistant service does not answer."
     assert seen["advisedHelp"] == ("make run restarts the AI assistant service when it stops; it should answer again "
                                    "in a moment. Its terminal shows why it stopped.")
     assert "pip" not in seen["advisedHelp"] and "docker" not in seen["advisedHelp"]

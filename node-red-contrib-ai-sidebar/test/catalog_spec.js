@@ -105,7 +105,8 @@ describe("sidebar message catalogs", function () {
             banner.COMMAND_IDS.forEach(function (id) {
                 assert.strictEqual(typeof lookup(catalog(lang), "service.command." + id), "string", lang + " " + id);
             });
-            ["starting", "running", "exited", "failed"].forEach(function (state) {
+            assert.strictEqual(typeof lookup(catalog(lang), "service.notAnswering"), "string", lang + " notAnswering");
+            ["starting", "running", "exited", "failed", "external"].forEach(function (state) {
                 assert.strictEqual(typeof lookup(catalog(lang), "service.supervisor." + state), "string",
                     lang + " " + state);
             });

@@ -91,8 +91,11 @@
         const self = this;
         this.options = options;
         this.request = null;
-        // The help last rendered (JSON of `describe`'s view), or null.
+        // The help last rendered (JSON of `describe`'s view and `restarting`), or null.
         this.rendered = null;
+        // The error last shown, and whether a supervisor will start the service again (renderHelp).
+        this.message = "";
+        this.restarting = false;
         this.element = $('<div class="ai-sidebar-status" role="alert"></div>').hide();
         this.icon = $('<i class="fa fa-plug"></i>').appendTo(this.element);
         this.text = $("<span></span>").appendTo(this.element);
@@ -115,7 +118,9 @@
     ServiceBanner.prototype.show = function (message) {
         const self = this;
         const wasShown = (this.element.is(":visible") && !this.isReconnecting()) || this.request;
-        this.text.text(message);
+        this.message = message;
+        // Shown again by a later failed check: the line stays as the supervisor's state made it (renderHelp).
+        this.text.text(wasShown && this.restarting ? t("service.notAnswering") : message);
         this.element.removeClass("ai-sidebar-status-reconnecting").attr("role", "alert").show();
         this.icon.attr("class", "fa fa-plug");
         if (wasShown) {
@@ -123,7 +128,7 @@
         }
         const request = this.request = this.options.loadStatus().then(function (status) {
             if (self.request === request) {
-                self.renderHelp(describe(status, t));
+                self.renderHelp(describe(status, t), restartExpected(status));
             }
         }, function () {
             // The route is missing (an older plugin) or Node-RED is down too: the message above says enough.
@@ -140,6 +145,7 @@
      */
     ServiceBanner.prototype.reconnecting = function () {
         this.request = null;
+        this.restarting = false;
         this.help.empty();
         this.rendered = null;
         this.text.text(t("service.reconnecting"));
@@ -164,20 +170,29 @@
             return;
         }
         const view = describe(status, t);
-        if (JSON.stringify(view) !== this.rendered) {
-            this.renderHelp(view);
+        const restarting = restartExpected(status);
+        if (JSON.stringify([view, restarting]) !== this.rendered) {
+            this.renderHelp(view, restarting);
         }
     };
 
     ServiceBanner.prototype.hide = function () {
         this.request = null;
+        this.restarting = false;
         this.element.hide().removeClass("ai-sidebar-status-reconnecting");
         this.help.empty();
         this.rendered = null;
     };
 
-    ServiceBanner.prototype.renderHelp = function (view) {
-        this.rendered = JSON.stringify(view);
+    /**
+     * Show the advice of `view` (`describe`). While a supervisor will start the service again (`restarting`), the
+     * error's own advice ("Start it or check AI_SIDEBAR_SERVICE_URL") is not what to do: the line says only that the
+     * service does not answer, and the supervisor's state below says the rest.
+     */
+    ServiceBanner.prototype.renderHelp = function (view, restarting) {
+        this.rendered = JSON.stringify([view, restarting]);
+        this.restarting = restarting;
+        this.text.text(restarting ? t("service.notAnswering") : this.message);
         const help = this.help.empty();
         if (view.supervisor) {
             $('<div class="ai-sidebar-status-supervisor"></div>').text(view.supervisor.text).appendTo(help);

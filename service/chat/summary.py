@@ -18,7 +18,7 @@ tool schemas) and the answer's reserve (:func:`answer_reserve`) leave of the bud
 
 Budget: ``AI_SIDEBAR_CONTEXT_TOKENS`` when set, else the model's profile (``max_input_tokens``, the LangChain model
 profiles), else :data:`PROVIDER_CONTEXT_TOKENS`. Counting: the OpenAI-family client's own tiktoken counter when
-tiktoken's encodings can be loaded (they are downloaded once; offline they are not), else LangChain's
+tiktoken's encodings are loaded (downloaded once, on a thread of their own: :class:`TiktokenLoader`), else LangChain's
 ``count_tokens_approximately`` (about 4 characters a token, 3.3 for Anthropic models, as the middleware uses).
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -143,17 +144,60 @@ def _openai_family(model: BaseChatModel) -> bool:
     return isinstance(model, BaseChatOpenAI)
 
 
-@functools.cache
-def _tiktoken_ready() -> bool:
-    """Whether tiktoken's ``o200k_base`` encoding loads (from its cache or the network), tried once a process."""
-    try:
-        import tiktoken
+# The encodings LangChain's OpenAI-family client counts with (BaseChatOpenAI._get_encoding_model, langchain-openai
+# 1.x): the model's own through tiktoken.encoding_for_model, else o200k_base for gpt-4o/4.1/5 names and cl100k_base
+# for any other name (DeepSeek's, a local server's).
+TIKTOKEN_ENCODINGS = ("o200k_base", "cl100k_base")
 
-        tiktoken.get_encoding("o200k_base")
-    except Exception as err:  # noqa: BLE001 - not installed, offline, no cache: fall back to the approximation
-        log.info("tiktoken unavailable (%s): token counts are approximate", type(err).__name__)
-        return False
-    return True
+
+class TiktokenLoader:
+    """tiktoken's encodings (:data:`TIKTOKEN_ENCODINGS`), loaded once a process on a daemon thread.
+
+    tiktoken downloads an encoding the first time it is used (tiktoken 0.x ``load.read_file``: ``requests.get`` with
+    no timeout) and caches it on disk. Loaded on the event loop, the first chat of a process stopped every stream for
+    the download, and on a gateway whose network drops packets for the TCP connect timeout (minutes). Until the
+    encodings are there (or when they cannot be loaded: offline, no cache) budgets use the approximation.
+    """
+
+    def __init__(self, encodings: Sequence[str] = TIKTOKEN_ENCODINGS):
+        self.encodings = tuple(encodings)
+        self.ready = False  # every encoding loaded
+        self.failed = False  # a load failed: the approximation for this process
+        self._started = False
+        self._lock = threading.Lock()
+        self.done = threading.Event()  # set once the load ended, either way
+
+    def start(self) -> None:
+        """Begin the load on a daemon thread (a stop does not wait for a download); later calls do nothing."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._load, name="tiktoken-load", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            import tiktoken
+
+            for name in self.encodings:
+                tiktoken.get_encoding(name)
+        except Exception as err:  # noqa: BLE001 - not installed, offline, no cache: fall back to the approximation
+            self.failed = True
+            log.info("tiktoken unavailable (%s): token counts are approximate", type(err).__name__)
+        else:
+            self.ready = True
+        finally:
+            self.done.set()
+
+
+TIKTOKEN = TiktokenLoader()
+
+
+def _tiktoken_ready() -> bool:
+    """Whether tiktoken's encodings are loaded; the first call starts their load (:class:`TiktokenLoader`) and,
+    like every call before it ends, answers ``False`` at once."""
+    TIKTOKEN.start()
+    return TIKTOKEN.ready
 
 
 def summarisation_options(room: int, counter: TokenCounter, budget: int) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Callable
@@ -153,6 +154,38 @@ async def test_the_diff_of_two_deploys_names_exactly_the_changed_nodes_and_prope
     assert newest["rev"] == after and newest["origin"] == "editor" and newest["user"] is None
     assert newest["counts"] == {"added": 1, "removed": 1, "changed": 3}
     assert newest["time"].endswith("Z")
+
+
+async def test_a_service_up_before_node_red_captures_its_flows_once_it_answers_without_a_warning(
+        aiohttp_client, model, tmp_path, caplog):
+    caplog.set_level("INFO", logger="service.history.capture")
+    # As under make run: the service starts first, its Node-RED a moment later on the port it was told.
+    nodered = NodeRed(userdir=tmp_path / "nodered-later", port=free_port(), flows=base_flows(), with_palette=False)
+    client = await aiohttp_client(create_app(settings_for(nodered, model, tmp_path)))
+    store = history_for(client.app[NODERED]).store
+
+    async def tried() -> bool:
+        return any("not reachable yet" in record.getMessage() for record in caplog.records)
+    await wait_for(tried, what="the first capture tried while Node-RED is down")
+    await asyncio.to_thread(nodered.start)
+    try:
+        rev = (await live_answer(nodered))["rev"]
+
+        async def captured() -> bool:
+            return await store.has(rev)
+        # Node-RED's retained runtime-deploy notification reaches the service's comms subscription.
+        await wait_for(captured, timeout=60, what=f"rev {rev} captured once Node-RED answers")
+        # Nothing the service logged while it waited for Node-RED reads as a fault.
+        assert [f"{record.name}: {record.getMessage()}" for record in caplog.records
+                if record.levelno >= logging.WARNING] == []
+    finally:
+        await asyncio.to_thread(nodered.stop)
+
+
+async def live_answer(nodered: NodeRed) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http, http.get(
+            f"{nodered.url}/flows", headers={"Node-RED-API-Version": "v2"}) as answer:
+        return await answer.json()
 
 
 async def test_the_first_state_captured_is_listed_as_first_without_counts(history_client, history_nodered):

@@ -91,7 +91,15 @@ class Capture:
             self._wake.clear()
             try:
                 await self.capture()
-            except (NodeRedError, MemoryUnavailable) as err:
+            except NodeRedError as err:
+                if self._last is None and err.code == "nodered_unreachable":
+                    # A service started beside Node-RED (make run, a supervisor) is often up first. Node-RED's
+                    # retained runtime-deploy notification reaches the DeployWatcher once Node-RED answers, and the
+                    # flows are captured then: nothing is lost, nothing to warn about.
+                    log.info("flow history: Node-RED is not reachable yet; its flows are captured once it answers")
+                else:
+                    log.warning("flow history: deploy not captured (%s)", err.message)
+            except MemoryUnavailable as err:
                 log.warning("flow history: deploy not captured (%s)", err.message)
             except Exception:  # a bug here must not stop the capture of later deploys
                 log.exception("flow history: deploy not captured")

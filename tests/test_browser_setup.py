@@ -79,6 +79,8 @@ def test_setup_from_the_empty_state_to_a_first_answer_and_retry_uses_the_new_con
     assert seen["deployOfferedAfterCancel"] == 0
     assert "deploy" in seen["deployText"].lower()
     assert seen["chosenConfig"].startswith("Scripted model") and "Scripted model" in seen["cardText"]
+    # The node the card made is the sidebar's: Node-RED does not call it unused (ai-config's hasUsers: false).
+    assert seen["deployNotices"] == ["Successfully deployed"], seen["deployNotices"]
     origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(model.base_url))
     assert seen["testOk"] and origin in seen["testResult"] and "scripted-model" in seen["testResult"]
     assert "catches errors" in seen["answerAfterRetry"]

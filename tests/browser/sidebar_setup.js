@@ -86,9 +86,18 @@ async function setup(page, result) {
     await page.waitForSelector("#red-ui-header-shade", { state: "hidden", timeout: 10000 });
     await page.waitForSelector(".ai-sidebar-setup-deploy", { timeout: 10000 });
     result.deployText = (await page.locator(".ai-sidebar-setup .ai-sidebar-setup-text").innerText()).trim();
+    // What Node-RED's deploy notices say (editor-client deploy.js: RED.notify with HTML text).
+    await page.evaluate(() => {
+        window.seenNotices = [];
+        const notify = RED.notify;
+        RED.notify = function (message) {
+            window.seenNotices.push(typeof message === "string" ? $("<div>").html(message).text() : $(message).text());
+            return notify.apply(this, arguments);
+        };
+    });
     await page.click(".ai-sidebar-setup-deploy");
-    // Node-RED deploys a configuration node no flow uses yet and says so in its success notice (4.1 and 5.x).
     await page.waitForFunction(() => !!$(".ai-sidebar-config").val(), null, { timeout: 30000 });
+    result.deployNotices = await page.evaluate(() => window.seenNotices);
     result.chosenConfig = await page.evaluate(() => $(".ai-sidebar-config option:selected").text());
     result.cardText = (await page.locator(".ai-sidebar-setup .ai-sidebar-setup-text").innerText()).trim();
     await page.click(".ai-sidebar-setup-test");

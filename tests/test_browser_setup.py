@@ -81,6 +81,9 @@ def test_setup_from_the_empty_state_to_a_first_answer_and_retry_uses_the_new_con
     assert seen["chosenConfig"].startswith("Scripted model") and "Scripted model" in seen["cardText"]
     # The node the card made is the sidebar's: Node-RED does not call it unused (ai-config's hasUsers: false).
     assert seen["deployNotices"] == ["Successfully deployed"], seen["deployNotices"]
+    # The card's Edit opens the chosen node's own dialog; Cancel leaves nothing to deploy.
+    assert seen["editDialog"]["name"] == seen["editDialog"]["editing"] and seen["editDialog"]["name"]
+    assert seen["dirtyAfterEditCancel"] is False
     origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(model.base_url))
     assert seen["testOk"] and origin in seen["testResult"] and "scripted-model" in seen["testResult"]
     assert "catches errors" in seen["answerAfterRetry"]

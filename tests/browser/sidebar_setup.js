@@ -106,6 +106,17 @@ async function setup(page, result) {
     result.testOk = await page.locator(".ai-sidebar-setup-ok").count() > 0;
     await editor.screenshot(page, result, "sidebar-setup-tested.png");
     await editor.detailScreenshot(page.locator(".ai-sidebar"), result, "sidebar-setup-tested-detail.png");
+    // Edit opens the chosen node's own dialog (where a refused key or a wrong URL is fixed); Cancel changes nothing.
+    await page.click(".ai-sidebar-setup-edit");
+    await page.waitForSelector("#node-config-dialog-ok", { state: "visible", timeout: 10000 });
+    result.editDialog = await page.evaluate(() => ({
+        name: $("#node-config-input-name").val(),
+        chosen: $(".ai-sidebar-config").val(),
+        editing: (RED.nodes.node($(".ai-sidebar-config").val()) || {}).name
+    }));
+    await page.click("#node-config-dialog-cancel");
+    await page.waitForSelector("#node-config-dialog-ok", { state: "detached", timeout: 10000 });
+    result.dirtyAfterEditCancel = await page.evaluate(() => RED.nodes.dirty());
     // Retry the failed question: it goes out with the configuration chosen now.
     await page.locator(".ai-sidebar-retry:visible").last().click();
     await editor.waitIdle(page);

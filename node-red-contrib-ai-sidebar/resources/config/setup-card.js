@@ -81,6 +81,17 @@
             $('<p class="ai-sidebar-setup-text"></p>').text(t("setup.create")).appendTo(card);
         }
         var row = $('<div class="ai-sidebar-setup-actions"></div>').appendTo(card);
+        if (chosen && !this.pendingId && RED.nodes.node(chosen) && RED.user.hasPermission("flows.write")) {
+            // A refused key or a wrong URL is fixed in the chosen node: its own dialog, as the configuration-nodes
+            // sidebar opens it (`editConfig("", type, id)`, Node-RED 4.1 and 5.x); a Deploy then applies it.
+            button("fa-pencil", t("setup.editButton"), "primary ai-sidebar-setup-edit")
+                .attr("title", t("setup.editTooltip"))
+                .on("click", function (event) {
+                    event.preventDefault();
+                    RED.editor.editConfig("", TYPE, chosen);
+                })
+                .appendTo(row);
+        }
         if (!this.pendingId && RED.user.hasPermission("flows.write")) {
             button("fa-plus", t("setup.createButton"), chosen ? "ai-sidebar-setup-create" :
                 "primary ai-sidebar-setup-create")

@@ -304,31 +304,25 @@ class KnowledgeIndex:
         pool = limit * 4 if self.vectors is not None else limit
         scope = scope_token(store, language)
         selective = [t for t in terms if not self.terms.is_common(folded(term_key(t)), is_prefix(t), COMMON_SHARE)]
-        ranked = await self._ranked(scope, selective or terms, " AND ", pool)
-        if len(ranked) < pool and len(selective) > 1:
-            found = {chunk_id for chunk_id, _ in ranked}
-            ranked += [r for r in await self._ranked(scope, selective, " OR ", pool) if r[0] not in found]
-        ranked = ranked[:pool]
-        hits = await self._hits([chunk_id for chunk_id, _ in ranked], {i: -rank for i, rank in ranked})
+        hits = await self._ranked(scope, selective or terms, " AND ", pool)
+        if len(hits) < pool and len(selective) > 1:
+            found = {hit.id for hit in hits}
+            hits += [hit for hit in await self._ranked(scope, selective, " OR ", pool) if hit.id not in found]
+        hits = hits[:pool]
         if self.vectors is None:
             return hits
         return (await self._fuse(query, store, language, hits, limit))[:limit]
 
-    async def _ranked(self, scope: str, terms: list[str], operator: str, limit: int) -> list[tuple[int, float]]:
-        """``(chunk id, bm25)`` of the best ``limit`` rows of ``scope`` matching ``terms`` joined by ``operator``."""
+    async def _ranked(self, scope: str, terms: list[str], operator: str, limit: int) -> list[Hit]:
+        """The best ``limit`` chunks of ``scope`` matching ``terms`` joined by ``operator``, best first, each scored
+        ``-bm25``: ranked by FTS5 and read with their rows in one statement (one call on the connection's thread; the
+        ranking's ``LIMIT`` applies before the join, so a broad query joins only its best rows)."""
         rows = await self._db.execute_fetchall(
-            "SELECT rowid, rank FROM knowledge_chunks_fts WHERE knowledge_chunks_fts MATCH ? AND scope = ? "
-            "ORDER BY rank LIMIT ?", (operator.join(fts_term(t) for t in terms), scope, limit))
-        return [(row[0], row[1]) for row in rows]
-
-    async def _hits(self, ids: list[int], scores: dict[int, float]) -> list[Hit]:
-        """The chunks of ``ids`` in that order, each with its score."""
-        if not ids:
-            return []
-        rows = await self._db.execute_fetchall(
-            f"SELECT * FROM knowledge_chunks WHERE id IN ({','.join('?' * len(ids))})", ids)
-        by_id = {row["id"]: row for row in rows}
-        return [_hit(by_id[i], scores.get(i, 0.0)) for i in ids if i in by_id]
+            "SELECT c.*, r.rank AS fts_rank FROM (SELECT rowid AS id, rank FROM knowledge_chunks_fts "
+            "WHERE knowledge_chunks_fts MATCH ? AND scope = ? ORDER BY rank LIMIT ?) AS r "
+            "JOIN knowledge_chunks AS c ON c.id = r.id ORDER BY r.rank, c.id",
+            (operator.join(fts_term(t) for t in terms), scope, limit))
+        return [_hit(row, -row["fts_rank"]) for row in rows]
 
     async def _fuse(self, query: str, store: str, language: str, hits: list[Hit], limit: int) -> list[Hit]:
         """FTS5's and the vectors' rankings fused by reciprocal rank: score = Σ 1 / (RRF_K + rank)."""

@@ -491,10 +491,18 @@ def test_the_chosen_ai_config_node_answers_and_its_key_never_reaches_the_browser
                  Reply(text="Answered with the service default."))
     alpha_without_key = {key: value for key, value in configs[0].items() if key != "credentials"}
 
+    # A node of a type Node-RED does not have: it saves the flows and runs none of them ("missing-types").
+    unknown = {"id": "ffff0000000000e1", "type": "no-such-node-type", "z": tab["id"], "x": 100, "y": 400,
+               "wires": []}
+    without_keys = [{key: value for key, value in config.items() if key != "credentials"} for config in configs]
+
     seen = run_feature_in_stages(
         nodered, "configs", tab["id"],
-        # Team Beta goes away; Team Alpha stays, its key kept by Node-RED's credential store.
-        {"chosen": lambda: deploy(nodered, token, original + [alpha_without_key])},
+        {"stopped": lambda: admin_request(nodered, token, "POST", "/flows", original + without_keys + [unknown],
+                                          {"Node-RED-Deployment-Type": "full"}),
+         "restarted": lambda: deploy(nodered, token, original + without_keys),
+         # Team Beta goes away; Team Alpha stays, its key kept by Node-RED's credential store.
+         "chosen": lambda: deploy(nodered, token, original + [alpha_without_key])},
         CONFIG_IDS=json.dumps(CONFIG_IDS), SECRETS=json.dumps(list(CONFIG_KEYS.values())),
         QUESTIONS=json.dumps(["which model answers?", "and now?"]))
 
@@ -514,6 +522,13 @@ def test_the_chosen_ai_config_node_answers_and_its_key_never_reaches_the_browser
     # The choice is remembered for the user, and kept when the chosen node is edited and deployed from the editor.
     assert seen["reloaded"]["selected"] == CONFIG_IDS["beta"]
     assert [(state["selected"], state["note"]) for state in seen["redeployed"]] == [(CONFIG_IDS["beta"], None)] * 3
+    # An editor opened while the runtime runs no flow (a missing node type) keeps it, shown as not running; once the
+    # flows run again it is listed as before.
+    stopped = seen["whileStopped"]
+    assert stopped["selected"] == CONFIG_IDS["beta"] and stopped["note"] is None
+    assert {"value": CONFIG_IDS["beta"], "text": "Team Beta (openai-compatible/scripted-beta) (not running)"} in \
+        stopped["options"], stopped["options"]
+    assert seen["afterRestart"]["selected"] == CONFIG_IDS["beta"] and seen["afterRestart"]["note"] is None
 
     # Deploying the flows without Team Beta falls back to the service default and says so.
     after = seen["afterRemoval"]

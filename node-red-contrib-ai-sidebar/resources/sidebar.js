@@ -270,11 +270,15 @@
         }
     };
 
-    /** Link the node names in every answer shown (those already linked stay as they are). */
+    /** Link the node names in every answer shown (those already linked stay as they are); "flows:loaded" too. */
     AiSidebar.prototype.linkAnswers = function () {
         this.messages.children(".ai-sidebar-message-assistant").each(function () {
             lib.answerLinks.decorate($(this));
         });
+        // The picker compares the runtime's list with the editor's flows, which are there now (configPicker).
+        if (this.configPicker.loaded) {
+            this.configPicker.render();
+        }
     };
 
     AiSidebar.prototype.refreshConfigs = function (event) {
@@ -887,6 +891,8 @@
                 .on("click", function (event) {
                     event.preventDefault();
                     self.input.val(prompt).trigger("focus");
+                    self.updateCounter();
+                    self.keepDraft();
                 })
                 .appendTo(self.quickPrompts);
         });
@@ -1169,8 +1175,10 @@
         if (!message || this.controller) {
             return false;
         }
-        if (fromInput && this.overLimit) {
+        var counted = fromInput ? lib.chatRequest.counter(message, this.maxMessageChars) : null;
+        if (counted && counted.over) {
             // Enter with a question over the limit: nothing is sent; the counter (marked) says by how much.
+            this.updateCounter();
             this.input.trigger("focus");
             return false;
         }

@@ -48,6 +48,13 @@ describe("the sidebar's choice of AI configuration", function () {
         assert.deepStrictEqual(configChoice.resolveChoice("gone", []), { id: "", missing: true });
     });
 
+    it("keeps a remembered configuration the runtime does not run while the editor's flows still hold it", function () {
+        // Flows stopped (a missing node type, safe mode): the runtime lists no configuration at all.
+        assert.deepStrictEqual(configChoice.resolveChoice("c2", [], true), { id: "c2", missing: false, unlisted: true });
+        assert.deepStrictEqual(configChoice.resolveChoice("c2", [{ id: "c2" }], true), { id: "c2", missing: false });
+        assert.deepStrictEqual(configChoice.resolveChoice("c2", [], false), { id: "", missing: true });
+    });
+
     it("uses the service default when nothing was chosen", function () {
         assert.deepStrictEqual(configChoice.resolveChoice(null, [{ id: "c1" }]), { id: "", missing: false });
         assert.deepStrictEqual(configChoice.resolveChoice("", []), { id: "", missing: false });

@@ -431,15 +431,35 @@ async function configsMode(page, result, context, record) {
         result.redeployed.push(await pickerState(again));
     }
 
+    // The test deploys the flows with a node of a type Node-RED does not have: the runtime stops every flow and runs
+    // no ai-config node. An editor opened then keeps the choice, shown as not running (not "no longer deployed").
+    stage("stopped");
+    await again.waitForFunction(() => window.NodeRedAiSidebar.adminApi.requestJson("GET", "ai-sidebar/configs")
+        .then((list) => list.length === 0), null, { timeout: 30000, polling: 250 });
+    const stopped = await editor.openEditor(context, env.EDITOR_URL, record, credentials());
+    await again.close();
+    await editor.showTab(stopped, env.TAB_ID);
+    await stopped.waitForFunction((id) => {
+        const option = document.querySelector(".ai-sidebar-config option[value='" + id + "']");
+        return option && RED.nodes.version() && document.querySelector(".ai-sidebar-config").value === id;
+    }, ids.beta, { timeout: 30000 });
+    result.whileStopped = await pickerState(stopped);
+    // The test deploys the flows without the unknown node: the runtime runs them again, the list has the node again.
+    stage("restarted");
+    await stopped.waitForFunction((id) => Array.from(document.querySelectorAll(".ai-sidebar-config option"))
+        .some((option) => option.value === id && !/\(not running\)/.test(option.text)), ids.beta, { timeout: 30000 });
+    result.afterRestart = await pickerState(stopped);
+    const again2 = stopped;
+
     // The test now deploys the flows without the chosen node; the picker hears of it ("runtime-state").
     stage("chosen");
-    await again.waitForSelector(".ai-sidebar-config-note", { state: "visible", timeout: 30000 });
-    result.afterRemoval = await pickerState(again);
-    await screenshot(again, result, "sidebar-config-fallback.png");
-    result.answerWithDefault = await editor.ask(again, questions[1]);
-    result.afterDefaultAnswer = await pickerState(again);
+    await again2.waitForSelector(".ai-sidebar-config-note", { state: "visible", timeout: 30000 });
+    result.afterRemoval = await pickerState(again2);
+    await screenshot(again2, result, "sidebar-config-fallback.png");
+    result.answerWithDefault = await editor.ask(again2, questions[1]);
+    result.afterDefaultAnswer = await pickerState(again2);
     result.bodies = bodies;
-    result.secrets = await findSecrets(again, record.traffic, JSON.parse(env.SECRETS));
+    result.secrets = await findSecrets(again2, record.traffic, JSON.parse(env.SECRETS));
 }
 
 /** What the code blocks of the last answer look like: language, highlighted spans, text, flow buttons. */

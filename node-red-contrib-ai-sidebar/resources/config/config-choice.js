@@ -69,21 +69,29 @@
 
     /**
      * What the picker shows once the list is known: the remembered choice while it is deployed, otherwise the
-     * service default.
+     * service default; but a choice the runtime does not list while the editor's own flows still hold it (`held`)
+     * stays chosen, shown as not running: the runtime lists only the nodes it runs, and none run while its flows
+     * are stopped (a deploy with a missing node type, safe mode, runtime stopped).
      *
      * @param {?string} savedId the remembered id ("" or null for the service default)
      * @param {{id: string}[]} configs the deployed configurations
-     * @returns {{id: string, missing: boolean}} `id` is "" for the service default; `missing` is true when a
-     *     remembered configuration is no longer deployed
+     * @param {boolean} [held] the editor's flows hold `savedId` as an ai-config node that is not disabled (or are
+     *     not loaded yet)
+     * @returns {{id: string, missing: boolean, unlisted: (boolean|undefined)}} `id` is "" for the service default;
+     *     `missing` is true when a remembered configuration is no longer deployed; `unlisted` is true for a kept
+     *     choice the runtime does not list
      */
-    function resolveChoice(savedId, configs) {
+    function resolveChoice(savedId, configs, held) {
         if (!savedId) {
             return { id: "", missing: false };
         }
         const found = configs.some(function (config) {
             return config.id === savedId;
         });
-        return found ? { id: savedId, missing: false } : { id: "", missing: true };
+        if (found) {
+            return { id: savedId, missing: false };
+        }
+        return held ? { id: savedId, missing: false, unlisted: true } : { id: "", missing: true };
     }
 
     /**

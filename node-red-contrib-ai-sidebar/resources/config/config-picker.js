@@ -27,12 +27,39 @@
      * @param {function(?string)} options.setSaved remember a choice (null for the service default)
      * @param {function()} [options.onChange] the choice or the list changed (the header names the model)
      */
+    // Whether the runtime runs its flows, from the editor's "runtime-state" events (Node-RED's retained
+    // notification/runtime-state, runtime lib/flows/index.js, 4.1 and 5): "start", "stop" (a deploy under way, a
+    // missing node type, flows stopped), "safe" (safe mode); null until the first one arrives. A payload without a
+    // state (a warning cleared) leaves the flows running. And the pickers, drawn again when the flows stop.
+    var runtimeState = null;
+    var pickers = [];
+
+    function watchRuntime(picker) {
+        pickers.push(picker);
+        if (pickers.length > 1) {
+            return;
+        }
+        RED.events.on("runtime-state", function (event) {
+            runtimeState = event && typeof event.state === "string" ? event.state : "start";
+            if (runtimeState === "start") {
+                // The list is read again now (the sidebar's refreshConfigs); the one held was read while stopped.
+                return;
+            }
+            pickers.forEach(function (each) {
+                if (each.loaded) {
+                    each.render();
+                }
+            });
+        });
+    }
+
     function ConfigPicker(options) {
         var self = this;
         this.options = options;
         this.configs = [];
         this.loaded = false;
         this.request = null;
+        watchRuntime(this);
 
         // Hidden until the list is known, and while no ai-config node is deployed: there is nothing to choose.
         this.select = $('<select class="ai-sidebar-config"></select>')
@@ -128,22 +155,32 @@
     ConfigPicker.prototype.render = function () {
         var self = this;
         var choice = sidebarLib().configChoice;
-        var resolved = choice.resolveChoice(this.options.getSaved(), this.configs);
+        var saved = this.options.getSaved();
+        var resolved = choice.resolveChoice(saved, this.configs, heldByEditor(saved));
         this.select.empty();
         $("<option></option>").val("").text(t("config.default")).appendTo(this.select);
+        function format(parts) {
+            return t("config.option", parts);
+        }
         this.configs.forEach(function (config) {
-            var label = choice.configLabel(config, function (parts) {
-                return t("config.option", parts);
-            });
+            var label = choice.configLabel(config, format);
             $("<option></option>").val(config.id).text(label).attr("title", label).appendTo(self.select);
         });
+        if (resolved.unlisted) {
+            // Kept, named from the editor's own node: a question sent now is refused (config_not_found) until the
+            // runtime runs the flows again, which reads the list again ("runtime-state" start).
+            var node = RED.nodes.node(resolved.id) || {};
+            var label = t("config.notRunning", { label: choice.configLabel({ name: text(node.name),
+                provider: text(node.provider), model: text(node.model) }, format) || resolved.id });
+            $("<option></option>").val(resolved.id).text(label).attr("title", label).appendTo(self.select);
+        }
         this.select.val(resolved.id);
         if (resolved.missing) {
             // The node was deleted or its flow disabled: the default answers from now on, and the user is told once.
             this.options.setSaved(null);
             this.note.show();
         }
-        this.select.toggle(this.configs.length > 0);
+        this.select.toggle(this.configs.length > 0 || Boolean(resolved.unlisted));
         this.updateTitle();
     };
 
@@ -154,6 +191,33 @@
             this.options.onChange();
         }
     };
+
+    function text(value) {
+        return typeof value === "string" ? value : "";
+    }
+
+    /**
+     * Whether a remembered ai-config node `id` the runtime does not list is to be kept: the runtime lists the nodes it
+     * runs, and runs none while its flows are stopped (`runtimeState`); then the editor's own flows say whether the
+     * node is still there and not disabled (its flag `d` or its tab's). While the flows run, not listed means gone
+     * (deleted, or its flow disabled). True while the runtime's state or the editor's flows (`RED.nodes.version()`,
+     * editor-client nodes.js) are not known yet: the picker is drawn again once they are ("runtime-state",
+     * "flows:loaded").
+     */
+    function heldByEditor(id) {
+        if (!id || runtimeState === "start") {
+            return false;
+        }
+        if (runtimeState === null || !RED.nodes.version()) {
+            return true;
+        }
+        var node = RED.nodes.node(id);
+        if (!node || node.type !== "ai-config" || node.d) {
+            return false;
+        }
+        var tab = node.z ? RED.nodes.workspace(node.z) : null;
+        return !(tab && tab.disabled);
+    }
 
     window.NodeRedAiSidebar = window.NodeRedAiSidebar || {};
     window.NodeRedAiSidebar.ConfigPicker = ConfigPicker;

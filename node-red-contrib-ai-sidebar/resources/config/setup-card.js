@@ -19,6 +19,19 @@
         return RED._(NS + key, options);
     }
 
+    /**
+     * Whether the editor can open the ai-config node `id` in its dialog: the node is in the editor's flows and its
+     * tab, if it has one, is not locked (Node-RED 4.1 and 5.x open no dialog for a node of a locked tab).
+     */
+    function editable(id) {
+        var node = RED.nodes.node(id);
+        if (!node || node.type !== TYPE) {
+            return false;
+        }
+        // RED.workspaces.isLocked() without an id answers for the active tab: a global config node has no z.
+        return !(node.z && RED.workspaces.isLocked && RED.workspaces.isLocked(node.z));
+    }
+
     function button(icon, label, className) {
         return $('<button type="button" class="red-ui-button red-ui-button-small"></button>').addClass(className)
             .append($('<i aria-hidden="true"></i>').addClass("fa " + icon))
@@ -81,13 +94,19 @@
             $('<p class="ai-sidebar-setup-text"></p>').text(t("setup.create")).appendTo(card);
         }
         var row = $('<div class="ai-sidebar-setup-actions"></div>').appendTo(card);
-        if (chosen && !this.pendingId && RED.nodes.node(chosen) && RED.user.hasPermission("flows.write")) {
+        if (chosen && !this.pendingId && editable(chosen) && RED.user.hasPermission("flows.write")) {
             // A refused key or a wrong URL is fixed in the chosen node: its own dialog, as the configuration-nodes
             // sidebar opens it (`editConfig("", type, id)`, Node-RED 4.1 and 5.x); a Deploy then applies it.
             button("fa-pencil", t("setup.editButton"), "primary ai-sidebar-setup-edit")
                 .attr("title", t("setup.editTooltip"))
                 .on("click", function (event) {
                     event.preventDefault();
+                    if (!editable(chosen)) {
+                        // Deleted in the editor or its tab locked since the card was drawn: Node-RED would open
+                        // an empty "Add new" dialog or nothing at all. The card is drawn again without the button.
+                        self.render();
+                        return;
+                    }
                     RED.editor.editConfig("", TYPE, chosen);
                 })
                 .appendTo(row);

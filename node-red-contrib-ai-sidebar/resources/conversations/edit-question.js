@@ -153,6 +153,12 @@
                 status.text(t("editQuestion.busy"));
                 return;
             }
+            var counted = lib().chatRequest.counter(text, sidebar.maxMessageChars);
+            if (counted && counted.over) {
+                // Over the service's limit (it would refuse it: 413 message_too_long), as in the composer.
+                status.text(t("sidebar.counterOver", { max: counted.max.toLocaleString(RED.i18n.lang()) }));
+                return;
+            }
             sending = true;
             var restoreTo = choice && choice.withFlows() ? element.attr("data-asked-at") : null;
             editor.find("button, textarea, input").prop("disabled", true);

@@ -117,6 +117,7 @@
         var after = text.slice(token.end).replace(/^\s+/, "");
         var joined = before + (before && after ? " " : "") + after;
         input.val(joined);
+        this.sidebar.updateCounter();
         input[0].setSelectionRange(before.length + (before && after ? 1 : 0), before.length + (before && after ? 1 : 0));
         if (item.kind === "debug") {
             this.sidebar.attachDebug(item.debug);
@@ -153,11 +154,13 @@
         var input = this.sidebar.input;
         if (command.arg || command.template) {
             input.val("/" + command.name + " ");
+            this.sidebar.updateCounter();
             var end = input.val().length;
             input[0].setSelectionRange(end, end);
             return;
         }
         input.val("");
+        this.sidebar.updateCounter();
         this.run({ command: command, rest: "" });
     };
 

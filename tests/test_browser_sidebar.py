@@ -732,6 +732,7 @@ def test_a_question_over_the_limit_is_not_sent_and_stays_in_the_input_and_a_coun
     assert not seen["near"]["sendDisabled"] and seen["over"]["sendDisabled"]
     assert seen["keptText"] and seen["refused"]["over"] and seen["refused"]["questions"] == 0
     assert not seen["shortened"]["over"] and not seen["shortened"]["sendDisabled"]
+    assert seen["prompted"]["counter"] is None and not seen["prompted"]["sendDisabled"]
     assert seen["header"]["newChatInside"]
     assert model.requests == []
 

@@ -100,6 +100,10 @@ async function composerMode(page, result) {
     // Shortened below the limit, Send works again.
     await page.fill(".ai-sidebar-input", "Explain this: " + "c".repeat(9900));
     result.shortened = await composerState(page);
+    // Over the limit again, then a quick prompt of the empty chat takes the input's place: Send is back.
+    await page.fill(".ai-sidebar-input", tooLong);
+    await page.locator(".ai-sidebar-prompt").first().click();
+    result.prompted = await composerState(page);
     // A very long question on screen scrolls in the message list; the header keeps its height.
     result.header = await page.evaluate(() => {
         const header = document.querySelector(".ai-sidebar .red-ui-sidebar-header");

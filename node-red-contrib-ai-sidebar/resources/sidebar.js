@@ -214,8 +214,8 @@
         RED.events.on("runtime-state", this.refreshConfigs);
         // A conversation restored while the editor loads is shown before the editor has its flows ("flows:loaded",
         // editor-client red.js, Node-RED 2+): its node names could not become links then.
-        this.linkAnswers = this.linkAnswers.bind(this);
-        RED.events.on("flows:loaded", this.linkAnswers);
+        this.onFlowsLoaded = this.onFlowsLoaded.bind(this);
+        RED.events.on("flows:loaded", this.onFlowsLoaded);
         this.refreshContext();
         this.loadScenarios();
         this.sessions.load();
@@ -270,12 +270,16 @@
         }
     };
 
-    /** Link the node names in every answer shown (those already linked stay as they are); "flows:loaded" too. */
+    /** Link the node names in every answer shown (those already linked stay as they are). */
     AiSidebar.prototype.linkAnswers = function () {
         this.messages.children(".ai-sidebar-message-assistant").each(function () {
             lib.answerLinks.decorate($(this));
         });
-        // The picker compares the runtime's list with the editor's flows, which are there now (configPicker).
+    };
+
+    /** The editor has its flows ("flows:loaded"): answers get their node links, the picker compares with them. */
+    AiSidebar.prototype.onFlowsLoaded = function () {
+        this.linkAnswers();
         if (this.configPicker.loaded) {
             this.configPicker.render();
         }
@@ -1417,7 +1421,7 @@
         RED.events.off("workspace:change", this.onEditorContextChange);
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("runtime-state", this.refreshConfigs);
-        RED.events.off("flows:loaded", this.linkAnswers);
+        RED.events.off("flows:loaded", this.onFlowsLoaded);
         if (this.resizeObserver) {
             this.resizeObserver.disconnect();
         }

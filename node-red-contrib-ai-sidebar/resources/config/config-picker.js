@@ -20,13 +20,6 @@
         return window.NodeRedAiSidebar;
     }
 
-    /**
-     * @param {object} options
-     * @param {function(): ?string} options.getSaved the remembered choice (an ai-config node id; null or "" for
-     *     the service default)
-     * @param {function(?string)} options.setSaved remember a choice (null for the service default)
-     * @param {function()} [options.onChange] the choice or the list changed (the header names the model)
-     */
     // Whether the runtime runs its flows, from the editor's "runtime-state" events (Node-RED's retained
     // notification/runtime-state, runtime lib/flows/index.js, 4.1 and 5): "start", "stop" (a deploy under way, a
     // missing node type, flows stopped), "safe" (safe mode); null until the first one arrives. A payload without a
@@ -53,6 +46,13 @@
         });
     }
 
+    /**
+     * @param {object} options
+     * @param {function(): ?string} options.getSaved the remembered choice (an ai-config node id; null or "" for
+     *     the service default)
+     * @param {function(?string)} options.setSaved remember a choice (null for the service default)
+     * @param {function()} [options.onChange] the choice or the list changed (the header names the model)
+     */
     function ConfigPicker(options) {
         var self = this;
         this.options = options;

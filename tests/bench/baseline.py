@@ -106,6 +106,9 @@ FIGURES: tuple[Figure, ...] = (
                                                 ("p99", "service/complete"), ("p99", "sidebar/complete")))),
     Figure("inline completion: added latency", 4, "completion model requests for 100 keystrokes",
            lambda results: _path(results, "completion", "typing", "modelRequests")),
+    *(Figure("longest `/healthz` probe during a hostile", index, f"longest /healthz probe / request, {case}",
+             lambda results, case=case: _path(results, "hostile", case, "share_pct"))
+      for index, case in enumerate(("thousands of subflows", "megabytes of code"))),
 )
 
 

@@ -137,7 +137,17 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
                               100 * routed["share_at_most_2_calls"], 80, "%", higher_is_better=True))
         targets.append(Target("router", "labelled requests off their path", len(routed["off_path"]), 0, ""))
     targets += history_targets(results) + capture_targets(results) + completion_targets(results)
-    return targets + build_targets(results)
+    return targets + build_targets(results) + hostile_targets(results)
+
+
+def hostile_targets(results: dict[str, Any]) -> list[Target]:
+    """The longest /healthz probe during each hostile flowData request, as a share of the request (target ≤ 10 %:
+    a service that sliced on its event loop makes it near 100 %)."""
+    hostile = results.get("hostile")
+    if not hostile or "skipped" in hostile:
+        return []
+    return [Target("hostile", f"longest /healthz probe / request time, {case} (median of {figures['rounds']})",
+                   figures["share_pct"], 10, "%") for case, figures in hostile.items()]
 
 
 def build_targets(results: dict[str, Any]) -> list[Target]:
@@ -380,6 +390,13 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                       f"{_f(ttft['burst_p50'])} ms during ({_f(ttft['change_pct'])} %); service RSS "
                       f"{_f(rss['before'])} → peak {_f(rss['peak'])} MB; get_debug_messages "
                       f"{_f(evidence['get_debug_messages_ms']['ms'])} ms"]
+    hostile = results.get("hostile")
+    if hostile and "skipped" in hostile:
+        lines += ["", f"11. Hostile flowData: skipped ({hostile['skipped']})"]
+    elif hostile:
+        lines += ["", "11. Hostile flowData, /healthz probed during each request: " + "; ".join(
+            f"{case}: request {figures['request_ms']} ms, longest probe {figures['max_probe_ms']} ms "
+            f"({figures['probes']} probes)" for case, figures in hostile.items())]
     routed = results.get("router")
     if routed and "skipped" in routed:
         lines += ["", f"8. Router graph: skipped ({routed['skipped']})"]

@@ -32,6 +32,7 @@ from . import (
     footprint,
     history_capture,
     history_diff,
+    hostile,
     knowledge,
     latency,
     memory_search,
@@ -213,6 +214,14 @@ async def main() -> int:
         else:
             results["completion"] = {"skipped": "no time left in the 10-minute budget"}
         phase_done("history_completion", started)
+
+        started = time.monotonic()
+        if left() >= 30:
+            print("bench: 11. hostile flowData, /healthz probed all along ...", file=sys.stderr, flush=True)
+            results["hostile"] = await hostile.run(stack, rounds=1 if QUICK else 3)
+        else:
+            results["hostile"] = {"skipped": "no time left in the 10-minute budget"}
+        phase_done("hostile", started)
 
         started = time.monotonic()
         if left() >= 60:

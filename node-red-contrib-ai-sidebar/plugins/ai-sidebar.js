@@ -41,7 +41,10 @@ module.exports = function (RED) {
         relay = relayLib.createRelay({
             serviceUrl: config.serviceUrl,
             serviceToken: config.serviceToken,
-            log: RED.log
+            log: RED.log,
+            restartExpected: function () {
+                return serviceStatusLib.restartExpected(supervisorStatus(), process.env.AI_SIDEBAR_SERVICE_SUPERVISED);
+            }
         });
     } catch (err) {
         configError = "AI_SIDEBAR_SERVICE_URL is not a valid http(s) URL: " + err.message;

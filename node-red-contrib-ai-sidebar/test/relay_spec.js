@@ -416,6 +416,34 @@ describe("relay to the AI service", function () {
             assert.ok(!/\n\s+at /.test(everything), "no stack trace");
         });
 
+        it("says the service is being started again while a supervisor restarts it (make run, the plugin's own)",
+            async function () {
+                const downUrl = await helpers.unusedUrl();
+                let supervised = true;
+                const relay = makeRelay({ serviceUrl: downUrl, restartExpected: function () { return supervised; } });
+                app = await helpers.editorApp(relay, { path: "/ai-sidebar/stream-chat", stream: true },
+                    { user: { username: "admin" } });
+                async function ask() {
+                    const { res } = await helpers.request(app.url + "/", {
+                        method: "POST",
+                        headers: { "Content-Type": "application/json", "Authorization": "Bearer " + EDITOR_TOKEN },
+                        body: "{\"message\":\"hi\"}"
+                    });
+                    assert.strictEqual(res.statusCode, 502);
+                    return JSON.parse(await helpers.readBody(res)).error;
+                }
+                const restarting = await ask();
+                assert.strictEqual(restarting.code, "service_unreachable");
+                assert.strictEqual(restarting.restarting, true);
+                assert.strictEqual(restarting.message, "The AI assistant service at " + downUrl +
+                    " does not answer; it is being started again. Try again in a moment.");
+                // The supervisor gave up (exited, failed): the advice to start it again.
+                supervised = false;
+                const down = await ask();
+                assert.strictEqual(down.restarting, undefined);
+                assert.match(down.message, /is not reachable\. Start it/);
+            });
+
         it("warns once per outage, not per request, and says when the service answers again", async function () {
             // Node-RED shows every warning in the Debug sidebar, and the editor asks every few seconds while down.
             const downUrl = await helpers.unusedUrl();

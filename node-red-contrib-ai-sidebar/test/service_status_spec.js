@@ -95,6 +95,18 @@ describe("the service status behind the banner", function () {
             wheel: null, supervisor: { state: "exited", exitCode: 0, lastLines: [] } }).commands, []);
     });
 
+    it("expects a restart while a supervisor starts or runs the service, or one outside Node-RED names itself",
+        function () {
+            assert.strictEqual(status.restartExpected({ state: "running", pid: 12 }, undefined), true);
+            assert.strictEqual(status.restartExpected({ state: "starting" }, undefined), true);
+            assert.strictEqual(status.restartExpected(null, "make run"), true);
+            // The plugin's own supervisor gave up: the user must act, whatever the environment says.
+            assert.strictEqual(status.restartExpected({ state: "failed", exitCode: 1 }, "make run"), false);
+            assert.strictEqual(status.restartExpected({ state: "exited", exitCode: 0 }, undefined), false);
+            assert.strictEqual(status.restartExpected(null, "  "), false);
+            assert.strictEqual(status.restartExpected(null, undefined), false);
+        });
+
     it("chooses the newest wheel of the python folder and ignores other files", function () {
         assert.strictEqual(status.chooseWheel(["README", "node_red_ai_sidebar-0.9.0-py3-none-any.whl",
             "node_red_ai_sidebar-0.10.0-py3-none-any.whl"]), "node_red_ai_sidebar-0.10.0-py3-none-any.whl");

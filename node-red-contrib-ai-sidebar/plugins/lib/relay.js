@@ -35,8 +35,8 @@
  *   disconnect and can stop generating.
  * - Other routes relay the upstream status and JSON body.
  * - A service that cannot be reached (refused, unresolvable, no connection within `connectTimeout`) yields
- *   502 `{"error": {"code": "service_unreachable", "message", "serviceUrl"}}` (`serviceUrl` lets the editor
- *   translate the message); a service answer that is not JSON yields 502 `service_bad_answer`; a service that
+ *   502 `{"error": {"code": "service_unreachable", "message", "serviceUrl", "restarting"?}}` (`serviceUrl` lets
+ *   the editor translate the message; `restarting: true` while a supervisor starts the service again); a service answer that is not JSON yields 502 `service_bad_answer`; a service that
  *   drops the connection yields 502 `service_disconnected`, or mid-stream an `error` event with that code
  *   followed by `done`. No stack trace and no token ever reaches the browser or the log.
  *
@@ -276,6 +276,9 @@ function targetUrl(serviceUrl, path, query) {
  *     faults (never given a token). A service that cannot be reached is warned of once, not per request: Node-RED's
  *     Debug sidebar shows every warning (21-debug.js logs WARN and ERROR there), and the editor asks the service
  *     every few seconds while it is down; the next ones go to `debug`, and `info` says when it answers again
+ * @param {function(): boolean} [options.restartExpected] whether a supervisor starts the service again (the
+ *     plugin's own, or `make run`): then a refused connection is answered as a restart (`restarting: true`, "try
+ *     again in a moment") rather than with the advice to start it
  * @returns {{forward: function, serviceUrl: string}}
  * @throws {TypeError} when serviceUrl is not an http(s) URL
  */
@@ -284,6 +287,9 @@ function createRelay(options) {
     const serviceToken = options.serviceToken;
     const connectTimeout = options.connectTimeout || DEFAULT_CONNECT_TIMEOUT_MS;
     const log = options.log || { warn: function () {} };
+    const restartExpected = options.restartExpected || function () {
+        return false;
+    };
     const parsed = new URL(serviceUrl);
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
         throw new TypeError("AI_SIDEBAR_SERVICE_URL must be an http:// or https:// URL, got " + parsed.protocol);
@@ -317,11 +323,17 @@ function createRelay(options) {
     }
 
     function unreachable(res) {
-        const body = errorBody("service_unreachable",
-            "The AI assistant service at " + displayUrl + " is not reachable. " +
-            "Start it (the AI sidebar in the editor shows how) or check AI_SIDEBAR_SERVICE_URL.");
+        const restarting = restartExpected();
+        const body = errorBody("service_unreachable", restarting
+            ? "The AI assistant service at " + displayUrl + " does not answer; it is being started again. " +
+                "Try again in a moment."
+            : "The AI assistant service at " + displayUrl + " is not reachable. " +
+                "Start it (the AI sidebar in the editor shows how) or check AI_SIDEBAR_SERVICE_URL.");
         // Lets the editor translate the message and still name the URL.
         body.error.serviceUrl = displayUrl;
+        if (restarting) {
+            body.error.restarting = true;
+        }
         sendJson(res, 502, body);
     }
 

@@ -112,6 +112,20 @@ function externalSupervisor(by) {
 }
 
 /**
+ * Whether a supervisor will start the service (again): the plugin's own while it is starting or running it (its
+ * child exits and is started again), or one outside Node-RED that AI_SIDEBAR_SERVICE_SUPERVISED names. The editor's
+ * banner reads the same states from the service-status answer (resources/service-status/service-banner.js).
+ *
+ * @param {?{state: string}} supervisor `status()` of the plugin's supervisor (plugins/lib/supervisor.js), or null
+ * @param {string|undefined} supervisedBy AI_SIDEBAR_SERVICE_SUPERVISED
+ * @returns {boolean}
+ */
+function restartExpected(supervisor, supervisedBy) {
+    const view = supervisorView(supervisor) || externalSupervisor(supervisedBy);
+    return !!view && ["starting", "running", "external"].indexOf(view.state) !== -1;
+}
+
+/**
  * The answer of the service-status route.
  *
  * With a supervisor (the plugin starts the service itself) the banner shows its state and last lines instead of
@@ -165,4 +179,4 @@ function chooseWheel(fileNames) {
     return wheels.length ? wheels[wheels.length - 1] : null;
 }
 
-module.exports = { serviceStatus, startCommands, displayUrl, servicePort, chooseWheel };
+module.exports = { serviceStatus, restartExpected, startCommands, displayUrl, servicePort, chooseWheel };

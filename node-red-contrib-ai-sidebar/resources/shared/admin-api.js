@@ -53,9 +53,13 @@
 
     /**
      * The message for a `{code, message}` error: the plugin's own relay errors are translated here (the runtime
-     * does not know the editor user's language); the service's messages are shown as the service wrote them.
+     * does not know the editor user's language); the service's messages are shown as the service wrote them. A
+     * service a supervisor is starting again (`restarting`, plugins/lib/relay.js) is said to be restarting.
      */
     function localizedError(error) {
+        if (error.code === "service_unreachable" && error.restarting === true) {
+            return t("error.codes.service_restarting");
+        }
         if (RELAY_ERROR_CODES.indexOf(error.code) !== -1) {
             return t("error.codes." + error.code, { url: error.serviceUrl || "" });
         }

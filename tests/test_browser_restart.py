@@ -47,6 +47,9 @@ def test_a_restart_under_make_run_names_make_run_offers_no_commands_and_clears_o
         service.start()
 
     assert seen["reconnecting"]["reconnecting"] and seen["reconnecting"]["commands"] == 0
+    # The question sent while it was down says the same of itself (the relay knows make run restarts it).
+    assert seen["failedAnswer"] == ("The AI assistant service does not answer; it is being started again. "
+                                    "Try again in a moment.")
     advised = seen["advised"]
     assert not advised["reconnecting"] and advised["commands"] == 0
     # Not the error's own advice ("Start it or check AI_SIDEBAR_SERVICE_URL"): make run starts it again.

@@ -146,6 +146,9 @@ async function restartMode(page, result) {
     await page.waitForSelector(".ai-sidebar-status.ai-sidebar-status-reconnecting", { state: "visible",
         timeout: 30000 });
     result.reconnecting = await bannerView(page);
+    // The question's own answer says what the banner says: it is being started again (not "Start it").
+    await page.waitForSelector(".ai-sidebar-messages .ai-sidebar-error", { state: "visible", timeout: 30000 });
+    result.failedAnswer = (await page.locator(".ai-sidebar-messages .ai-sidebar-error").last().innerText()).trim();
     // The advice comes once it stayed down for 15 s (service-watch.js ADVICE_AFTER_MS).
     await page.waitForSelector(".ai-sidebar-status:not(.ai-sidebar-status-reconnecting) .ai-sidebar-status-supervisor",
         { state: "visible", timeout: 40000 });

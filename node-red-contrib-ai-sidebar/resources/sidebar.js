@@ -1418,6 +1418,7 @@
         this.knowledgePanel.destroy();
         this.historyPanel.destroy();
         this.mcpGrantsPanel.destroy();
+        this.configPicker.destroy();
         RED.events.off("workspace:change", this.onEditorContextChange);
         RED.events.off("view:selection-changed", this.onEditorContextChange);
         RED.events.off("runtime-state", this.refreshConfigs);

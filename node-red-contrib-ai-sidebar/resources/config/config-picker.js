@@ -26,12 +26,14 @@
     // state (a warning cleared) leaves the flows running. And the pickers, drawn again when the flows stop.
     var runtimeState = null;
     var pickers = [];
+    var listening = false;
 
     function watchRuntime(picker) {
         pickers.push(picker);
-        if (pickers.length > 1) {
+        if (listening) {
             return;
         }
+        listening = true;
         RED.events.on("runtime-state", function (event) {
             runtimeState = event && typeof event.state === "string" ? event.state : "start";
             if (runtimeState === "start") {
@@ -150,6 +152,14 @@
             // what it shows; the service's own reachability is reported by the sidebar's other requests.
             console.warn("[ai-sidebar] could not list the AI configurations:", (err && err.message) || err);
         });
+    };
+
+    /** The sidebar is removed: its picker is no longer drawn again on "runtime-state" (the one listener stays). */
+    ConfigPicker.prototype.destroy = function () {
+        var at = pickers.indexOf(this);
+        if (at !== -1) {
+            pickers.splice(at, 1);
+        }
     };
 
     ConfigPicker.prototype.render = function () {

@@ -59,3 +59,21 @@ def test_a_restart_under_make_run_names_make_run_offers_no_commands_and_clears_o
     assert "pip" not in seen["advisedHelp"] and "docker" not in seen["advisedHelp"]
     # Gone within about a second of the service answering again (a check a second, plus the relayed /healthz).
     assert back and seen["hiddenAt"] / 1000 - back[0] < 3.0, (seen["hiddenAt"] / 1000, back)
+
+
+def test_a_frozen_service_gets_the_banner_and_the_waiting_question_is_answered_once_it_goes_on(make_run_stack, model):
+    """A stopped process (SIGSTOP: out of memory, stuck) still accepts connections, so no request fails: the
+    sidebar notices the silence (no byte, not even the stream's 15 s ping, for 20 s), asks the service-status route,
+    whose /healthz gives up after 5 s, and shows the banner. When the process goes on, the banner goes and the
+    question, which waited all along, is answered."""
+    nodered, service = make_run_stack
+    tab = tab_named(nodered, "01 - Catch error")
+    try:
+        seen = run_feature_in_stages(nodered, "frozen", tab["id"], {"ready": service.freeze, "frozen": service.thaw},
+                                     QUESTION="still there?")
+    finally:
+        service.thaw()
+    # 20 s of silence, then at most 5 s for the health check, and the banner (not before the silence).
+    assert 20_000 <= seen["bannerAfterMs"] < 60_000, seen["bannerAfterMs"]
+    assert seen["frozen"]["commands"] == 0
+    assert seen["answer"]["errors"] == [] and seen["answer"]["text"], seen["answer"]

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -133,6 +134,17 @@ class ServiceProcess:
         if self.process is not None and self.process.poll() is None:
             stop_process(self.process)
         self.process = None
+
+    def freeze(self) -> None:
+        """Stop the service's process (SIGSTOP), as a machine out of memory or a stuck process would: its port still
+        accepts connections (the kernel completes them), nothing answers."""
+        assert self.process is not None and self.process.poll() is None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Let a frozen service go on (SIGCONT)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         """End the service at once (SIGKILL), as a crash would: its streams are cut, nothing shuts down cleanly."""

@@ -24,6 +24,9 @@ const contextRoute = require("./lib/context-route");
 
 // Where `npm pack` puts the service's wheel (the package's prepack script).
 const WHEEL_DIR = path.join(__dirname, "..", "python");
+// How long the service-status route waits for the service's /healthz (ms): it answers at once from its event loop,
+// so a service that accepts the connection but stays silent this long (stopped, its loop blocked) is reported down.
+const HEALTH_ANSWER_MS = 5000;
 
 module.exports = function (RED) {
     let config;
@@ -360,14 +363,14 @@ function startSupervisedService(RED, config) {
 }
 
 /**
- * Whether the service answers `GET /healthz` (open without the service token) with 200.
+ * Whether the service answers `GET /healthz` (open without the service token) with 200 within HEALTH_ANSWER_MS.
  *
  * @param {{request: function(object): Promise<import("http").IncomingMessage>}} relay
  * @returns {Promise<boolean>}
  */
 async function serviceAnswers(relay) {
     try {
-        const answer = await relay.request({ path: "/healthz", method: "GET" });
+        const answer = await relay.request({ path: "/healthz", method: "GET", answerTimeout: HEALTH_ANSWER_MS });
         answer.resume();
         return answer.statusCode === 200;
     } catch {

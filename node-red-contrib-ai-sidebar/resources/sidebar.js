@@ -1272,7 +1272,10 @@
         this.controller = controller;
         this.setBusy(true);
         var refusedCode = null;
-        lib.streamChat(request.body, controller.signal, answer).then(function (outcome) {
+        // Silent for a while (no ping either): ask whether the service still answers; the banner says if not.
+        lib.streamChat(request.body, controller.signal, answer, undefined, function () {
+            self.checkService();
+        }).then(function (outcome) {
             refusedCode = outcome.error ? outcome.error.code : null;
             if (outcome.ok) {
                 self.serviceOk();

@@ -444,6 +444,28 @@ describe("relay to the AI service", function () {
                 assert.match(down.message, /is not reachable\. Start it/);
             });
 
+        it("gives up on a service that accepts the connection but does not answer, when told how long to wait",
+            async function () {
+                // A stopped process (SIGSTOP) or a blocked event loop: the kernel still completes the connection.
+                const sockets = [];
+                const silent = require("net").createServer(function (socket) { sockets.push(socket); });
+                await new Promise(function (resolve) { silent.listen(0, "127.0.0.1", resolve); });
+                try {
+                    const relay = makeRelay({ serviceUrl: "http://127.0.0.1:" + silent.address().port });
+                    const started = Date.now();
+                    const failure = await relay.request({ path: "/healthz", method: "GET", answerTimeout: 300 })
+                        .then(function () { return null; }, function (err) { return err; });
+                    assert.ok(failure, "the request should fail");
+                    assert.strictEqual(failure.code, "service_unreachable");
+                    assert.ok(Date.now() - started >= 300, "not before the time given");
+                    assert.strictEqual(sockets.length, 1, "it was connected, then given up on");
+                    assert.match(warnings[0], /GET \/healthz failed: ETIMEDOUT/);
+                } finally {
+                    sockets.forEach(function (socket) { socket.destroy(); });
+                    await new Promise(function (resolve) { silent.close(resolve); });
+                }
+            });
+
         it("warns once per outage, not per request, and says when the service answers again", async function () {
             // Node-RED shows every warning in the Debug sidebar, and the editor asks every few seconds while down.
             const downUrl = await helpers.unusedUrl();

@@ -1,7 +1,7 @@
 // Recovery, driven by sidebar_features.js (MODE=retry): a failed answer puts the question back and offers Retry,
 // which resends the same request; a cut-off answer offers Retry too; a reload shows the faults as sentences.
 // MODE=reconnect: the service goes away while an answer streams and comes back (see reconnectMode); MODE=restart:
-// it is restarted by `make run` (see restartMode).
+// it is restarted by `make run` (see restartMode); MODE=frozen: it stops answering without going away (frozenMode).
 // Input (env): TAB_ID, QUESTIONS (JSON: [failing question, question whose answer is cut off]) or QUESTION.
 "use strict";
 const editor = require("./editor");
@@ -134,13 +134,18 @@ async function reconnectMode(page, result) {
 // test kills the service on "ready"; a question finds it down, the tab says it reconnects and, still down after
 // 15 s, names what restarts it (no pip or docker commands); the test starts it again on "advised", and the banner's
 // time of going is reported (`hiddenAt`, ms since 1970) with what it showed.
-async function restartMode(page, result) {
+/** The tab shown, a new chat open and idle; then the "ready" stage (the test acts on the service). */
+async function readyForAQuestion(page) {
     await page.setViewportSize({ width: 1280, height: 720 });
     await editor.showTab(page, env.TAB_ID);
     await page.waitForSelector(".ai-sidebar-scenario", { state: "visible", timeout: 20000 });
     await editor.newChat(page);
     await editor.waitIdle(page);
     stage("ready");
+}
+
+async function restartMode(page, result) {
+    await readyForAQuestion(page);
     await page.fill(".ai-sidebar-input", env.QUESTION);
     await page.click(".ai-sidebar-send");
     await page.waitForSelector(".ai-sidebar-status.ai-sidebar-status-reconnecting", { state: "visible",
@@ -161,4 +166,25 @@ async function restartMode(page, result) {
     await editor.screenshot(page, result, "sidebar-restart-back.png");
 }
 
-module.exports = { MODES: { "retry": retryMode, "reconnect": reconnectMode, "restart": restartMode } };
+// The service is frozen (the test stops its process on "ready") before the question: its port still accepts the
+// connection, so nothing fails, and no byte comes. After 20 s of silence the sidebar asks whether the service
+// answers (its /healthz, 5 s at most): the banner says it does not. The test lets it go on ("frozen"): the banner
+// goes, and the question, which waited all along, is answered.
+async function frozenMode(page, result) {
+    await readyForAQuestion(page);
+    const sent = Date.now();
+    await page.fill(".ai-sidebar-input", env.QUESTION);
+    await page.click(".ai-sidebar-send");
+    await page.waitForSelector(".ai-sidebar-status", { state: "visible", timeout: 60000 });
+    result.bannerAfterMs = Date.now() - sent;
+    result.frozen = await bannerView(page);
+    await editor.screenshot(page, result, "sidebar-frozen.png");
+    stage("frozen");
+    await page.waitForSelector(".ai-sidebar-status", { state: "hidden", timeout: 60000 });
+    await editor.waitIdle(page);
+    result.answer = await lastAnswer(page);
+    await editor.screenshot(page, result, "sidebar-frozen-back.png");
+}
+
+module.exports = { MODES: { "retry": retryMode, "reconnect": reconnectMode, "restart": restartMode,
+    "frozen": frozenMode } };

@@ -383,6 +383,9 @@ function createRelay(options) {
      *     (see `flowNodeHeaders`); without it only the service token identifies the request
      * @param {AbortSignal} [route.signal] aborting destroys the request, so the service sees the disconnect;
      *     this also holds after the answer started
+     * @param {number} [route.answerTimeout] milliseconds to wait for the answer's headers once connected: a
+     *     service that accepts connections but does not answer (stopped, its event loop blocked) fails as
+     *     `service_unreachable` then; without it the wait is unbounded (a chat's answer may be slow to start)
      * @returns {Promise<import("http").IncomingMessage>} the service's answer once its headers arrived; rejects
      *     with an Error whose `code` is `aborted`, or `service_unreachable` (with `serviceUrl`), or with the
      *     TypeError/URIError/RangeError of a body or header value that cannot be sent
@@ -403,6 +406,18 @@ function createRelay(options) {
             }
             const upstream = openUpstream(targetUrl(serviceUrl, route.path, ""), method, headers);
             let answered = false;
+            if (route.answerTimeout) {
+                const answerTimer = setTimeout(function () {
+                    upstream.destroy(Object.assign(new Error("no answer within " + route.answerTimeout + " ms"),
+                        { code: "ETIMEDOUT" }));
+                }, route.answerTimeout);
+                upstream.on("response", function () {
+                    clearTimeout(answerTimer);
+                });
+                upstream.on("close", function () {
+                    clearTimeout(answerTimer);
+                });
+            }
             function onAbort() {
                 upstream.destroy(abortedError());
             }

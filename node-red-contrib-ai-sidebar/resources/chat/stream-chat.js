@@ -17,6 +17,35 @@
         return window.NodeRedAiSidebar;
     }
 
+    // The service writes a ": ping" comment every 15 s of an open stream (service/web/sse.py PING_INTERVAL), and its
+    // answer's headers come at once: this long without a byte, before or during the stream, and the service may be
+    // stopped or stuck (it accepts connections, so nothing fails), so `onSilence` is called, and again each time.
+    var SILENCE_MS = 20000;
+
+    /**
+     * Call `onSilence` every SILENCE_MS without a byte from the request, until `stop()`.
+     *
+     * @param {function()} onSilence
+     * @returns {{heard: function(), stop: function()}}
+     */
+    function silenceWatch(onSilence) {
+        var timer = null;
+        function arm() {
+            clearTimeout(timer);
+            timer = setTimeout(function () {
+                onSilence();
+                arm();
+            }, SILENCE_MS);
+        }
+        arm();
+        return {
+            heard: arm,
+            stop: function () {
+                clearTimeout(timer);
+            }
+        };
+    }
+
     /**
      * POST the question and feed the streamed events to `answer`.
      *
@@ -25,18 +54,22 @@
      * @param {Answer} answer receives the events
      * @param {string} [route] the plugin route that streams: "ai-sidebar/stream-chat" (default) or
      *     "ai-sidebar/resume" (approval-card.js)
+     * @param {function()} [onSilence] called after SILENCE_MS without a byte of the answer, and again after each
+     *     further SILENCE_MS (the sidebar asks whether the service still answers)
      * @returns {Promise<{ok: boolean, error: (Error|undefined)}>} settles when the stream ends: `ok` when a
      *     stream was read to its end, `error` the ApiError of a refused request; rejects with an AbortError
      *     when stopped and with a TypeError when Node-RED cannot be reached
      */
-    function streamChat(body, signal, answer, route) {
+    function streamChat(body, signal, answer, route, onSilence) {
         var adminApi = sidebarLib().adminApi;
+        var silence = silenceWatch(onSilence || function () {});
         return fetch(adminApi.routeUrl(route || "ai-sidebar/stream-chat"), {
             method: "POST",
             headers: adminApi.requestHeaders({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
             body: JSON.stringify(body),
             signal: signal
         }).then(function (response) {
+            silence.heard();
             var contentType = response.headers.get("Content-Type") || "";
             if (!response.ok) {
                 return response.text().then(function (text) {
@@ -60,6 +93,7 @@
             var decoder = new TextDecoder();
             function pump() {
                 return reader.read().then(function (result) {
+                    silence.heard();
                     if (result.done) {
                         parser.push(decoder.decode());
                         parser.end();
@@ -73,6 +107,8 @@
                 });
             }
             return pump();
+        }).finally(function () {
+            silence.stop();
         });
     }
 

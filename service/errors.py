@@ -95,7 +95,7 @@ async def error_middleware(request: web.Request,
     try:
         return await handler(request)
     except ServiceError as err:
-        error = err
+        error = err.detached()  # kept in this frame: its traceback would make a cycle through the request's frames
     except web.HTTPException as err:
         if err.status < 400:
             raise

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import gc
 import json
 
 import aiohttp
 import pytest
 
-from service.chat.context import ToolRun
+from service.nodered.flow_tools import _off_loop
+from service.nodered.tooling import ToolFailure
 from tests.conftest import SERVICE_TOKEN
 from tests.support.hostile_flows import hostile_body, many_subflows, megabytes_of_code, probed_chat
-from tests.support.sse import read_events
 
 
 @pytest.mark.parametrize("flow_data, error", [(many_subflows, "flow_too_large"), (megabytes_of_code, None)],
@@ -36,23 +35,40 @@ async def test_healthz_answers_all_along_a_hostile_flow_data_request(service_pro
     # a ratio asserted here failed once on a quiet CI machine (0.29 s against a 0.48 s request).
     print(f"/healthz during the hostile request: max {max(latencies) * 1000:.0f} ms over {len(latencies)} probes, "
           f"request {elapsed * 1000:.0f} ms")
-    assert len(latencies) >= 5, (elapsed, latencies)
+    # At least one answered while the request was still running (the loop asked again); how many depends on the
+    # machine (a refused tab is answered in 0.15 s).
+    assert len(latencies) >= 2, (elapsed, latencies)
     # A tab too large to send whole is refused (one error, then done); the other is answered.
     assert [e["code"] for e in events if e["type"] == "error"] == ([error] if error else [])
     assert events[-1]["type"] == "done"
 
 
-async def test_a_refused_flow_is_not_kept_alive_by_the_failure_that_refused_it(client):
-    """A caught tool failure kept with its traceback made a reference cycle through the frames that held the
-    editor's flows (the handler's frame holds the run, the run the failure, its traceback the frame): megabytes
-    freed only by the garbage collector, whose pass over them stalled every stream for a quarter of a second
-    (issue 33, `make bench`'s hostile phase: "collected 176082" in one generation-1 pass). A failure that a run
-    keeps has no traceback, so the flows go when the request ends."""
-    async with client.post("/ai-sidebar/stream-chat", data=hostile_body(many_subflows()),
-                           headers={"Content-Type": "application/json"}) as response:
-        assert response.status == 200, await response.text()
-        events = await read_events(response)
-    assert [e["code"] for e in events if e["type"] == "error"] == ["flow_too_large"]
-    kept = [run.failure for run in gc.get_objects() if isinstance(run, ToolRun) and run.failure is not None]
-    assert [failure.code for failure in kept] == ["flow_too_large"]
-    assert [failure.__traceback__ for failure in kept] == [None]
+async def test_a_flow_nested_too_deeply_is_refused_without_the_error_it_replaces():
+    """A run keeps its tool's failure while the answer goes on (and, through the router's graph, until the garbage
+    collector frees its cycles): the refusal of a flow nested deeper than the interpreter can slice does not keep
+    the RecursionError as its context."""
+    def nest(data: list[dict]) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    with pytest.raises(ToolFailure) as caught:
+        await _off_loop(nest, many_subflows(10))
+    assert caught.value.key == "flow_too_large.nested"
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
+
+
+def test_a_detached_error_holds_no_frames_and_no_error_it_was_raised_from():
+    """A caught error kept beyond its ``except`` block (a run's failure, the error middleware's, a model fault)
+    is kept detached: with its traceback it held the frames between the raise and the catch, with the request's
+    context and so the editor's flows, in a reference cycle through the catching frame. In `make bench`'s hostile
+    phase a refused 2.5 MB flowData left 176,000 objects that one generation-1 pass freed with the GIL held, every
+    stream standing still for 150-240 ms (issue 33); the phase measures it (the longest /healthz probe)."""
+    try:
+        try:
+            raise ValueError("inner")
+        except ValueError:
+            raise ToolFailure("flow_not_found", params={"flow_id": "x", "tabs": "none"})  # noqa: B904 - the context is the point
+    except ToolFailure as failure:
+        assert failure.__traceback__ is not None and failure.__context__ is not None
+        raised, kept = failure, failure.detached()
+    assert kept is raised
+    assert (kept.__traceback__, kept.__context__, kept.__cause__) == (None, None, None)

@@ -37,11 +37,16 @@ async def test_a_refused_password_is_not_retried_on_every_call(refusing_nodered)
     async with aiohttp.ClientSession() as session:
         client = NodeRedClient(str(refusing_nodered.make_url("")), session,
                                NodeRedCredentials(username="ops", password=SecretStr("wrong")))
+        raised = []
         for _ in range(3):
             with pytest.raises(NodeRedError) as info:
                 await client.get_flows()
             assert info.value.code == "nodered_login_failed" and "NODE_RED_PASSWORD" in info.value.message
+            raised.append(info.value)
     assert len(refusing_nodered.seen) == 1
+    # Each call gets an error of its own: the kept refusal raised again would gain each raise's frames (and the
+    # bodies they hold) for the five minutes it is kept.
+    assert len({id(error) for error in raised}) == 3
     assert refusing_nodered.seen[0]["scope"] == "read" and refusing_nodered.seen[0]["client_id"] == "node-red-admin"
     assert "wrong" not in repr(client)
 

@@ -59,8 +59,9 @@ async def with_model(deps: ChatDeps, emit: Emit, work: Callable[[BaseChatModel],
         log.warning("memory failed during the run (agent checkpoint or approval record): %s", exc.message)
         await emit(error_event(exc))
     except Exception as exc:  # provider clients raise many types; each is mapped once, without its stack
+        # Detached: it may be ``exc`` itself (a ServiceError of the agent), whose traceback holds this frame.
         fault = located(provider_error(exc, timeout=config.timeout, secrets=request_secrets(deps, config)), config,
-                        from_node=bool(deps.provider and deps.provider.baseUrl))
+                        from_node=bool(deps.provider and deps.provider.baseUrl)).detached()
         log.warning("model request failed: %s (%s: %s)", fault.code, type(exc).__name__, fault.message)
         await emit(error_event(fault))
 

@@ -84,9 +84,7 @@ async def run_tool(run: ToolRun, deps: ChatDeps, context: ServiceToolContext, em
     try:
         run.output = await deps.tools.run(run.name, run.params, context, deps.permission)
     except ToolFailure as failure:
-        # Kept without its traceback: the traceback holds this frame, which holds ``run`` (a reference cycle that
-        # only the garbage collector frees, with every frame between, their flows among them: issue 33).
-        run.failure = failure.with_traceback(None)
+        run.failure = failure.detached()  # kept: its traceback would hold this frame, which holds ``run``
         await emit(events.tool_result(run.name, failure.message, ok=False, failure=failure))
         # The node behind a caught error may be gone or inside a subflow instance (an id no flow holds): the error
         # is still worth explaining, so that failure is no fault of the request.

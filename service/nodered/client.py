@@ -303,7 +303,9 @@ class NodeRedClient:
         """
         creds = self._credentials
         if self._login_refused is not None and time.monotonic() < self._login_refused[0]:
-            raise self._login_refused[1]
+            # A new error each time: the kept one raised again would gain every raise's frames (and their bodies).
+            refused = self._login_refused[1]
+            raise NodeRedError(refused.status, refused.code, **refused.sentence_args())
         if not creds.can_login:
             raise NodeRedError(401, "nodered_unauthorized", key="nodered_unauthorized.login")
         scheme = await self._send("GET", "/auth/login", auth=False)

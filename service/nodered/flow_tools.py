@@ -56,7 +56,7 @@ async def get_flow(ctx: ToolContext, flow_id: str | None = None) -> ToolOutput:
     try:
         flows = await _flows(ctx)
     except ToolFailure as failure:
-        flows = failure.with_traceback(None)  # kept in this frame: its traceback would make a cycle through it
+        flows = failure.detached()  # kept in this frame: its traceback would make a cycle through it
     # Slicing and compaction grow with the flows (the editor's flowData may be megabytes): off the event loop.
     return await _off_loop(_flow_output, ctx.flow_data, flows, flow_id)
 
@@ -67,12 +67,8 @@ async def _off_loop(work: Callable[..., ToolOutput], *args: Any) -> ToolOutput:
     try:
         return await asyncio.to_thread(work, *args)
     except RecursionError:
-        raise ToolFailure("flow_too_large", key="flow_too_large.nested") from None
-    except ToolFailure as failure:
-        # Raised on the thread, its traceback and its context (the FlowTooLarge it replaces) hold the frames of the
-        # slicing and compaction and so the whole flows: a caller that keeps the failure would keep them too.
-        failure.__context__ = None
-        raise failure.with_traceback(None) from None
+        pass  # refused below, outside this handler: a failure that a run keeps would keep the error as its context
+    raise ToolFailure("flow_too_large", key="flow_too_large.nested")
 
 
 def _flow_output(flow_data: list[dict[str, Any]] | None, flows: list[dict[str, Any]] | ToolFailure,

@@ -19,7 +19,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 log = logging.getLogger(__name__)
 
@@ -224,3 +224,16 @@ class CodedError(Exception):
         if self.params is None or language == DEFAULT_LANGUAGE:
             return self.message
         return catalog.render(self.key, self.params, language) or self.message
+
+    def detached(self) -> Self:
+        """This error without its traceback and without the errors it was raised from (``__context__``,
+        ``__cause__``), for an error kept beyond its ``except`` block or raised again later; returns it.
+
+        The traceback holds every frame between the raise and the catch, the catching one included: kept in that
+        frame, or in an object it holds, the error makes a reference cycle that only the garbage collector frees,
+        with those frames' locals (a request's flows may be megabytes; issue 33). A stored error raised again gains
+        the frames of each raise."""
+        self.__traceback__ = None
+        self.__context__ = None
+        self.__cause__ = None
+        return self

@@ -67,7 +67,7 @@ async def test_provider(request: web.Request) -> web.Response:
             await model.ainvoke([HumanMessage(PROBE)])
     except Exception as exc:  # every provider fault is a coded error with the provider's sentence redacted
         error = located(provider_error(exc, timeout=seconds, secrets=[config.api_key]), config,
-                        from_node=bool(body.provider and body.provider.baseUrl))
+                        from_node=bool(body.provider and body.provider.baseUrl)).detached()
         message = error.translated(request.app[MESSAGES], request_language(request))
         return web.json_response({"ok": False, **answer, "error": {"code": error.code, "message": message}})
     return web.json_response({"ok": True, **answer, "latencyMs": round((time.monotonic() - started) * 1000)})

@@ -96,7 +96,7 @@
         this.withScroll = this.withScroll.bind(this);
         this.watch = new lib.serviceWatch.ServiceWatch({
             check: function () {
-                self.checkService();
+                return self.checkService();
             },
             onReconnecting: function () {
                 self.banner.reconnecting();

@@ -65,7 +65,7 @@ describe("the service status behind the banner", function () {
         const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", wheel: WHEEL,
             supervisor: { state: "starting", pid: 4242, exitCode: null, command: "python3 -m service",
                 lastLines: ["Loading..."], env: { OPENAI_API_KEY: "sk-should-never-show" } } });
-        assert.deepStrictEqual(answer.supervisor, { state: "starting", pid: 4242, exitCode: null,
+        assert.deepStrictEqual(answer.supervisor, { state: "starting", restarting: false, pid: 4242, exitCode: null,
             command: "python3 -m service", lastLines: ["Loading..."] });
         assert.deepStrictEqual(answer.commands, []);
         assert.doesNotMatch(JSON.stringify(answer), /sk-should-never-show/);
@@ -74,8 +74,8 @@ describe("the service status behind the banner", function () {
     it("names what restarts the service outside Node-RED instead of commands (make run)", function () {
         const answer = status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765", wheel: WHEEL,
             supervisor: null, supervisedBy: " make run " });
-        assert.deepStrictEqual(answer.supervisor, { state: "external", by: "make run", pid: null, exitCode: null,
-            command: "", lastLines: [] });
+        assert.deepStrictEqual(answer.supervisor, { state: "external", by: "make run", restarting: false, pid: null,
+            exitCode: null, command: "", lastLines: [] });
         assert.deepStrictEqual(answer.commands, []);
         // The plugin's own supervisor is the one to show when both are there; an empty name is none.
         assert.strictEqual(status.serviceStatus({ reachable: false, serviceUrl: "http://127.0.0.1:8765",
@@ -103,6 +103,9 @@ describe("the service status behind the banner", function () {
             // The plugin's own supervisor gave up: the user must act, whatever the environment says.
             assert.strictEqual(status.restartExpected({ state: "failed", exitCode: 1 }, "make run"), false);
             assert.strictEqual(status.restartExpected({ state: "exited", exitCode: 0 }, undefined), false);
+            // Its child exited unexpectedly and is started again after a delay.
+            assert.strictEqual(status.restartExpected({ state: "exited", exitCode: 1, restarting: true }, undefined),
+                true);
             assert.strictEqual(status.restartExpected(null, "  "), false);
             assert.strictEqual(status.restartExpected(null, undefined), false);
         });

@@ -148,6 +148,32 @@ describe("watching the service", function () {
         assert.ok(timers.fired.slice(-3).every(function (ms) { return ms > 1000; }), timers.fired.slice(-3));
     });
 
+    it("starts no check while the one before still waits (a silent service holds it 5 s)", async function () {
+        const timers = manualTimers();
+        const asked = [];
+        const answers = [];
+        const watch = new serviceWatch.ServiceWatch({
+            check: function () {
+                asked.push(timers.now);
+                return new Promise(function (resolve) { answers.push(resolve); });
+            },
+            onDown: function () {},
+            onUp: function () {},
+            timers: timers
+        });
+        watch.supervised(true);
+        watch.failed(unreachable("silent"));
+        while (timers.now < 5000) {
+            timers.fireNext();
+        }
+        // Five seconds of one check a second: the first is still waiting, so no other was sent.
+        assert.deepStrictEqual(asked, [1000]);
+        answers[0]();
+        await Promise.resolve();
+        timers.fireNext();
+        assert.deepStrictEqual(asked, [1000, 6000]);
+    });
+
     it("ignores failures that are not the service being down", function () {
         const timers = manualTimers();
         const seen = [];

@@ -105,6 +105,8 @@ describe("service supervisor", function () {
         const exited = await untilState(supervisor, "exited");
         assert.strictEqual(exited.exitCode, 3);
         assert.strictEqual(exited.pid, null);
+        // Waiting to start it again: the relay says so ("being started again"), and so does the banner.
+        assert.strictEqual(exited.restarting, true);
         const second = await untilState(supervisor, "running");
         assert.notStrictEqual(second.pid, first.pid);
         assert.ok(alive(second.pid));
@@ -128,6 +130,7 @@ describe("service supervisor", function () {
         supervisor.start();
         const failed = await untilState(supervisor, "failed");
         assert.strictEqual(failed.exitCode, 2);
+        assert.strictEqual(failed.restarting, false);
         assert.strictEqual(log.warns.length, 4);
         assert.strictEqual(log.errors.length, 1);
         assert.match(log.errors[0], /exited with code 2, 5 times in a row soon after starting; not restarting it/);

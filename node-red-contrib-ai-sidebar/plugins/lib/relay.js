@@ -383,9 +383,10 @@ function createRelay(options) {
      *     (see `flowNodeHeaders`); without it only the service token identifies the request
      * @param {AbortSignal} [route.signal] aborting destroys the request, so the service sees the disconnect;
      *     this also holds after the answer started
-     * @param {number} [route.answerTimeout] milliseconds to wait for the answer's headers once connected: a
-     *     service that accepts connections but does not answer (stopped, its event loop blocked) fails as
-     *     `service_unreachable` then; without it the wait is unbounded (a chat's answer may be slow to start)
+     * @param {number} [route.answerTimeout] milliseconds to wait for the answer's headers, from the request's start
+     *     (connecting included; the connection's own limit still applies): a service that accepts connections but
+     *     does not answer (stopped, its event loop blocked) fails as `service_unreachable` then (logged as
+     *     ESILENT); without it the wait is unbounded (a chat's answer may be slow to start)
      * @returns {Promise<import("http").IncomingMessage>} the service's answer once its headers arrived; rejects
      *     with an Error whose `code` is `aborted`, or `service_unreachable` (with `serviceUrl`), or with the
      *     TypeError/URIError/RangeError of a body or header value that cannot be sent
@@ -409,7 +410,7 @@ function createRelay(options) {
             if (route.answerTimeout) {
                 const answerTimer = setTimeout(function () {
                     upstream.destroy(Object.assign(new Error("no answer within " + route.answerTimeout + " ms"),
-                        { code: "ETIMEDOUT" }));
+                        { code: "ESILENT" }));
                 }, route.answerTimeout);
                 upstream.on("response", function () {
                     clearTimeout(answerTimer);

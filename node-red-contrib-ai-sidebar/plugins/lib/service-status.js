@@ -92,6 +92,7 @@ function supervisorView(status) {
     }
     return {
         state: String(status.state),
+        restarting: status.restarting === true,
         pid: typeof status.pid === "number" ? status.pid : null,
         exitCode: typeof status.exitCode === "number" ? status.exitCode : null,
         command: String(status.command || ""),
@@ -108,21 +109,23 @@ function supervisorView(status) {
  */
 function externalSupervisor(by) {
     const name = typeof by === "string" ? by.trim().slice(0, 100) : "";
-    return name ? { state: "external", by: name, pid: null, exitCode: null, command: "", lastLines: [] } : null;
+    return name ? { state: "external", by: name, restarting: false, pid: null, exitCode: null, command: "",
+        lastLines: [] } : null;
 }
 
 /**
- * Whether a supervisor will start the service (again): the plugin's own while it is starting or running it (its
- * child exits and is started again), or one outside Node-RED that AI_SIDEBAR_SERVICE_SUPERVISED names. The editor's
+ * Whether a supervisor will start the service (again): the plugin's own while it is starting or running it, or
+ * waiting to start it again after an unexpected exit (`restarting`), or one outside Node-RED that
+ * AI_SIDEBAR_SERVICE_SUPERVISED names. The editor's
  * banner reads the same states from the service-status answer (resources/service-status/service-banner.js).
  *
- * @param {?{state: string}} supervisor `status()` of the plugin's supervisor (plugins/lib/supervisor.js), or null
+ * @param {?{state: string, restarting: (boolean|undefined)}} supervisor `status()` of the plugin's supervisor (plugins/lib/supervisor.js), or null
  * @param {string|undefined} supervisedBy AI_SIDEBAR_SERVICE_SUPERVISED
  * @returns {boolean}
  */
 function restartExpected(supervisor, supervisedBy) {
     const view = supervisorView(supervisor) || externalSupervisor(supervisedBy);
-    return !!view && ["starting", "running", "external"].indexOf(view.state) !== -1;
+    return !!view && (view.restarting || ["starting", "running", "external"].indexOf(view.state) !== -1);
 }
 
 /**

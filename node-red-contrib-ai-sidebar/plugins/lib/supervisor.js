@@ -146,8 +146,8 @@ function createSupervisor(options) {
             const delay = restartDelays[Math.min(Math.max(quickExits - 1, 0), restartDelays.length - 1)];
             log.warn("[ai-sidebar] the service (" + commandLine + ") exited unexpectedly with " + how +
                 "; restarting it in " + (delay / 1000) + " s." + last);
-            setState("exited");
             restartTimer = setTimeout(run, delay);
+            setState("exited");
         });
     }
 
@@ -200,13 +200,15 @@ function createSupervisor(options) {
     };
 
     /**
-     * @returns {{state: ("starting"|"running"|"exited"|"failed"), pid: ?number, exitCode: ?number, command: string,
-     *     lastLines: string[]}} the child's state; `lastLines` holds at most 20 lines of its output, secret
+     * @returns {{state: ("starting"|"running"|"exited"|"failed"), restarting: boolean, pid: ?number,
+     *     exitCode: ?number, command: string, lastLines: string[]}} the child's state (`restarting`: it exited
+     *     unexpectedly and is started again after a delay); `lastLines` holds at most 20 lines of its output, secret
      *     environment values replaced by "***"
      */
     supervisor.status = function () {
         return {
             state: state,
+            restarting: restartTimer !== null,
             pid: child && child.pid !== undefined ? child.pid : null,
             exitCode: exitCode,
             command: commandLine,

@@ -62,13 +62,16 @@
      */
     function streamChat(body, signal, answer, route, onSilence) {
         var adminApi = sidebarLib().adminApi;
-        var silence = silenceWatch(onSilence || function () {});
-        return fetch(adminApi.routeUrl(route || "ai-sidebar/stream-chat"), {
+        var url = adminApi.routeUrl(route || "ai-sidebar/stream-chat");
+        var options = {
             method: "POST",
             headers: adminApi.requestHeaders({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
             body: JSON.stringify(body),
             signal: signal
-        }).then(function (response) {
+        };
+        // Armed once the request could be built (a body that cannot be sent throws before any timer runs).
+        var silence = silenceWatch(onSilence || function () {});
+        return fetch(url, options).then(function (response) {
             silence.heard();
             var contentType = response.headers.get("Content-Type") || "";
             if (!response.ok) {

@@ -66,14 +66,15 @@
 
     /**
      * Whether a supervisor will start the service again, as the service-status answer says (the plugin's own
-     * supervisor starting or running it, or one outside Node-RED such as `make run`).
+     * supervisor starting or running it, or waiting to start it again after an exit (`restarting`), or one outside
+     * Node-RED such as `make run`).
      *
      * @param {*} status as for `describe`
      * @returns {boolean}
      */
     function restartExpected(status) {
         const supervisor = status && typeof status === "object" ? status.supervisor : null;
-        return !!supervisor && RESTARTING_STATES.indexOf(supervisor.state) !== -1;
+        return !!supervisor && (supervisor.restarting === true || RESTARTING_STATES.indexOf(supervisor.state) !== -1);
     }
 
     function t(key, options) {

@@ -44,8 +44,9 @@
 
     /**
      * @param {object} options
-     * @param {function()} options.check ask the service again (the Retry button does the same); its answer comes
-     *     back as `failed` or `reached`
+     * @param {function(): (Promise|undefined)} options.check ask the service again (the Retry button does the
+     *     same); its answer comes back as `failed` or `reached`; while the promise it returns is pending, no other
+     *     check is started
      * @param {function(Error)} options.onDown the service is down and did not come back within ADVICE_AFTER_MS (or
      *     never answered): show the banner with the advice; called again with each later error, for its message
      * @param {function(Error)} [options.onReconnecting] a service that answered before is down: say it reconnects
@@ -77,6 +78,8 @@
         this.closed = false;
         // Whether a supervisor is known to start the service again (see supervised).
         this.restartExpected = false;
+        // Whether a check's promise is still pending (see schedule).
+        this.checking = false;
     }
 
     /**
@@ -150,7 +153,19 @@
         this.timer = this.timers.setTimeout(function () {
             self.timer = null;
             self.schedule();
-            self.options.check();
+            // A check still waiting (the service-status route waits up to 5 s for a silent service) is not doubled:
+            // at one a second they would pile up and take the browser's connections to Node-RED.
+            if (self.checking) {
+                return;
+            }
+            const pending = self.options.check();
+            if (pending && typeof pending.then === "function") {
+                self.checking = true;
+                const done = function () {
+                    self.checking = false;
+                };
+                pending.then(done, done);
+            }
         }, delay);
     };
 

@@ -109,6 +109,8 @@ async function setup(page, result) {
     // Edit opens the chosen node's own dialog (where a refused key or a wrong URL is fixed); Cancel changes nothing.
     await page.click(".ai-sidebar-setup-edit");
     await page.waitForSelector("#node-config-dialog-ok", { state: "visible", timeout: 10000 });
+    // The tray's buttons come before its form (the node's template, then oneditprepare): wait for the field.
+    await page.waitForSelector("#node-config-input-name", { state: "visible", timeout: 30000 });
     result.editDialog = await page.evaluate(() => ({
         name: $("#node-config-input-name").val(),
         chosen: $(".ai-sidebar-config").val(),
